@@ -1,0 +1,319 @@
+//! Command line: `daemon`, `submit`, `ops`, `status`, `config check`.
+//!
+//! Human output is an aligned table; `--json` output is stable for scripts (SOL003 field names).
+//! Exit status: 0 success, 1 failure, 78 invalid configuration.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use comfy_table::{Table, presets::NOTHING};
+use serde_json::{Value, json};
+
+use crate::config::{DEFAULT_CONFIG_PATH, EXIT_CONFIG, Settings};
+use crate::intake::spool::Spool;
+use crate::store::{OperationRow, Store};
+
+/// vnfkeeper keeps Kubernetes-cluster VNFs on OpenStack in their intended state.
+#[derive(Debug, Parser)]
+#[command(name = "vnfkeeper", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The `--config` option shared by every command.
+#[derive(Debug, clap::Args)]
+pub struct ConfigArg {
+    /// Configuration file.
+    #[arg(long, env = "VNFKEEPER_CONFIG", default_value = DEFAULT_CONFIG_PATH)]
+    pub config: PathBuf,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the service in the foreground (systemd runs this).
+    Daemon(ConfigArg),
+    /// Submit a request envelope to the spool (written to tmp/, then renamed into new/).
+    Submit {
+        /// Configuration file (for `spool_dir`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The envelope: {"operation", "vnfInstanceId", "vnfPackage"?, "requestId"?, "request"}.
+        request: PathBuf,
+    },
+    /// List LCM operation occurrences (SOL003 VnfLcmOpOcc).
+    Ops {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Only operations of this VNF instance.
+        #[arg(long = "vnf")]
+        vnf_instance_id: Option<String>,
+        /// JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List VNF instances and their VNFCs.
+    Status {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Configuration commands.
+    Config {
+        /// What to do with the configuration.
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+/// `vnfkeeper config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate the file and print the effective settings (exit 78 if invalid).
+    Check(ConfigArg),
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::Daemon(c) = &cli.command {
+        return crate::daemon::main(&c.config);
+    }
+    crate::daemon::logging::init(crate::daemon::logging::LogTarget::Stderr);
+    let result = match cli.command {
+        Command::Daemon(_) => unreachable!("handled above"),
+        Command::Submit { config, request } => submit(&config.config, &request),
+        Command::Ops {
+            config,
+            vnf_instance_id,
+            json,
+        } => ops(&config.config, vnf_instance_id.as_deref(), json),
+        Command::Status { config, json } => status(&config.config, json),
+        Command::Config {
+            command: ConfigCommand::Check(c),
+        } => config_check(&c.config),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Config(e)) => {
+            eprintln!("vnfkeeper: invalid configuration: {e}");
+            ExitCode::from(EXIT_CONFIG)
+        }
+        Err(Failure::Other(e)) => {
+            eprintln!("vnfkeeper: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+enum Failure {
+    Config(crate::config::ConfigError),
+    Other(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure::Other(e.into())
+    }
+}
+
+fn load(config: &Path) -> Result<Settings, Failure> {
+    Settings::load(config).map_err(Failure::Config)
+}
+
+fn config_check(config: &Path) -> Result<(), Failure> {
+    let settings = load(config)?;
+    println!("# {}: valid; effective settings:", config.display());
+    print!("{}", settings.to_toml());
+    Ok(())
+}
+
+fn submit(config: &Path, request: &Path) -> Result<(), Failure> {
+    let settings = load(config)?;
+    let bytes = std::fs::read(request)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", request.display()))?;
+    let spool = Spool::open(&settings.spool_dir)
+        .map_err(|e| anyhow::anyhow!("spool {}: {e}", settings.spool_dir.display()))?;
+    let path = spool
+        .submit(&bytes)
+        .map_err(|e| anyhow::anyhow!("cannot submit into {}: {e}", spool.new_dir().display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    println!("submitted {}", path.display());
+    println!(
+        "follow it with `vnfkeeper ops`; if it is rejected, the reason will be in {}",
+        spool
+            .rejected_dir()
+            .join(format!("{name}.error.json"))
+            .display()
+    );
+    Ok(())
+}
+
+fn open_db(settings: &Settings) -> Result<crate::store::Reader, Failure> {
+    if !settings.database.exists() {
+        return Err(anyhow::anyhow!(
+            "database {} does not exist yet (has the daemon run?)",
+            settings.database.display()
+        )
+        .into());
+    }
+    Ok(Store::open_read_only(&settings.database)?)
+}
+
+/// SOL003 VnfLcmOpOcc JSON of a row, plus `statusDetail` (vnfkeeper: why it waits / what it does).
+pub fn operation_json(op: &OperationRow) -> Value {
+    let error = op
+        .error
+        .as_deref()
+        .and_then(|e| serde_json::from_str::<Value>(e).ok());
+    json!({
+        "id": op.id,
+        "operationState": op.operation_state.as_str(),
+        "stateEnteredTime": op.state_entered_time,
+        "startTime": op.start_time,
+        "vnfInstanceId": op.vnf_instance_id,
+        "operation": op.operation.as_str(),
+        "isAutomaticInvocation": op.is_automatic_invocation,
+        "isCancelPending": false,
+        "error": error,
+        "statusDetail": op.status_detail,
+    })
+}
+
+fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
+    let settings = load(config)?;
+    let db = open_db(&settings)?;
+    let rows = db.queries().operations(vnf)?;
+    if as_json {
+        let list: Vec<Value> = rows.iter().map(operation_json).collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(());
+    }
+    let mut t = table([
+        "ID",
+        "OPERATION",
+        "STATE",
+        "VNF INSTANCE",
+        "STARTED",
+        "AUTO",
+        "DETAIL",
+    ]);
+    for op in &rows {
+        t.add_row([
+            op.id.clone(),
+            op.operation.as_str().into(),
+            op.operation_state.as_str().into(),
+            op.vnf_instance_id.clone(),
+            op.start_time
+                .get(..19)
+                .unwrap_or(&op.start_time)
+                .replace('T', " "),
+            if op.is_automatic_invocation {
+                "yes"
+            } else {
+                "no"
+            }
+            .into(),
+            op.status_detail.clone().unwrap_or_default(),
+        ]);
+    }
+    println!("{t}");
+    Ok(())
+}
+
+fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
+    let settings = load(config)?;
+    let db = open_db(&settings)?;
+    let q = db.queries();
+    let instances = q.instances()?;
+    let ops = q.operations(None)?;
+    if as_json {
+        let mut list = Vec::new();
+        for i in &instances {
+            let vnfcs: Vec<Value> = q
+                .vnfcs(&i.id)?
+                .iter()
+                .map(|c| {
+                    json!({"id": c.id, "vduId": c.vdu_id, "index": c.vnfc_index,
+                           "serverId": c.server_id, "ipAddress": c.ip_address})
+                })
+                .collect();
+            let unfinished = ops
+                .iter()
+                .filter(|o| o.vnf_instance_id == i.id && !o.operation_state.is_final())
+                .count();
+            list.push(json!({
+                "id": i.id,
+                "instantiationState": i.instantiation_state.as_str(),
+                "flavourId": i.flavour_id,
+                "vnfPackage": i.vnf_package,
+                "stackId": i.stack_id,
+                "createdAt": i.created_at,
+                "updatedAt": i.updated_at,
+                "unfinishedOperations": unfinished,
+                "vnfcs": vnfcs,
+            }));
+        }
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(());
+    }
+    let mut t = table([
+        "VNF INSTANCE",
+        "STATE",
+        "FLAVOUR",
+        "VNFCS",
+        "UNFINISHED OPS",
+        "LAST OPERATION",
+    ]);
+    let mut vnfc_table = table(["VNF INSTANCE", "VNFC", "VDU", "INDEX", "SERVER", "IP"]);
+    for i in &instances {
+        let mine: Vec<&OperationRow> = ops.iter().filter(|o| o.vnf_instance_id == i.id).collect();
+        let vnfcs = q.vnfcs(&i.id)?;
+        let last = mine
+            .last()
+            .map(|o| format!("{} {} ({})", o.operation, o.operation_state, o.id))
+            .unwrap_or_default();
+        t.add_row([
+            i.id.clone(),
+            i.instantiation_state.as_str().into(),
+            i.flavour_id.clone().unwrap_or_default(),
+            vnfcs.len().to_string(),
+            mine.iter()
+                .filter(|o| !o.operation_state.is_final())
+                .count()
+                .to_string(),
+            last,
+        ]);
+        for c in &vnfcs {
+            vnfc_table.add_row([
+                i.id.clone(),
+                c.id.clone(),
+                c.vdu_id.clone(),
+                c.vnfc_index.map(|n| n.to_string()).unwrap_or_default(),
+                c.server_id.clone().unwrap_or_default(),
+                c.ip_address.clone().unwrap_or_default(),
+            ]);
+        }
+    }
+    println!("{t}");
+    if vnfc_table.row_count() > 0 {
+        println!("\n{vnfc_table}");
+    }
+    Ok(())
+}
+
+fn table<const N: usize>(header: [&str; N]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(NOTHING).set_header(header);
+    t
+}

@@ -1,0 +1,491 @@
+//! Configuration: the TOML file (`/etc/vnfkeeper/vnfkeeper.toml`) parsed strictly into validated [`Settings`].
+//!
+//! Every key is documented in `packaging/vnfkeeper.toml`. Unknown keys are errors. An invalid
+//! file makes the daemon exit with [`EXIT_CONFIG`] (78, `EX_CONFIG`), which the unit's
+//! `RestartPreventExitStatus=78` turns into "no restart loop".
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// Exit status for configuration errors (sysexits.h `EX_CONFIG`).
+pub const EXIT_CONFIG: u8 = 78;
+
+/// Default path of the configuration file.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/vnfkeeper/vnfkeeper.toml";
+
+/// A configuration problem: which file, which key, why.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// TOML syntax error, wrong type, or unknown key (the message names the key and line).
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, naming the key.
+        message: String,
+    },
+    /// A value parsed but is not acceptable.
+    #[error("{path}: `{key}`: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Dotted key, e.g. `reconcile.schedule`.
+        key: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The file as written: every key optional, unknown keys rejected.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    spool_dir: Option<PathBuf>,
+    database: Option<PathBuf>,
+    packages_dir: Option<PathBuf>,
+    cloud: Option<CloudFile>,
+    #[serde(default)]
+    reconcile: ReconcileFile,
+    #[serde(default)]
+    limits: LimitsFile,
+    #[serde(default)]
+    intake: IntakeFile,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CloudFile {
+    clouds_yaml: Option<PathBuf>,
+    cloud: String,
+    api_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReconcileFile {
+    enabled: Option<bool>,
+    schedule: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    max_parallel_hosts: Option<u32>,
+    max_parallel_operations: Option<u32>,
+    ssh_connect_timeout_secs: Option<u64>,
+    command_timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IntakeFile {
+    rescan_interval_secs: Option<u64>,
+    batch_size: Option<u32>,
+}
+
+/// Validated settings with every default applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Spool root holding `tmp/`, `new/`, `accepted/`, `rejected/`. Default `/var/spool/vnfkeeper`.
+    pub spool_dir: PathBuf,
+    /// SQLite database file. Default `/var/lib/vnfkeeper/state.db`.
+    pub database: PathBuf,
+    /// Directory against which a relative `vnfPackage` in an envelope is resolved.
+    /// Default `/var/lib/vnfkeeper/packages`.
+    pub packages_dir: PathBuf,
+    /// The OpenStack cloud; `None` means operations are accepted but wait in `STARTING`.
+    pub cloud: Option<CloudSettings>,
+    /// Periodic observe-and-heal pass.
+    pub reconcile: ReconcileSettings,
+    /// Concurrency limits and timeouts.
+    pub limits: Limits,
+    /// Spool intake tuning.
+    pub intake: IntakeSettings,
+}
+
+/// Which cloud to use, the OpenStack way: an entry of a `clouds.yaml` file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CloudSettings {
+    /// The clouds.yaml file. Default `/etc/openstack/clouds.yaml`.
+    pub clouds_yaml: PathBuf,
+    /// Entry name under `clouds:`.
+    pub cloud: String,
+    /// Timeout of every API request. Default 30 s.
+    pub api_timeout: Duration,
+}
+
+/// When the reconcile pass runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReconcileSettings {
+    /// Whether passes run on the schedule (`vnfkeeper reconcile --now` works either way). Default true.
+    pub enabled: bool,
+    /// The schedule as written (5-field crontab or 6/7-field with seconds). Default `*/5 * * * *`.
+    pub schedule_text: String,
+    /// The parsed schedule (UTC).
+    pub schedule: cron::Schedule,
+}
+
+/// Concurrency limits and timeouts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Hosts one step may configure at once. Default 16, 1–1024.
+    pub max_parallel_hosts: u32,
+    /// Operations (of different VNF instances) running at once. Default 4, 1–256.
+    pub max_parallel_operations: u32,
+    /// SSH connect timeout. Default 10 s.
+    pub ssh_connect_timeout: Duration,
+    /// Longest a single remote command may run, enforced on the remote side too. Default 900 s.
+    pub command_timeout: Duration,
+}
+
+/// Spool intake tuning.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IntakeSettings {
+    /// Full rescan of `new/` besides inotify events. Default 30 s.
+    pub rescan_interval: Duration,
+    /// Most files committed in one SQLite transaction. Default 256, 1–10000.
+    pub batch_size: u32,
+}
+
+impl Settings {
+    /// Reads and validates a configuration file. Errors: [`ConfigError`] naming the key.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Validates configuration text; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let file: File = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+        let invalid = |key: &str, reason: String| ConfigError::Invalid {
+            path: path.into(),
+            key: key.into(),
+            reason,
+        };
+        let absolute = |key: &str, p: Option<PathBuf>, default: &str| {
+            let p = p.unwrap_or_else(|| PathBuf::from(default));
+            if p.is_absolute() {
+                Ok(p)
+            } else {
+                Err(invalid(
+                    key,
+                    format!("must be an absolute path, got {}", p.display()),
+                ))
+            }
+        };
+        let secs = |key: &str, v: Option<u64>, default: u64, max: u64| {
+            let v = v.unwrap_or(default);
+            if (1..=max).contains(&v) {
+                Ok(Duration::from_secs(v))
+            } else {
+                Err(invalid(
+                    key,
+                    format!("must be between 1 and {max} seconds, got {v}"),
+                ))
+            }
+        };
+        let count = |key: &str, v: Option<u32>, default: u32, max: u32| {
+            let v = v.unwrap_or(default);
+            if (1..=max).contains(&v) {
+                Ok(v)
+            } else {
+                Err(invalid(
+                    key,
+                    format!("must be between 1 and {max}, got {v}"),
+                ))
+            }
+        };
+
+        let cloud = match file.cloud {
+            None => None,
+            Some(c) => {
+                if c.cloud.trim().is_empty() {
+                    return Err(invalid(
+                        "cloud.cloud",
+                        "must name an entry of clouds.yaml".into(),
+                    ));
+                }
+                Some(CloudSettings {
+                    clouds_yaml: absolute(
+                        "cloud.clouds_yaml",
+                        c.clouds_yaml,
+                        "/etc/openstack/clouds.yaml",
+                    )?,
+                    cloud: c.cloud,
+                    api_timeout: secs("cloud.api_timeout_secs", c.api_timeout_secs, 30, 3600)?,
+                })
+            }
+        };
+        let schedule_text = file
+            .reconcile
+            .schedule
+            .unwrap_or_else(|| "*/5 * * * *".into());
+        let schedule = parse_schedule(&schedule_text)
+            .map_err(|reason| invalid("reconcile.schedule", reason))?;
+        Ok(Settings {
+            spool_dir: absolute("spool_dir", file.spool_dir, "/var/spool/vnfkeeper")?,
+            database: absolute("database", file.database, "/var/lib/vnfkeeper/state.db")?,
+            packages_dir: absolute(
+                "packages_dir",
+                file.packages_dir,
+                "/var/lib/vnfkeeper/packages",
+            )?,
+            cloud,
+            reconcile: ReconcileSettings {
+                enabled: file.reconcile.enabled.unwrap_or(true),
+                schedule_text,
+                schedule,
+            },
+            limits: Limits {
+                max_parallel_hosts: count(
+                    "limits.max_parallel_hosts",
+                    file.limits.max_parallel_hosts,
+                    16,
+                    1024,
+                )?,
+                max_parallel_operations: count(
+                    "limits.max_parallel_operations",
+                    file.limits.max_parallel_operations,
+                    4,
+                    256,
+                )?,
+                ssh_connect_timeout: secs(
+                    "limits.ssh_connect_timeout_secs",
+                    file.limits.ssh_connect_timeout_secs,
+                    10,
+                    300,
+                )?,
+                command_timeout: secs(
+                    "limits.command_timeout_secs",
+                    file.limits.command_timeout_secs,
+                    900,
+                    86_400,
+                )?,
+            },
+            intake: IntakeSettings {
+                rescan_interval: secs(
+                    "intake.rescan_interval_secs",
+                    file.intake.rescan_interval_secs,
+                    30,
+                    86_400,
+                )?,
+                batch_size: count("intake.batch_size", file.intake.batch_size, 256, 10_000)?,
+            },
+        })
+    }
+
+    /// The effective settings as TOML, every key present, for `vnfkeeper config check`.
+    /// The configuration holds no secrets itself (they live in clouds.yaml).
+    pub fn to_toml(&self) -> String {
+        let mut out = String::new();
+        let mut kv = |k: &str, v: String| out.push_str(&format!("{k} = {v}\n"));
+        let path = |p: &Path| toml_string(&p.display().to_string());
+        kv("spool_dir", path(&self.spool_dir));
+        kv("database", path(&self.database));
+        kv("packages_dir", path(&self.packages_dir));
+        out.push('\n');
+        match &self.cloud {
+            None => out.push_str("# [cloud] not configured: operations wait in STARTING\n"),
+            Some(c) => {
+                out.push_str("[cloud]\n");
+                out.push_str(&format!("clouds_yaml = {}\n", path(&c.clouds_yaml)));
+                out.push_str(&format!("cloud = {}\n", toml_string(&c.cloud)));
+                out.push_str(&format!("api_timeout_secs = {}\n", c.api_timeout.as_secs()));
+            }
+        }
+        out.push_str("\n[reconcile]\n");
+        out.push_str(&format!("enabled = {}\n", self.reconcile.enabled));
+        out.push_str(&format!(
+            "schedule = {}\n",
+            toml_string(&self.reconcile.schedule_text)
+        ));
+        out.push_str("\n[limits]\n");
+        out.push_str(&format!(
+            "max_parallel_hosts = {}\n",
+            self.limits.max_parallel_hosts
+        ));
+        out.push_str(&format!(
+            "max_parallel_operations = {}\n",
+            self.limits.max_parallel_operations
+        ));
+        out.push_str(&format!(
+            "ssh_connect_timeout_secs = {}\n",
+            self.limits.ssh_connect_timeout.as_secs()
+        ));
+        out.push_str(&format!(
+            "command_timeout_secs = {}\n",
+            self.limits.command_timeout.as_secs()
+        ));
+        out.push_str("\n[intake]\n");
+        out.push_str(&format!(
+            "rescan_interval_secs = {}\n",
+            self.intake.rescan_interval.as_secs()
+        ));
+        out.push_str(&format!("batch_size = {}\n", self.intake.batch_size));
+        out
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+/// Parses a cron schedule. A 5-field crontab line (`min hour dom mon dow`, day of week 0–7 with
+/// 0 and 7 = Sunday, as in crontab(5)) gets a seconds field of `0` and its day-of-week numbers
+/// are rewritten as names; the 6/7-field form with seconds is the `cron` crate's own, where
+/// day-of-week numbers mean something else (1 = Sunday), so there only names are accepted.
+/// `@hourly`-style aliases work. Errors: a message for the operator.
+pub fn parse_schedule(text: &str) -> Result<cron::Schedule, String> {
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    let normalised = match fields.len() {
+        1 if text.trim_start().starts_with('@') => text.trim().to_owned(),
+        5 => {
+            let dow = crontab_dow_to_names(fields[4])?;
+            format!(
+                "0 {} {} {} {} {}",
+                fields[0], fields[1], fields[2], fields[3], dow
+            )
+        }
+        6 | 7 => {
+            if fields[5].chars().any(|c| c.is_ascii_digit()) {
+                return Err(format!(
+                    "day of week `{}` in a 6-field schedule must use names (MON-FRI), \
+                     because its numbers differ from crontab; or write 5 crontab fields",
+                    fields[5]
+                ));
+            }
+            fields.join(" ")
+        }
+        n => {
+            return Err(format!(
+                "expected 5 crontab fields (min hour dom mon dow) or 6/7 fields starting with seconds, got {n}"
+            ));
+        }
+    };
+    cron::Schedule::from_str(&normalised)
+        .map_err(|e| format!("invalid cron expression `{text}`: {e}"))
+}
+
+/// Rewrites crontab(5) day-of-week numbers (0–7, 0 and 7 = Sunday) as names, keeping `*`, lists,
+/// ranges and steps: `1-5` → `MON-FRI`, `0,6` → `SUN,SAT`, `*/2` unchanged.
+fn crontab_dow_to_names(field: &str) -> Result<String, String> {
+    const NAMES: [&str; 8] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"];
+    let name = |tok: &str| -> Result<String, String> {
+        match tok.parse::<usize>() {
+            Ok(n) if n < NAMES.len() => Ok(NAMES[n].to_owned()),
+            Ok(n) => Err(format!("day of week {n} is out of range 0-7")),
+            Err(_) => Ok(tok.to_owned()),
+        }
+    };
+    let mut parts = Vec::new();
+    for item in field.split(',') {
+        let (range, step) = match item.split_once('/') {
+            Some((r, s)) => (r, Some(s)),
+            None => (item, None),
+        };
+        let range = match range.split_once('-') {
+            Some((a, b)) => {
+                // crontab allows 5-7 (Fri..Sun); cron wants FRI-SAT,SUN for that, so expand 7 at the end.
+                let (a, b) = (name(a)?, b);
+                if b == "7" {
+                    format!("{a}-SAT,SUN")
+                } else {
+                    format!("{a}-{}", name(b)?)
+                }
+            }
+            None => name(range)?,
+        };
+        parts.push(match step {
+            Some(s) => format!("{range}/{s}"),
+            None => range,
+        });
+    }
+    Ok(parts.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Datelike, TimeZone, Utc};
+
+    fn parse(text: &str) -> Result<Settings, ConfigError> {
+        Settings::parse(text, Path::new("test.toml"))
+    }
+
+    #[test]
+    fn minimal_file_gets_defaults() {
+        let s = parse("spool_dir = \"/tmp/s\"\ndatabase = \"/tmp/d.db\"\n").unwrap();
+        assert_eq!(s.spool_dir, PathBuf::from("/tmp/s"));
+        assert!(s.cloud.is_none());
+        assert_eq!(s.limits.max_parallel_hosts, 16);
+        assert_eq!(s.intake.batch_size, 256);
+        assert_eq!(s.reconcile.schedule_text, "*/5 * * * *");
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let e = parse("spool_dir = \"/s\"\nspooldir = \"/x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("spooldir"), "{e}");
+        let e = parse("[limits]\nmax_hosts = 3\n").unwrap_err().to_string();
+        assert!(e.contains("max_hosts"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let e = parse("database = \"state.db\"\n").unwrap_err().to_string();
+        assert!(e.contains("`database`") && e.contains("absolute"), "{e}");
+        let e = parse("[limits]\nmax_parallel_hosts = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("limits.max_parallel_hosts"), "{e}");
+        let e = parse("[reconcile]\nschedule = \"every minute\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reconcile.schedule"), "{e}");
+        let e = parse("[cloud]\ncloud = \"\"\n").unwrap_err().to_string();
+        assert!(e.contains("cloud.cloud"), "{e}");
+    }
+
+    #[test]
+    fn crontab_day_numbers_mean_what_crontab_says() {
+        // 2026-11-21 is a Saturday; "1-5" must next fire on Monday 2026-11-23.
+        let s = parse_schedule("0 9 * * 1-5").unwrap();
+        let after = Utc.with_ymd_and_hms(2026, 11, 21, 12, 0, 0).unwrap();
+        let next = s.after(&after).next().unwrap();
+        assert_eq!(next.weekday(), chrono::Weekday::Mon);
+        assert_eq!(crontab_dow_to_names("0,6").unwrap(), "SUN,SAT");
+        assert_eq!(crontab_dow_to_names("5-7").unwrap(), "FRI-SAT,SUN");
+        assert_eq!(crontab_dow_to_names("*/2").unwrap(), "*/2");
+        assert!(crontab_dow_to_names("8").is_err());
+        assert!(parse_schedule("0 0 9 * * 1").is_err());
+        assert!(parse_schedule("0 0 9 * * Mon-Fri").is_ok());
+        assert!(parse_schedule("@hourly").is_ok());
+    }
+
+    #[test]
+    fn effective_settings_round_trip() {
+        let s =
+            parse("[cloud]\ncloud = \"prod\"\n[reconcile]\nschedule = \"0 */2 * * *\"\n").unwrap();
+        let again = parse(&s.to_toml()).unwrap();
+        assert_eq!(s, again);
+    }
+}

@@ -1,0 +1,345 @@
+//! The long-running service (`vnfkeeper daemon`): the only module that spawns tasks, handles
+//! signals and talks to systemd. It watches the spool, hands batches to intake, and reports
+//! readiness, status and liveness to systemd.
+//!
+//! Main loop: one `select!` over spool events (inotify `IN_MOVED_TO`/`IN_CLOSE_WRITE` on `new/`),
+//! a periodic full rescan, a short settle timer for files seen by a scan while still fresh,
+//! the watchdog tick, and SIGTERM/SIGINT (stop) and SIGHUP (reload).
+
+pub mod logging;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context as _;
+use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
+use notify::{EventKind, RecursiveMode, Watcher as _};
+use sd_notify::NotifyState;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::config::{EXIT_CONFIG, Settings};
+use crate::intake::spool::{self, IntakeContext, Outcome, Spool};
+use crate::model::Timestamp;
+use crate::store::Store;
+use logging::{LogTarget, MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
+
+/// A file found by a scan is left alone until it is this old, unless inotify said it is complete.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// Runs the daemon until SIGTERM/SIGINT. Exit status 0 on a clean stop, 78 for an invalid
+/// configuration, 1 for any other fatal error (logged).
+pub fn main(config_path: &Path) -> ExitCode {
+    let sink = logging::init(LogTarget::Auto);
+    let settings = match Settings::load(config_path) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "invalid configuration");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    tracing::info!(config = %config_path.display(), log = sink, version = env!("CARGO_PKG_VERSION"), "vnfkeeper starting");
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(config_path.to_path_buf(), settings)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(
+                error = format!("{e:#}"),
+                "vnfkeeper stopped on a fatal error"
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Intake state owned by the main loop. The store moves into a blocking task per batch.
+struct Intake {
+    spool: Spool,
+    store: Option<Store>,
+    settings: Settings,
+    /// Paths signalled complete by inotify, waiting for the next batch.
+    ready: BTreeSet<PathBuf>,
+    /// Whether a scan found files too fresh to take yet.
+    unsettled: bool,
+}
+
+async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
+    let store = Store::open(&settings.database)
+        .with_context(|| format!("opening database {}", settings.database.display()))?;
+    let spool = Spool::open(&settings.spool_dir)
+        .with_context(|| format!("opening spool {}", settings.spool_dir.display()))?;
+
+    // Watch first, then scan, so that nothing arriving in between is missed (rust-deps.md §8).
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |res| {
+        let _ = events_tx.send(res);
+    })
+    .context("creating the spool watcher")?;
+    watcher
+        .watch(&spool.new_dir(), RecursiveMode::NonRecursive)
+        .with_context(|| format!("watching {}", spool.new_dir().display()))?;
+
+    let mut intake = Intake {
+        spool,
+        store: Some(store),
+        settings,
+        ready: BTreeSet::new(),
+        unsettled: false,
+    };
+    intake.scan().context("scanning the spool")?;
+    intake.flush().await?;
+
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut rescan = tokio::time::interval(intake.settings.intake.rescan_interval);
+    rescan.reset();
+    let mut settle = tokio::time::interval(SETTLE);
+    let watchdog_period = watchdog_period();
+    let mut watchdog = tokio::time::interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
+
+    notify_systemd(&[
+        NotifyState::Ready,
+        NotifyState::Status(&intake.status_line()),
+    ]);
+    tracing::info!(spool = %intake.settings.spool_dir.display(), database = %intake.settings.database.display(), "ready");
+
+    loop {
+        tokio::select! {
+            Some(res) = events.recv() => {
+                intake.note_event(res);
+                while intake.ready.len() < intake.settings.intake.batch_size as usize {
+                    match events.try_recv() {
+                        Ok(res) => intake.note_event(res),
+                        Err(_) => break,
+                    }
+                }
+                intake.flush().await?;
+            }
+            _ = rescan.tick() => {
+                intake.scan_logged();
+                intake.flush().await?;
+            }
+            _ = settle.tick(), if intake.unsettled => {
+                intake.scan_logged();
+                intake.flush().await?;
+            }
+            _ = watchdog.tick(), if watchdog_period.is_some() => {
+                notify_systemd(&[NotifyState::Watchdog]);
+            }
+            _ = sighup.recv() => {
+                notify_systemd(&[NotifyState::Reloading]);
+                intake.reload(&config_path);
+                notify_systemd(&[NotifyState::Ready, NotifyState::Status(&intake.status_line())]);
+            }
+            _ = sigterm.recv() => break,
+            _ = sigint.recv() => break,
+        }
+    }
+    notify_systemd(&[NotifyState::Stopping]);
+    tracing::info!("stopping");
+    drop(watcher);
+    Ok(())
+}
+
+impl Intake {
+    /// Takes the file of an inotify event that says it is complete; a queue overflow or a
+    /// watcher error triggers a full rescan instead.
+    fn note_event(&mut self, res: notify::Result<notify::Event>) {
+        match res {
+            Ok(ev) if ev.need_rescan() => self.scan_logged(),
+            Ok(ev) => {
+                let complete = matches!(
+                    ev.kind,
+                    EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both))
+                        | EventKind::Access(AccessKind::Close(AccessMode::Write))
+                );
+                if complete {
+                    for p in ev.paths {
+                        let is_request = p
+                            .file_name()
+                            .is_some_and(|n| spool::is_request_name(&n.to_string_lossy()));
+                        if is_request && p.parent() == Some(self.spool.new_dir().as_path()) {
+                            self.ready.insert(p);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "spool watcher error; rescanning");
+                self.scan_logged();
+            }
+        }
+    }
+
+    /// Full scan of `new/`: files older than [`SETTLE`] are taken, fresher ones wait for their
+    /// inotify event or the settle timer.
+    fn scan(&mut self) -> std::io::Result<()> {
+        let now = SystemTime::now();
+        self.unsettled = false;
+        for (path, modified) in self.spool.scan()? {
+            let age = now.duration_since(modified).unwrap_or_default();
+            if age >= SETTLE {
+                self.ready.insert(path);
+            } else if !self.ready.contains(&path) {
+                self.unsettled = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn scan_logged(&mut self) {
+        if let Err(e) = self.scan() {
+            tracing::error!(error = %e, spool = %self.settings.spool_dir.display(), "cannot scan the spool");
+        }
+    }
+
+    /// Processes every ready file, in batches of `intake.batch_size`, on a blocking thread.
+    async fn flush(&mut self) -> anyhow::Result<()> {
+        while !self.ready.is_empty() {
+            let n = self.settings.intake.batch_size as usize;
+            let batch: Vec<PathBuf> = std::mem::take(&mut self.ready).into_iter().collect();
+            let (now_batch, rest) = batch.split_at(batch.len().min(n));
+            self.ready.extend(rest.iter().cloned());
+            let mut store = self.store.take().context("store is busy")?;
+            let spool = self.spool.clone();
+            let files = now_batch.to_vec();
+            let packages_dir = self.settings.packages_dir.clone();
+            let cloud_configured = self.settings.cloud.is_some();
+            let (store, result) = tokio::task::spawn_blocking(move || {
+                let ctx = IntakeContext {
+                    packages_dir: &packages_dir,
+                    cloud_configured,
+                };
+                let now = Timestamp(chrono::Utc::now());
+                let result = spool::process(&spool, &mut store, &files, &ctx, now);
+                (store, result)
+            })
+            .await
+            .context("intake task panicked")?;
+            self.store = Some(store);
+            match result {
+                Ok(outcomes) => {
+                    outcomes.iter().for_each(log_outcome);
+                    if !outcomes.is_empty() {
+                        notify_systemd(&[NotifyState::Status(&self.status_line())]);
+                    }
+                }
+                Err(e) => {
+                    // Nothing was committed or moved; the files stay in new/ for the next scan.
+                    tracing::error!(error = %e, files = now_batch.len(), "intake batch failed; will retry");
+                    self.ready.clear();
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One-line summary for `systemctl status`.
+    fn status_line(&self) -> String {
+        let Some(store) = &self.store else {
+            return "busy".into();
+        };
+        let r = store.reader();
+        let instances = r.instances().map(|v| v.len()).unwrap_or(0);
+        let unfinished = r
+            .operations(None)
+            .map(|ops| ops.iter().filter(|o| !o.operation_state.is_final()).count())
+            .unwrap_or(0);
+        format!("{instances} VNF instances, {unfinished} operations not finished")
+    }
+
+    /// SIGHUP: re-reads the configuration. An invalid file is logged and the old settings stay;
+    /// `spool_dir` and `database` changes need a restart and are ignored until then.
+    fn reload(&mut self, config_path: &Path) {
+        match Settings::load(config_path) {
+            Err(e) => {
+                tracing::error!(error = %e, "configuration reload rejected; keeping the running configuration")
+            }
+            Ok(mut new) => {
+                if new.spool_dir != self.settings.spool_dir
+                    || new.database != self.settings.database
+                {
+                    tracing::warn!("spool_dir and database changes take effect after a restart");
+                    new.spool_dir = self.settings.spool_dir.clone();
+                    new.database = self.settings.database.clone();
+                }
+                self.settings = new;
+                tracing::info!("configuration reloaded");
+            }
+        }
+    }
+}
+
+fn log_outcome(o: &Outcome) {
+    match o {
+        Outcome::Accepted {
+            file,
+            vnf_lcm_op_occ_id,
+            vnf_instance_id,
+            operation,
+            status_detail,
+            warnings,
+        } => {
+            tracing::info!(
+                message_id = MSG_REQUEST_ACCEPTED,
+                vnf_instance_id = %vnf_instance_id,
+                vnf_lcm_op_occ_id = %vnf_lcm_op_occ_id,
+                operation = %operation,
+                file = %file,
+                detail = status_detail.as_deref().unwrap_or(""),
+                "request accepted"
+            );
+            for w in warnings {
+                tracing::warn!(vnf_instance_id = %vnf_instance_id, file = %file, pointer = %w.pointer, "request normalised: {}", w.reason);
+            }
+        }
+        Outcome::Duplicate {
+            file,
+            vnf_lcm_op_occ_id,
+        } => {
+            tracing::info!(vnf_lcm_op_occ_id = %vnf_lcm_op_occ_id, file = %file, "duplicate request; no new operation");
+        }
+        Outcome::Rejected {
+            file,
+            vnf_instance_id,
+            problem,
+        } => {
+            tracing::warn!(
+                message_id = MSG_REQUEST_REJECTED,
+                vnf_instance_id = vnf_instance_id.as_deref().unwrap_or(""),
+                file = %file,
+                status = problem.status,
+                "request rejected: {}",
+                problem.detail
+            );
+        }
+        Outcome::Recovered { file, to } => {
+            tracing::info!(file = %file, to = %to.display(), "request file moved after restart (already recorded)");
+        }
+    }
+}
+
+/// Half the systemd watchdog interval, if the watchdog is enabled for this process.
+fn watchdog_period() -> Option<Duration> {
+    let mut usec = 0;
+    sd_notify::watchdog_enabled(false, &mut usec).then(|| Duration::from_micros(usec / 2))
+}
+
+fn notify_systemd(states: &[NotifyState<'_>]) {
+    if let Err(e) = sd_notify::notify(false, states) {
+        tracing::debug!(error = %e, "sd_notify failed");
+    }
+}

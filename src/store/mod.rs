@@ -1,0 +1,517 @@
+//! The SQLite store: the only module with SQL. Opens the database (WAL, busy timeout, foreign
+//! keys), runs the embedded refinery migrations, and offers typed reads and transactional writes.
+//!
+//! The schema is documented in `migrations/V1__init.sql` and in the README ("Audit database").
+
+mod rows;
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
+
+use crate::model::{InstantiationState, LcmOperationType, OperationState, Timestamp};
+
+pub use rows::{EventRow, InstanceRow, IntakeRow, OperationRow, VnfcRow};
+
+mod embedded {
+    refinery::embed_migrations!("migrations");
+}
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A migration failed or the database has migrations this binary does not know.
+    #[error("database migration: {0}")]
+    Migration(#[from] refinery::Error),
+    /// The database holds a value the schema's CHECKs should have prevented.
+    #[error("database holds an unexpected value in {column}: {value}")]
+    Corrupt {
+        /// Table.column.
+        column: &'static str,
+        /// The value found.
+        value: String,
+    },
+    /// Could not create the database's directory or set its mode.
+    #[error("database file: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Result alias of the store.
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// Owner of the read-write connection. Not `Sync`: the daemon keeps it on one blocking thread.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Opens (creating if needed, mode 0600) and migrates the database. Errors: [`StoreError`].
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut conn = Connection::open(path)?;
+        restrict_mode(path)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(journal_mode = %mode, "database is not in WAL mode");
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        let report = embedded::migrations::runner().run(&mut conn)?;
+        for m in report.applied_migrations() {
+            tracing::info!(version = m.version(), name = %m.name(), "database migrated");
+        }
+        Ok(Self { conn })
+    }
+
+    /// Runs `f` inside one transaction and commits if it returns `Ok`.
+    pub fn write<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let tx = self.conn.transaction()?;
+        let mut w = Tx { tx };
+        let out = f(&mut w)?;
+        w.tx.commit()?;
+        Ok(out)
+    }
+
+    /// `PRAGMA integrity_check`: `["ok"]` for a sound file, else the problems found.
+    pub fn integrity_check(&self) -> Result<Vec<String>> {
+        let mut st = self.conn.prepare("PRAGMA integrity_check")?;
+        let rows = st.query_map([], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Read-only access for the CLI (`ops`, `status`) while the daemon runs.
+    pub fn open_read_only(path: &Path) -> Result<Reader> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        Ok(Reader { conn })
+    }
+
+    /// Reads through the read-write connection.
+    pub fn reader(&self) -> ReaderRef<'_> {
+        ReaderRef { conn: &self.conn }
+    }
+}
+
+#[cfg(unix)]
+fn restrict_mode(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+}
+
+/// A read-only connection (CLI).
+#[derive(Debug)]
+pub struct Reader {
+    conn: Connection,
+}
+
+impl Reader {
+    /// Borrowed query interface.
+    pub fn queries(&self) -> ReaderRef<'_> {
+        ReaderRef { conn: &self.conn }
+    }
+}
+
+/// Queries shared by [`Reader`] and [`Store`].
+#[derive(Debug, Clone, Copy)]
+pub struct ReaderRef<'a> {
+    conn: &'a Connection,
+}
+
+impl ReaderRef<'_> {
+    /// Operation occurrences in arrival order, optionally of one VNF instance.
+    pub fn operations(&self, vnf_instance_id: Option<&str>) -> Result<Vec<OperationRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM vnf_lcm_op_occ WHERE (?1 IS NULL OR vnf_instance_id = ?1) ORDER BY seq",
+            OperationRow::COLUMNS
+        ))?;
+        let rows = st.query_map([vnf_instance_id], OperationRow::from_row)?;
+        collect_checked(rows)
+    }
+
+    /// One operation occurrence by id.
+    pub fn operation(&self, id: &str) -> Result<Option<OperationRow>> {
+        let sql = format!(
+            "SELECT {} FROM vnf_lcm_op_occ WHERE id = ?1",
+            OperationRow::COLUMNS
+        );
+        let row = self
+            .conn
+            .query_row(&sql, [id], OperationRow::from_row)
+            .optional()?;
+        row.transpose()
+    }
+
+    /// VNF instances ordered by id.
+    pub fn instances(&self) -> Result<Vec<InstanceRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM vnf_instance ORDER BY id",
+            InstanceRow::COLUMNS
+        ))?;
+        let rows = st.query_map([], InstanceRow::from_row)?;
+        collect_checked(rows)
+    }
+
+    /// VNFCs of one instance ordered by VDU and index.
+    pub fn vnfcs(&self, vnf_instance_id: &str) -> Result<Vec<VnfcRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM vnfc WHERE vnf_instance_id = ?1 ORDER BY vdu_id, vnfc_index, id",
+            VnfcRow::COLUMNS
+        ))?;
+        let rows = st.query_map([vnf_instance_id], VnfcRow::from_row)?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Intake records in order.
+    pub fn intake(&self) -> Result<Vec<IntakeRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM intake ORDER BY id",
+            IntakeRow::COLUMNS
+        ))?;
+        let rows = st.query_map([], IntakeRow::from_row)?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Audit events of one instance (or all), oldest first.
+    pub fn events(&self, vnf_instance_id: Option<&str>) -> Result<Vec<EventRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM event WHERE (?1 IS NULL OR vnf_instance_id = ?1) ORDER BY id",
+            EventRow::COLUMNS
+        ))?;
+        let rows = st.query_map([vnf_instance_id], EventRow::from_row)?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+}
+
+fn collect_checked<T>(rows: impl Iterator<Item = rusqlite::Result<Result<T>>>) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    for r in rows {
+        out.push(r??);
+    }
+    Ok(out)
+}
+
+/// A write transaction (see [`Store::write`]).
+#[derive(Debug)]
+pub struct Tx<'c> {
+    tx: Transaction<'c>,
+}
+
+/// A new LCM operation occurrence, as intake records it.
+#[derive(Debug, Clone)]
+pub struct NewOperation<'a> {
+    /// vnfLcmOpOccId.
+    pub id: &'a str,
+    /// The instance it applies to (must exist).
+    pub vnf_instance_id: &'a str,
+    /// Operation type.
+    pub operation: LcmOperationType,
+    /// The SOL003 request body, JSON text.
+    pub operation_params: &'a str,
+    /// Absolute VNF package path (INSTANTIATE).
+    pub vnf_package: Option<&'a str>,
+    /// Idempotency key.
+    pub request_id: Option<&'a str>,
+    /// `isAutomaticInvocation`.
+    pub is_automatic_invocation: bool,
+    /// Why it waits.
+    pub status_detail: Option<&'a str>,
+}
+
+/// A new intake record.
+#[derive(Debug, Clone)]
+pub struct NewIntake<'a> {
+    /// File name in `new/`.
+    pub file_name: &'a str,
+    /// Hex SHA-256 of the file.
+    pub content_sha256: &'a str,
+    /// Idempotency key, if any.
+    pub request_id: Option<&'a str>,
+    /// `ACCEPTED`, `DUPLICATE` or `REJECTED`.
+    pub outcome: &'a str,
+    /// Instance named by the request.
+    pub vnf_instance_id: Option<&'a str>,
+    /// Operation created or matched.
+    pub vnf_lcm_op_occ_id: Option<&'a str>,
+    /// ProblemDetails JSON for rejections.
+    pub problem: Option<&'a str>,
+    /// JSON array of warnings.
+    pub warnings: Option<&'a str>,
+}
+
+/// A new audit event.
+#[derive(Debug, Clone, Default)]
+pub struct NewEvent<'a> {
+    /// Event kind, e.g. `REQUEST_ACCEPTED`.
+    pub kind: &'a str,
+    /// Instance concerned.
+    pub vnf_instance_id: Option<&'a str>,
+    /// Operation concerned.
+    pub vnf_lcm_op_occ_id: Option<&'a str>,
+    /// VNFC concerned.
+    pub vnfc_id: Option<&'a str>,
+    /// One line for humans.
+    pub message: &'a str,
+    /// JSON evidence.
+    pub evidence: Option<&'a str>,
+}
+
+impl Tx<'_> {
+    /// Queries inside the transaction (sees its own writes).
+    pub fn reader(&self) -> ReaderRef<'_> {
+        ReaderRef { conn: &self.tx }
+    }
+
+    /// The instance's row, if known.
+    pub fn instance(&self, id: &str) -> Result<Option<InstanceRow>> {
+        let sql = format!(
+            "SELECT {} FROM vnf_instance WHERE id = ?1",
+            InstanceRow::COLUMNS
+        );
+        self.tx
+            .query_row(&sql, [id], InstanceRow::from_row)
+            .optional()?
+            .transpose()
+    }
+
+    /// Creates the instance in `NOT_INSTANTIATED` unless it exists. Returns whether it was created.
+    /// Flavour, package and stack are filled in by the INSTANTIATE operation when it runs.
+    pub fn create_instance_if_missing(&mut self, id: &str, now: Timestamp) -> Result<bool> {
+        let n = self.tx.execute(
+            "INSERT INTO vnf_instance (id, created_at, updated_at) VALUES (?1, ?2, ?2)
+             ON CONFLICT (id) DO NOTHING",
+            params![id, now.to_rfc3339()],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Operations of an instance that are not in a final state, oldest first.
+    pub fn unfinished_operations(&self, vnf_instance_id: &str) -> Result<Vec<OperationRow>> {
+        let mut st = self.tx.prepare(&format!(
+            "SELECT {} FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1
+             AND operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK') ORDER BY seq",
+            OperationRow::COLUMNS
+        ))?;
+        let rows = st.query_map([vnf_instance_id], OperationRow::from_row)?;
+        collect_checked(rows)
+    }
+
+    /// The operation created with this idempotency key, if any.
+    pub fn operation_by_request_id(&self, request_id: &str) -> Result<Option<OperationRow>> {
+        let sql = format!(
+            "SELECT {} FROM vnf_lcm_op_occ WHERE request_id = ?1",
+            OperationRow::COLUMNS
+        );
+        self.tx
+            .query_row(&sql, [request_id], OperationRow::from_row)
+            .optional()?
+            .transpose()
+    }
+
+    /// The first intake record with this content digest that created or matched an operation,
+    /// or that rejected the file.
+    pub fn intake_by_sha256(&self, sha256: &str) -> Result<Vec<IntakeRow>> {
+        let mut st = self.tx.prepare(&format!(
+            "SELECT {} FROM intake WHERE content_sha256 = ?1 ORDER BY id",
+            IntakeRow::COLUMNS
+        ))?;
+        let rows = st.query_map([sha256], IntakeRow::from_row)?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// Inserts an operation in `STARTING`.
+    pub fn insert_operation(&mut self, op: &NewOperation<'_>, now: Timestamp) -> Result<()> {
+        let now = now.to_rfc3339();
+        self.tx.execute(
+            "INSERT INTO vnf_lcm_op_occ (id, vnf_instance_id, operation, operation_state,
+                 state_entered_time, start_time, is_automatic_invocation, operation_params,
+                 vnf_package, request_id, status_detail)
+             VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                op.id,
+                op.vnf_instance_id,
+                op.operation.as_str(),
+                now,
+                op.is_automatic_invocation,
+                op.operation_params,
+                op.vnf_package,
+                op.request_id,
+                op.status_detail
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Moves an operation to `to` if the state machine allows it from its current state.
+    /// Returns the previous state. Errors: [`StoreError::Corrupt`] on an illegal transition.
+    pub fn set_operation_state(
+        &mut self,
+        id: &str,
+        to: OperationState,
+        error: Option<&str>,
+        now: Timestamp,
+    ) -> Result<OperationState> {
+        let from: String = self.tx.query_row(
+            "SELECT operation_state FROM vnf_lcm_op_occ WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
+        let from = OperationState::parse(&from).ok_or(StoreError::Corrupt {
+            column: "vnf_lcm_op_occ.operation_state",
+            value: from,
+        })?;
+        from.transition(to).map_err(|e| StoreError::Corrupt {
+            column: "vnf_lcm_op_occ.operation_state",
+            value: e.to_string(),
+        })?;
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET operation_state = ?2, state_entered_time = ?3,
+                 error = COALESCE(?4, error), pending_task = NULL WHERE id = ?1",
+            params![id, to.as_str(), now.to_rfc3339(), error],
+        )?;
+        Ok(from)
+    }
+
+    /// Records a RETRY or ROLLBACK for the engine to carry out.
+    pub fn set_pending_task(&mut self, id: &str, task: &str) -> Result<()> {
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET pending_task = ?2 WHERE id = ?1",
+            params![id, task],
+        )?;
+        Ok(())
+    }
+
+    /// Inserts an intake record; returns its id.
+    pub fn insert_intake(&mut self, rec: &NewIntake<'_>, now: Timestamp) -> Result<i64> {
+        self.tx.execute(
+            "INSERT INTO intake (source, file_name, content_sha256, request_id, outcome,
+                 vnf_instance_id, vnf_lcm_op_occ_id, problem, warnings, committed_at)
+             VALUES ('SPOOL', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                rec.file_name,
+                rec.content_sha256,
+                rec.request_id,
+                rec.outcome,
+                rec.vnf_instance_id,
+                rec.vnf_lcm_op_occ_id,
+                rec.problem,
+                rec.warnings,
+                now.to_rfc3339()
+            ],
+        )?;
+        Ok(self.tx.last_insert_rowid())
+    }
+
+    /// Appends an audit event.
+    pub fn append_event(&mut self, ev: &NewEvent<'_>, now: Timestamp) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO event (at, kind, vnf_instance_id, vnf_lcm_op_occ_id, vnfc_id, message, evidence)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                now.to_rfc3339(),
+                ev.kind,
+                ev.vnf_instance_id,
+                ev.vnf_lcm_op_occ_id,
+                ev.vnfc_id,
+                ev.message,
+                ev.evidence
+            ],
+        )?;
+        Ok(())
+    }
+}
+
+/// Parses a stored instantiation state. Errors: [`StoreError::Corrupt`].
+fn parse_instantiation_state(s: String) -> Result<InstantiationState> {
+    InstantiationState::parse(&s).ok_or(StoreError::Corrupt {
+        column: "vnf_instance.instantiation_state",
+        value: s,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        Timestamp::parse("2026-11-21T06:00:00Z").unwrap()
+    }
+
+    #[test]
+    fn migrates_and_enforces_state_machine_and_append_only_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let mut store = Store::open(&path).unwrap();
+        store
+            .write(|tx| {
+                tx.create_instance_if_missing("vnf-1", now())?;
+                tx.insert_operation(
+                    &NewOperation {
+                        id: "op-1",
+                        vnf_instance_id: "vnf-1",
+                        operation: LcmOperationType::Instantiate,
+                        operation_params: "{}",
+                        vnf_package: Some("/pkg"),
+                        request_id: Some("r1"),
+                        is_automatic_invocation: false,
+                        status_detail: None,
+                    },
+                    now(),
+                )?;
+                tx.append_event(
+                    &NewEvent {
+                        kind: "REQUEST_ACCEPTED",
+                        message: "m",
+                        ..Default::default()
+                    },
+                    now(),
+                )?;
+                Ok(())
+            })
+            .unwrap();
+        let illegal = store
+            .write(|tx| tx.set_operation_state("op-1", OperationState::Completed, None, now()));
+        assert!(
+            matches!(illegal, Err(StoreError::Corrupt { .. })),
+            "{illegal:?}"
+        );
+        let prev = store
+            .write(|tx| tx.set_operation_state("op-1", OperationState::Processing, None, now()))
+            .unwrap();
+        assert_eq!(prev, OperationState::Starting);
+        let ops = store.reader().operations(Some("vnf-1")).unwrap();
+        assert_eq!(ops[0].operation_state, OperationState::Processing);
+        assert!(store.conn.execute("DELETE FROM event", []).is_err());
+        assert!(
+            store
+                .conn
+                .execute("UPDATE event SET kind = 'x'", [])
+                .is_err()
+        );
+        assert_eq!(store.integrity_check().unwrap(), vec!["ok".to_string()]);
+        drop(store);
+        // Reopening runs no migration again and keeps the data.
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.reader().instances().unwrap().len(), 1);
+        let ro = Store::open_read_only(&path).unwrap();
+        assert_eq!(
+            ro.queries()
+                .operation("op-1")
+                .unwrap()
+                .unwrap()
+                .request_id
+                .as_deref(),
+            Some("r1")
+        );
+    }
+}
