@@ -482,6 +482,40 @@ mod tests {
     }
 
     #[test]
+    fn packaged_default_documents_every_key_and_means_the_defaults() {
+        let text = include_str!("../packaging/vnfkeeper.toml");
+        let packaged = parse(text).unwrap();
+        assert_eq!(packaged, parse("").unwrap());
+        // Every key that `config check` prints is documented in the packaged file.
+        let full = parse(include_str!("../fixtures/config/full.toml")).unwrap();
+        for line in full.to_toml().lines() {
+            if let Some((key, _)) = line.split_once(" = ") {
+                let documented = text.lines().any(|l| {
+                    l.trim_start_matches('#')
+                        .trim_start()
+                        .starts_with(&format!("{key} ="))
+                });
+                assert!(
+                    documented,
+                    "key `{key}` is not documented in packaging/vnfkeeper.toml"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn config_fixtures_are_judged_as_named() {
+        assert!(parse(include_str!("../fixtures/config/minimal.toml")).is_ok());
+        let full = parse(include_str!("../fixtures/config/full.toml")).unwrap();
+        assert_eq!(full.limits.max_parallel_hosts, 50);
+        assert_eq!(full.cloud.unwrap().cloud, "telco-east");
+        let e = parse(include_str!("../fixtures/config/invalid-unknown-key.toml")).unwrap_err();
+        assert!(e.to_string().contains("databse"), "{e}");
+        let e = parse(include_str!("../fixtures/config/invalid-crontab-dow.toml")).unwrap_err();
+        assert!(e.to_string().contains("reconcile.schedule"), "{e}");
+    }
+
+    #[test]
     fn effective_settings_round_trip() {
         let s =
             parse("[cloud]\ncloud = \"prod\"\n[reconcile]\nschedule = \"0 */2 * * *\"\n").unwrap();

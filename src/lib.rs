@@ -10,6 +10,8 @@ pub mod cli;
 pub mod config;
 /// The long-running service: spool watching, signals, systemd notification, logging.
 pub mod daemon;
+/// Crash hooks for tests (debug builds only).
+pub mod failpoint;
 /// Where requests enter: spool directory and request validation.
 pub mod intake;
 /// Domain types and invariants; no I/O.

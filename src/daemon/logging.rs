@@ -4,6 +4,8 @@
 //! (`vnf_instance_id` → `VNF_INSTANCE_ID`). Events an operator alerts on carry a stable
 //! `message_id` (→ `MESSAGE_ID`, systemd catalog style, 128-bit hex).
 
+use std::io::IsTerminal as _;
+
 use tracing_subscriber::{EnvFilter, fmt, prelude::*};
 
 /// `MESSAGE_ID` of "request accepted".
@@ -51,9 +53,12 @@ pub fn init(target: LogTarget) -> &'static str {
     } else {
         "stderr"
     };
-    let stderr = journald
-        .is_none()
-        .then(|| fmt::layer().with_writer(std::io::stderr).with_target(false));
+    let stderr = journald.is_none().then(|| {
+        fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .with_ansi(std::io::stderr().is_terminal())
+    });
     let _ = tracing_subscriber::registry()
         .with(filter)
         .with(journald)

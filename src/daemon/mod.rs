@@ -252,13 +252,12 @@ impl Intake {
         let Some(store) = &self.store else {
             return "busy".into();
         };
-        let r = store.reader();
-        let instances = r.instances().map(|v| v.len()).unwrap_or(0);
-        let unfinished = r
-            .operations(None)
-            .map(|ops| ops.iter().filter(|o| !o.operation_state.is_final()).count())
-            .unwrap_or(0);
-        format!("{instances} VNF instances, {unfinished} operations not finished")
+        match store.reader().counts() {
+            Ok((instances, unfinished)) => {
+                format!("{instances} VNF instances, {unfinished} operations not finished")
+            }
+            Err(e) => format!("database error: {e}"),
+        }
     }
 
     /// SIGHUP: re-reads the configuration. An invalid file is logged and the old settings stay;

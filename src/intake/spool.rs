@@ -225,10 +225,7 @@ pub fn process(
     ctx: &IntakeContext<'_>,
     now: Timestamp,
 ) -> Result<Vec<Outcome>, StoreError> {
-    let candidates: Vec<Candidate> = files
-        .iter()
-        .filter_map(|p| read_candidate(p, ctx))
-        .collect();
+    let candidates = read_candidates(files, ctx);
     let decided = store.write(|tx| {
         let mut decided = Vec::with_capacity(candidates.len());
         for c in &candidates {
@@ -236,6 +233,7 @@ pub fn process(
         }
         Ok(decided)
     })?;
+    crate::failpoint::hit("intake-after-commit");
     let mut outcomes = Vec::with_capacity(decided.len());
     for (c, (outcome, mv)) in candidates.iter().zip(decided) {
         let result = match mv {
@@ -249,6 +247,34 @@ pub fn process(
         outcomes.push(outcome);
     }
     Ok(outcomes)
+}
+
+/// Reads and validates files on every core (the database work after it is serial), keeping order.
+fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Candidate> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if threads < 2 || files.len() < 16 {
+        return files
+            .iter()
+            .filter_map(|p| read_candidate(p, ctx))
+            .collect();
+    }
+    let chunk = files.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .filter_map(|p| read_candidate(p, ctx))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_default())
+            .collect()
+    })
 }
 
 fn read_candidate(path: &Path, ctx: &IntakeContext<'_>) -> Option<Candidate> {

@@ -139,6 +139,17 @@ impl ReaderRef<'_> {
         collect_checked(rows)
     }
 
+    /// `(VNF instances, operations not in a final state)`, for the one-line service status.
+    pub fn counts(&self) -> Result<(i64, i64)> {
+        Ok(self.conn.query_row(
+            "SELECT (SELECT COUNT(*) FROM vnf_instance),
+                    (SELECT COUNT(*) FROM vnf_lcm_op_occ
+                     WHERE operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK'))",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?)
+    }
+
     /// One operation occurrence by id.
     pub fn operation(&self, id: &str) -> Result<Option<OperationRow>> {
         let sql = format!(

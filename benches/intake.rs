@@ -1,0 +1,191 @@
+//! Intake benchmark: drops 10,000 valid envelopes into the spool of a running daemon and prints
+//! accepted files per second and the p50/p99 latency from rename into `new/` to commit.
+//!
+//! Baseline measured in the same run: reading, hashing and renaming the same 10,000 files with no
+//! validation and no database (the filesystem's share of the work). Figures are printed as
+//! absolute numbers and as a ratio to that baseline. Target: ≥ 2,000 files/s on 2 cores.
+//!
+//! Run: `cargo bench --bench intake` (optionally `-- --files N`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+fn main() {
+    let files = std::env::args()
+        .skip_while(|a| a != "--files")
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(10_000usize);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let seed: Value = serde_json::from_slice(
+        &fs::read(root.join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json")).unwrap(),
+    )
+    .unwrap();
+    let bodies: Vec<(String, Vec<u8>)> = (0..files)
+        .map(|i| {
+            let mut env = seed.clone();
+            env["vnfInstanceId"] = format!("bench-{i:05}").into();
+            env["requestId"] = format!("bench-{i:05}").into();
+            (
+                format!("bench-{i:05}.json"),
+                serde_json::to_vec(&env).unwrap(),
+            )
+        })
+        .collect();
+
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = baseline(dir.path(), &bodies);
+
+    let spool = dir.path().join("spool");
+    let db = dir.path().join("state.db");
+    let config = dir.path().join("vnfkeeper.toml");
+    fs::write(
+        &config,
+        format!(
+            "spool_dir = \"{}\"\ndatabase = \"{}\"\npackages_dir = \"{}\"\n",
+            spool.display(),
+            db.display(),
+            root.display()
+        ),
+    )
+    .unwrap();
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
+        .args(["daemon", "--config"])
+        .arg(&config)
+        .env_remove("JOURNAL_STREAM")
+        .env_remove("NOTIFY_SOCKET")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start daemon");
+    let ready = wait(Duration::from_secs(30), || {
+        spool.join("new").is_dir() && db.exists()
+    });
+    assert!(ready, "daemon did not come up");
+    std::thread::sleep(Duration::from_millis(300));
+
+    // Write everything into tmp/ first, so that only the renames are timed on the producer side.
+    for (name, bytes) in &bodies {
+        fs::write(spool.join("tmp").join(name), bytes).unwrap();
+    }
+    let mut renamed_at = Vec::with_capacity(files);
+    let start = Instant::now();
+    let start_wall = SystemTime::now();
+    for (name, _) in &bodies {
+        fs::rename(spool.join("tmp").join(name), spool.join("new").join(name)).unwrap();
+        renamed_at.push(SystemTime::now());
+    }
+    let renames = start.elapsed();
+    let done = wait(Duration::from_secs(600), || count_accepted(&spool) >= files);
+    let elapsed = start.elapsed();
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    assert!(done, "only {} of {files} accepted", count_accepted(&spool));
+
+    // Commit times from the database, by file name.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut latencies: Vec<f64> = Vec::with_capacity(files);
+    let mut last_commit = start_wall;
+    {
+        let mut st = conn
+            .prepare("SELECT file_name, committed_at FROM intake WHERE outcome = 'ACCEPTED'")
+            .unwrap();
+        let rows = st
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .unwrap();
+        let index: std::collections::HashMap<&str, usize> = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.as_str(), i))
+            .collect();
+        for row in rows {
+            let (name, at) = row.unwrap();
+            let committed: SystemTime = chrono::DateTime::parse_from_rfc3339(&at).unwrap().into();
+            last_commit = last_commit.max(committed);
+            let i = index[name.as_str()];
+            latencies.push(
+                committed
+                    .duration_since(renamed_at[i])
+                    .unwrap_or_default()
+                    .as_secs_f64()
+                    * 1e3,
+            );
+        }
+    }
+    assert_eq!(
+        latencies.len(),
+        files,
+        "every file has an ACCEPTED intake row"
+    );
+    latencies.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize];
+    let busy = last_commit
+        .duration_since(start_wall)
+        .unwrap_or(elapsed)
+        .as_secs_f64();
+    let rate = files as f64 / busy;
+    println!(
+        "intake benchmark: {files} valid INSTANTIATE envelopes, {} cores",
+        num_cores()
+    );
+    println!(
+        "  producer renames into new/:      {:.3} s",
+        renames.as_secs_f64()
+    );
+    println!("  first rename → last commit:      {busy:.3} s");
+    println!("  accepted files per second:       {rate:.0}   (target ≥ 2000)");
+    println!("  latency rename → commit p50:     {:.1} ms", pct(0.50));
+    println!("  latency rename → commit p99:     {:.1} ms", pct(0.99));
+    println!("  baseline (read+sha256+rename):   {baseline:.0} files/s");
+    println!("  intake / baseline:               {:.3}", rate / baseline);
+}
+
+/// Files per second for the filesystem-only share: read, hash, rename to another directory.
+fn baseline(dir: &Path, bodies: &[(String, Vec<u8>)]) -> f64 {
+    let (a, b) = (dir.join("base-a"), dir.join("base-b"));
+    fs::create_dir_all(&a).unwrap();
+    fs::create_dir_all(&b).unwrap();
+    for (name, bytes) in bodies {
+        fs::write(a.join(name), bytes).unwrap();
+    }
+    let start = Instant::now();
+    for (name, _) in bodies {
+        let data = fs::read(a.join(name)).unwrap();
+        std::hint::black_box(Sha256::digest(&data));
+        fs::rename(a.join(name), b.join(name)).unwrap();
+    }
+    let rate = bodies.len() as f64 / start.elapsed().as_secs_f64();
+    fs::remove_dir_all(&a).unwrap();
+    fs::remove_dir_all(&b).unwrap();
+    rate
+}
+
+fn count_accepted(spool: &Path) -> usize {
+    fs::read_dir(spool.join("accepted"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+fn wait(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+fn num_cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}

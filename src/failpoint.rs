@@ -1,0 +1,27 @@
+//! Crash hooks for tests: `VNFKEEPER_FAILPOINT=<name>[:<n>]` aborts the process (as SIGKILL
+//! would end it) the `n`-th time (default first) execution reaches `hit(<name>)`.
+//!
+//! Compiled into debug builds only; release builds (the packages) ignore the variable.
+//! Points: `intake-after-commit` (batch committed, files not yet moved).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+static HITS: AtomicU32 = AtomicU32::new(0);
+
+/// Aborts the process if the failpoint `name` is armed and this is its n-th hit.
+pub fn hit(name: &str) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let Ok(spec) = std::env::var("VNFKEEPER_FAILPOINT") else {
+        return;
+    };
+    let (point, nth) = match spec.split_once(':') {
+        Some((p, n)) => (p.to_owned(), n.parse::<u32>().unwrap_or(1)),
+        None => (spec, 1),
+    };
+    if point == name && HITS.fetch_add(1, Ordering::SeqCst) + 1 == nth {
+        eprintln!("failpoint {name} reached: aborting");
+        std::process::abort();
+    }
+}

@@ -1,0 +1,228 @@
+//! Shared helpers for the integration tests: a daemon under test in a temporary directory.
+
+#![allow(dead_code, missing_docs)]
+
+use std::fs;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The repository root (where `fixtures/` lives).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A temporary installation: config, spool, database. Relative `vnfPackage` paths resolve
+/// against the repository root, so fixture envelopes work as they are.
+pub struct Install {
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    pub spool: PathBuf,
+    pub database: PathBuf,
+}
+
+impl Install {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let spool = dir.path().join("spool");
+        let database = dir.path().join("state.db");
+        let config = dir.path().join("vnfkeeper.toml");
+        fs::write(
+            &config,
+            format!(
+                "spool_dir = \"{}\"\ndatabase = \"{}\"\npackages_dir = \"{}\"\n",
+                spool.display(),
+                database.display(),
+                repo_root().display()
+            ),
+        )
+        .unwrap();
+        Self {
+            dir,
+            config,
+            spool,
+            database,
+        }
+    }
+
+    pub fn new_dir(&self) -> PathBuf {
+        self.spool.join("new")
+    }
+    pub fn accepted_dir(&self) -> PathBuf {
+        self.spool.join("accepted")
+    }
+    pub fn rejected_dir(&self) -> PathBuf {
+        self.spool.join("rejected")
+    }
+
+    /// Drops `bytes` into the spool as `name`, the maildir way (tmp/ then rename into new/).
+    pub fn drop_file(&self, name: &str, bytes: &[u8]) {
+        let tmp = self.spool.join("tmp");
+        fs::create_dir_all(&tmp).unwrap();
+        fs::create_dir_all(self.new_dir()).unwrap();
+        let t = tmp.join(name);
+        fs::write(&t, bytes).unwrap();
+        fs::rename(&t, self.new_dir().join(name)).unwrap();
+    }
+
+    /// Runs `vnfkeeper ARGS --config <this config>`.
+    pub fn cli(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
+            .args(args)
+            .arg("--config")
+            .arg(&self.config)
+            .env_remove("JOURNAL_STREAM")
+            .output()
+            .expect("run vnfkeeper")
+    }
+
+    /// `vnfkeeper ops --json` parsed.
+    pub fn ops_json(&self) -> Vec<serde_json::Value> {
+        let out = self.cli(&["ops", "--json"]);
+        assert!(
+            out.status.success(),
+            "ops failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("ops --json is JSON")
+    }
+
+    /// Names of regular files in `dir` (sorted).
+    pub fn files(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.starts_with('.'))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// Starts the daemon on this installation.
+    pub fn start(&self) -> Daemon {
+        self.start_with_env(&[])
+    }
+
+    /// Starts the daemon with extra environment variables (e.g. `VNFKEEPER_FAILPOINT`).
+    pub fn start_with_env(&self, env: &[(&str, &str)]) -> Daemon {
+        let log = self.dir.path().join(format!("daemon-{}.log", uuid()));
+        let child = Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
+            .arg("daemon")
+            .arg("--config")
+            .arg(&self.config)
+            .env_remove("JOURNAL_STREAM")
+            .env_remove("NOTIFY_SOCKET")
+            .env("RUST_LOG", "info")
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start daemon");
+        let d = Daemon {
+            child: Some(child),
+            log,
+        };
+        d.wait_for_log("ready", Duration::from_secs(30));
+        d
+    }
+}
+
+fn uuid() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
+/// A running daemon; killed (SIGKILL) when dropped, so a failing test leaves no process behind.
+pub struct Daemon {
+    child: Option<Child>,
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// Whether the process is still alive.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    pub fn log_text(&self) -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = fs::File::open(&self.log) {
+            let _ = f.read_to_string(&mut s);
+        }
+        s
+    }
+
+    /// Waits until the daemon's log contains `needle`; panics with the log on timeout.
+    pub fn wait_for_log(&self, needle: &str, timeout: Duration) {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if self.log_text().contains(needle) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "daemon log has no `{needle}` after {timeout:?}:\n{}",
+            self.log_text()
+        );
+    }
+
+    /// SIGKILL, as a crash would.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait; returns the exit status code.
+    pub fn stop(&mut self) -> Option<i32> {
+        let mut c = self.child.take()?;
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(c.id().to_string())
+            .status();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(st)) = c.try_wait() {
+                return st.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = c.kill();
+        c.wait().ok().and_then(|s| s.code())
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Polls `f` until it returns true or `timeout` passes; returns whether it became true.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    f()
+}
