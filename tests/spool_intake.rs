@@ -62,11 +62,28 @@ fn is_task(name: &str) -> bool {
     name.starts_with("task.")
 }
 
+/// The fixture with a relative `vnfPackage` made absolute (fixtures name packages relative to
+/// the repository root; a daemon with the default `packages_dir` needs the full path).
+fn with_absolute_package(bytes: &[u8]) -> Vec<u8> {
+    let mut v: Value = serde_json::from_slice(bytes).unwrap();
+    if let Some(p) = v.get("vnfPackage").and_then(Value::as_str) {
+        v["vnfPackage"] = repo_root().join(p).display().to_string().into();
+        return serde_json::to_vec_pretty(&v).unwrap();
+    }
+    bytes.to_vec()
+}
+
 #[test]
 fn daemon_accepts_every_seed_request_and_rejects_every_bad_one_with_its_pointer() {
-    let install = Install::new();
+    // The configuration sets only spool_dir and database; no cloud.
+    let install = Install::with_packages_dir(false);
+    let text = fs::read_to_string(&install.config).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
     let mut daemon = install.start();
-    let good = good_fixtures();
+    let good: Vec<(String, Vec<u8>)> = good_fixtures()
+        .into_iter()
+        .map(|(n, b)| (n, with_absolute_package(&b)))
+        .collect();
     let bad = bad_fixtures();
     assert!(
         good.len() >= 20,

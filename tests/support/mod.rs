@@ -24,20 +24,24 @@ pub struct Install {
 
 impl Install {
     pub fn new() -> Self {
+        Self::with_packages_dir(true)
+    }
+
+    /// With `packages_dir = false` the file sets only `spool_dir` and `database`.
+    pub fn with_packages_dir(packages_dir: bool) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let spool = dir.path().join("spool");
         let database = dir.path().join("state.db");
         let config = dir.path().join("vnfkeeper.toml");
-        fs::write(
-            &config,
-            format!(
-                "spool_dir = \"{}\"\ndatabase = \"{}\"\npackages_dir = \"{}\"\n",
-                spool.display(),
-                database.display(),
-                repo_root().display()
-            ),
-        )
-        .unwrap();
+        let mut text = format!(
+            "spool_dir = \"{}\"\ndatabase = \"{}\"\n",
+            spool.display(),
+            database.display()
+        );
+        if packages_dir {
+            text.push_str(&format!("packages_dir = \"{}\"\n", repo_root().display()));
+        }
+        fs::write(&config, text).unwrap();
         Self {
             dir,
             config,
