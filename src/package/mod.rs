@@ -1,0 +1,246 @@
+//! VNF packages (an unpacked CSAR, ETSI GS NFV-SOL 004): locate the VNFD through
+//! `TOSCA-Metadata/TOSCA.meta`, parse it ([`vnfd`]), and read the BaseHOT of a flavour and
+//! package files (scripts, manifests) safely inside the package directory.
+
+pub mod vnfd;
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+pub use vnfd::Vnfd;
+
+/// A package problem: which file and why.
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    /// A file could not be read.
+    #[error("VNF package {package}: cannot read {file}: {source}")]
+    Read {
+        /// Package directory.
+        package: PathBuf,
+        /// Package-relative file.
+        file: String,
+        /// I/O error.
+        source: std::io::Error,
+    },
+    /// The package's layout or a file's content is not what SOL 004 / Heat expects.
+    #[error("VNF package {package}: {file}: {reason}")]
+    Invalid {
+        /// Package directory.
+        package: PathBuf,
+        /// Package-relative file (or directory).
+        file: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The VNFD could not be understood.
+    #[error("VNF package {package}: {source}")]
+    Vnfd {
+        /// Package directory.
+        package: PathBuf,
+        /// The VNFD error, naming file and place.
+        source: vnfd::VnfdError,
+    },
+}
+
+/// The BaseHOT of one flavour: the top-level template and the nested templates it refers to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaseHot {
+    /// Package-relative path of the top-level template.
+    pub top_path: String,
+    /// The top-level template as a JSON value (Heat accepts JSON or YAML).
+    pub template: serde_json::Value,
+    /// Nested templates by file name (as `type: VDU1.yaml` refers to them), text as in the package.
+    pub files: BTreeMap<String, String>,
+}
+
+/// A loaded VNF package.
+#[derive(Debug, Clone)]
+pub struct VnfPackage {
+    root: PathBuf,
+    /// The VNFD (entry definitions and its local imports, merged).
+    pub vnfd: Vnfd,
+}
+
+impl VnfPackage {
+    /// Loads the package at `root` (a directory). Errors: [`PackageError`] naming the file.
+    pub fn load(root: &Path) -> Result<Self, PackageError> {
+        let mut pkg = Self {
+            root: root.to_path_buf(),
+            vnfd: Vnfd::default(),
+        };
+        let meta = pkg.read_text("TOSCA-Metadata/TOSCA.meta")?;
+        let entry = meta
+            .lines()
+            .find_map(|l| l.strip_prefix("Entry-Definitions:"))
+            .map(|s| s.trim().to_owned())
+            .ok_or_else(|| pkg.invalid("TOSCA-Metadata/TOSCA.meta", "no Entry-Definitions line"))?;
+        let mut queue = vec![entry];
+        let mut seen = Vec::new();
+        while let Some(file) = queue.pop() {
+            if seen.contains(&file) {
+                continue;
+            }
+            let text = pkg.read_text(&file)?;
+            pkg.vnfd
+                .merge_file(&file, &text)
+                .map_err(|source| PackageError::Vnfd {
+                    package: pkg.root.clone(),
+                    source,
+                })?;
+            // Local imports are relative to the importing file; URLs (ETSI type files) are skipped.
+            let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap_or_default();
+            for imp in doc["imports"].as_sequence().into_iter().flatten() {
+                let Some(imp) = imp.as_str().or_else(|| imp["file"].as_str()) else {
+                    continue;
+                };
+                if imp.contains("://") {
+                    continue;
+                }
+                let dir = Path::new(&file).parent().unwrap_or(Path::new(""));
+                queue.push(dir.join(imp).to_string_lossy().into_owned());
+            }
+            seen.push(file);
+        }
+        Ok(pkg)
+    }
+
+    /// The package directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Reads a package file by package-relative path (no absolute paths, no `..`).
+    pub fn read(&self, rel: &str) -> Result<Vec<u8>, PackageError> {
+        let rel = rel.strip_prefix("./").unwrap_or(rel);
+        let p = Path::new(rel);
+        if p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir)) {
+            return Err(self.invalid(rel, "path leaves the package"));
+        }
+        std::fs::read(self.root.join(p)).map_err(|source| PackageError::Read {
+            package: self.root.clone(),
+            file: rel.to_owned(),
+            source,
+        })
+    }
+
+    /// Reads a package file as UTF-8 text.
+    pub fn read_text(&self, rel: &str) -> Result<String, PackageError> {
+        String::from_utf8(self.read(rel)?).map_err(|_| self.invalid(rel, "not UTF-8 text"))
+    }
+
+    /// The BaseHOT of `flavour`: exactly one top-level `*.yaml` in `BaseHOT/<flavour>/` and the
+    /// nested templates in `BaseHOT/<flavour>/nested/`. Errors: missing directory, several
+    /// top-level templates (Tacker picks one by directory order; we refuse to guess), bad YAML.
+    pub fn base_hot(&self, flavour: &str) -> Result<BaseHot, PackageError> {
+        let dir_rel = format!("BaseHOT/{flavour}");
+        let dir = self.root.join(&dir_rel);
+        let yaml_files = |d: &Path, rel: &str| -> Result<Vec<String>, PackageError> {
+            let rd = std::fs::read_dir(d).map_err(|source| PackageError::Read {
+                package: self.root.clone(),
+                file: rel.to_owned(),
+                source,
+            })?;
+            let mut v: Vec<String> = rd
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".yaml") || n.ends_with(".yml"))
+                .collect();
+            v.sort();
+            Ok(v)
+        };
+        let tops = yaml_files(&dir, &dir_rel)?;
+        let top = match tops.as_slice() {
+            [one] => one.clone(),
+            [] => return Err(self.invalid(&dir_rel, "no top-level HOT (*.yaml)")),
+            many => {
+                return Err(self.invalid(
+                    &dir_rel,
+                    &format!("several top-level HOTs {many:?}; keep one"),
+                ));
+            }
+        };
+        let top_path = format!("{dir_rel}/{top}");
+        let text = self.read_text(&top_path)?;
+        let template: serde_json::Value =
+            serde_yaml_ng::from_str(&text).map_err(|e| self.invalid(&top_path, &e.to_string()))?;
+        let mut files = BTreeMap::new();
+        let nested_rel = format!("{dir_rel}/nested");
+        if self.root.join(&nested_rel).is_dir() {
+            for n in yaml_files(&self.root.join(&nested_rel), &nested_rel)? {
+                let rel = format!("{nested_rel}/{n}");
+                let body = self.read_text(&rel)?;
+                serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&body)
+                    .map_err(|e| self.invalid(&rel, &e.to_string()))?;
+                files.insert(n, body);
+            }
+        }
+        Ok(BaseHot {
+            top_path,
+            template,
+            files,
+        })
+    }
+
+    fn invalid(&self, file: &str, reason: &str) -> PackageError {
+        PackageError::Invalid {
+            package: self.root.clone(),
+            file: file.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/packages")
+            .join(name)
+    }
+
+    #[test]
+    fn every_fixture_package_loads_with_its_base_hot() {
+        for name in [
+            "pv-k8s-cluster",
+            "k8s-mgmtdriver-kubespray",
+            "cir-k8s-cluster",
+            "cir-private-registry",
+            "individual-vnfc-management",
+        ] {
+            let pkg = VnfPackage::load(&fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(!pkg.vnfd.vdus.is_empty(), "{name}: no VDUs");
+            let hot = pkg
+                .base_hot(&pkg.vnfd.flavour_id)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(hot.template["resources"].is_object(), "{name}");
+        }
+        let pv = VnfPackage::load(&fixture("pv-k8s-cluster")).unwrap();
+        let hot = pv.base_hot("simple").unwrap();
+        assert_eq!(
+            hot.files.keys().collect::<Vec<_>>(),
+            ["masterNode.yaml", "workerNode.yaml"]
+        );
+        assert_eq!(
+            hot.template["resources"]["storage_server"]["type"],
+            "OS::Nova::Server"
+        );
+    }
+
+    #[test]
+    fn reads_stay_inside_the_package() {
+        let pv = VnfPackage::load(&fixture("pv-k8s-cluster")).unwrap();
+        assert!(pv.read("./Files/kubernetes/nfs-pv1.yaml").is_ok());
+        assert!(
+            pv.read("../pv-k8s-cluster/Files/kubernetes/nfs-pv1.yaml")
+                .is_err()
+        );
+        assert!(pv.read("/etc/passwd").is_err());
+        assert!(matches!(
+            pv.base_hot("gold"),
+            Err(PackageError::Read { .. })
+        ));
+    }
+}

@@ -1,0 +1,161 @@
+//! The `nfv` stack parameter of an AutoScalingGroup BaseHOT (Tacker's DefaultUserData shape):
+//! `{"VDU": {<vdu>: {computeFlavourId, vcImageId, desired_capacity}}, "CP": {<cp>: {network,
+//! fixed_ips?}}}`. Pure.
+
+use serde_json::{Map, Value, json};
+
+use super::PlanError;
+use crate::intake::wire::sol003::{CpConfigs, InstantiateVnfRequest};
+use crate::package::Vnfd;
+
+/// Builds the `nfv` parameter for INSTANTIATE: each VDU's flavour and image from the VNFD, its
+/// `desired_capacity` from the instantiation level (`instantiationLevelId`, else the VNFD's
+/// default level), and each CP's network from the `extVirtualLinks` entry whose `extCps` names
+/// it (`resourceId`), with fixed addresses when `cpProtocolData.ipOverEthernet` gives them.
+/// Errors: a VDU without flavour or image, a CP without an external virtual link.
+pub fn instantiate_parameters(
+    vnfd: &Vnfd,
+    req: &InstantiateVnfRequest,
+) -> Result<Value, PlanError> {
+    let level = req.instantiation_level_id.as_deref();
+    if let Some(l) = level
+        && !vnfd.instantiation_levels.contains_key(l)
+    {
+        return Err(PlanError::at(
+            "/request/instantiationLevelId",
+            format!("VNFD has no instantiation level `{l}`"),
+        ));
+    }
+    let mut vdus = Map::new();
+    for (name, vdu) in &vnfd.vdus {
+        let flavour = vdu.flavour.as_deref().ok_or_else(|| {
+            PlanError::vnfd(
+                name,
+                "no requested_additional_capability_name (Nova flavour)",
+            )
+        })?;
+        let image = vdu
+            .image
+            .as_deref()
+            .ok_or_else(|| PlanError::vnfd(name, "no sw_image_data.name (image)"))?;
+        vdus.insert(
+            name.clone(),
+            json!({
+                "computeFlavourId": flavour,
+                "vcImageId": image,
+                "desired_capacity": vnfd.instances_at_level(name, level),
+            }),
+        );
+    }
+    let mut cps = Map::new();
+    for cp in vnfd.cps.keys() {
+        let link = req
+            .ext_virtual_links
+            .iter()
+            .find(|l| l.ext_cps.iter().any(|c| &c.cpd_id == cp))
+            .ok_or_else(|| {
+                PlanError::at(
+                    "/request/extVirtualLinks",
+                    format!("no external virtual link has an extCp for CP `{cp}`"),
+                )
+            })?;
+        let mut entry = Map::new();
+        entry.insert("network".into(), link.resource_id.clone().into());
+        let fixed: Vec<Value> = link
+            .ext_cps
+            .iter()
+            .filter(|c| &c.cpd_id == cp)
+            .flat_map(|c| configs(c.cp_config.as_ref()))
+            .flat_map(|pd| {
+                pd["ipAddresses"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|a| a["fixedAddresses"].as_array().cloned().unwrap_or_default())
+                    .collect::<Vec<_>>()
+            })
+            .map(|ip| json!({"ip_address": ip}))
+            .collect();
+        if !fixed.is_empty() {
+            entry.insert("fixed_ips".into(), Value::Array(fixed));
+        }
+        cps.insert(cp.clone(), Value::Object(entry));
+    }
+    Ok(json!({"VDU": vdus, "CP": cps}))
+}
+
+/// The `ipOverEthernet` objects of a CP's configurations (list or map form).
+fn configs(c: Option<&CpConfigs>) -> Vec<Value> {
+    match c {
+        None => Vec::new(),
+        Some(CpConfigs::List(v)) => v
+            .iter()
+            .flat_map(|cfg| cfg.cp_protocol_data.iter())
+            .filter_map(|pd| pd.ip_over_ethernet.clone().map(Value::Object))
+            .collect(),
+        Some(CpConfigs::Map(m)) => m
+            .values()
+            .flat_map(|cfg| {
+                cfg["cpProtocolData"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .map(|pd| pd["ipOverEthernet"].clone())
+            .filter(Value::is_object)
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intake::wire::{Envelope, LcmRequest, parse_envelope};
+    use crate::package::VnfPackage;
+
+    fn pv_request() -> InstantiateVnfRequest {
+        let bytes =
+            include_bytes!("../../fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
+        let Envelope::Lcm(env) = parse_envelope(bytes).unwrap().envelope else {
+            panic!("not LCM")
+        };
+        match env.typed_request().unwrap() {
+            LcmRequest::Instantiate(r) => *r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn pv_seed_request_gives_one_master_two_workers_and_networks_from_ext_virtual_links() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/packages/pv-k8s-cluster");
+        let pkg = VnfPackage::load(&root).unwrap();
+        let nfv = instantiate_parameters(&pkg.vnfd, &pv_request()).unwrap();
+        assert_eq!(nfv["VDU"]["masterNode"]["desired_capacity"], 1);
+        assert_eq!(nfv["VDU"]["workerNode"]["desired_capacity"], 2);
+        assert_eq!(
+            nfv["VDU"]["storage_server"]["computeFlavourId"],
+            "m1.medium"
+        );
+        assert_eq!(
+            nfv["CP"]["storage_server_CP"]["network"],
+            "f0c82461-36b5-4d86-8322-b0bc19cda65f"
+        );
+        assert!(nfv["CP"]["workerNode_CP2"].get("fixed_ips").is_none());
+    }
+
+    #[test]
+    fn unknown_level_and_missing_link_are_errors_naming_the_field() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/packages/pv-k8s-cluster");
+        let pkg = VnfPackage::load(&root).unwrap();
+        let mut req = pv_request();
+        req.instantiation_level_id = Some("gold".into());
+        let e = instantiate_parameters(&pkg.vnfd, &req).unwrap_err();
+        assert_eq!(e.pointer.as_deref(), Some("/request/instantiationLevelId"));
+        let mut req = pv_request();
+        req.ext_virtual_links.retain(|l| l.id != "net0_storage");
+        let e = instantiate_parameters(&pkg.vnfd, &req).unwrap_err();
+        assert!(e.reason.contains("storage_server_CP"), "{e}");
+    }
+}

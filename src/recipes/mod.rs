@@ -1,0 +1,164 @@
+//! Recipes (pure): what to run on which VNFC for an action, as idempotent check-then-apply steps.
+//!
+//! Every step is a fixed shell script from `recipes/scripts/` plus arguments. The script is run as
+//! `sh -c '<common.sh + script>' vnfkeeper-step MODE ARG...`: arguments are validated values passed
+//! as positional parameters (quoted by the remote adapter's one quoting function), never spliced
+//! into the script text. `MODE=check` exits 0 when the step is already done (and says why), 10 when
+//! it is needed; `MODE=apply` converges and exits 0. Applying twice is harmless.
+//!
+//! Source of the remote steps: Tacker's `kubernetes_mgmt.py` (`research/tacker-anchor.md` §1.1),
+//! with its defects removed: no unconditional `mkfs`, a persistent mount, `/etc/exports` written
+//! declaratively, structured PV edits, bounded polls.
+
+pub mod pv;
+
+use std::time::Duration;
+
+const COMMON: &str = include_str!("scripts/common.sh");
+
+/// One check-then-apply step on one host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// Stable name, e.g. `storage.filesystem`; with `host` it identifies the step in the journal.
+    pub name: &'static str,
+    /// The VNFC the step runs on (vnfcInstanceId).
+    pub host: String,
+    /// Script text without the prelude (see [`Step::script_text`]).
+    pub script: &'static str,
+    /// Positional arguments after MODE: validated values only.
+    pub args: Vec<String>,
+    /// Files uploaded before the step runs (e.g. a PersistentVolume manifest).
+    pub uploads: Vec<Upload>,
+    /// Run as root through sudo.
+    pub sudo: bool,
+    /// Longest one run (check or apply) may take; enforced on the remote side.
+    pub timeout: Duration,
+}
+
+/// A file to put on the host before a step runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Upload {
+    /// Absolute path on the host.
+    pub path: String,
+    /// Content.
+    pub bytes: Vec<u8>,
+    /// File mode, e.g. `0o600`.
+    pub mode: u32,
+}
+
+impl Step {
+    /// The full script: the common prelude and the step's own text.
+    pub fn script_text(&self) -> String {
+        format!("{COMMON}\n{}", self.script)
+    }
+}
+
+/// Exit status of a check that found the step needed.
+pub const EXIT_NEEDED: u32 = 10;
+
+/// A Cinder volume to prepare on the storage server (`cinder_volume_setup_params[]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeSetup {
+    /// Cinder volume id (for `/dev/disk/by-id/virtio-<id>`).
+    pub volume_id: String,
+    /// Attachment device reported by Cinder, e.g. `/dev/vdb`.
+    pub device: String,
+    /// Absolute mount point (`mount_to`).
+    pub mount_to: String,
+}
+
+/// An NFS export (`nfs_server_setup_params[]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Export {
+    /// Absolute directory (`export_dir`).
+    pub dir: String,
+    /// Network allowed (`export_to`), a CIDR or address.
+    pub to: String,
+}
+
+/// Storage server: a filesystem on each volume (only if it holds none), mounted persistently.
+pub fn storage_volumes(host: &str, volumes: &[VolumeSetup]) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for v in volumes {
+        steps.push(Step {
+            name: "storage.filesystem",
+            host: host.into(),
+            script: include_str!("scripts/storage_filesystem.sh"),
+            args: vec![v.device.clone(), v.volume_id.clone()],
+            uploads: Vec::new(),
+            sudo: true,
+            timeout: Duration::from_secs(600),
+        });
+        steps.push(Step {
+            name: "storage.mount",
+            host: host.into(),
+            script: include_str!("scripts/storage_mount.sh"),
+            args: vec![v.device.clone(), v.volume_id.clone(), v.mount_to.clone()],
+            uploads: Vec::new(),
+            sudo: true,
+            timeout: Duration::from_secs(120),
+        });
+    }
+    steps
+}
+
+/// The `/etc/exports` lines for `exports` (options as Tacker's driver uses them).
+pub fn exports_block(exports: &[Export]) -> String {
+    exports
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}(rw,sync,no_subtree_check,insecure,all_squash)",
+                e.dir, e.to
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Storage server: NFS server installed, then exactly `exports` in the block owned by
+/// `vnf_instance_id` in `/etc/exports`, exported and verified with `exportfs`.
+pub fn nfs_server(host: &str, vnf_instance_id: &str, exports: &[Export]) -> Vec<Step> {
+    let mut args = vec![
+        "/etc/exports".to_owned(),
+        vnf_instance_id.to_owned(),
+        exports_block(exports),
+    ];
+    args.extend(exports.iter().map(|e| e.dir.clone()));
+    vec![
+        Step {
+            name: "nfs.server",
+            host: host.into(),
+            script: include_str!("scripts/nfs_server.sh"),
+            args: Vec::new(),
+            uploads: Vec::new(),
+            sudo: true,
+            timeout: Duration::from_secs(900),
+        },
+        Step {
+            name: "nfs.exports",
+            host: host.into(),
+            script: include_str!("scripts/nfs_exports.sh"),
+            args,
+            uploads: Vec::new(),
+            sudo: true,
+            timeout: Duration::from_secs(120),
+        },
+    ]
+}
+
+/// A Kubernetes node: the NFS client installed.
+pub fn nfs_client(host: &str) -> Step {
+    Step {
+        name: "nfs.client",
+        host: host.into(),
+        script: include_str!("scripts/nfs_client.sh"),
+        args: Vec::new(),
+        uploads: Vec::new(),
+        sudo: true,
+        timeout: Duration::from_secs(900),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,170 @@
+//! PersistentVolume registration: the package's manifest with `spec.nfs.server` set to the NFS
+//! server's CP address by editing the YAML as data (Tacker uses a `sed` regex), uploaded to a
+//! master, applied, and waited for until phase `Available`.
+
+use std::time::Duration;
+
+use serde_yaml_ng::Value;
+
+use super::{Step, Upload};
+
+/// A manifest ready to apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PvManifest {
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.nfs.path`.
+    pub path: String,
+    /// The manifest with `spec.nfs.server` replaced, as YAML.
+    pub yaml: String,
+}
+
+/// Why a manifest cannot be used; `file` is the package-relative path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("PersistentVolume manifest {file}: {reason}")]
+pub struct ManifestError {
+    /// Package-relative path of the manifest.
+    pub file: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Sets `spec.nfs.server` of a single-document `PersistentVolume` manifest to `server`.
+/// Errors: not YAML, several documents, not `kind: PersistentVolume`, no `metadata.name`, no
+/// `spec.nfs.path`, or a name that is not a DNS-1123 subdomain.
+pub fn with_nfs_server(file: &str, text: &str, server: &str) -> Result<PvManifest, ManifestError> {
+    let err = |reason: String| ManifestError {
+        file: file.into(),
+        reason,
+    };
+    let mut docs = Vec::new();
+    for d in serde_yaml_ng::Deserializer::from_str(text) {
+        let v = <Value as serde::Deserialize>::deserialize(d).map_err(|e| err(e.to_string()))?;
+        if !v.is_null() {
+            docs.push(v);
+        }
+    }
+    let [mut doc] = <[Value; 1]>::try_from(docs)
+        .map_err(|d| err(format!("{} YAML documents, expected 1", d.len())))?;
+    if doc["kind"].as_str() != Some("PersistentVolume") {
+        return Err(err(format!(
+            "kind is {:?}, expected PersistentVolume",
+            doc["kind"].as_str().unwrap_or("absent")
+        )));
+    }
+    let name = doc["metadata"]["name"]
+        .as_str()
+        .ok_or_else(|| err("no metadata.name".into()))?
+        .to_owned();
+    let dns1123 = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if !dns1123 {
+        return Err(err(format!(
+            "metadata.name {name:?} is not a DNS-1123 subdomain"
+        )));
+    }
+    let path = doc["spec"]["nfs"]["path"]
+        .as_str()
+        .ok_or_else(|| err("no spec.nfs.path".into()))?
+        .to_owned();
+    let nfs = doc
+        .get_mut("spec")
+        .and_then(|s| s.get_mut("nfs"))
+        .and_then(Value::as_mapping_mut)
+        .ok_or_else(|| err("spec.nfs is not a mapping".into()))?;
+    nfs.insert(Value::from("server"), Value::from(server));
+    let yaml = serde_yaml_ng::to_string(&doc).map_err(|e| err(e.to_string()))?;
+    Ok(PvManifest { name, path, yaml })
+}
+
+/// On a master: upload the manifest under `dir`, apply it unless the PV already points at
+/// `server:path`, then wait up to `wait` for phase Available (or Bound).
+pub fn register(host: &str, dir: &str, pv: &PvManifest, server: &str, wait: Duration) -> Vec<Step> {
+    let manifest = format!("{dir}/{}.yaml", pv.name);
+    vec![
+        Step {
+            name: "pv.register",
+            host: host.into(),
+            script: include_str!("scripts/pv_register.sh"),
+            args: vec![
+                pv.name.clone(),
+                manifest.clone(),
+                server.into(),
+                pv.path.clone(),
+            ],
+            uploads: vec![Upload {
+                path: manifest,
+                bytes: pv.yaml.clone().into_bytes(),
+                mode: 0o600,
+            }],
+            sudo: false,
+            timeout: Duration::from_secs(120),
+        },
+        Step {
+            name: "pv.available",
+            host: host.into(),
+            script: include_str!("scripts/pv_available.sh"),
+            args: vec![pv.name.clone(), wait.as_secs().to_string()],
+            uploads: Vec::new(),
+            sudo: false,
+            timeout: wait + Duration::from_secs(30),
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PV1: &str =
+        include_str!("../../fixtures/packages/pv-k8s-cluster/Files/kubernetes/nfs-pv1.yaml");
+
+    #[test]
+    fn replaces_only_the_nfs_server_structurally() {
+        let pv = with_nfs_server("nfs-pv1.yaml", PV1, "10.231.0.13").unwrap();
+        assert_eq!(pv.name, "nfs-pv1");
+        assert_eq!(pv.path, "/volume/nfs/pv1");
+        let v: Value = serde_yaml_ng::from_str(&pv.yaml).unwrap();
+        assert_eq!(v["spec"]["nfs"]["server"].as_str(), Some("10.231.0.13"));
+        assert_eq!(v["spec"]["capacity"]["storage"].as_str(), Some("1Gi"));
+        assert_eq!(v["spec"]["mountOptions"][0].as_str(), Some("nfsvers=4.1"));
+    }
+
+    #[test]
+    fn refuses_manifests_that_are_not_one_nfs_persistent_volume() {
+        let two = format!("{PV1}\n---\n{PV1}");
+        assert!(
+            with_nfs_server("f", &two, "1.2.3.4")
+                .unwrap_err()
+                .reason
+                .contains("2 YAML documents")
+        );
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n";
+        assert!(
+            with_nfs_server("f", pod, "1.2.3.4")
+                .unwrap_err()
+                .reason
+                .contains("Pod")
+        );
+        let hostpath =
+            "kind: PersistentVolume\nmetadata: {name: p}\nspec: {hostPath: {path: /x}}\n";
+        assert!(
+            with_nfs_server("f", hostpath, "1.2.3.4")
+                .unwrap_err()
+                .reason
+                .contains("spec.nfs.path")
+        );
+        let bad = "kind: PersistentVolume\nmetadata: {name: \"A;B\"}\nspec: {nfs: {path: /x, server: 0.0.0.0}}\n";
+        assert!(
+            with_nfs_server("f", bad, "1.2.3.4")
+                .unwrap_err()
+                .reason
+                .contains("DNS-1123")
+        );
+    }
+}

@@ -1,0 +1,212 @@
+//! The step scripts run for real with `sh`, locally: exports rewriting with a recording `exportfs`,
+//! and filesystem creation on a loop device with a counting `mkfs.ext4`. Root is needed (chown,
+//! losetup); without it these tests say so and return.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::*;
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout == b"0\n")
+        .unwrap_or(false)
+}
+
+/// Runs `step` in `mode` locally with `bin` prepended to PATH; returns (exit code, stdout+stderr).
+fn run(step: &Step, mode: &str, bin: &Path) -> (i32, String) {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(step.script_text())
+        .arg("vnfkeeper-step")
+        .arg(mode)
+        .args(&step.args)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn script(dir: &Path, name: &str, body: &str) {
+    let p = dir.join(name);
+    fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn exports_are_rewritten_declaratively_and_verified() {
+    if !is_root() {
+        eprintln!("skipped: needs root (chown nobody)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    let exports = dir.path().join("exports");
+    fs::write(&exports, "/srv/other 10.0.0.0/8(ro)\n").unwrap();
+    // A recording exportfs: "-ra" logs, no argument lists the directories of the file.
+    let log = dir.path().join("exportfs.log");
+    script(
+        &bin,
+        "exportfs",
+        &format!(
+            "if [ \"$1\" = -ra ]; then echo ra >> {log}; else awk '!/^#/ && NF {{print $1}}' {file}; fi",
+            log = log.display(),
+            file = exports.display()
+        ),
+    );
+    let d = |n: &str| dir.path().join(n).display().to_string();
+    let wanted = [
+        Export {
+            dir: d("pv1"),
+            to: "10.10.0.0/24".into(),
+        },
+        Export {
+            dir: d("pv2"),
+            to: "10.10.0.0/24".into(),
+        },
+    ];
+    let mut steps = nfs_server("ss", "vnf-1", &wanted);
+    steps[1].args[0] = exports.display().to_string();
+    let step = &steps[1];
+
+    assert_eq!(run(step, "check", &bin).0, 10);
+    let (code, out) = run(step, "apply", &bin);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = run(step, "check", &bin);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("already done"), "{out}");
+    // Applying again changes nothing: one block, the unrelated line kept.
+    assert_eq!(run(step, "apply", &bin).0, 0);
+    let text = fs::read_to_string(&exports).unwrap();
+    assert_eq!(text.matches("# BEGIN vnfkeeper vnf-1").count(), 1, "{text}");
+    assert!(text.starts_with("/srv/other 10.0.0.0/8(ro)\n"), "{text}");
+    assert!(text.contains(&format!(
+        "{} 10.10.0.0/24(rw,sync,no_subtree_check,insecure,all_squash)",
+        d("pv2")
+    )));
+    assert!(dir.path().join("pv1").is_dir());
+    assert_eq!(
+        fs::read_to_string(&log).unwrap().lines().count(),
+        1,
+        "exportfs -ra ran once"
+    );
+
+    // A changed request replaces the block: pv2 is gone, no duplicates.
+    let mut fewer = nfs_server("ss", "vnf-1", &wanted[..1]);
+    fewer[1].args[0] = exports.display().to_string();
+    assert_eq!(run(&fewer[1], "check", &bin).0, 10);
+    assert_eq!(run(&fewer[1], "apply", &bin).0, 0);
+    let text = fs::read_to_string(&exports).unwrap();
+    assert!(!text.contains(&d("pv2")), "{text}");
+    assert_eq!(text.lines().count(), 4, "{text}");
+}
+
+/// A loop device over a sparse file, detached on drop.
+struct Loop {
+    dev: String,
+    _file: tempfile::NamedTempFile,
+}
+
+impl Loop {
+    fn new() -> Self {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        file.as_file().set_len(32 << 20).unwrap();
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(file.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Self {
+            dev: String::from_utf8(out.stdout).unwrap().trim().to_owned(),
+            _file: file,
+        }
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+#[test]
+fn filesystem_is_created_once_and_never_over_existing_data() {
+    if !is_root() {
+        eprintln!("skipped: needs root (losetup)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin: PathBuf = dir.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    let count = dir.path().join("mkfs.count");
+    script(
+        &bin,
+        "mkfs.ext4",
+        &format!("echo x >> {}\nexec /sbin/mkfs.ext4 \"$@\"", count.display()),
+    );
+    let lo = Loop::new();
+    let steps = storage_volumes(
+        "ss",
+        &[VolumeSetup {
+            volume_id: "0f3c1e52-3d4b-4f1e-9a8e-000000000001".into(),
+            device: lo.dev.clone(),
+            mount_to: "/volume".into(),
+        }],
+    );
+    let fs_step = &steps[0];
+    assert_eq!(fs_step.name, "storage.filesystem");
+    assert_eq!(run(fs_step, "check", &bin).0, 10);
+    let (code, out) = run(fs_step, "apply", &bin);
+    assert_eq!(code, 0, "{out}");
+    for _ in 0..2 {
+        let (code, out) = run(fs_step, "apply", &bin);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("holds a ext4 filesystem"), "{out}");
+    }
+    assert_eq!(
+        fs::read_to_string(&count).unwrap().lines().count(),
+        1,
+        "mkfs ran exactly once"
+    );
+
+    // A device that holds another filesystem is left alone, whatever its type.
+    let other = Loop::new();
+    assert!(
+        Command::new("/sbin/mkfs.ext2")
+            .args(["-q", &other.dev])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut step = fs_step.clone();
+    step.args[0] = other.dev.clone();
+    let (code, out) = run(&step, "apply", &bin);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("holds a ext2 filesystem"), "{out}");
+    assert_eq!(fs::read_to_string(&count).unwrap().lines().count(), 1);
+
+    // A missing device is an error, not a format.
+    step.args[0] = "/dev/vk-no-such-device".into();
+    let (code, out) = run(&step, "apply", &bin);
+    assert_eq!(code, 3, "{out}");
+}
