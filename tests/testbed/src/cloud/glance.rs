@@ -1,0 +1,75 @@
+//! Glance (Image API v2): images list/show (read-only). A few images exist from the start; any
+//! image name or id a template or server asks for is recorded as an image too.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use super::state::{ImageRec, ts};
+use super::{ApiResult, Cloud, enc, nova_err, nova_err_fn, paginate, qget, qlimit};
+
+pub(crate) fn routes() -> Router<Arc<Cloud>> {
+    Router::new()
+        .route("/image", get(versions))
+        .route("/image/", get(versions))
+        .route("/image/v2", get(versions))
+        .route("/image/v2/", get(versions))
+        .route("/image/v2/images", get(list))
+        .route("/image/v2/images/{id}", get(show))
+}
+
+async fn versions(State(c): State<Arc<Cloud>>) -> Response {
+    (
+        StatusCode::MULTIPLE_CHOICES,
+        axum::Json(json!({"versions": [{"id": "v2.16", "status": "CURRENT",
+            "links": [{"rel": "self", "href": format!("{}/image/v2/", c.base)}]}]})),
+    )
+        .into_response()
+}
+
+fn image_json(i: &ImageRec) -> Value {
+    json!({
+        "id": i.id, "name": i.name, "status": "active", "visibility": "public", "protected": false,
+        "disk_format": "qcow2", "container_format": "bare", "size": 1_073_741_824u64, "min_disk": 0, "min_ram": 0,
+        "checksum": null, "os_hidden": false, "tags": [], "created_at": ts(&i.created), "updated_at": ts(&i.created),
+        "self": format!("/v2/images/{}", i.id), "file": format!("/v2/images/{}/file", i.id), "schema": "/v2/schemas/image",
+    })
+}
+
+async fn list(State(c): State<Arc<Cloud>>, Query(q): Query<Vec<(String, String)>>) -> ApiResult {
+    let items: Vec<Value> = {
+        let inner = c.lock();
+        let mut v: Vec<&ImageRec> = inner
+            .images
+            .values()
+            .filter(|i| qget(&q, "name").is_none_or(|n| i.name == n))
+            .collect();
+        v.sort_by(|a, b| b.created.cmp(&a.created).then(a.id.cmp(&b.id)));
+        v.into_iter().map(image_json).collect()
+    };
+    let limit = qlimit(&q, nova_err_fn)?;
+    let (page, full) = paginate(items, limit, qget(&q, "marker"), 1000, nova_err_fn)?;
+    let mut body = json!({"images": page, "first": "/v2/images", "schema": "/v2/schemas/images"});
+    if full && let Some(last) = super::nova::page_last(&body["images"]) {
+        body["next"] = json!(format!(
+            "/v2/images?marker={}&limit={}",
+            enc(&last),
+            limit.unwrap_or(1000)
+        ));
+    }
+    Ok(axum::Json(body).into_response())
+}
+
+async fn show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    let inner = c.lock();
+    let i = inner
+        .images
+        .get(&id)
+        .ok_or_else(|| nova_err(404, "itemNotFound", format!("No image found with ID {id}")))?;
+    Ok(axum::Json(image_json(i)).into_response())
+}

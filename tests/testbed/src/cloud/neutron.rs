@@ -1,0 +1,219 @@
+//! Neutron (Networking API v2.0): ports, networks and subnets (read-only), with Neutron's
+//! filters and `limit`/`marker` pagination (`ports_links`, `networks_links`).
+//!
+//! Every network maps onto the testbed's single bridge; a port keeps the network id the client
+//! asked for.
+
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Value, json};
+
+use super::state::{Inner, NetworkRec, PortRec, ts};
+use super::{ApiResult, Cloud, neutron_err, neutron_err_fn, next_link, paginate, qget, qlimit};
+
+const MAX_LIMIT: usize = 100_000;
+
+pub(crate) fn routes() -> Router<Arc<Cloud>> {
+    let p = "/network/v2.0";
+    Router::new()
+        .route("/network", get(versions))
+        .route("/network/", get(versions))
+        .route(p, get(resources))
+        .route(&format!("{p}/"), get(resources))
+        .route(&format!("{p}/ports"), get(ports))
+        .route(&format!("{p}/ports/{{id}}"), get(port_show))
+        .route(&format!("{p}/networks"), get(networks))
+        .route(&format!("{p}/networks/{{id}}"), get(network_show))
+        .route(&format!("{p}/subnets"), get(subnets))
+        .route(&format!("{p}/subnets/{{id}}"), get(subnet_show))
+}
+
+async fn versions(State(c): State<Arc<Cloud>>) -> Response {
+    axum::Json(json!({"versions": [{"id": "v2.0", "status": "CURRENT",
+        "links": [{"rel": "self", "href": format!("{}/network/v2.0/", c.base)}]}]}))
+    .into_response()
+}
+
+async fn resources(State(c): State<Arc<Cloud>>) -> Response {
+    let r: Vec<Value> = ["port", "network", "subnet"]
+        .iter()
+        .map(|n| json!({"name": n, "collection": format!("{n}s"),
+                        "links": [{"rel": "self", "href": format!("{}/network/v2.0/{n}s", c.base)}]}))
+        .collect();
+    axum::Json(json!({"resources": r})).into_response()
+}
+
+fn port_json(c: &Cloud, inner: &Inner, p: &PortRec) -> Value {
+    let active = !p.device_id.is_empty()
+        && inner
+            .servers
+            .get(&p.device_id)
+            .is_some_and(|s| s.status == "ACTIVE");
+    json!({
+        "id": p.id, "name": p.name, "network_id": p.network_id,
+        "tenant_id": c.project_id, "project_id": c.project_id,
+        "mac_address": p.mac, "admin_state_up": true,
+        "status": if active { "ACTIVE" } else { "DOWN" },
+        "device_id": p.device_id, "device_owner": p.device_owner,
+        "fixed_ips": [{"subnet_id": p.subnet_id, "ip_address": p.ip.to_string()}],
+        "allowed_address_pairs": p.allowed_address_pairs,
+        "extra_dhcp_opts": [], "security_groups": [], "description": "",
+        "binding:vnic_type": "normal", "port_security_enabled": true,
+        "created_at": ts(&p.created), "updated_at": ts(&p.created), "revision_number": 1, "tags": [],
+    })
+}
+
+fn network_json(c: &Cloud, n: &NetworkRec) -> Value {
+    json!({
+        "id": n.id, "name": n.name, "admin_state_up": true, "status": "ACTIVE",
+        "subnets": [n.subnet_id], "tenant_id": c.project_id, "project_id": c.project_id,
+        "shared": false, "router:external": false, "mtu": 1500, "availability_zones": ["nova"],
+        "port_security_enabled": true, "description": "", "created_at": ts(&n.created),
+        "updated_at": ts(&n.created), "revision_number": 1, "tags": [],
+    })
+}
+
+fn subnet_json(c: &Cloud, n: &NetworkRec) -> Value {
+    let gw = Ipv4Addr::from(c.net_addr + 1);
+    let size = 1u32 << (32 - c.prefix_len);
+    json!({
+        "id": n.subnet_id, "name": format!("{}-subnet", n.name), "network_id": n.id,
+        "cidr": c.cidr(), "ip_version": 4, "gateway_ip": gw.to_string(), "enable_dhcp": true,
+        "allocation_pools": [{"start": Ipv4Addr::from(c.net_addr + 10).to_string(),
+                              "end": Ipv4Addr::from(c.net_addr + size - 2).to_string()}],
+        "dns_nameservers": [], "host_routes": [], "tenant_id": c.project_id, "project_id": c.project_id,
+        "created_at": ts(&n.created), "updated_at": ts(&n.created), "description": "", "tags": [],
+    })
+}
+
+/// Neutron filter semantics: each key may repeat (OR); all keys must match (AND).
+fn matches(q: &[(String, String)], key: &str, value: &str) -> bool {
+    let vals: Vec<&str> = q
+        .iter()
+        .filter(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .collect();
+    vals.is_empty() || vals.contains(&value)
+}
+
+fn list_response(c: &Cloud, q: &[(String, String)], items: Vec<Value>, coll: &str) -> ApiResult {
+    let limit = qlimit(q, neutron_err_fn)?;
+    let (page, full) = paginate(items, limit, qget(q, "marker"), MAX_LIMIT, neutron_err_fn)?;
+    let mut body = json!({ coll: page });
+    if full && let Some(last) = super::nova::page_last(&body[coll]) {
+        let url = format!("{}/network/v2.0/{coll}", c.base);
+        body[format!("{coll}_links")] =
+            json!([next_link(&url, q, limit.unwrap_or(MAX_LIMIT), &last)]);
+    }
+    Ok(axum::Json(body).into_response())
+}
+
+async fn ports(State(c): State<Arc<Cloud>>, Query(q): Query<Vec<(String, String)>>) -> ApiResult {
+    let items: Vec<Value> = {
+        let inner = c.lock();
+        inner
+            .ports
+            .values()
+            .filter(|p| matches(&q, "id", &p.id) && matches(&q, "name", &p.name))
+            .filter(|p| {
+                matches(&q, "device_id", &p.device_id)
+                    && matches(&q, "device_owner", &p.device_owner)
+            })
+            .filter(|p| {
+                matches(&q, "network_id", &p.network_id) && matches(&q, "mac_address", &p.mac)
+            })
+            .filter(|p| {
+                q.iter().filter(|(k, _)| k == "fixed_ips").all(|(_, v)| {
+                    v.split(',').all(|cond| match cond.split_once('=') {
+                        Some(("ip_address", ip)) => p.ip.to_string() == ip,
+                        Some(("subnet_id", s)) => p.subnet_id == s,
+                        Some(("ip_address_substr", s)) => p.ip.to_string().contains(s),
+                        _ => false,
+                    })
+                })
+            })
+            .map(|p| port_json(&c, &inner, p))
+            .filter(|j| matches(&q, "status", j["status"].as_str().unwrap_or("")))
+            .collect()
+    };
+    list_response(&c, &q, items, "ports")
+}
+
+async fn port_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    let inner = c.lock();
+    let p = inner.ports.get(&id).ok_or_else(|| {
+        neutron_err(
+            404,
+            "PortNotFound",
+            format!("Port {id} could not be found."),
+        )
+    })?;
+    Ok(axum::Json(json!({"port": port_json(&c, &inner, p)})).into_response())
+}
+
+async fn networks(
+    State(c): State<Arc<Cloud>>,
+    Query(q): Query<Vec<(String, String)>>,
+) -> ApiResult {
+    let items: Vec<Value> = {
+        let inner = c.lock();
+        inner
+            .networks
+            .values()
+            .filter(|n| matches(&q, "id", &n.id) && matches(&q, "name", &n.name))
+            .map(|n| network_json(&c, n))
+            .collect()
+    };
+    list_response(&c, &q, items, "networks")
+}
+
+async fn network_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    let inner = c.lock();
+    let n = inner.networks.get(&id).ok_or_else(|| {
+        neutron_err(
+            404,
+            "NetworkNotFound",
+            format!("Network {id} could not be found."),
+        )
+    })?;
+    Ok(axum::Json(json!({"network": network_json(&c, n)})).into_response())
+}
+
+async fn subnets(State(c): State<Arc<Cloud>>, Query(q): Query<Vec<(String, String)>>) -> ApiResult {
+    let items: Vec<Value> = {
+        let inner = c.lock();
+        inner
+            .networks
+            .values()
+            .filter(|n| matches(&q, "network_id", &n.id) && matches(&q, "id", &n.subnet_id))
+            .map(|n| subnet_json(&c, n))
+            .collect()
+    };
+    list_response(&c, &q, items, "subnets")
+}
+
+async fn subnet_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    let inner = c.lock();
+    let n = inner
+        .networks
+        .values()
+        .find(|n| n.subnet_id == id)
+        .ok_or_else(|| {
+            neutron_err(
+                404,
+                "SubnetNotFound",
+                format!("Subnet {id} could not be found."),
+            )
+        })?;
+    Ok((
+        StatusCode::OK,
+        axum::Json(json!({"subnet": subnet_json(&c, n)})),
+    )
+        .into_response())
+}

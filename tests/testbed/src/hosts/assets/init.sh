@@ -1,0 +1,26 @@
+#!/bin/bash
+# testbed host init: PID 1 of a host's PID namespace (not systemd). Supervises the host's sshd and
+# reaps orphans. Signals from the farm: USR1 = start sshd, USR2 = stop sshd, TERM = stop and exit.
+# /run/testbed/sshd.pid holds the sshd PID (as seen inside the host) while sshd runs.
+cd /
+sshd_pid=
+start_sshd() {
+  if [ -n "$sshd_pid" ] && kill -0 "$sshd_pid" 2>/dev/null; then return; fi
+  /usr/sbin/sshd -D -f /etc/ssh/testbed_sshd_config -E /var/log/testbed/sshd.log </dev/null &
+  sshd_pid=$!
+  echo "$sshd_pid" > /run/testbed/sshd.pid
+}
+stop_sshd() {
+  if [ -n "$sshd_pid" ]; then kill -TERM "$sshd_pid" 2>/dev/null; wait "$sshd_pid" 2>/dev/null; fi
+  sshd_pid=
+  rm -f /run/testbed/sshd.pid
+}
+trap start_sshd USR1
+trap stop_sshd USR2
+trap 'stop_sshd; exit 0' TERM INT
+start_sshd
+while :; do
+  sleep 3600 & sp=$!
+  wait "$sp"
+  kill "$sp" 2>/dev/null
+done

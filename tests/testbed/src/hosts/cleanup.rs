@@ -1,0 +1,167 @@
+//! Removing leftovers of a farm by name prefix, also after a crash.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use super::farm::REGISTRY_DIR;
+use super::util::{check_prefix, run};
+
+/// What [`down_all`] removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DownReport {
+    /// PIDs killed (processes inside the farm's network namespaces).
+    pub processes: Vec<i32>,
+    /// Network namespaces deleted.
+    pub netns: Vec<String>,
+    /// Links deleted (veths, then the bridge).
+    pub links: Vec<String>,
+    /// Loop devices detached.
+    pub loop_devices: Vec<String>,
+    /// Mount points unmounted in the machine's mount namespace.
+    pub mounts: Vec<String>,
+    /// Things that could not be removed (error texts).
+    pub errors: Vec<String>,
+}
+
+impl DownReport {
+    /// True if nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.processes.is_empty()
+            && self.netns.is_empty()
+            && self.links.is_empty()
+            && self.loop_devices.is_empty()
+            && self.mounts.is_empty()
+    }
+}
+
+/// Removes everything a farm with this prefix left behind, whether or not a farm object exists:
+/// processes in network namespaces `PREFIX-h*` (SIGKILL by PID), loop devices whose backing
+/// file is named `PREFIX-vol-*`, links `PREFIX-*`, those namespaces, and mounts under the farm's
+/// registered state dir or `/run/netns/PREFIX-*`. Safe to call when nothing is left. Volume files
+/// and the state dir are not deleted.
+///
+/// Errors only for an invalid prefix; removal failures are listed in [`DownReport::errors`].
+pub async fn down_all(prefix: &str) -> Result<DownReport> {
+    check_prefix(prefix)?;
+    let mut rep = DownReport::default();
+    let ns_prefix = format!("{prefix}-h");
+    let mut namespaces: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&ns_prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    namespaces.sort();
+
+    // 1. processes (killing a host's PID 1 takes its whole PID namespace down)
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut found = false;
+        for ns in &namespaces {
+            if let Ok(out) = run("ip", ["netns", "pids", ns]).await {
+                for p in out.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                    found = true;
+                    if kill(Pid::from_raw(p), Signal::SIGKILL).is_ok()
+                        && !rep.processes.contains(&p)
+                    {
+                        rep.processes.push(p);
+                    }
+                }
+            }
+        }
+        if !found {
+            break;
+        }
+        if Instant::now() > deadline {
+            rep.errors.push("processes survived SIGKILL".into());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // 2. loop devices by backing file name
+    let vol_prefix = format!("{prefix}-vol-");
+    if let Ok(rd) = std::fs::read_dir("/sys/block") {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("loop") {
+                continue;
+            }
+            let Ok(back) = std::fs::read_to_string(e.path().join("loop/backing_file")) else {
+                continue;
+            };
+            let base = Path::new(back.trim())
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if base.starts_with(&vol_prefix) {
+                let dev = format!("/dev/{name}");
+                match run("losetup", ["-d", &dev]).await {
+                    Ok(_) => rep.loop_devices.push(dev),
+                    Err(e) => rep.errors.push(e.to_string()),
+                }
+            }
+        }
+    }
+
+    // 3. links: veths first, the bridge last
+    let link_prefix = format!("{prefix}-");
+    let mut links: Vec<String> = std::fs::read_dir("/sys/class/net")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&link_prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    links.sort_by_key(|l| l.ends_with("-br"));
+    for l in links {
+        if !Path::new("/sys/class/net").join(&l).exists() {
+            continue; // went with its peer
+        }
+        match run("ip", ["link", "del", &l]).await {
+            Ok(_) => rep.links.push(l),
+            Err(e) => rep.errors.push(e.to_string()),
+        }
+    }
+
+    // 4. namespaces
+    for ns in namespaces {
+        match run("ip", ["netns", "del", &ns]).await {
+            Ok(_) => rep.netns.push(ns),
+            Err(e) => rep.errors.push(e.to_string()),
+        }
+    }
+
+    // 5. mounts in the machine's namespace under the registered state dir (normally none)
+    let reg = Path::new(REGISTRY_DIR).join(format!("{prefix}.state_dir"));
+    let state_dir = std::fs::read_to_string(&reg).ok().map(PathBuf::from);
+    let netns_mp = format!("/run/netns/{ns_prefix}");
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let mut targets: Vec<String> = mounts
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .map(|m| m.replace("\\040", " "))
+        .filter(|m| {
+            m.starts_with(&netns_mp)
+                || state_dir
+                    .as_ref()
+                    .is_some_and(|s| Path::new(m).starts_with(s) && Path::new(m) != s)
+        })
+        .collect();
+    targets.reverse();
+    for t in targets {
+        match run("umount", ["-l", &t]).await {
+            Ok(_) => rep.mounts.push(t),
+            Err(e) => rep.errors.push(e.to_string()),
+        }
+    }
+    let _ = std::fs::remove_file(&reg);
+    Ok(rep)
+}

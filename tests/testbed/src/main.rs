@@ -1,0 +1,134 @@
+//! `testbed` command: serve the simulated cloud, set up packages, remove leftovers.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use testbed::cloud::{CloudOptions, Testbed};
+
+/// Test infrastructure for vnfkeeper: a simulated OpenStack cloud whose servers are real SSH hosts.
+#[derive(Parser, Debug)]
+#[command(name = "testbed", version)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run the simulated cloud in the foreground; writes DIR/clouds.yaml (cloud `testbed`) once
+    /// ready; SIGTERM/SIGINT tear every host down.
+    Serve {
+        /// State directory (clouds.yaml, host farm state).
+        #[arg(long)]
+        state_dir: PathBuf,
+        /// Listen address (loopback only); port 0 picks a free port.
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: SocketAddr,
+        /// Servers are records only (no network namespaces, no sshd, no root needed).
+        #[arg(long)]
+        no_hosts: bool,
+        /// Name prefix of the farm's namespaces, links and files.
+        #[arg(long, default_value = "tb")]
+        prefix: String,
+        /// The testbed subnet; .1 is the bridge, servers get .10 upwards.
+        #[arg(long, default_value = "10.231.0.0/24")]
+        subnet: String,
+        /// Password of user `admin` (written into clouds.yaml).
+        #[arg(long, default_value = "testbed-secret")]
+        password: String,
+    },
+    /// Install the packages hosts need (sshd, sudo, nfs-ganesha, …); needs root.
+    Setup,
+    /// Remove leftovers of crashed runs (namespaces, links, loop devices, mounts, processes).
+    Down {
+        /// Everything with the prefix (required: there is no per-run selection).
+        #[arg(long)]
+        all: bool,
+        /// Name prefix.
+        #[arg(long, default_value = "tb")]
+        prefix: String,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().cmd {
+        Cmd::Serve {
+            state_dir,
+            listen,
+            no_hosts,
+            prefix,
+            subnet,
+            password,
+        } => serve(state_dir, listen, no_hosts, prefix, subnet, password).await,
+        Cmd::Setup => testbed::hosts::setup_packages().await,
+        Cmd::Down { all, prefix } => {
+            anyhow::ensure!(all, "pass --all: down removes everything with the prefix");
+            let report = testbed::hosts::down_all(&prefix).await?;
+            println!("{report:#?}");
+            anyhow::ensure!(
+                report.errors.is_empty(),
+                "some leftovers could not be removed"
+            );
+            Ok(())
+        }
+    }
+}
+
+async fn serve(
+    state_dir: PathBuf,
+    listen: SocketAddr,
+    no_hosts: bool,
+    prefix: String,
+    subnet: String,
+    password: String,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&state_dir)
+        .with_context(|| format!("creating {}", state_dir.display()))?;
+    let farm = if no_hosts {
+        None
+    } else {
+        Some(testbed::cloud::farm::start_farm(&state_dir, &prefix, &subnet).await?)
+    };
+    let opts = CloudOptions {
+        state_dir,
+        listen,
+        subnet,
+        password,
+        farm: farm.clone(),
+    };
+    let tb = match Testbed::start(opts).await {
+        Ok(tb) => tb,
+        Err(e) => {
+            if let Some(f) = farm {
+                f.shutdown().await;
+            }
+            return Err(e);
+        }
+    };
+    println!(
+        "testbed: listening on {} (port {})",
+        tb.base_url(),
+        tb.addr().port()
+    );
+    println!(
+        "testbed: clouds.yaml at {} (cloud `testbed`)",
+        tb.clouds_yaml().display()
+    );
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("signal received: stopping the cloud and every host");
+    tb.shutdown().await;
+    Ok(())
+}
