@@ -1,0 +1,244 @@
+//! Loading one cloud entry from an explicit clouds.yaml path.
+//!
+//! The `openstack` crate only looks in `./`, `~/.config/openstack/` and `/etc/openstack/`; the
+//! daemon names its file in its own configuration, so we read the file ourselves (the os-client-
+//! config format, <https://docs.openstack.org/openstacksdk/latest/user/config/configuration.html>)
+//! and build the osauth session from the parts.
+//!
+//! Supported: `auth_type` `password` (default) and `v3token`; `auth.{auth_url, username,
+//! password, token, project_name | project_id, user_domain_name, project_domain_name |
+//! project_domain_id}`; `region_name`, `interface`, `cacert`, `verify` (false disables TLS
+//! verification, with a warning). Not supported: `clouds-public.yaml` profiles, `secure.yaml`,
+//! users by id, application credentials.
+//!
+//! Error messages name the file, the cloud and the key, never a value (a password cannot leak
+//! through a YAML type error).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::CloudError;
+
+/// How to authenticate.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum Credentials {
+    /// Keystone v3 password.
+    Password {
+        /// User name.
+        username: String,
+        /// Password (never printed).
+        password: String,
+        /// User domain name (default `Default`).
+        user_domain_name: String,
+    },
+    /// Keystone v3 token (never printed).
+    Token(String),
+}
+
+/// Project scope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Project {
+    /// By id.
+    Id(String),
+    /// By name.
+    Name(String),
+}
+
+/// One `clouds.<name>` entry, validated.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct CloudEntry {
+    /// Keystone v3 URL.
+    pub(crate) auth_url: String,
+    /// Credentials.
+    pub(crate) credentials: Credentials,
+    /// Project scope, if any.
+    pub(crate) project: Option<Project>,
+    /// Project domain: `(is_id, value)`; default name `Default`.
+    pub(crate) project_domain: (bool, String),
+    /// `region_name`.
+    pub(crate) region_name: Option<String>,
+    /// `interface` (`public`, `internal`, `admin`).
+    pub(crate) interface: Option<String>,
+    /// `cacert` PEM file (relative paths are resolved against the clouds.yaml directory).
+    pub(crate) cacert: Option<PathBuf>,
+    /// `verify` (default true).
+    pub(crate) verify: bool,
+}
+
+impl fmt::Debug for CloudEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let user = match &self.credentials {
+            Credentials::Password {
+                username,
+                user_domain_name,
+                ..
+            } => {
+                format!("password user={username} domain={user_domain_name} password=<redacted>")
+            }
+            Credentials::Token(_) => "v3token token=<redacted>".to_string(),
+        };
+        f.debug_struct("CloudEntry")
+            .field("auth_url", &self.auth_url)
+            .field("credentials", &user)
+            .field("project", &self.project)
+            .field("project_domain", &self.project_domain)
+            .field("region_name", &self.region_name)
+            .field("interface", &self.interface)
+            .field("cacert", &self.cacert)
+            .field("verify", &self.verify)
+            .finish()
+    }
+}
+
+/// Reads and validates the entry `cloud` of the clouds.yaml at `path`.
+///
+/// Errors: [`CloudError::Config`] when the file is unreadable, not YAML, has no such cloud, or
+/// the entry lacks a required key or uses an unsupported `auth_type`.
+pub(crate) fn load(path: &Path, cloud: &str) -> Result<CloudEntry, CloudError> {
+    let err = |message: String| CloudError::Config {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+    parse(&text, cloud, path.parent()).map_err(err)
+}
+
+/// Parses clouds.yaml text; `base` resolves a relative `cacert`.
+pub(crate) fn parse(text: &str, cloud: &str, base: Option<&Path>) -> Result<CloudEntry, String> {
+    // serde_yaml_ng syntax errors carry positions, not content.
+    let doc: Value = serde_yaml_ng::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?;
+    let clouds = doc
+        .get("clouds")
+        .and_then(Value::as_object)
+        .ok_or("no `clouds` mapping")?;
+    let entry = clouds
+        .get(cloud)
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            let names: Vec<&str> = clouds.keys().map(String::as_str).collect();
+            format!("no cloud named '{cloud}' (clouds: {})", names.join(", "))
+        })?;
+    let key = |m: &serde_json::Map<String, Value>, k: &str| -> Result<Option<String>, String> {
+        match m.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.is_empty() => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(_) => Err(format!("clouds.{cloud}: `{k}` must be a string")),
+        }
+    };
+    let empty = serde_json::Map::new();
+    let auth = match entry.get("auth") {
+        Some(Value::Object(m)) => m,
+        None | Some(Value::Null) => &empty,
+        Some(_) => return Err(format!("clouds.{cloud}: `auth` must be a mapping")),
+    };
+    let need = |k: &str| -> Result<String, String> {
+        key(auth, k)?.ok_or_else(|| format!("clouds.{cloud}.auth: `{k}` is required"))
+    };
+    let auth_type = key(entry, "auth_type")?;
+    let credentials = match auth_type.as_deref() {
+        None | Some("password") | Some("v3password") => {
+            if key(auth, "user_id")?.is_some() && key(auth, "username")?.is_none() {
+                return Err(format!(
+                    "clouds.{cloud}.auth: `user_id` is not supported; use `username`"
+                ));
+            }
+            Credentials::Password {
+                username: need("username")?,
+                password: need("password")?,
+                user_domain_name: key(auth, "user_domain_name")?
+                    .or(key(auth, "domain_name")?)
+                    .unwrap_or_else(|| "Default".to_string()),
+            }
+        }
+        Some("token") | Some("v3token") => Credentials::Token(need("token")?),
+        Some(other) => {
+            return Err(format!(
+                "clouds.{cloud}: auth_type `{other}` is not supported (use `password` or `v3token`)"
+            ));
+        }
+    };
+    let project = match (key(auth, "project_id")?, key(auth, "project_name")?) {
+        (Some(id), _) => Some(Project::Id(id)),
+        (None, Some(n)) => Some(Project::Name(n)),
+        (None, None) => None,
+    };
+    let project_domain = match (
+        key(auth, "project_domain_id")?,
+        key(auth, "project_domain_name")?,
+    ) {
+        (Some(id), _) => (true, id),
+        (None, Some(n)) => (false, n),
+        (None, None) => (false, "Default".to_string()),
+    };
+    let verify = match entry.get("verify") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => !matches!(s.to_ascii_lowercase().as_str(), "false" | "no" | "0"),
+        Some(_) => return Err(format!("clouds.{cloud}: `verify` must be a boolean")),
+    };
+    let cacert = key(entry, "cacert")?.map(|c| {
+        let p = PathBuf::from(c);
+        match base {
+            Some(b) if p.is_relative() => b.join(p),
+            _ => p,
+        }
+    });
+    Ok(CloudEntry {
+        auth_url: need("auth_url")?,
+        credentials,
+        project,
+        project_domain,
+        region_name: key(entry, "region_name")?,
+        interface: key(entry, "interface")?,
+        cacert,
+        verify,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const YAML: &str = "clouds:\n  a:\n    auth:\n      auth_url: http://k/v3\n      username: u\n      password: hunter2\n      project_name: p\n      user_domain_name: D\n    region_name: R\n    interface: internal\n    cacert: ca.pem\n  b:\n    auth_type: v3applicationcredential\n    auth: {auth_url: x}\n  c:\n    auth:\n      auth_url: http://k/v3\n      username: u\n      password: [1, 2]\n";
+
+    #[test]
+    fn parses_password_entry() {
+        let e = parse(YAML, "a", Some(Path::new("/etc/x"))).unwrap();
+        assert_eq!(e.auth_url, "http://k/v3");
+        assert_eq!(e.project, Some(Project::Name("p".into())));
+        assert_eq!(e.project_domain, (false, "Default".into()));
+        assert_eq!(e.region_name.as_deref(), Some("R"));
+        assert_eq!(e.cacert.as_deref(), Some(Path::new("/etc/x/ca.pem")));
+        assert!(e.verify);
+        let dbg = format!("{e:?}");
+        assert!(!dbg.contains("hunter2"), "{dbg}");
+        assert!(dbg.contains("<redacted>"));
+    }
+
+    #[test]
+    fn errors_name_keys_not_values() {
+        assert!(
+            parse(YAML, "b", None)
+                .unwrap_err()
+                .contains("not supported")
+        );
+        let e = parse(YAML, "c", None).unwrap_err();
+        assert!(e.contains("`password` must be a string"), "{e}");
+        let e = parse(YAML, "zz", None).unwrap_err();
+        assert!(
+            e.contains("no cloud named 'zz'") && e.contains("a, b, c"),
+            "{e}"
+        );
+        let e = parse(
+            "clouds:\n  a:\n    auth:\n      username: u\n      password: hunter2\n",
+            "a",
+            None,
+        )
+        .unwrap_err();
+        assert!(e.contains("auth_url") && !e.contains("hunter2"), "{e}");
+    }
+}

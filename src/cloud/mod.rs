@@ -1,0 +1,135 @@
+//! The OpenStack cloud as the engine and reconcile see it: trait [`Cloud`] and its
+//! implementation [`OpenStackCloud`] (Keystone v3, Nova v2.1, Neutron v2.0, Cinder v3, Heat v1).
+//!
+//! Design (research/rust-deps.md §3): the `openstack` crate (osauth) only authenticates and
+//! resolves endpoints from the catalog; every call is a raw request whose answer is decoded into
+//! our own tolerant structs ([`types`]). Every request has a timeout, is counted
+//! ([`Cloud::request_count`]) and logged at debug level (method, path, status, duration; never a
+//! token or password).
+//!
+//! Observation is a handful of list calls per pass — [`Cloud::servers`], [`Cloud::ports`],
+//! [`Cloud::volumes`], [`Cloud::stack_resources`] — never one call per server.
+
+mod config;
+mod error;
+mod heat;
+mod openstack;
+pub mod types;
+
+use std::future::Future;
+use std::time::Duration;
+
+pub use error::{CloudError, ErrorKind};
+pub use openstack::{OpenStackCloud, PollPolicy};
+pub use types::{
+    FixedIp, Port, Server, ServerAddress, Stack, StackCreate, StackOutput, StackRef, StackResource,
+    Volume, VolumeAttachment,
+};
+
+/// Operations vnfkeeper needs from an OpenStack project.
+///
+/// Methods return `Send` futures so callers can run them in spawned tasks. Errors are
+/// [`CloudError`]; use [`CloudError::is_transient`] to decide on a retry and
+/// [`CloudError::kind`] to branch. Nothing here retries by itself except
+/// [`Cloud::wait_stack`], which keeps polling through transient errors until its deadline.
+pub trait Cloud: Send + Sync {
+    /// Creates a stack: `POST /v1/{project}/stacks` with `stack_name`, `template`, `files`,
+    /// `parameters`, `disable_rollback`, `timeout_mins` (Heat API v1 "Create stack"; 201).
+    ///
+    /// Returns as soon as Heat accepted the request (status `CREATE_IN_PROGRESS`); follow with
+    /// [`Cloud::wait_stack`]. Errors: 409 `StackExists` (kind `Conflict`) when the name is taken
+    /// (use [`Cloud::find_stack`] first when resuming), 400 for an invalid template.
+    fn create_stack(
+        &self,
+        req: &StackCreate,
+    ) -> impl Future<Output = Result<StackRef, CloudError>> + Send;
+
+    /// Shows a stack: `GET /v1/{project}/stacks/{name}/{id}` (Heat API v1 "Show stack details"):
+    /// status, reason, outputs, parameters. Errors: 404 (kind `NotFound`).
+    fn stack(&self, s: &StackRef) -> impl Future<Output = Result<Stack, CloudError>> + Send;
+
+    /// Polls [`Cloud::stack`] until `stack_status` is one of `done` (e.g. `["CREATE_COMPLETE"]`),
+    /// with exponential backoff and jitter (see [`PollPolicy`]), for at most `deadline`.
+    ///
+    /// `*_FAILED` and `ROLLBACK_COMPLETE` (unless listed in `done`) end the wait with
+    /// [`CloudError::StackFailed`] (status + `stack_status_reason`); a rollback in progress is
+    /// waited for first. Other statuses, including a
+    /// stale terminal one seen just after an update request, keep the wait going. Transient
+    /// errors while polling are logged and polling continues; other errors are returned. When
+    /// `done` contains `DELETE_COMPLETE`, a 404 counts as deleted (a synthetic stack with that
+    /// status is returned). Past the deadline: [`CloudError::WaitTimeout`] with the last status.
+    fn wait_stack(
+        &self,
+        s: &StackRef,
+        done: &[&str],
+        deadline: Duration,
+    ) -> impl Future<Output = Result<Stack, CloudError>> + Send;
+
+    /// Lists a stack's resources: `GET /v1/{project}/stacks/{name}/{id}/resources?nested_depth=N`
+    /// (Heat API v1 "List resources"); Tacker uses depth 2 (VNFC servers inside ASG members).
+    /// Each entry names the stack that holds it ([`StackResource::stack`], from `links[rel=stack]`).
+    fn stack_resources(
+        &self,
+        s: &StackRef,
+        nested_depth: u32,
+    ) -> impl Future<Output = Result<Vec<StackResource>, CloudError>> + Send;
+
+    /// Updates a stack keeping its template and files: `PATCH /v1/{project}/stacks/{name}/{id}`
+    /// with `{"parameters": parameters}` (Heat API v1 "Update stack (PATCH)"; 202). Changed
+    /// parameters are merged into the existing ones; resources marked unhealthy are replaced.
+    /// `parameters` must be a JSON object. Follow with [`Cloud::wait_stack`] for `UPDATE_COMPLETE`.
+    /// Errors: 409 `ActionInProgress` while the stack is busy.
+    fn update_stack_patch(
+        &self,
+        s: &StackRef,
+        parameters: serde_json::Value,
+    ) -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// Replaces a stack's template, files and parameters: `PUT /v1/{project}/stacks/{name}/{id}`
+    /// (Heat API v1 "Update stack (PUT)"; 202). `req.stack_name` is not sent.
+    fn update_stack(
+        &self,
+        s: &StackRef,
+        req: &StackCreate,
+    ) -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// Marks a resource unhealthy so the next update replaces it:
+    /// `PATCH /v1/{project}/stacks/{name}/{id}/resources/{resource_name}` with
+    /// `{"mark_unhealthy": true, "resource_status_reason": reason}` (Heat API v1 "Mark a resource
+    /// as unhealthy"; 200). `owner` must be the stack that holds the resource — for a VNFC inside
+    /// an ASG member that is the nested stack ([`StackResource::stack`]), not the top stack.
+    fn mark_unhealthy(
+        &self,
+        owner: &StackRef,
+        resource_name: &str,
+        reason: &str,
+    ) -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// Deletes a stack: `DELETE /v1/{project}/stacks/{name}/{id}` (204). A 404 is success (already
+    /// gone). Follow with [`Cloud::wait_stack`] for `DELETE_COMPLETE`.
+    fn delete_stack(&self, s: &StackRef) -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// Looks a stack up by name: `GET /v1/{project}/stacks/{name}` (Heat answers 302 to
+    /// `/stacks/{name}/{id}`; the redirect is followed). `None` when there is no such stack or it
+    /// is `DELETE_COMPLETE` — so a resumed create does not create twice.
+    fn find_stack(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<StackRef>, CloudError>> + Send;
+
+    /// All servers of the project: `GET /v2.1/servers/detail`, every page (Compute API "List
+    /// Servers Detailed", `limit`/`marker`, following `servers_links[rel=next]`).
+    fn servers(&self) -> impl Future<Output = Result<Vec<Server>, CloudError>> + Send;
+
+    /// All ports of the project: `GET /v2.0/ports`, every page (Networking API "List ports",
+    /// `ports_links[rel=next]`).
+    fn ports(&self) -> impl Future<Output = Result<Vec<Port>, CloudError>> + Send;
+
+    /// All volumes of the project: `GET /v3/{project}/volumes/detail`, every page (Block Storage
+    /// API v3 "List accessible volumes with details", `volumes_links[rel=next]`).
+    fn volumes(&self) -> impl Future<Output = Result<Vec<Volume>, CloudError>> + Send;
+
+    /// API requests sent so far by this client (each page counts; Keystone token requests,
+    /// osauth's cached version discovery and HTTP redirects followed internally do not).
+    fn request_count(&self) -> u64;
+}
