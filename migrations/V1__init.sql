@@ -13,22 +13,31 @@ CREATE TABLE vnf_instance (
                         CHECK (instantiation_state IN ('NOT_INSTANTIATED', 'INSTANTIATED')),
     flavour_id          TEXT,                        -- from the accepted InstantiateVnfRequest
     vnf_package         TEXT,                        -- absolute path of the VNF package (dir or .zip)
+    stack_name          TEXT,                        -- Heat stack name (vnf-<id>)
     stack_id            TEXT,                        -- Heat stack id once created
     created_at          TEXT NOT NULL,
     updated_at          TEXT NOT NULL
 );
 
--- One row per VNFC (one VM of a VDU) of an instance.
+-- One row per VNFC (one VM of a VDU) of an instance. A VNFC keeps its id when its server is
+-- replaced by a heal: it is identified by the Heat resource that holds the server.
 CREATE TABLE vnfc (
     id              TEXT PRIMARY KEY,                -- vnfcInstanceId (SOL002)
     vnf_instance_id TEXT NOT NULL REFERENCES vnf_instance (id),
     vdu_id          TEXT NOT NULL,
     vnfc_index      INTEGER,                         -- index in <VDU>-<index> (individual VNFC mode)
-    server_id       TEXT,                            -- Nova server id
+    stack_name      TEXT NOT NULL,                   -- Heat stack that owns the server resource
+    stack_id        TEXT NOT NULL,                   --   (a nested stack for AutoScalingGroup members)
+    resource_name   TEXT NOT NULL,                   -- the OS::Nova::Server resource in that stack
+    server_id       TEXT,                            -- Nova server id (changes on heal)
+    server_status   TEXT,                            -- Nova status when last observed
     ip_address      TEXT,                            -- address of the CP used for SSH
+    cp_addresses    TEXT,                            -- JSON {cp name: address}
+    volumes         TEXT,                            -- JSON [{resource, volumeId, device}]
     host_key        TEXT,                            -- pinned SSH host key (OpenSSH public key line)
     created_at      TEXT NOT NULL,
-    updated_at      TEXT NOT NULL
+    updated_at      TEXT NOT NULL,
+    UNIQUE (vnf_instance_id, stack_id, resource_name)
 );
 CREATE INDEX vnfc_by_instance ON vnfc (vnf_instance_id);
 

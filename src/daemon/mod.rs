@@ -7,6 +7,7 @@
 //! the watchdog tick, and SIGTERM/SIGINT (stop) and SIGHUP (reload).
 
 pub mod logging;
+mod runner;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -23,7 +24,8 @@ use tokio::sync::mpsc;
 use crate::config::{EXIT_CONFIG, Settings};
 use crate::intake::spool::{self, IntakeContext, Outcome, Spool};
 use crate::model::Timestamp;
-use crate::store::Store;
+use crate::store::{Db, Store};
+use runner::Runner;
 use logging::{LogTarget, MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
 
 /// A file found by a scan is left alone until it is this old, unless inotify said it is complete.
@@ -63,10 +65,10 @@ pub fn main(config_path: &Path) -> ExitCode {
     }
 }
 
-/// Intake state owned by the main loop. The store moves into a blocking task per batch.
+/// Intake state owned by the main loop.
 struct Intake {
     spool: Spool,
-    store: Option<Store>,
+    db: Db,
     settings: Settings,
     /// Paths signalled complete by inotify, waiting for the next batch.
     ready: BTreeSet<PathBuf>,
@@ -90,15 +92,18 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
         .watch(&spool.new_dir(), RecursiveMode::NonRecursive)
         .with_context(|| format!("watching {}", spool.new_dir().display()))?;
 
+    let db = Db::new(store);
     let mut intake = Intake {
         spool,
-        store: Some(store),
+        db: db.clone(),
         settings,
         ready: BTreeSet::new(),
         unsettled: false,
     };
     intake.scan().context("scanning the spool")?;
     intake.flush().await?;
+    let mut runner = Runner::new(db.clone(), &intake.settings).await;
+    let mut schedule_tick = tokio::time::interval(Duration::from_secs(1));
 
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
@@ -138,6 +143,8 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
             _ = watchdog.tick(), if watchdog_period.is_some() => {
                 notify_systemd(&[NotifyState::Watchdog]);
             }
+            _ = schedule_tick.tick() => runner.schedule(&intake.settings).await,
+            Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
             _ = sighup.recv() => {
                 notify_systemd(&[NotifyState::Reloading]);
                 intake.reload(&config_path);
@@ -148,7 +155,8 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
         }
     }
     notify_systemd(&[NotifyState::Stopping]);
-    tracing::info!("stopping");
+    tracing::info!(running = runner.running.len(), "stopping");
+    runner.stop().await;
     drop(watcher);
     Ok(())
 }
@@ -212,23 +220,13 @@ impl Intake {
             let batch: Vec<PathBuf> = std::mem::take(&mut self.ready).into_iter().collect();
             let (now_batch, rest) = batch.split_at(batch.len().min(n));
             self.ready.extend(rest.iter().cloned());
-            let mut store = self.store.take().context("store is busy")?;
-            let spool = self.spool.clone();
-            let files = now_batch.to_vec();
-            let packages_dir = self.settings.packages_dir.clone();
-            let cloud_configured = self.settings.cloud.is_some();
-            let (store, result) = tokio::task::spawn_blocking(move || {
-                let ctx = IntakeContext {
-                    packages_dir: &packages_dir,
-                    cloud_configured,
-                };
-                let now = Timestamp(chrono::Utc::now());
-                let result = spool::process(&spool, &mut store, &files, &ctx, now);
-                (store, result)
-            })
-            .await
-            .context("intake task panicked")?;
-            self.store = Some(store);
+            let ctx = IntakeContext {
+                packages_dir: &self.settings.packages_dir,
+                cloud_configured: self.settings.cloud.is_some(),
+            };
+            let now = Timestamp(chrono::Utc::now());
+            let spool = &self.spool;
+            let result = self.db.with(|store| spool::process(spool, store, now_batch, &ctx, now));
             match result {
                 Ok(outcomes) => {
                     outcomes.iter().for_each(log_outcome);
@@ -249,10 +247,7 @@ impl Intake {
 
     /// One-line summary for `systemctl status`.
     fn status_line(&self) -> String {
-        let Some(store) = &self.store else {
-            return "busy".into();
-        };
-        match store.reader().counts() {
+        match self.db.with(|s| s.reader().counts()) {
             Ok((instances, unfinished)) => {
                 format!("{instances} VNF instances, {unfinished} operations not finished")
             }

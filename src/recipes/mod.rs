@@ -160,5 +160,22 @@ pub fn nfs_client(host: &str) -> Step {
     }
 }
 
+/// The package's cluster install script (`script_path`) uploaded to `script` and run with `args`
+/// as root unless the node already belongs to a cluster (kubeadm's `/etc/kubernetes/kubelet.conf`).
+/// The contract for `args` is documented in the README ("Cluster install script").
+pub fn k8s_install(host: &str, script: &str, body: Vec<u8>, args: Vec<String>) -> Step {
+    let mut all = vec![script.to_owned()];
+    all.extend(args);
+    Step {
+        name: "k8s.install",
+        host: host.into(),
+        script: include_str!("scripts/k8s_install.sh"),
+        args: all,
+        uploads: vec![Upload { path: script.into(), bytes: body, mode: 0o755 }],
+        sudo: true,
+        timeout: Duration::from_secs(2700),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,7 @@
 //!
 //! The schema is documented in `migrations/V1__init.sql` and in the README ("Audit database").
 
+mod engine;
 mod rows;
 
 use std::path::Path;
@@ -12,6 +13,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 
 use crate::model::{InstantiationState, LcmOperationType, OperationState, Timestamp};
 
+pub use engine::JournalRow;
 pub use rows::{EventRow, InstanceRow, IntakeRow, OperationRow, VnfcRow};
 
 mod embedded {
@@ -176,7 +178,7 @@ impl ReaderRef<'_> {
     /// VNFCs of one instance ordered by VDU and index.
     pub fn vnfcs(&self, vnf_instance_id: &str) -> Result<Vec<VnfcRow>> {
         let mut st = self.conn.prepare(&format!(
-            "SELECT {} FROM vnfc WHERE vnf_instance_id = ?1 ORDER BY vdu_id, vnfc_index, id",
+            "SELECT {} FROM vnfc WHERE vnf_instance_id = ?1 ORDER BY vdu_id, vnfc_index, created_at, id",
             VnfcRow::COLUMNS
         ))?;
         let rows = st.query_map([vnf_instance_id], VnfcRow::from_row)?;
@@ -524,5 +526,37 @@ mod tests {
                 .as_deref(),
             Some("r1")
         );
+    }
+}
+
+/// The one read-write connection, shared by intake and the engine. Calls take a short lock; on
+/// a multi-threaded runtime they run under `block_in_place`, so async workers are not starved.
+#[derive(Debug, Clone)]
+pub struct Db(std::sync::Arc<std::sync::Mutex<Store>>);
+
+impl Db {
+    /// Wraps an opened store.
+    pub fn new(store: Store) -> Self {
+        Self(std::sync::Arc::new(std::sync::Mutex::new(store)))
+    }
+
+    /// Runs `f` with the store (a poisoned lock is recovered: the store has no invariants that a
+    /// panic between statements could break; transactions roll back on drop).
+    pub fn with<T>(&self, f: impl FnOnce(&mut Store) -> T) -> T {
+        let call = || {
+            let mut guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut guard)
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(call)
+            }
+            _ => call(),
+        }
+    }
+
+    /// One write transaction (see [`Store::write`]).
+    pub fn write<T>(&self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.with(|s| s.write(f))
     }
 }

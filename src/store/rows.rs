@@ -82,6 +82,8 @@ pub struct InstanceRow {
     pub flavour_id: Option<String>,
     /// Absolute path of the VNF package.
     pub vnf_package: Option<String>,
+    /// Heat stack name.
+    pub stack_name: Option<String>,
     /// Heat stack id.
     pub stack_id: Option<String>,
     /// Creation time (RFC 3339).
@@ -92,7 +94,7 @@ pub struct InstanceRow {
 
 impl InstanceRow {
     pub(super) const COLUMNS: &'static str =
-        "id, instantiation_state, flavour_id, vnf_package, stack_id, created_at, updated_at";
+        "id, instantiation_state, flavour_id, vnf_package, stack_name, stack_id, created_at, updated_at";
 
     pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<Self>> {
         let state = match parse_instantiation_state(r.get(1)?) {
@@ -104,9 +106,10 @@ impl InstanceRow {
             instantiation_state: state,
             flavour_id: r.get(2)?,
             vnf_package: r.get(3)?,
-            stack_id: r.get(4)?,
-            created_at: r.get(5)?,
-            updated_at: r.get(6)?,
+            stack_name: r.get(4)?,
+            stack_id: r.get(5)?,
+            created_at: r.get(6)?,
+            updated_at: r.get(7)?,
         }))
     }
 }
@@ -122,15 +125,29 @@ pub struct VnfcRow {
     pub vdu_id: String,
     /// Index in `<VDU>-<index>`.
     pub vnfc_index: Option<i64>,
+    /// Name of the Heat stack owning the server resource.
+    pub stack_name: String,
+    /// Id of that stack.
+    pub stack_id: String,
+    /// The server resource's name.
+    pub resource_name: String,
     /// Nova server id.
     pub server_id: Option<String>,
+    /// Nova status when last observed.
+    pub server_status: Option<String>,
     /// Address used for SSH.
     pub ip_address: Option<String>,
+    /// JSON `{cp: address}`.
+    pub cp_addresses: Option<String>,
+    /// JSON `[{resource, volumeId, device}]`.
+    pub volumes: Option<String>,
+    /// Pinned SSH host key.
+    pub host_key: Option<String>,
 }
 
 impl VnfcRow {
-    pub(super) const COLUMNS: &'static str =
-        "id, vnf_instance_id, vdu_id, vnfc_index, server_id, ip_address";
+    pub(super) const COLUMNS: &'static str = "id, vnf_instance_id, vdu_id, vnfc_index, stack_name, stack_id, \
+        resource_name, server_id, server_status, ip_address, cp_addresses, volumes, host_key";
 
     pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
@@ -138,8 +155,15 @@ impl VnfcRow {
             vnf_instance_id: r.get(1)?,
             vdu_id: r.get(2)?,
             vnfc_index: r.get(3)?,
-            server_id: r.get(4)?,
-            ip_address: r.get(5)?,
+            stack_name: r.get(4)?,
+            stack_id: r.get(5)?,
+            resource_name: r.get(6)?,
+            server_id: r.get(7)?,
+            server_status: r.get(8)?,
+            ip_address: r.get(9)?,
+            cp_addresses: r.get(10)?,
+            volumes: r.get(11)?,
+            host_key: r.get(12)?,
         })
     }
 }

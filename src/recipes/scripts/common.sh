@@ -8,7 +8,7 @@ MODE=$1; shift
 done_() { echo "already done: $*"; exit 0; }
 needed() { if [ "$MODE" = check ]; then echo "needed: $*"; exit 10; fi; }
 fail() { echo "$*" >&2; exit 3; }
-pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
+pkg_installed() { dpkg-query -W -f '${Status}' "$1" 2>/dev/null | grep -q 'ok installed'; }
 # The block device of a Cinder volume: /dev/disk/by-id/virtio-<first 20 chars of the volume id>
 # when udev made it, else the attachment's device name (e.g. /dev/vdb).
 volume_device() {

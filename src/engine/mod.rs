@@ -1,0 +1,217 @@
+//! The engine: runs one LCM operation occurrence to `COMPLETED` or `FAILED_TEMP`, journaling every
+//! step in SQLite before and after it runs, so that after a crash, a restart or a RETRY the
+//! operation resumes at its first unfinished step. Steps on several hosts fan out in parallel,
+//! bounded by `limits.max_parallel_hosts`; transient failures (connection, timeouts, HTTP 5xx/429)
+//! are retried with exponential backoff and jitter; anything else fails the operation at once
+//! with a ProblemDetails naming the step, the host, the exit status and the masked stderr tail.
+//!
+//! State machine: SOL003 §5.6.2.2 (see [`crate::model::OperationState`]).
+
+mod instantiate;
+mod steps;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cloud::{Cloud, CloudError};
+use crate::model::{LcmOperationType, OperationState, Timestamp};
+use crate::remote::{Remote, RemoteError};
+use crate::store::{Db, NewEvent, OperationRow, StoreError};
+
+pub use steps::StepFailure;
+
+/// Tunables of the engine (from the configuration's `[limits]`).
+#[derive(Debug, Clone)]
+pub struct EngineLimits {
+    /// Hosts one stage works on at once.
+    pub max_parallel_hosts: usize,
+    /// Longest one remote command may run (steps may ask for less).
+    pub command_timeout: Duration,
+    /// Attempts per step for transient failures (1 = no retry).
+    pub attempts: u32,
+    /// First backoff delay; doubles per attempt (with ±25 % jitter), capped at 30 s.
+    pub backoff: Duration,
+    /// Longest wait for a Heat stack to reach `*_COMPLETE`.
+    pub stack_timeout: Duration,
+    /// Longest wait for a PersistentVolume to become Available.
+    pub pv_wait: Duration,
+}
+
+impl Default for EngineLimits {
+    fn default() -> Self {
+        Self {
+            max_parallel_hosts: 16,
+            command_timeout: Duration::from_secs(900),
+            attempts: 5,
+            backoff: Duration::from_secs(1),
+            stack_timeout: Duration::from_secs(3600),
+            pv_wait: Duration::from_secs(150),
+        }
+    }
+}
+
+/// Why an operation stopped short of its goal.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A step failed (permanently, or transiently beyond the retry budget).
+    #[error("{0}")]
+    Step(#[from] StepFailure),
+    /// The database failed; the operation is left as it is and resumes later.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+/// Runs operations. One `Engine` serves the whole daemon; `run` is called once per operation
+/// occurrence at a time (the daemon guarantees one operation per VNF instance in flight).
+pub struct Engine<C> {
+    db: Db,
+    cloud: Arc<C>,
+    remote: Arc<dyn Remote>,
+    limits: EngineLimits,
+}
+
+impl<C> std::fmt::Debug for Engine<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("limits", &self.limits).finish_non_exhaustive()
+    }
+}
+
+fn now() -> Timestamp {
+    Timestamp(chrono::Utc::now())
+}
+
+impl<C: Cloud> Engine<C> {
+    /// An engine over the shared database, a cloud and a remote.
+    pub fn new(db: Db, cloud: Arc<C>, remote: Arc<dyn Remote>, limits: EngineLimits) -> Self {
+        Self { db, cloud, remote, limits }
+    }
+
+    /// Whether the engine would do something with this queue head now: it is `STARTING`,
+    /// `PROCESSING` or `ROLLING_BACK` (interrupted), or `FAILED_TEMP` with a pending RETRY or
+    /// ROLLBACK.
+    pub fn is_runnable(op: &OperationRow) -> bool {
+        match op.operation_state {
+            OperationState::Starting | OperationState::Processing | OperationState::RollingBack => true,
+            OperationState::FailedTemp => op.pending_task.is_some(),
+            _ => false,
+        }
+    }
+
+    /// Runs (or resumes) the operation `op_id` until it reaches `COMPLETED`, `FAILED_TEMP` or
+    /// `ROLLED_BACK`, and returns that state. Errors: only database errors (the operation is
+    /// then left where it was and resumes on the next call).
+    pub async fn run(&self, op_id: &str) -> Result<OperationState, StoreError> {
+        let Some(op) = self.db.with(|s| s.reader().operation(op_id))? else {
+            return Ok(OperationState::Failed);
+        };
+        let span = tracing::info_span!("operation", vnf_instance_id = %op.vnf_instance_id, vnf_lcm_op_occ_id = %op.id, operation = %op.operation);
+        let _enter = span.enter();
+        match (op.operation_state, op.pending_task.as_deref()) {
+            (OperationState::Starting, _) | (OperationState::FailedTemp, Some("RETRY")) => {
+                self.transition(&op, OperationState::Processing, None, "processing")?;
+                self.process(&op).await
+            }
+            (OperationState::Processing, _) => {
+                tracing::info!("resuming after a restart at the first unfinished step");
+                self.process(&op).await
+            }
+            (OperationState::FailedTemp, Some("ROLLBACK")) => {
+                self.transition(&op, OperationState::RollingBack, None, "rolling back")?;
+                self.roll_back(&op).await
+            }
+            (OperationState::RollingBack, _) => self.roll_back(&op).await,
+            (state, _) => Ok(state),
+        }
+    }
+
+    async fn process(&self, op: &OperationRow) -> Result<OperationState, StoreError> {
+        let result = match op.operation {
+            LcmOperationType::Instantiate => instantiate::run(self, op).await,
+            other => Err(EngineError::Step(StepFailure::unsupported(other))),
+        };
+        match result {
+            Ok(()) => {
+                self.transition(op, OperationState::Completed, None, "completed")?;
+                tracing::info!("operation completed");
+                Ok(OperationState::Completed)
+            }
+            Err(EngineError::Store(e)) => Err(e),
+            Err(EngineError::Step(f)) => {
+                let problem = f.problem();
+                tracing::error!(
+                    message_id = crate::daemon::logging::MSG_OPERATION_FAILED,
+                    step = %f.step,
+                    host = %f.host,
+                    "operation failed: {}",
+                    problem.detail
+                );
+                let json = serde_json::to_string(&problem).unwrap_or_default();
+                self.transition(op, OperationState::FailedTemp, Some(&json), &problem.detail)?;
+                Ok(OperationState::FailedTemp)
+            }
+        }
+    }
+
+    async fn roll_back(&self, op: &OperationRow) -> Result<OperationState, StoreError> {
+        let result = match op.operation {
+            LcmOperationType::Instantiate => instantiate::roll_back(self, op).await,
+            other => Err(EngineError::Step(StepFailure::unsupported(other))),
+        };
+        match result {
+            Ok(()) => {
+                self.transition(op, OperationState::RolledBack, None, "rolled back")?;
+                Ok(OperationState::RolledBack)
+            }
+            Err(EngineError::Store(e)) => Err(e),
+            Err(EngineError::Step(f)) => {
+                let problem = f.problem();
+                let json = serde_json::to_string(&problem).unwrap_or_default();
+                self.transition(op, OperationState::FailedTemp, Some(&json), &problem.detail)?;
+                Ok(OperationState::FailedTemp)
+            }
+        }
+    }
+
+    fn transition(&self, op: &OperationRow, to: OperationState, error: Option<&str>, detail: &str) -> Result<(), StoreError> {
+        let t = now();
+        self.db.write(|tx| {
+            let from = tx.set_operation_state(&op.id, to, error, t)?;
+            tx.set_status_detail(&op.id, detail)?;
+            let message = format!("{} {} → {}: {detail}", op.operation, from, to);
+            tx.append_event(
+                &NewEvent {
+                    kind: "STATE_CHANGED",
+                    vnf_instance_id: Some(&op.vnf_instance_id),
+                    vnf_lcm_op_occ_id: Some(&op.id),
+                    vnfc_id: None,
+                    message: &message,
+                    evidence: error,
+                },
+                t,
+            )
+        })
+    }
+
+    fn status(&self, op: &OperationRow, detail: &str) -> Result<(), StoreError> {
+        self.db.write(|tx| tx.set_status_detail(&op.id, detail))
+    }
+}
+
+/// Whether a cloud error is worth retrying.
+fn cloud_transient(e: &CloudError) -> bool {
+    e.is_transient()
+}
+
+/// Whether a remote error is worth retrying.
+fn remote_transient(e: &RemoteError) -> bool {
+    e.is_transient()
+}
+
+/// Backoff before attempt `n` (1-based, the first retry is n = 2): base × 2^(n-2), ±25 %
+/// jitter, at most 30 s.
+fn backoff(base: Duration, n: u32) -> Duration {
+    let exp = base.saturating_mul(1 << n.saturating_sub(2).min(10));
+    let capped = exp.min(Duration::from_secs(30));
+    let jitter = 0.75 + fastrand::f64() * 0.5;
+    capped.mul_f64(jitter)
+}

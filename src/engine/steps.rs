@@ -1,0 +1,277 @@
+//! Running journaled steps: remote check-then-apply steps fanned out over hosts, and cloud
+//! steps, each with retries for transient failures.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+
+use futures::StreamExt as _;
+
+use super::{Engine, EngineError, backoff, cloud_transient, now, remote_transient};
+use crate::cloud::{Cloud, CloudError};
+use crate::intake::wire::Secret;
+use crate::model::{LcmOperationType, ProblemDetails};
+use crate::recipes::{EXIT_NEEDED, Step};
+use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
+use crate::store::{OperationRow, StoreError};
+
+/// A step that did not succeed: what, where, and why (no secrets).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("step {step} on {host}: {reason}")]
+pub struct StepFailure {
+    /// Step name, e.g. `storage.mount`.
+    pub step: String,
+    /// VNFC id and address (or `cloud`).
+    pub host: String,
+    /// Remote exit status, when the step ran to an exit.
+    pub exit_status: Option<u32>,
+    /// Masked stderr tail or error message.
+    pub reason: String,
+    /// HTTP-style status for the ProblemDetails (500 failed, 501 not supported).
+    pub status: u16,
+}
+
+impl StepFailure {
+    /// An operation this version cannot run yet.
+    pub fn unsupported(op: LcmOperationType) -> Self {
+        Self {
+            step: "plan".into(),
+            host: "-".into(),
+            exit_status: None,
+            reason: format!("{op} is not implemented by this version of vnfkeeper; FAIL this operation"),
+            status: 501,
+        }
+    }
+
+    /// A cloud step failed.
+    pub fn cloud(step: &str, e: &CloudError) -> Self {
+        Self { step: step.into(), host: "cloud".into(), exit_status: None, reason: e.to_string(), status: 500 }
+    }
+
+    /// Something about the plan's inputs is wrong (package, request, observed state).
+    pub fn input(step: &str, reason: impl Into<String>) -> Self {
+        Self { step: step.into(), host: "-".into(), exit_status: None, reason: reason.into(), status: 422 }
+    }
+
+    /// The ProblemDetails recorded on the operation.
+    pub fn problem(&self) -> ProblemDetails {
+        let exit = self.exit_status.map(|c| format!(" (exit status {c})")).unwrap_or_default();
+        let mut p = ProblemDetails::new(
+            self.status,
+            format!("step {} on {} failed{exit}: {}", self.step, self.host, self.reason),
+            Vec::new(),
+        );
+        if self.status == 500 {
+            p.title = "Step failed".into();
+        }
+        p
+    }
+}
+
+/// How to reach one VNFC.
+#[derive(Debug, Clone)]
+pub(crate) struct Host {
+    /// vnfcInstanceId (journal key).
+    pub vnfc_id: String,
+    /// SSH target (host key pinned or trust on first use).
+    pub target: Target,
+    /// Values to mask in anything recorded.
+    pub secrets: Vec<Secret<String>>,
+}
+
+impl Host {
+    fn label(&self) -> String {
+        format!("{} ({})", self.vnfc_id, self.target.address)
+    }
+}
+
+impl<C: Cloud> Engine<C> {
+    /// `(step_no, host)` pairs already `DONE` in the journal of `op`.
+    pub(super) fn done_steps(&self, op: &OperationRow) -> Result<BTreeSet<(i64, String)>, StoreError> {
+        let rows = self.db.with(|s| s.reader().journal(&op.id))?;
+        Ok(rows.into_iter().filter(|r| r.state == "DONE").map(|r| (r.step_no, r.host)).collect())
+    }
+
+    /// Runs a cloud step (journaled under host `""`), retrying transient errors.
+    pub(super) async fn cloud_step<T, F, Fut>(
+        &self,
+        op: &OperationRow,
+        step_no: i64,
+        name: &str,
+        f: F,
+    ) -> Result<T, EngineError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, CloudError>>,
+    {
+        self.status(op, &format!("step {step_no}: {name}"))?;
+        self.db.write(|tx| tx.journal_start(&op.id, step_no, name, "", now()))?;
+        let mut attempt = 1;
+        loop {
+            match f().await {
+                Ok(v) => {
+                    self.db.write(|tx| tx.journal_finish(&op.id, step_no, "", "DONE", None, "done", now()))?;
+                    return Ok(v);
+                }
+                Err(e) if cloud_transient(&e) && attempt < self.limits.attempts => {
+                    attempt += 1;
+                    let wait = backoff(self.limits.backoff, attempt);
+                    tracing::warn!(step = name, error = %e, attempt, wait_ms = wait.as_millis() as u64, "transient cloud error; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) => {
+                    let f = StepFailure::cloud(name, &e);
+                    self.db.write(|tx| tx.journal_finish(&op.id, step_no, "", "FAILED", None, &f.reason, now()))?;
+                    return Err(f.into());
+                }
+            }
+        }
+    }
+
+    /// Runs one stage: `steps` (each on its own host) in parallel, at most
+    /// `max_parallel_hosts` at once, skipping those already DONE. All run to their end before
+    /// the first failure (if any) is returned, so the journal is complete.
+    pub(super) async fn stage(
+        &self,
+        op: &OperationRow,
+        step_no: i64,
+        steps: Vec<(Step, Host)>,
+    ) -> Result<(), EngineError> {
+        if steps.is_empty() {
+            return Ok(());
+        }
+        let done = self.done_steps(op)?;
+        let name = steps[0].0.name;
+        self.status(op, &format!("step {step_no}: {name} on {} host(s)", steps.len()))?;
+        let results: Vec<Result<(), EngineError>> = futures::stream::iter(steps)
+            .filter(|(_, h)| std::future::ready(!done.contains(&(step_no, h.vnfc_id.clone()))))
+            .map(|(step, host)| async move { self.remote_step(op, step_no, &step, &host).await })
+            .buffer_unordered(self.limits.max_parallel_hosts.max(1))
+            .collect()
+            .await;
+        results.into_iter().collect()
+    }
+
+    /// check → (upload, apply, check again) on one host, journaled, with retries for
+    /// transient SSH failures.
+    async fn remote_step(&self, op: &OperationRow, step_no: i64, step: &Step, host: &Host) -> Result<(), EngineError> {
+        let span = tracing::info_span!("step", step = step.name, vnfc_id = %host.vnfc_id, host = %host.target.address);
+        let _e = span.enter();
+        self.db.write(|tx| tx.journal_start(&op.id, step_no, step.name, &host.vnfc_id, now()))?;
+        let mut attempt = 1;
+        let outcome = loop {
+            match self.check_apply(step, host).await {
+                Ok(detail) => break Ok(detail),
+                Err(Attempt::Remote(e)) if remote_transient(&e) && attempt < self.limits.attempts => {
+                    attempt += 1;
+                    let wait = backoff(self.limits.backoff, attempt);
+                    tracing::warn!(error = %e, kind = e.kind(), attempt, wait_ms = wait.as_millis() as u64, "transient SSH failure; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(Attempt::Remote(e)) => {
+                    break Err(StepFailure {
+                        step: step.name.into(),
+                        host: host.label(),
+                        exit_status: None,
+                        reason: format!("{e} ({})", e.kind()),
+                        status: 500,
+                    });
+                }
+                Err(Attempt::Failed { exit_status, reason }) => {
+                    break Err(StepFailure { step: step.name.into(), host: host.label(), exit_status, reason, status: 500 });
+                }
+                Err(Attempt::Store(e)) => return Err(e.into()),
+            }
+        };
+        match outcome {
+            Ok(detail) => {
+                tracing::info!(detail = %detail, "step done");
+                self.db.write(|tx| tx.journal_finish(&op.id, step_no, &host.vnfc_id, "DONE", Some(0), &detail, now()))?;
+                Ok(())
+            }
+            Err(f) => {
+                self.db.write(|tx| {
+                    tx.journal_finish(&op.id, step_no, &host.vnfc_id, "FAILED", f.exit_status, &f.reason, now())
+                })?;
+                Err(f.into())
+            }
+        }
+    }
+
+    async fn check_apply(&self, step: &Step, host: &Host) -> Result<String, Attempt> {
+        let connected = self.remote.connect(&host.target).await.map_err(Attempt::Remote)?;
+        let mut target = host.target.clone();
+        if connected.learned {
+            // Trust on first use of a server the engine created: pin the key in the database.
+            self.db
+                .write(|tx| tx.pin_host_key(&host.vnfc_id, &connected.host_key, now()))
+                .map_err(Attempt::Store)?;
+            tracing::info!(fingerprint = %connected.fingerprint, "host key pinned (trust on first use)");
+            target.host_key = HostKeyPolicy::Pinned(connected.host_key.clone());
+        }
+        let check = self.exec(step, &target, "check").await?;
+        match check.exit_status {
+            Some(0) => return Ok(first_line(&check)),
+            Some(EXIT_NEEDED) => {}
+            other => return Err(self.failed(&check, other, host, "check")),
+        }
+        for u in &step.uploads {
+            if let Some(dir) = std::path::Path::new(&u.path).parent() {
+                let mkdir = RemoteCommand::new("mkdir")
+                    .arg("-p")
+                    .arg(dir.display().to_string())
+                    .sudo(step.sudo)
+                    .timeout(std::time::Duration::from_secs(30))
+                    .step(step.name);
+                let out = self.remote.run(&target, &mkdir).await.map_err(Attempt::Remote)?;
+                if out.exit_status != Some(0) {
+                    return Err(self.failed(&out, out.exit_status, host, "creating the upload directory"));
+                }
+            }
+            self.remote
+                .upload(&target, &u.path, &u.bytes, u.mode, step.sudo)
+                .await
+                .map_err(Attempt::Remote)?;
+        }
+        let apply = self.exec(step, &target, "apply").await?;
+        if apply.exit_status != Some(0) {
+            return Err(self.failed(&apply, apply.exit_status, host, "apply"));
+        }
+        let verify = self.exec(step, &target, "check").await?;
+        if verify.exit_status != Some(0) {
+            return Err(self.failed(&verify, verify.exit_status, host, "verification after apply"));
+        }
+        Ok(format!("applied: {}", first_line(&apply)))
+    }
+
+    async fn exec(&self, step: &Step, target: &Target, mode: &str) -> Result<Output, Attempt> {
+        let timeout = step.timeout.min(self.limits.command_timeout);
+        let cmd = RemoteCommand::script(step.script_text())
+            .arg(mode)
+            .args(step.args.iter().cloned())
+            .sudo(step.sudo)
+            .timeout(timeout)
+            .step(step.name);
+        self.remote.run(target, &cmd).await.map_err(Attempt::Remote)
+    }
+
+    fn failed(&self, out: &Output, exit_status: Option<u32>, host: &Host, phase: &str) -> Attempt {
+        let secrets: Vec<&Secret<String>> = host.secrets.iter().collect();
+        let mut tail = out.stderr_tail(2000, &secrets);
+        if tail.trim().is_empty() {
+            tail = crate::remote::tail_masked(&out.stdout, 2000, &secrets);
+        }
+        let signal = out.signal.as_deref().map(|s| format!(", killed by SIG{s}")).unwrap_or_default();
+        Attempt::Failed { exit_status, reason: format!("{phase} failed{signal}: {}", tail.trim()) }
+    }
+}
+
+/// How one attempt at a step ended, when not successfully.
+enum Attempt {
+    Remote(RemoteError),
+    Failed { exit_status: Option<u32>, reason: String },
+    Store(StoreError),
+}
+
+fn first_line(out: &Output) -> String {
+    out.stdout_str().lines().last().unwrap_or("").trim().to_owned()
+}

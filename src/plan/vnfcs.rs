@@ -1,0 +1,110 @@
+//! VNFCs as the cloud shows them: every `OS::Nova::Server` resource of the stack (nested stacks
+//! included, `nested_depth`) whose name is a VDU of the VNFD, with its CP addresses and attached
+//! volumes. Pure: takes the listings, returns records.
+
+use std::collections::BTreeMap;
+
+use crate::cloud::{Port, Server, StackResource, Volume};
+use crate::package::Vnfd;
+
+/// One observed VNFC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedVnfc {
+    /// The VDU (the server resource's name in its template).
+    pub vdu_id: String,
+    /// Name of the stack that owns the server resource.
+    pub stack_name: String,
+    /// Id of that stack (an AutoScalingGroup member's nested stack, or the top stack).
+    pub stack_id: String,
+    /// The server resource's name in that stack.
+    pub resource_name: String,
+    /// Nova server id (empty while Heat has not created it).
+    pub server_id: String,
+    /// Nova status (`ACTIVE`, `ERROR`, …); `None` when Nova does not list the server.
+    pub server_status: Option<String>,
+    /// Nova `created` time, for "newest first" choices.
+    pub created: Option<String>,
+    /// CP name → first fixed IP address of its port.
+    pub cp_addresses: BTreeMap<String, String>,
+    /// Volumes attached to the server.
+    pub volumes: Vec<AttachedVolume>,
+}
+
+/// A volume attached to a VNFC's server.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachedVolume {
+    /// The `OS::Cinder::Volume` resource name, when the stack holds it.
+    pub resource: Option<String>,
+    /// Cinder volume id.
+    pub volume_id: String,
+    /// Device reported by the attachment (e.g. `/dev/vdb`).
+    pub device: Option<String>,
+}
+
+/// Builds the VNFC records from one observation. Servers of resources whose name is not a VDU
+/// are ignored; the result is ordered by VDU, then by owning stack and resource name.
+pub fn observe(
+    vnfd: &Vnfd,
+    resources: &[StackResource],
+    servers: &[Server],
+    ports: &[Port],
+    volumes: &[Volume],
+) -> Vec<ObservedVnfc> {
+    let server_by_id: BTreeMap<&str, &Server> = servers.iter().map(|s| (s.id.as_str(), s)).collect();
+    let port_by_id: BTreeMap<&str, &Port> = ports.iter().map(|p| (p.id.as_str(), p)).collect();
+    let volume_resource: BTreeMap<&str, &str> = resources
+        .iter()
+        .filter(|r| r.resource_type == "OS::Cinder::Volume")
+        .map(|r| (r.physical_resource_id.as_str(), r.resource_name.as_str()))
+        .collect();
+    let mut out = Vec::new();
+    for r in resources.iter().filter(|r| r.resource_type == "OS::Nova::Server") {
+        if !vnfd.vdus.contains_key(&r.resource_name) {
+            continue;
+        }
+        let server = server_by_id.get(r.physical_resource_id.as_str());
+        let mut cp_addresses = BTreeMap::new();
+        for (cp_name, cp) in &vnfd.cps {
+            if cp.vdu != r.resource_name {
+                continue;
+            }
+            // The CP's port is the resource of that name in the same stack as the server.
+            let port = resources
+                .iter()
+                .find(|p| p.resource_name == *cp_name && p.stack.id == r.stack.id)
+                .and_then(|p| port_by_id.get(p.physical_resource_id.as_str()));
+            let ip = port.and_then(|p| p.fixed_ips.first()).map(|f| f.ip_address.clone());
+            if let Some(ip) = ip {
+                cp_addresses.insert(cp_name.clone(), ip);
+            }
+        }
+        let attached = volumes
+            .iter()
+            .filter_map(|v| {
+                let a = v.attachments.iter().find(|a| a.server_id == r.physical_resource_id)?;
+                Some(AttachedVolume {
+                    resource: volume_resource.get(v.id.as_str()).map(|s| (*s).to_owned()),
+                    volume_id: v.id.clone(),
+                    device: a.device.clone(),
+                })
+            })
+            .collect();
+        out.push(ObservedVnfc {
+            vdu_id: r.resource_name.clone(),
+            stack_name: r.stack.name.clone(),
+            stack_id: r.stack.id.clone(),
+            resource_name: r.resource_name.clone(),
+            server_id: r.physical_resource_id.clone(),
+            server_status: server.map(|s| s.status.clone()),
+            created: server.and_then(|s| s.created.clone()),
+            cp_addresses,
+            volumes: attached,
+        });
+    }
+    out.sort_by(|a, b| {
+        (a.vdu_id.as_str(), a.created.as_deref(), a.stack_id.as_str())
+            .cmp(&(b.vdu_id.as_str(), b.created.as_deref(), b.stack_id.as_str()))
+    });
+    out
+}

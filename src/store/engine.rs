@@ -1,0 +1,240 @@
+//! SQL the engine needs: the step journal, VNFC records, instance lifecycle, and which
+//! operations may run now.
+
+use rusqlite::{OptionalExtension, params};
+
+use super::{OperationRow, ReaderRef, Result, Tx, VnfcRow, collect_checked};
+use crate::model::{InstantiationState, Timestamp};
+use crate::plan::vnfcs::ObservedVnfc;
+
+/// One `step_journal` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalRow {
+    /// 1-based position in the plan.
+    pub step_no: i64,
+    /// Step name, e.g. `storage.mount`.
+    pub name: String,
+    /// VNFC the step ran on (empty for cloud steps).
+    pub host: String,
+    /// `PENDING`, `STARTED`, `DONE`, `SKIPPED` or `FAILED`.
+    pub state: String,
+    /// Attempts so far.
+    pub attempts: i64,
+    /// Remote exit status of the last attempt.
+    pub exit_status: Option<i64>,
+    /// What the check found, or the masked stderr tail of a failure.
+    pub detail: Option<String>,
+}
+
+impl ReaderRef<'_> {
+    /// The journal of an operation, in plan order.
+    pub fn journal(&self, op_id: &str) -> Result<Vec<JournalRow>> {
+        let mut st = self.conn.prepare(
+            "SELECT step_no, name, COALESCE(host, ''), state, attempts, exit_status, detail
+             FROM step_journal WHERE vnf_lcm_op_occ_id = ?1 ORDER BY step_no, host",
+        )?;
+        let rows = st.query_map([op_id], |r| {
+            Ok(JournalRow {
+                step_no: r.get(0)?,
+                name: r.get(1)?,
+                host: r.get(2)?,
+                state: r.get(3)?,
+                attempts: r.get(4)?,
+                exit_status: r.get(5)?,
+                detail: r.get(6)?,
+            })
+        })?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// For each VNF instance, its oldest unfinished operation (the only one that may run), in
+    /// arrival order.
+    pub fn heads_of_queues(&self) -> Result<Vec<OperationRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM vnf_lcm_op_occ o WHERE operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK')
+             AND seq = (SELECT MIN(seq) FROM vnf_lcm_op_occ i WHERE i.vnf_instance_id = o.vnf_instance_id
+                        AND i.operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK'))
+             ORDER BY seq",
+            OperationRow::COLUMNS
+        ))?;
+        let rows = st.query_map([], OperationRow::from_row)?;
+        collect_checked(rows)
+    }
+
+    /// The request body (JSON text) and package path of an operation.
+    pub fn operation_params(&self, op_id: &str) -> Result<Option<(String, Option<String>)>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT operation_params, vnf_package FROM vnf_lcm_op_occ WHERE id = ?1",
+                [op_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// The request body of the instance's last completed INSTANTIATE (what later operations
+    /// reuse: credentials, storage parameters), with its package path.
+    pub fn instantiate_params(&self, vnf_instance_id: &str) -> Result<Option<(String, Option<String>)>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT operation_params, vnf_package FROM vnf_lcm_op_occ
+                 WHERE vnf_instance_id = ?1 AND operation = 'INSTANTIATE'
+                 AND operation_state IN ('PROCESSING', 'COMPLETED', 'FAILED_TEMP')
+                 ORDER BY seq DESC LIMIT 1",
+                [vnf_instance_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// The pinned host key of a VNFC, if any.
+    pub fn host_key(&self, vnfc_id: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT host_key FROM vnfc WHERE id = ?1", [vnfc_id], |r| r.get(0))
+            .optional()?
+            .flatten())
+    }
+}
+
+impl Tx<'_> {
+    /// Journals that a step starts (attempt + 1).
+    pub fn journal_start(&mut self, op_id: &str, step_no: i64, name: &str, host: &str, now: Timestamp) -> Result<()> {
+        self.tx.execute(
+            "INSERT INTO step_journal (vnf_lcm_op_occ_id, step_no, name, host, state, attempts, started_at)
+             VALUES (?1, ?2, ?3, ?4, 'STARTED', 1, ?5)
+             ON CONFLICT (vnf_lcm_op_occ_id, step_no, host) DO UPDATE
+             SET state = 'STARTED', attempts = attempts + 1, started_at = ?5, finished_at = NULL",
+            params![op_id, step_no, name, host, now.to_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    /// Journals how a step ended: `DONE` or `FAILED`, with exit status and detail.
+    #[allow(clippy::too_many_arguments)]
+    pub fn journal_finish(
+        &mut self,
+        op_id: &str,
+        step_no: i64,
+        host: &str,
+        state: &str,
+        exit_status: Option<u32>,
+        detail: &str,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.tx.execute(
+            "UPDATE step_journal SET state = ?4, exit_status = ?5, detail = ?6, finished_at = ?7
+             WHERE vnf_lcm_op_occ_id = ?1 AND step_no = ?2 AND host = ?3",
+            params![op_id, step_no, host, state, exit_status, detail, now.to_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    /// Forgets the journal of an operation (ROLLBACK, or a RETRY that must re-plan).
+    pub fn journal_clear(&mut self, op_id: &str) -> Result<()> {
+        self.tx.execute("DELETE FROM step_journal WHERE vnf_lcm_op_occ_id = ?1", [op_id])?;
+        Ok(())
+    }
+
+    /// What the operation is doing now (shown by `vnfkeeper ops`).
+    pub fn set_status_detail(&mut self, op_id: &str, detail: &str) -> Result<()> {
+        self.tx.execute("UPDATE vnf_lcm_op_occ SET status_detail = ?2 WHERE id = ?1", params![op_id, detail])?;
+        Ok(())
+    }
+
+    /// Records the Heat stack of an instance.
+    pub fn set_instance_stack(&mut self, id: &str, stack_name: &str, stack_id: Option<&str>, now: Timestamp) -> Result<()> {
+        self.tx.execute(
+            "UPDATE vnf_instance SET stack_name = ?2, stack_id = ?3, updated_at = ?4 WHERE id = ?1",
+            params![id, stack_name, stack_id, now.to_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    /// Sets `instantiationState` (and, for INSTANTIATED, the flavour and package).
+    pub fn set_instantiation_state(
+        &mut self,
+        id: &str,
+        state: InstantiationState,
+        flavour_id: Option<&str>,
+        vnf_package: Option<&str>,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.tx.execute(
+            "UPDATE vnf_instance SET instantiation_state = ?2, flavour_id = COALESCE(?3, flavour_id),
+                 vnf_package = COALESCE(?4, vnf_package), updated_at = ?5 WHERE id = ?1",
+            params![id, state.as_str(), flavour_id, vnf_package, now.to_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    /// Records the observed VNFCs of an instance: existing rows (same owning stack and resource)
+    /// keep their id and pinned host key unless the server changed; new ones get a new id;
+    /// rows no longer observed are deleted. Returns the rows as stored.
+    pub fn sync_vnfcs(&mut self, vnf_instance_id: &str, observed: &[ObservedVnfc], now: Timestamp) -> Result<Vec<VnfcRow>> {
+        let now = now.to_rfc3339();
+        let mut keep = Vec::new();
+        for o in observed {
+            let existing: Option<(String, Option<String>)> = self
+                .tx
+                .query_row(
+                    "SELECT id, server_id FROM vnfc WHERE vnf_instance_id = ?1 AND stack_id = ?2 AND resource_name = ?3",
+                    params![vnf_instance_id, o.stack_id, o.resource_name],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            let ip = o.cp_addresses.values().next().cloned();
+            let cps = serde_json::to_string(&o.cp_addresses).unwrap_or_default();
+            let vols = serde_json::to_string(&o.volumes).unwrap_or_default();
+            let id = match existing {
+                Some((id, server)) => {
+                    // A new server behind the same resource (heal) has a new host key.
+                    let replaced = server.as_deref() != Some(o.server_id.as_str());
+                    self.tx.execute(
+                        "UPDATE vnfc SET server_id = ?2, server_status = ?3, ip_address = ?4, cp_addresses = ?5,
+                             volumes = ?6, host_key = CASE WHEN ?7 THEN NULL ELSE host_key END, updated_at = ?8
+                         WHERE id = ?1",
+                        params![id, o.server_id, o.server_status, ip, cps, vols, replaced, now],
+                    )?;
+                    id
+                }
+                None => {
+                    let id = uuid::Uuid::new_v4().to_string();
+                    self.tx.execute(
+                        "INSERT INTO vnfc (id, vnf_instance_id, vdu_id, stack_name, stack_id, resource_name, server_id,
+                             server_status, ip_address, cp_addresses, volumes, created_at, updated_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
+                        params![
+                            id, vnf_instance_id, o.vdu_id, o.stack_name, o.stack_id, o.resource_name,
+                            o.server_id, o.server_status, ip, cps, vols, now
+                        ],
+                    )?;
+                    id
+                }
+            };
+            keep.push(id);
+        }
+        let all: Vec<String> = self.reader().vnfcs(vnf_instance_id)?.into_iter().map(|v| v.id).collect();
+        for id in all.iter().filter(|id| !keep.contains(id)) {
+            self.tx.execute("DELETE FROM vnfc WHERE id = ?1", [id])?;
+        }
+        self.reader().vnfcs(vnf_instance_id)
+    }
+
+    /// Deletes every VNFC row of an instance (terminate, rollback).
+    pub fn delete_vnfcs(&mut self, vnf_instance_id: &str) -> Result<()> {
+        self.tx.execute("DELETE FROM vnfc WHERE vnf_instance_id = ?1", [vnf_instance_id])?;
+        Ok(())
+    }
+
+    /// Pins a VNFC's SSH host key (trust on first use of a server the engine created).
+    pub fn pin_host_key(&mut self, vnfc_id: &str, key: &str, now: Timestamp) -> Result<()> {
+        self.tx.execute(
+            "UPDATE vnfc SET host_key = ?2, updated_at = ?3 WHERE id = ?1 AND host_key IS NULL",
+            params![vnfc_id, key, now.to_rfc3339()],
+        )?;
+        Ok(())
+    }
+}
