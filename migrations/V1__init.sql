@@ -59,7 +59,8 @@ CREATE TABLE vnf_lcm_op_occ (
     vnf_package             TEXT,                    -- absolute package path (INSTANTIATE only)
     request_id              TEXT UNIQUE,             -- idempotency key from the envelope, if any
     pending_task            TEXT CHECK (pending_task IN ('RETRY', 'ROLLBACK')),
-    status_detail           TEXT,                    -- why it waits, or what it is doing now
+    status_detail           TEXT,                    -- why it waits, or what it is doing now ("step k/N: …")
+    steps_total             INTEGER,                 -- N: steps of the plan, once planned
     error                   TEXT                     -- ProblemDetails JSON when FAILED_TEMP/FAILED
 );
 CREATE INDEX op_by_instance ON vnf_lcm_op_occ (vnf_instance_id, seq);

@@ -6,27 +6,27 @@
 
 /// Command line: `daemon`, `submit`, `ops`, `status`, `config check`.
 pub mod cli;
+/// The OpenStack cloud: trait Cloud and its implementation (Keystone, Nova, Neutron, Cinder, Heat).
+pub mod cloud;
 /// Configuration file → validated settings.
 pub mod config;
 /// The long-running service: spool watching, signals, systemd notification, logging.
 pub mod daemon;
-/// Crash hooks for tests (debug builds only).
-pub mod failpoint;
 /// Runs LCM operations: step journal, resume, bounded parallel fan-out, retries.
 pub mod engine;
+/// Crash hooks for tests (debug builds only).
+pub mod failpoint;
 /// Where requests enter: spool directory and request validation.
 pub mod intake;
 /// Domain types and invariants; no I/O.
 pub mod model;
 /// VNF packages: VNFD, BaseHOT and package files.
 pub mod package;
-/// The OpenStack cloud: trait Cloud and its implementation (Keystone, Nova, Neutron, Cinder, Heat).
-pub mod cloud;
 /// Planning (pure): intended + observed state → what to do.
 pub mod plan;
-/// Remote execution on VNFC hosts: trait Remote, SSH implementation (russh), quoting.
-pub mod remote;
 /// Recipes (pure): actions → idempotent check-then-apply steps with their scripts.
 pub mod recipes;
+/// Remote execution on VNFC hosts: trait Remote, SSH implementation (russh), quoting.
+pub mod remote;
 /// SQLite: the only module with SQL.
 pub mod store;

@@ -297,6 +297,15 @@ async fn pagination_counts_only_pages() {
     assert_eq!(cloud.volumes().await.unwrap().len(), 1);
     assert_eq!(cloud.request_count() - n0, 3);
 
+    // inventory(): the three listings concurrently, three requests.
+    let n0 = cloud.request_count();
+    let inv = cloud.inventory().await.unwrap();
+    assert_eq!(
+        (inv.servers.len(), inv.ports.len(), inv.volumes.len()),
+        (4, 4, 1)
+    );
+    assert_eq!(cloud.request_count() - n0, 3);
+
     // Page size 3: 4 servers = 2 pages (the short last page has no next link), 2 requests.
     let paged = cloud.clone().with_page_size(Some(3));
     tb.cloud().reset_request_counts();
@@ -862,6 +871,15 @@ fn mock_cloud(req: &MockReq, base: &str) -> (u16, Vec<(String, String)>, Value) 
             )],
             Value::Null,
         ),
+        // Another origin: the client must not follow (token) and reads the Location instead.
+        ("GET", "/heat/v1/proj/stacks/far") => (
+            302,
+            vec![(
+                "location".into(),
+                "http://127.0.0.2:9/heat/v1/proj/stacks/far/fid".into(),
+            )],
+            Value::Null,
+        ),
         ("GET", "/heat/v1/proj/stacks/pv/sid") => (200, vec![], json!({"stack": stack})),
         ("PATCH", "/heat/v1/proj/stacks/pv-w-1/nid/resources/workerNode") => {
             (200, vec![], Value::Null)
@@ -936,6 +954,11 @@ async fn request_building_against_a_minimal_mock() {
         cloud.find_stack("pv").await.unwrap(),
         Some(stack.clone()),
         "302 followed"
+    );
+    assert_eq!(
+        cloud.find_stack("far").await.unwrap(),
+        Some(StackRef::new("far", "fid")),
+        "Location parsed"
     );
     let nested = StackRef::new("pv-w-1", "nid");
     cloud

@@ -17,20 +17,22 @@ use vnfkeeper::model::{OperationState, Timestamp};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
 
-const PREFIX: &str = "vke";
-const SUBNET: &str = "10.231.60.0/24";
-
 fn is_root() -> bool {
-    std::process::Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false)
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout == b"0\n")
+        .unwrap_or(false)
 }
 
-/// Removes every testbed leftover with our prefix when dropped (also on panic).
-struct Cleanup;
+/// Removes every testbed leftover with a prefix when dropped (also on panic).
+struct Cleanup(&'static str);
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        let _ = std::thread::spawn(|| {
+        let prefix = self.0;
+        let _ = std::thread::spawn(move || {
             tokio::runtime::Runtime::new().unwrap().block_on(async {
-                let _ = testbed::hosts::down_all(PREFIX).await;
+                let _ = testbed::hosts::down_all(prefix).await;
             })
         })
         .join();
@@ -41,72 +43,191 @@ fn now() -> Timestamp {
     Timestamp(chrono::Utc::now())
 }
 
+/// A testbed cloud with real hosts, a database and a spool, and an engine over them.
+struct Bed {
+    dir: tempfile::TempDir,
+    farm: Arc<HostFarm>,
+    tb: Testbed,
+    db: Db,
+    spool: Spool,
+    engine: Engine<OpenStackCloud>,
+    cloud: Arc<OpenStackCloud>,
+    _cleanup: Cleanup,
+}
+
+impl Bed {
+    async fn new(prefix: &'static str, net: u8, limits: EngineLimits) -> Self {
+        let _ = testbed::hosts::down_all(prefix).await;
+        let cleanup = Cleanup(prefix);
+        testbed::hosts::setup_packages()
+            .await
+            .expect("host packages");
+        let dir = tempfile::Builder::new()
+            .prefix("vk-engine-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let farm = Arc::new(
+            HostFarm::new(FarmConfig {
+                state_dir: dir.path().join("hosts"),
+                prefix: prefix.into(),
+                bridge_cidr: format!("10.231.{net}.1/24").parse().unwrap(),
+            })
+            .await
+            .expect("farm"),
+        );
+        let mut opts = CloudOptions::no_hosts(dir.path());
+        opts.subnet = format!("10.231.{net}.0/24");
+        opts.farm = Some(Arc::new(FarmBackend(farm.clone())));
+        let tb = Testbed::start(opts).await.unwrap();
+        let db = Db::new(Store::open(&dir.path().join("state.db")).unwrap());
+        let spool = Spool::open(&dir.path().join("spool")).unwrap();
+        let cloud = Arc::new(
+            OpenStackCloud::connect(tb.clouds_yaml(), "testbed", Duration::from_secs(30))
+                .await
+                .unwrap(),
+        );
+        let engine = Engine::new(
+            db.clone(),
+            cloud.clone(),
+            Arc::new(SshRemote::new(SshConfig::default())),
+            limits,
+        );
+        Bed {
+            dir,
+            farm,
+            tb,
+            db,
+            spool,
+            engine,
+            cloud,
+            _cleanup: cleanup,
+        }
+    }
+
+    /// Submits a request file through intake; returns what intake did.
+    fn submit(&self, bytes: &[u8]) -> Outcome {
+        let path = self.spool.submit(bytes).unwrap();
+        let root = support::repo_root();
+        let ctx = IntakeContext {
+            packages_dir: &root,
+            cloud_configured: true,
+        };
+        let mut out = self
+            .db
+            .with(|s| spool::process(&self.spool, s, &[path], &ctx, now()))
+            .unwrap();
+        out.remove(0)
+    }
+
+    /// Submits the seed's instantiate request; returns (op id, vnf instance id).
+    fn submit_instantiate(&self) -> (String, String) {
+        let fixture =
+            support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
+        match self.submit(&std::fs::read(fixture).unwrap()) {
+            Outcome::Accepted {
+                vnf_lcm_op_occ_id,
+                vnf_instance_id,
+                ..
+            } => (vnf_lcm_op_occ_id, vnf_instance_id),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn print_journal(&self, op: &str) {
+        for j in self.db.with(|s| s.reader().journal(op)).unwrap() {
+            eprintln!(
+                "{:>3} {:<18} {:<38} {:<6} x{} {}",
+                j.step_no,
+                j.name,
+                j.host,
+                j.state,
+                j.attempts,
+                j.detail.as_deref().unwrap_or("")
+            );
+        }
+    }
+
+    fn error_of(&self, op: &str) -> Option<String> {
+        self.db
+            .with(|s| s.reader().operation(op))
+            .unwrap()
+            .and_then(|o| o.error)
+    }
+}
+
+fn fast_limits() -> EngineLimits {
+    EngineLimits {
+        backoff: Duration::from_millis(200),
+        pv_wait: Duration::from_secs(30),
+        ..EngineLimits::default()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {
     if !is_root() {
         eprintln!("skipped: needs root (network namespaces, loop devices)");
         return;
     }
-    let _ = testbed::hosts::down_all(PREFIX).await;
-    let _cleanup = Cleanup;
-    testbed::hosts::setup_packages().await.expect("host packages");
-    let dir = tempfile::Builder::new().prefix("vk-engine-").tempdir_in("/var/tmp").unwrap();
-    let farm = Arc::new(
-        HostFarm::new(FarmConfig {
-            state_dir: dir.path().join("hosts"),
-            prefix: PREFIX.into(),
-            bridge_cidr: "10.231.60.1/24".parse().unwrap(),
-        })
-        .await
-        .expect("farm"),
+    let bed = Bed::new("vke", 60, fast_limits()).await;
+    let (op, vnf) = bed.submit_instantiate();
+    let (op, vnf, db, farm, tb, engine, dir) = (
+        &op,
+        &vnf,
+        &bed.db,
+        &bed.farm,
+        &bed.tb,
+        &bed.engine,
+        &bed.dir,
     );
-    let mut opts = CloudOptions::no_hosts(dir.path());
-    opts.subnet = SUBNET.into();
-    opts.farm = Some(Arc::new(FarmBackend(farm.clone())));
-    let tb = Testbed::start(opts).await.unwrap();
-
-    // Intake: the seed's request, verbatim, through the spool.
-    let db = Db::new(Store::open(&dir.path().join("state.db")).unwrap());
-    let spool_dir = dir.path().join("spool");
-    let spool = Spool::open(&spool_dir).unwrap();
-    let fixture = support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
-    let path = spool.submit(&std::fs::read(fixture).unwrap()).unwrap();
-    let root = support::repo_root();
-    let ctx = IntakeContext { packages_dir: &root, cloud_configured: true };
-    let outcomes = db.with(|s| spool::process(&spool, s, &[path], &ctx, now())).unwrap();
-    let Outcome::Accepted { vnf_lcm_op_occ_id: op, vnf_instance_id: vnf, .. } = &outcomes[0] else {
-        panic!("{outcomes:?}")
-    };
-
-    let cloud = OpenStackCloud::connect(tb.clouds_yaml(), "testbed", Duration::from_secs(30)).await.unwrap();
-    let remote = SshRemote::new(SshConfig::default());
-    let limits = EngineLimits { backoff: Duration::from_millis(200), pv_wait: Duration::from_secs(30), ..EngineLimits::default() };
-    let engine = Engine::new(db.clone(), Arc::new(cloud), Arc::new(remote), limits);
 
     let t = Instant::now();
     let state = engine.run(op).await.unwrap();
     let journal = db.with(|s| s.reader().journal(op)).unwrap();
-    for j in &journal {
-        eprintln!("{:>3} {:<18} {:<38} {:<6} {}", j.step_no, j.name, j.host, j.state, j.detail.as_deref().unwrap_or(""));
-    }
+    bed.print_journal(op);
     let ops = db.with(|s| s.reader().operations(None)).unwrap();
-    assert_eq!(state, OperationState::Completed, "error: {:?}", ops[0].error);
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "error: {:?}",
+        ops[0].error
+    );
     eprintln!("instantiate completed in {:?}", t.elapsed());
+    // "step k/N" of `vnfkeeper ops`: N is the real number of steps of the plan.
+    let last = journal.iter().map(|j| j.step_no).max().unwrap();
+    assert_eq!(db.with(|s| s.reader().steps_total(op)).unwrap(), Some(last));
 
     // What the operator sees: 4 VNFCs with addresses, instance INSTANTIATED.
     let inst = db.with(|s| s.reader().instances()).unwrap();
     assert_eq!(inst[0].instantiation_state.as_str(), "INSTANTIATED");
     let vnfcs = db.with(|s| s.reader().vnfcs(vnf)).unwrap();
     let by_vdu = |v: &str| vnfcs.iter().filter(|c| c.vdu_id == v).count();
-    assert_eq!((by_vdu("masterNode"), by_vdu("workerNode"), by_vdu("storage_server")), (1, 2, 1), "{vnfcs:?}");
-    assert!(vnfcs.iter().all(|c| c.host_key.is_some()), "host keys pinned on first use");
+    assert_eq!(
+        (
+            by_vdu("masterNode"),
+            by_vdu("workerNode"),
+            by_vdu("storage_server")
+        ),
+        (1, 2, 1),
+        "{vnfcs:?}"
+    );
+    assert!(
+        vnfcs.iter().all(|c| c.host_key.is_some()),
+        "host keys pinned on first use"
+    );
 
     // The cluster store: 3 nodes Ready, 3 PVs Available pointing at the storage server.
     let storage = vnfcs.iter().find(|c| c.vdu_id == "storage_server").unwrap();
     let storage_ip = storage.ip_address.clone().unwrap();
     let hosts = farm.hosts();
     let master = vnfcs.iter().find(|c| c.vdu_id == "masterNode").unwrap();
-    let kube_out = farm.exec(master.server_id.as_deref().unwrap(), "kubectl get pv -o json").await.unwrap();
+    let kube_out = farm
+        .exec(
+            master.server_id.as_deref().unwrap(),
+            "kubectl get pv -o json",
+        )
+        .await
+        .unwrap();
     let pvs: serde_json::Value = serde_json::from_slice(&kube_out.stdout).unwrap();
     let items = pvs["items"].as_array().unwrap();
     assert_eq!(items.len(), 3, "{pvs}");
@@ -115,37 +236,233 @@ async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {
         assert_eq!(pv["spec"]["nfs"]["server"], storage_ip.as_str());
     }
     assert!(hosts.len() >= 4);
-    let nodes = farm.exec(master.server_id.as_deref().unwrap(), "kubectl get nodes -o json").await.unwrap();
+    let nodes = farm
+        .exec(
+            master.server_id.as_deref().unwrap(),
+            "kubectl get nodes -o json",
+        )
+        .await
+        .unwrap();
     let nodes: serde_json::Value = serde_json::from_slice(&nodes.stdout).unwrap();
-    assert_eq!(nodes["items"].as_array().unwrap().len(), 3, "one node per master and worker: {nodes}");
+    assert_eq!(
+        nodes["items"].as_array().unwrap().len(),
+        3,
+        "one node per master and worker: {nodes}"
+    );
 
     // NFS for real: write through pv1's export from a worker, read it back from the master.
     let workers: Vec<_> = vnfcs.iter().filter(|c| c.vdu_id == "workerNode").collect();
     let w = workers[0].server_id.as_deref().unwrap();
     let url = format!("nfs://{storage_ip}/volume/nfs/pv1/hello.txt");
     let wrote = farm
-        .exec(w, &format!("echo written-by-worker > /tmp/h.txt && nfs-cp /tmp/h.txt {url}"))
+        .exec(
+            w,
+            &format!("echo written-by-worker > /tmp/h.txt && nfs-cp /tmp/h.txt {url}"),
+        )
         .await
         .unwrap();
-    assert!(wrote.status.success(), "{}", String::from_utf8_lossy(&wrote.stderr));
-    let read = farm.exec(master.server_id.as_deref().unwrap(), &format!("nfs-cat {url}")).await.unwrap();
-    assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "written-by-worker");
+    assert!(
+        wrote.status.success(),
+        "{}",
+        String::from_utf8_lossy(&wrote.stderr)
+    );
+    let read = farm
+        .exec(
+            master.server_id.as_deref().unwrap(),
+            &format!("nfs-cat {url}"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&read.stdout).trim(),
+        "written-by-worker"
+    );
 
     // Re-run every step of the completed operation: each check says "already done".
     let conn = rusqlite::Connection::open(dir.path().join("state.db")).unwrap();
-    conn.execute("UPDATE vnf_lcm_op_occ SET operation_state = 'PROCESSING' WHERE id = ?1", [op]).unwrap();
-    conn.execute("DELETE FROM step_journal WHERE vnf_lcm_op_occ_id = ?1", [op]).unwrap();
+    conn.execute(
+        "UPDATE vnf_lcm_op_occ SET operation_state = 'PROCESSING' WHERE id = ?1",
+        [op],
+    )
+    .unwrap();
+    conn.execute(
+        "DELETE FROM step_journal WHERE vnf_lcm_op_occ_id = ?1",
+        [op],
+    )
+    .unwrap();
     drop(conn);
     assert_eq!(engine.run(op).await.unwrap(), OperationState::Completed);
     let again = db.with(|s| s.reader().journal(op)).unwrap();
     assert_eq!(again.len(), journal.len());
     for j in again.iter().filter(|j| !j.host.is_empty()) {
         let d = j.detail.as_deref().unwrap_or("");
-        assert!(d.starts_with("already done"), "step {} {} on {}: {d}", j.step_no, j.name, j.host);
+        assert!(
+            d.starts_with("already done"),
+            "step {} {} on {}: {d}",
+            j.step_no,
+            j.name,
+            j.host
+        );
     }
-    let mkfs = farm.mkfs_log(storage.server_id.as_deref().unwrap()).await.unwrap();
+    let mkfs = farm
+        .mkfs_log(storage.server_id.as_deref().unwrap())
+        .await
+        .unwrap();
     assert_eq!(mkfs.len(), 1, "mkfs ran once: {mkfs:?}");
-    assert_eq!(tb.cloud().record_counts().0, 4, "no server was created again");
+    assert_eq!(
+        tb.cloud().record_counts().0,
+        4,
+        "no server was created again"
+    );
+}
 
-    tb.shutdown().await;
+/// The storage server's sshd is stopped before the run: the cluster steps succeed, the first
+/// storage step fails after its retry budget (connection refused is transient) → FAILED_TEMP.
+async fn fail_at_storage(bed: &Bed) -> (String, String, String) {
+    let (op, vnf) = bed.submit_instantiate();
+    // Stop sshd on the storage server as soon as it exists, before the engine reaches it.
+    let farm = bed.farm.clone();
+    let stopper = tokio::spawn(async move {
+        for _ in 0..600 {
+            let storage = farm
+                .hosts()
+                .into_iter()
+                .find(|h| h.hostname.to_lowercase().contains("storage"));
+            if let Some(h) = storage
+                && farm.stop_sshd(&h.server_id).await.is_ok()
+            {
+                return h.server_id;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("no storage server host appeared");
+    });
+    let state = bed.engine.run(&op).await.unwrap();
+    let storage = stopper.await.unwrap();
+    bed.print_journal(&op);
+    assert_eq!(state, OperationState::FailedTemp);
+    let error = bed.error_of(&op).unwrap();
+    assert!(
+        error.contains("storage.filesystem") && error.contains("Connection refused"),
+        "{error}"
+    );
+    (op, vnf, storage)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_after_a_transient_fault_resumes_at_the_failed_step() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces, loop devices)");
+        return;
+    }
+    let bed = Bed::new(
+        "vkt",
+        63,
+        EngineLimits {
+            attempts: 2,
+            ..fast_limits()
+        },
+    )
+    .await;
+    let (op, _vnf, storage) = fail_at_storage(&bed).await;
+    let before = bed.db.with(|s| s.reader().journal(&op)).unwrap();
+
+    // The fault goes away; the operator sends RETRY through the spool.
+    bed.farm.start_sshd(&storage).await.unwrap();
+    let retry = format!(r#"{{"operation": "RETRY", "vnfLcmOpOccId": "{op}"}}"#);
+    assert!(matches!(
+        bed.submit(retry.as_bytes()),
+        Outcome::Accepted { .. }
+    ));
+    assert_eq!(
+        bed.engine.run(&op).await.unwrap(),
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&op)
+    );
+    bed.print_journal(&op);
+
+    // Steps done before the fault were not run again (same attempt count, still DONE).
+    let after = bed.db.with(|s| s.reader().journal(&op)).unwrap();
+    for b in before.iter().filter(|b| b.state == "DONE") {
+        let a = after
+            .iter()
+            .find(|a| a.step_no == b.step_no && a.host == b.host)
+            .unwrap();
+        assert_eq!(
+            (a.attempts, a.state.as_str()),
+            (b.attempts, "DONE"),
+            "step {} {} ran again",
+            b.step_no,
+            b.name
+        );
+    }
+    let failed = before.iter().find(|b| b.state == "FAILED").unwrap();
+    let resumed = after.iter().find(|a| a.step_no == failed.step_no).unwrap();
+    assert_eq!(resumed.state, "DONE");
+    assert_eq!(bed.farm.mkfs_log(&storage).await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_of_a_failed_instantiate_leaves_no_stack_and_no_server() {
+    if !is_root() {
+        eprintln!("skipped: needs root (network namespaces, loop devices)");
+        return;
+    }
+    let bed = Bed::new(
+        "vkb",
+        62,
+        EngineLimits {
+            attempts: 2,
+            ..fast_limits()
+        },
+    )
+    .await;
+    let (op, vnf, _storage) = fail_at_storage(&bed).await;
+    assert_eq!(bed.tb.cloud().record_counts().0, 4);
+
+    let rollback = format!(r#"{{"operation": "ROLLBACK", "vnfLcmOpOccId": "{op}"}}"#);
+    assert!(matches!(
+        bed.submit(rollback.as_bytes()),
+        Outcome::Accepted { .. }
+    ));
+    assert_eq!(
+        bed.engine.run(&op).await.unwrap(),
+        OperationState::RolledBack,
+        "{:?}",
+        bed.error_of(&op)
+    );
+
+    assert_eq!(
+        bed.tb.cloud().record_counts(),
+        (0, 0, 0),
+        "servers, ports, volumes left"
+    );
+    use vnfkeeper::cloud::Cloud as _;
+    assert!(
+        bed.cloud
+            .find_stack(&format!("vnf-{vnf}"))
+            .await
+            .unwrap()
+            .is_none(),
+        "stack left"
+    );
+    assert!(
+        bed.farm.hosts().is_empty(),
+        "hosts left: {:?}",
+        bed.farm.hosts()
+    );
+    assert!(bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap().is_empty());
+    let inst = bed.db.with(|s| s.reader().instances()).unwrap();
+    assert_eq!(inst[0].instantiation_state.as_str(), "NOT_INSTANTIATED");
+    // A new INSTANTIATE of the same instance is accepted after the rollback.
+    let fixture =
+        support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
+    let mut again: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    again["requestId"] = "second-try".into();
+    assert!(matches!(
+        bed.submit(&serde_json::to_vec(&again).unwrap()),
+        Outcome::Accepted { .. }
+    ));
 }

@@ -250,7 +250,16 @@ impl OpenStackCloud {
             });
         }
         if (300..400).contains(&reply.status) {
-            return Err(reply.invalid(format!("redirect {} was not followed", reply.status)));
+            // A redirect to another origin is not followed (the token stays home); Heat's
+            // Location names the stack: `…/stacks/{name}/{id}`. Heat finds only live stacks by
+            // name, so no status check is needed.
+            return match reply.location.as_deref().and_then(StackRef::from_href) {
+                Some(r) => Ok(Some(r)),
+                None => Err(reply.invalid(format!(
+                    "redirect {} without a stack Location",
+                    reply.status
+                ))),
+            };
         }
         let st = reply.json::<StackRoot>()?.stack;
         if st.stack_status == "DELETE_COMPLETE" {

@@ -22,8 +22,8 @@ use std::time::Duration;
 pub use error::{CloudError, ErrorKind};
 pub use openstack::{OpenStackCloud, PollPolicy};
 pub use types::{
-    FixedIp, Port, Server, ServerAddress, Stack, StackCreate, StackOutput, StackRef, StackResource,
-    Volume, VolumeAttachment,
+    FixedIp, Inventory, Port, Server, ServerAddress, Stack, StackCreate, StackOutput, StackRef,
+    StackResource, Volume, VolumeAttachment,
 };
 
 /// Operations vnfkeeper needs from an OpenStack project.
@@ -31,7 +31,8 @@ pub use types::{
 /// Methods return `Send` futures so callers can run them in spawned tasks. Errors are
 /// [`CloudError`]; use [`CloudError::is_transient`] to decide on a retry and
 /// [`CloudError::kind`] to branch. Nothing here retries by itself except
-/// [`Cloud::wait_stack`], which keeps polling through transient errors until its deadline.
+/// [`Cloud::wait_stack`], which keeps polling through transient errors until its deadline, and
+/// [`OpenStackCloud`], which re-authenticates once when a request is answered 401.
 pub trait Cloud: Send + Sync {
     /// Creates a stack: `POST /v1/{project}/stacks` with `stack_name`, `template`, `files`,
     /// `parameters`, `disable_rollback`, `timeout_mins` (Heat API v1 "Create stack"; 201).
@@ -75,8 +76,10 @@ pub trait Cloud: Send + Sync {
     ) -> impl Future<Output = Result<Vec<StackResource>, CloudError>> + Send;
 
     /// Updates a stack keeping its template and files: `PATCH /v1/{project}/stacks/{name}/{id}`
-    /// with `{"parameters": parameters}` (Heat API v1 "Update stack (PATCH)"; 202). Changed
-    /// parameters are merged into the existing ones; resources marked unhealthy are replaced.
+    /// with `{"parameters": parameters}` (Heat API v1 "Update stack (PATCH)"; 202). Parameters not
+    /// named keep their values, each named one is replaced as a whole (Heat does not deep-merge a
+    /// `json` parameter: send the complete `nfv` object); resources marked unhealthy are
+    /// replaced. `{}` is a plain "converge" (the heal step after [`Cloud::mark_unhealthy`]).
     /// `parameters` must be a JSON object. Follow with [`Cloud::wait_stack`] for `UPDATE_COMPLETE`.
     /// Errors: 409 `ActionInProgress` while the stack is busy.
     fn update_stack_patch(
@@ -86,7 +89,9 @@ pub trait Cloud: Send + Sync {
     ) -> impl Future<Output = Result<(), CloudError>> + Send;
 
     /// Replaces a stack's template, files and parameters: `PUT /v1/{project}/stacks/{name}/{id}`
-    /// (Heat API v1 "Update stack (PUT)"; 202). `req.stack_name` is not sent.
+    /// (Heat API v1 "Update stack (PUT)"; 202). `req.stack_name` is not sent. Use this when the
+    /// top template changes (the adjusted HOT of individual VNFC management, C4); the nested
+    /// templates must be in `req.files` again.
     fn update_stack(
         &self,
         s: &StackRef,
@@ -128,6 +133,21 @@ pub trait Cloud: Send + Sync {
     /// All volumes of the project: `GET /v3/{project}/volumes/detail`, every page (Block Storage
     /// API v3 "List accessible volumes with details", `volumes_links[rel=next]`).
     fn volumes(&self) -> impl Future<Output = Result<Vec<Volume>, CloudError>> + Send;
+
+    /// Servers, ports and volumes of the project in one go: the three listings run concurrently
+    /// (a reconcile pass needs all three; wall time is the slowest of them). Fails with the first
+    /// error of the three.
+    fn inventory(&self) -> impl Future<Output = Result<Inventory, CloudError>> + Send {
+        async move {
+            let (servers, ports, volumes) =
+                tokio::try_join!(self.servers(), self.ports(), self.volumes())?;
+            Ok(Inventory {
+                servers,
+                ports,
+                volumes,
+            })
+        }
+    }
 
     /// API requests sent so far by this client (each page counts; Keystone token requests,
     /// osauth's cached version discovery and HTTP redirects followed internally do not).

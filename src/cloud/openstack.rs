@@ -111,6 +111,8 @@ pub(crate) struct Reply {
     pub(crate) url: String,
     /// Body text.
     pub(crate) body: String,
+    /// `Location` header of a 3xx answer that was not followed.
+    pub(crate) location: Option<String>,
 }
 
 impl Reply {
@@ -180,7 +182,8 @@ impl OpenStackCloud {
         // refresh, version discovery); our own calls are bounded by tokio::time::timeout.
         let mut builder = reqwest::Client::builder()
             .timeout(timeout + Duration::from_secs(1))
-            .connect_timeout(timeout.min(Duration::from_secs(10)));
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .redirect(same_origin_redirects());
         if let Some(ca) = &entry.cacert {
             let pem =
                 std::fs::read(ca).map_err(|e| cfg_err(format!("cacert {}: {e}", ca.display())))?;
@@ -388,8 +391,13 @@ impl OpenStackCloud {
             let resp = rb.send_unchecked().await?;
             let status = resp.status().as_u16();
             let url = resp.url().clone();
+            let location = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(String::from);
             let text = resp.text().await.map_err(openstack::Error::from)?;
-            Ok::<_, openstack::Error>((status, url, text))
+            Ok::<_, openstack::Error>((status, url, text, location))
         };
         let result = tokio::time::timeout(self.timeout, fut).await;
         let ms = started.elapsed().as_millis() as u64;
@@ -406,13 +414,14 @@ impl OpenStackCloud {
                 tracing::debug!(method = %method, path = %shown, ms, error = %e, "openstack request failed");
                 Err(map_osauth(e, &format!("{method} {shown}"), svc.catalog))
             }
-            Ok(Ok((status, url, body))) => {
+            Ok(Ok((status, url, body, location))) => {
                 tracing::debug!(method = %method, path = %url.path(), status, ms, "openstack request");
                 Ok(Reply {
                     status,
                     method,
                     url: url.to_string(),
                     body,
+                    location,
                 })
             }
         }
@@ -527,6 +536,25 @@ impl OpenStackCloud {
         }
         Ok(out)
     }
+}
+
+/// Follows at most 5 redirects, and only to the same scheme, host and port: the token header
+/// must not go to another origin (Heat behind a proxy may redirect to an internal URL). A
+/// redirect that is not followed is returned to the caller as the 3xx answer.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt.previous().last().is_some_and(|prev| {
+            let next = attempt.url();
+            prev.scheme() == next.scheme()
+                && prev.host_str() == next.host_str()
+                && prev.port_or_known_default() == next.port_or_known_default()
+        });
+        if attempt.previous().len() > 5 || !same {
+            attempt.stop()
+        } else {
+            attempt.follow()
+        }
+    })
 }
 
 /// The decoded value of query parameter `key` in `url`.

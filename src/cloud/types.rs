@@ -516,6 +516,18 @@ pub struct Volume {
     pub attachments: Vec<VolumeAttachment>,
 }
 
+/// One observation of a project: every server, port and volume (see
+/// [`Cloud::inventory`](super::Cloud::inventory)).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Inventory {
+    /// `GET /servers/detail`, all pages.
+    pub servers: Vec<Server>,
+    /// `GET /v2.0/ports`, all pages.
+    pub ports: Vec<Port>,
+    /// `GET /volumes/detail`, all pages.
+    pub volumes: Vec<Volume>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,8 +25,8 @@ use crate::config::{EXIT_CONFIG, Settings};
 use crate::intake::spool::{self, IntakeContext, Outcome, Spool};
 use crate::model::Timestamp;
 use crate::store::{Db, Store};
-use runner::Runner;
 use logging::{LogTarget, MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
+use runner::Runner;
 
 /// A file found by a scan is left alone until it is this old, unless inotify said it is complete.
 const SETTLE: Duration = Duration::from_secs(1);
@@ -226,7 +226,9 @@ impl Intake {
             };
             let now = Timestamp(chrono::Utc::now());
             let spool = &self.spool;
-            let result = self.db.with(|store| spool::process(spool, store, now_batch, &ctx, now));
+            let result = self
+                .db
+                .with(|store| spool::process(spool, store, now_batch, &ctx, now));
             match result {
                 Ok(outcomes) => {
                     outcomes.iter().for_each(log_outcome);

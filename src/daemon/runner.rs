@@ -16,6 +16,9 @@ use crate::model::OperationState;
 use crate::remote::{SshConfig, SshRemote};
 use crate::store::Db;
 
+/// What an operation task returns: (vnf instance, op id, final state or database error).
+type TaskResult = (String, String, Result<OperationState, String>);
+
 /// How often an unreachable cloud is tried again.
 const CLOUD_RETRY: Duration = Duration::from_secs(30);
 
@@ -28,7 +31,7 @@ pub(super) struct Runner {
     max_parallel: usize,
     last_connect: Option<Instant>,
     /// Operations in flight; each task returns (vnf instance, op id, outcome).
-    pub running: JoinSet<(String, String, Result<OperationState, String>)>,
+    pub running: JoinSet<TaskResult>,
     /// VNF instances with an operation in flight, by task.
     busy: HashMap<tokio::task::Id, String>,
     busy_vnfs: HashSet<String>,
@@ -65,7 +68,12 @@ impl Runner {
                     connect_timeout: settings.limits.ssh_connect_timeout,
                     ..SshConfig::default()
                 });
-                self.engine = Some(Arc::new(Engine::new(self.db.clone(), Arc::new(cloud), Arc::new(remote), self.limits.clone())));
+                self.engine = Some(Arc::new(Engine::new(
+                    self.db.clone(),
+                    Arc::new(cloud),
+                    Arc::new(remote),
+                    self.limits.clone(),
+                )));
                 tracing::info!(cloud = %c.cloud, clouds_yaml = %c.clouds_yaml.display(), "cloud connected");
             }
             Err(e) => {
@@ -78,14 +86,17 @@ impl Runner {
     /// (re)connects to the cloud if that is due.
     pub(super) async fn schedule(&mut self, settings: &Settings) {
         if self.engine.is_none() {
-            if self.cloud.is_some() && self.last_connect.is_none_or(|t| t.elapsed() >= CLOUD_RETRY) {
+            if self.cloud.is_some() && self.last_connect.is_none_or(|t| t.elapsed() >= CLOUD_RETRY)
+            {
                 self.connect(settings).await;
             }
             if self.engine.is_none() {
                 return;
             }
         }
-        let Some(engine) = self.engine.clone() else { return };
+        let Some(engine) = self.engine.clone() else {
+            return;
+        };
         let heads = match self.db.with(|s| s.reader().heads_of_queues()) {
             Ok(h) => h,
             Err(e) => {
@@ -97,7 +108,9 @@ impl Runner {
             if self.running.len() >= self.max_parallel {
                 break;
             }
-            if self.busy_vnfs.contains(&op.vnf_instance_id) || !Engine::<OpenStackCloud>::is_runnable(&op) {
+            if self.busy_vnfs.contains(&op.vnf_instance_id)
+                || !Engine::<OpenStackCloud>::is_runnable(&op)
+            {
                 continue;
             }
             let vnf = op.vnf_instance_id.clone();
@@ -114,7 +127,7 @@ impl Runner {
     /// Records the end of an operation task.
     pub(super) fn finished(
         &mut self,
-        done: Result<(tokio::task::Id, (String, String, Result<OperationState, String>)), tokio::task::JoinError>,
+        done: Result<(tokio::task::Id, TaskResult), tokio::task::JoinError>,
     ) {
         let id = match &done {
             Ok((id, _)) => *id,
@@ -131,7 +144,9 @@ impl Runner {
                 vnf_instance_id = %vnf, vnf_lcm_op_occ_id = %op, error = %e,
                 "operation interrupted by a database error; it resumes later"
             ),
-            Err(e) => tracing::error!(error = %e, "operation task ended abnormally; it resumes later"),
+            Err(e) => {
+                tracing::error!(error = %e, "operation task ended abnormally; it resumes later")
+            }
         }
     }
 

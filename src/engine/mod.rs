@@ -72,7 +72,9 @@ pub struct Engine<C> {
 
 impl<C> std::fmt::Debug for Engine<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("limits", &self.limits).finish_non_exhaustive()
+        f.debug_struct("Engine")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
     }
 }
 
@@ -83,7 +85,12 @@ fn now() -> Timestamp {
 impl<C: Cloud> Engine<C> {
     /// An engine over the shared database, a cloud and a remote.
     pub fn new(db: Db, cloud: Arc<C>, remote: Arc<dyn Remote>, limits: EngineLimits) -> Self {
-        Self { db, cloud, remote, limits }
+        Self {
+            db,
+            cloud,
+            remote,
+            limits,
+        }
     }
 
     /// Whether the engine would do something with this queue head now: it is `STARTING`,
@@ -91,7 +98,9 @@ impl<C: Cloud> Engine<C> {
     /// ROLLBACK.
     pub fn is_runnable(op: &OperationRow) -> bool {
         match op.operation_state {
-            OperationState::Starting | OperationState::Processing | OperationState::RollingBack => true,
+            OperationState::Starting | OperationState::Processing | OperationState::RollingBack => {
+                true
+            }
             OperationState::FailedTemp => op.pending_task.is_some(),
             _ => false,
         }
@@ -172,7 +181,13 @@ impl<C: Cloud> Engine<C> {
         }
     }
 
-    fn transition(&self, op: &OperationRow, to: OperationState, error: Option<&str>, detail: &str) -> Result<(), StoreError> {
+    fn transition(
+        &self,
+        op: &OperationRow,
+        to: OperationState,
+        error: Option<&str>,
+        detail: &str,
+    ) -> Result<(), StoreError> {
         let t = now();
         self.db.write(|tx| {
             let from = tx.set_operation_state(&op.id, to, error, t)?;

@@ -37,27 +37,47 @@ impl StepFailure {
             step: "plan".into(),
             host: "-".into(),
             exit_status: None,
-            reason: format!("{op} is not implemented by this version of vnfkeeper; FAIL this operation"),
+            reason: format!(
+                "{op} is not implemented by this version of vnfkeeper; FAIL this operation"
+            ),
             status: 501,
         }
     }
 
     /// A cloud step failed.
     pub fn cloud(step: &str, e: &CloudError) -> Self {
-        Self { step: step.into(), host: "cloud".into(), exit_status: None, reason: e.to_string(), status: 500 }
+        Self {
+            step: step.into(),
+            host: "cloud".into(),
+            exit_status: None,
+            reason: e.to_string(),
+            status: 500,
+        }
     }
 
     /// Something about the plan's inputs is wrong (package, request, observed state).
     pub fn input(step: &str, reason: impl Into<String>) -> Self {
-        Self { step: step.into(), host: "-".into(), exit_status: None, reason: reason.into(), status: 422 }
+        Self {
+            step: step.into(),
+            host: "-".into(),
+            exit_status: None,
+            reason: reason.into(),
+            status: 422,
+        }
     }
 
     /// The ProblemDetails recorded on the operation.
     pub fn problem(&self) -> ProblemDetails {
-        let exit = self.exit_status.map(|c| format!(" (exit status {c})")).unwrap_or_default();
+        let exit = self
+            .exit_status
+            .map(|c| format!(" (exit status {c})"))
+            .unwrap_or_default();
         let mut p = ProblemDetails::new(
             self.status,
-            format!("step {} on {} failed{exit}: {}", self.step, self.host, self.reason),
+            format!(
+                "step {} on {} failed{exit}: {}",
+                self.step, self.host, self.reason
+            ),
             Vec::new(),
         );
         if self.status == 500 {
@@ -85,31 +105,56 @@ impl Host {
 }
 
 impl<C: Cloud> Engine<C> {
-    /// `(step_no, host)` pairs already `DONE` in the journal of `op`.
-    pub(super) fn done_steps(&self, op: &OperationRow) -> Result<BTreeSet<(i64, String)>, StoreError> {
-        let rows = self.db.with(|s| s.reader().journal(&op.id))?;
-        Ok(rows.into_iter().filter(|r| r.state == "DONE").map(|r| (r.step_no, r.host)).collect())
+    /// Shows "step k/N: what" in `vnfkeeper ops`.
+    fn step_status(&self, op: &OperationRow, step_no: i64, what: &str) -> Result<(), StoreError> {
+        let total = self.db.with(|s| s.reader().steps_total(&op.id))?;
+        let k = total
+            .map(|n| format!("{step_no}/{n}"))
+            .unwrap_or_else(|| step_no.to_string());
+        self.status(op, &format!("step {k}: {what}"))
     }
 
-    /// Runs a cloud step (journaled under host `""`), retrying transient errors.
-    pub(super) async fn cloud_step<T, F, Fut>(
+    /// `(step_no, host)` pairs already `DONE` in the journal of `op`.
+    pub(super) fn done_steps(
+        &self,
+        op: &OperationRow,
+    ) -> Result<BTreeSet<(i64, String)>, StoreError> {
+        let rows = self.db.with(|s| s.reader().journal(&op.id))?;
+        Ok(rows
+            .into_iter()
+            .filter(|r| r.state == "DONE")
+            .map(|r| (r.step_no, r.host))
+            .collect())
+    }
+
+    /// Runs a cloud step (journaled under host `""`), retrying transient errors. `persist`
+    /// records what the step learned (stack id, VNFC rows) before the step is journaled DONE, so
+    /// a crash between the two cannot leave a DONE step whose result was never stored.
+    pub(super) async fn cloud_step<T, F, Fut, P>(
         &self,
         op: &OperationRow,
         step_no: i64,
         name: &str,
         f: F,
+        persist: P,
     ) -> Result<T, EngineError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, CloudError>>,
+        P: FnOnce(&T) -> Result<(), EngineError>,
     {
-        self.status(op, &format!("step {step_no}: {name}"))?;
-        self.db.write(|tx| tx.journal_start(&op.id, step_no, name, "", now()))?;
+        self.step_status(op, step_no, name)?;
+        self.db
+            .write(|tx| tx.journal_start(&op.id, step_no, name, "", now()))?;
         let mut attempt = 1;
         loop {
             match f().await {
                 Ok(v) => {
-                    self.db.write(|tx| tx.journal_finish(&op.id, step_no, "", "DONE", None, "done", now()))?;
+                    persist(&v)?;
+                    self.db.write(|tx| {
+                        tx.journal_finish(&op.id, step_no, "", "DONE", None, "done", now())
+                    })?;
+                    crate::failpoint::hit("engine-step-done");
                     return Ok(v);
                 }
                 Err(e) if cloud_transient(&e) && attempt < self.limits.attempts => {
@@ -120,7 +165,9 @@ impl<C: Cloud> Engine<C> {
                 }
                 Err(e) => {
                     let f = StepFailure::cloud(name, &e);
-                    self.db.write(|tx| tx.journal_finish(&op.id, step_no, "", "FAILED", None, &f.reason, now()))?;
+                    self.db.write(|tx| {
+                        tx.journal_finish(&op.id, step_no, "", "FAILED", None, &f.reason, now())
+                    })?;
                     return Err(f.into());
                 }
             }
@@ -141,7 +188,7 @@ impl<C: Cloud> Engine<C> {
         }
         let done = self.done_steps(op)?;
         let name = steps[0].0.name;
-        self.status(op, &format!("step {step_no}: {name} on {} host(s)", steps.len()))?;
+        self.step_status(op, step_no, &format!("{name} on {} host(s)", steps.len()))?;
         let results: Vec<Result<(), EngineError>> = futures::stream::iter(steps)
             .filter(|(_, h)| std::future::ready(!done.contains(&(step_no, h.vnfc_id.clone()))))
             .map(|(step, host)| async move { self.remote_step(op, step_no, &step, &host).await })
@@ -153,15 +200,24 @@ impl<C: Cloud> Engine<C> {
 
     /// check → (upload, apply, check again) on one host, journaled, with retries for
     /// transient SSH failures.
-    async fn remote_step(&self, op: &OperationRow, step_no: i64, step: &Step, host: &Host) -> Result<(), EngineError> {
+    async fn remote_step(
+        &self,
+        op: &OperationRow,
+        step_no: i64,
+        step: &Step,
+        host: &Host,
+    ) -> Result<(), EngineError> {
         let span = tracing::info_span!("step", step = step.name, vnfc_id = %host.vnfc_id, host = %host.target.address);
         let _e = span.enter();
-        self.db.write(|tx| tx.journal_start(&op.id, step_no, step.name, &host.vnfc_id, now()))?;
+        self.db
+            .write(|tx| tx.journal_start(&op.id, step_no, step.name, &host.vnfc_id, now()))?;
         let mut attempt = 1;
         let outcome = loop {
             match self.check_apply(step, host).await {
                 Ok(detail) => break Ok(detail),
-                Err(Attempt::Remote(e)) if remote_transient(&e) && attempt < self.limits.attempts => {
+                Err(Attempt::Remote(e))
+                    if remote_transient(&e) && attempt < self.limits.attempts =>
+                {
                     attempt += 1;
                     let wait = backoff(self.limits.backoff, attempt);
                     tracing::warn!(error = %e, kind = e.kind(), attempt, wait_ms = wait.as_millis() as u64, "transient SSH failure; retrying");
@@ -176,8 +232,17 @@ impl<C: Cloud> Engine<C> {
                         status: 500,
                     });
                 }
-                Err(Attempt::Failed { exit_status, reason }) => {
-                    break Err(StepFailure { step: step.name.into(), host: host.label(), exit_status, reason, status: 500 });
+                Err(Attempt::Failed {
+                    exit_status,
+                    reason,
+                }) => {
+                    break Err(StepFailure {
+                        step: step.name.into(),
+                        host: host.label(),
+                        exit_status,
+                        reason,
+                        status: 500,
+                    });
                 }
                 Err(Attempt::Store(e)) => return Err(e.into()),
             }
@@ -185,12 +250,31 @@ impl<C: Cloud> Engine<C> {
         match outcome {
             Ok(detail) => {
                 tracing::info!(detail = %detail, "step done");
-                self.db.write(|tx| tx.journal_finish(&op.id, step_no, &host.vnfc_id, "DONE", Some(0), &detail, now()))?;
+                self.db.write(|tx| {
+                    tx.journal_finish(
+                        &op.id,
+                        step_no,
+                        &host.vnfc_id,
+                        "DONE",
+                        Some(0),
+                        &detail,
+                        now(),
+                    )
+                })?;
+                crate::failpoint::hit("engine-step-done");
                 Ok(())
             }
             Err(f) => {
                 self.db.write(|tx| {
-                    tx.journal_finish(&op.id, step_no, &host.vnfc_id, "FAILED", f.exit_status, &f.reason, now())
+                    tx.journal_finish(
+                        &op.id,
+                        step_no,
+                        &host.vnfc_id,
+                        "FAILED",
+                        f.exit_status,
+                        &f.reason,
+                        now(),
+                    )
                 })?;
                 Err(f.into())
             }
@@ -198,7 +282,11 @@ impl<C: Cloud> Engine<C> {
     }
 
     async fn check_apply(&self, step: &Step, host: &Host) -> Result<String, Attempt> {
-        let connected = self.remote.connect(&host.target).await.map_err(Attempt::Remote)?;
+        let connected = self
+            .remote
+            .connect(&host.target)
+            .await
+            .map_err(Attempt::Remote)?;
         let mut target = host.target.clone();
         if connected.learned {
             // Trust on first use of a server the engine created: pin the key in the database.
@@ -222,9 +310,18 @@ impl<C: Cloud> Engine<C> {
                     .sudo(step.sudo)
                     .timeout(std::time::Duration::from_secs(30))
                     .step(step.name);
-                let out = self.remote.run(&target, &mkdir).await.map_err(Attempt::Remote)?;
+                let out = self
+                    .remote
+                    .run(&target, &mkdir)
+                    .await
+                    .map_err(Attempt::Remote)?;
                 if out.exit_status != Some(0) {
-                    return Err(self.failed(&out, out.exit_status, host, "creating the upload directory"));
+                    return Err(self.failed(
+                        &out,
+                        out.exit_status,
+                        host,
+                        "creating the upload directory",
+                    ));
                 }
             }
             self.remote
@@ -236,9 +333,15 @@ impl<C: Cloud> Engine<C> {
         if apply.exit_status != Some(0) {
             return Err(self.failed(&apply, apply.exit_status, host, "apply"));
         }
+        crate::failpoint::hit(&format!("engine-applied-{}", step.name));
         let verify = self.exec(step, &target, "check").await?;
         if verify.exit_status != Some(0) {
-            return Err(self.failed(&verify, verify.exit_status, host, "verification after apply"));
+            return Err(self.failed(
+                &verify,
+                verify.exit_status,
+                host,
+                "verification after apply",
+            ));
         }
         Ok(format!("applied: {}", first_line(&apply)))
     }
@@ -260,18 +363,33 @@ impl<C: Cloud> Engine<C> {
         if tail.trim().is_empty() {
             tail = crate::remote::tail_masked(&out.stdout, 2000, &secrets);
         }
-        let signal = out.signal.as_deref().map(|s| format!(", killed by SIG{s}")).unwrap_or_default();
-        Attempt::Failed { exit_status, reason: format!("{phase} failed{signal}: {}", tail.trim()) }
+        let signal = out
+            .signal
+            .as_deref()
+            .map(|s| format!(", killed by SIG{s}"))
+            .unwrap_or_default();
+        Attempt::Failed {
+            exit_status,
+            reason: format!("{phase} failed{signal}: {}", tail.trim()),
+        }
     }
 }
 
 /// How one attempt at a step ended, when not successfully.
 enum Attempt {
     Remote(RemoteError),
-    Failed { exit_status: Option<u32>, reason: String },
+    Failed {
+        exit_status: Option<u32>,
+        reason: String,
+    },
     Store(StoreError),
 }
 
 fn first_line(out: &Output) -> String {
-    out.stdout_str().lines().last().unwrap_or("").trim().to_owned()
+    out.stdout_str()
+        .lines()
+        .last()
+        .unwrap_or("")
+        .trim()
+        .to_owned()
 }

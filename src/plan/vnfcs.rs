@@ -51,7 +51,8 @@ pub fn observe(
     ports: &[Port],
     volumes: &[Volume],
 ) -> Vec<ObservedVnfc> {
-    let server_by_id: BTreeMap<&str, &Server> = servers.iter().map(|s| (s.id.as_str(), s)).collect();
+    let server_by_id: BTreeMap<&str, &Server> =
+        servers.iter().map(|s| (s.id.as_str(), s)).collect();
     let port_by_id: BTreeMap<&str, &Port> = ports.iter().map(|p| (p.id.as_str(), p)).collect();
     let volume_resource: BTreeMap<&str, &str> = resources
         .iter()
@@ -59,7 +60,10 @@ pub fn observe(
         .map(|r| (r.physical_resource_id.as_str(), r.resource_name.as_str()))
         .collect();
     let mut out = Vec::new();
-    for r in resources.iter().filter(|r| r.resource_type == "OS::Nova::Server") {
+    for r in resources
+        .iter()
+        .filter(|r| r.resource_type == "OS::Nova::Server")
+    {
         if !vnfd.vdus.contains_key(&r.resource_name) {
             continue;
         }
@@ -74,7 +78,9 @@ pub fn observe(
                 .iter()
                 .find(|p| p.resource_name == *cp_name && p.stack.id == r.stack.id)
                 .and_then(|p| port_by_id.get(p.physical_resource_id.as_str()));
-            let ip = port.and_then(|p| p.fixed_ips.first()).map(|f| f.ip_address.clone());
+            let ip = port
+                .and_then(|p| p.fixed_ips.first())
+                .map(|f| f.ip_address.clone());
             if let Some(ip) = ip {
                 cp_addresses.insert(cp_name.clone(), ip);
             }
@@ -82,7 +88,10 @@ pub fn observe(
         let attached = volumes
             .iter()
             .filter_map(|v| {
-                let a = v.attachments.iter().find(|a| a.server_id == r.physical_resource_id)?;
+                let a = v
+                    .attachments
+                    .iter()
+                    .find(|a| a.server_id == r.physical_resource_id)?;
                 Some(AttachedVolume {
                     resource: volume_resource.get(v.id.as_str()).map(|s| (*s).to_owned()),
                     volume_id: v.id.clone(),
@@ -103,8 +112,11 @@ pub fn observe(
         });
     }
     out.sort_by(|a, b| {
-        (a.vdu_id.as_str(), a.created.as_deref(), a.stack_id.as_str())
-            .cmp(&(b.vdu_id.as_str(), b.created.as_deref(), b.stack_id.as_str()))
+        (a.vdu_id.as_str(), a.created.as_deref(), a.stack_id.as_str()).cmp(&(
+            b.vdu_id.as_str(),
+            b.created.as_deref(),
+            b.stack_id.as_str(),
+        ))
     });
     out
 }

@@ -171,7 +171,11 @@ pub fn k8s_install(host: &str, script: &str, body: Vec<u8>, args: Vec<String>) -
         host: host.into(),
         script: include_str!("scripts/k8s_install.sh"),
         args: all,
-        uploads: vec![Upload { path: script.into(), bytes: body, mode: 0o755 }],
+        uploads: vec![Upload {
+            path: script.into(),
+            bytes: body,
+            mode: 0o755,
+        }],
         sudo: true,
         timeout: Duration::from_secs(2700),
     }

@@ -76,6 +76,9 @@ impl SessionPool {
     /// An empty pool.
     pub fn new(config: SshConfig) -> Self {
         let russh = Arc::new(client::Config {
+            // No inactivity limit: a command may legitimately print nothing for minutes. Dead
+            // peers are found by keepalives instead (interval × max), then `is_closed()` is true
+            // and the next lease reconnects.
             inactivity_timeout: None,
             keepalive_interval: Some(config.keepalive_interval),
             keepalive_max: config.keepalive_max,

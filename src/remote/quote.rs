@@ -13,6 +13,9 @@
 //!   (`sudo -S -p ''`, sudo(8)), or `sudo -n` when no password is needed;
 //! - **secret environment variables** read from stdin by a small prelude (`IFS= read -r NAME`), so a
 //!   proxy URL with credentials never appears in a process list.
+//!
+//! The remote login shell must be POSIX-like (bash, dash: every cloud image's default), since it
+//! parses the `exec` string.
 
 use std::fmt;
 use std::time::Duration;
@@ -140,7 +143,11 @@ impl fmt::Debug for Rendered {
 
 /// Probe used in [`SudoMode::Password`]: positional parameters are the command to run as root.
 /// The password is the first stdin line; with NOPASSWD it must be consumed here, otherwise the
-/// command would read it.
+/// command would read it. `sudo -k` makes sudo ignore (and not create) cached credentials, so it
+/// always reads exactly that line when it needs a password (sudo reads byte by byte, leaving the
+/// rest of stdin to the command). With a *wrong* password sudo retries on the following stdin
+/// lines (at most `passwd_tries`, default 3) and then fails; those lines only ever reach the
+/// host's own PAM.
 const SUDO_PASSWORD_PROBE: &str = "if sudo -n true 2>/dev/null; then IFS= read -r _ || :; \
      exec sudo -n -- \"$@\"; else exec sudo -S -k -p '' -- \"$@\"; fi";
 

@@ -75,7 +75,10 @@ impl ReaderRef<'_> {
 
     /// The request body of the instance's last completed INSTANTIATE (what later operations
     /// reuse: credentials, storage parameters), with its package path.
-    pub fn instantiate_params(&self, vnf_instance_id: &str) -> Result<Option<(String, Option<String>)>> {
+    pub fn instantiate_params(
+        &self,
+        vnf_instance_id: &str,
+    ) -> Result<Option<(String, Option<String>)>> {
         Ok(self
             .conn
             .query_row(
@@ -89,11 +92,26 @@ impl ReaderRef<'_> {
             .optional()?)
     }
 
+    /// N of "step k/N" for an operation, once planned.
+    pub fn steps_total(&self, op_id: &str) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT steps_total FROM vnf_lcm_op_occ WHERE id = ?1",
+                [op_id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
     /// The pinned host key of a VNFC, if any.
     pub fn host_key(&self, vnfc_id: &str) -> Result<Option<String>> {
         Ok(self
             .conn
-            .query_row("SELECT host_key FROM vnfc WHERE id = ?1", [vnfc_id], |r| r.get(0))
+            .query_row("SELECT host_key FROM vnfc WHERE id = ?1", [vnfc_id], |r| {
+                r.get(0)
+            })
             .optional()?
             .flatten())
     }
@@ -101,7 +119,14 @@ impl ReaderRef<'_> {
 
 impl Tx<'_> {
     /// Journals that a step starts (attempt + 1).
-    pub fn journal_start(&mut self, op_id: &str, step_no: i64, name: &str, host: &str, now: Timestamp) -> Result<()> {
+    pub fn journal_start(
+        &mut self,
+        op_id: &str,
+        step_no: i64,
+        name: &str,
+        host: &str,
+        now: Timestamp,
+    ) -> Result<()> {
         self.tx.execute(
             "INSERT INTO step_journal (vnf_lcm_op_occ_id, step_no, name, host, state, attempts, started_at)
              VALUES (?1, ?2, ?3, ?4, 'STARTED', 1, ?5)
@@ -127,25 +152,54 @@ impl Tx<'_> {
         self.tx.execute(
             "UPDATE step_journal SET state = ?4, exit_status = ?5, detail = ?6, finished_at = ?7
              WHERE vnf_lcm_op_occ_id = ?1 AND step_no = ?2 AND host = ?3",
-            params![op_id, step_no, host, state, exit_status, detail, now.to_rfc3339()],
+            params![
+                op_id,
+                step_no,
+                host,
+                state,
+                exit_status,
+                detail,
+                now.to_rfc3339()
+            ],
         )?;
         Ok(())
     }
 
     /// Forgets the journal of an operation (ROLLBACK, or a RETRY that must re-plan).
     pub fn journal_clear(&mut self, op_id: &str) -> Result<()> {
-        self.tx.execute("DELETE FROM step_journal WHERE vnf_lcm_op_occ_id = ?1", [op_id])?;
+        self.tx.execute(
+            "DELETE FROM step_journal WHERE vnf_lcm_op_occ_id = ?1",
+            [op_id],
+        )?;
+        Ok(())
+    }
+
+    /// Records how many steps the operation's plan has (the N of "step k/N").
+    pub fn set_steps_total(&mut self, op_id: &str, total: i64) -> Result<()> {
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET steps_total = ?2 WHERE id = ?1",
+            params![op_id, total],
+        )?;
         Ok(())
     }
 
     /// What the operation is doing now (shown by `vnfkeeper ops`).
     pub fn set_status_detail(&mut self, op_id: &str, detail: &str) -> Result<()> {
-        self.tx.execute("UPDATE vnf_lcm_op_occ SET status_detail = ?2 WHERE id = ?1", params![op_id, detail])?;
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET status_detail = ?2 WHERE id = ?1",
+            params![op_id, detail],
+        )?;
         Ok(())
     }
 
     /// Records the Heat stack of an instance.
-    pub fn set_instance_stack(&mut self, id: &str, stack_name: &str, stack_id: Option<&str>, now: Timestamp) -> Result<()> {
+    pub fn set_instance_stack(
+        &mut self,
+        id: &str,
+        stack_name: &str,
+        stack_id: Option<&str>,
+        now: Timestamp,
+    ) -> Result<()> {
         self.tx.execute(
             "UPDATE vnf_instance SET stack_name = ?2, stack_id = ?3, updated_at = ?4 WHERE id = ?1",
             params![id, stack_name, stack_id, now.to_rfc3339()],
@@ -173,7 +227,12 @@ impl Tx<'_> {
     /// Records the observed VNFCs of an instance: existing rows (same owning stack and resource)
     /// keep their id and pinned host key unless the server changed; new ones get a new id;
     /// rows no longer observed are deleted. Returns the rows as stored.
-    pub fn sync_vnfcs(&mut self, vnf_instance_id: &str, observed: &[ObservedVnfc], now: Timestamp) -> Result<Vec<VnfcRow>> {
+    pub fn sync_vnfcs(
+        &mut self,
+        vnf_instance_id: &str,
+        observed: &[ObservedVnfc],
+        now: Timestamp,
+    ) -> Result<Vec<VnfcRow>> {
         let now = now.to_rfc3339();
         let mut keep = Vec::new();
         for o in observed {
@@ -216,7 +275,12 @@ impl Tx<'_> {
             };
             keep.push(id);
         }
-        let all: Vec<String> = self.reader().vnfcs(vnf_instance_id)?.into_iter().map(|v| v.id).collect();
+        let all: Vec<String> = self
+            .reader()
+            .vnfcs(vnf_instance_id)?
+            .into_iter()
+            .map(|v| v.id)
+            .collect();
         for id in all.iter().filter(|id| !keep.contains(id)) {
             self.tx.execute("DELETE FROM vnfc WHERE id = ?1", [id])?;
         }
@@ -225,7 +289,10 @@ impl Tx<'_> {
 
     /// Deletes every VNFC row of an instance (terminate, rollback).
     pub fn delete_vnfcs(&mut self, vnf_instance_id: &str) -> Result<()> {
-        self.tx.execute("DELETE FROM vnfc WHERE vnf_instance_id = ?1", [vnf_instance_id])?;
+        self.tx.execute(
+            "DELETE FROM vnfc WHERE vnf_instance_id = ?1",
+            [vnf_instance_id],
+        )?;
         Ok(())
     }
 

@@ -93,8 +93,7 @@ pub struct InstanceRow {
 }
 
 impl InstanceRow {
-    pub(super) const COLUMNS: &'static str =
-        "id, instantiation_state, flavour_id, vnf_package, stack_name, stack_id, created_at, updated_at";
+    pub(super) const COLUMNS: &'static str = "id, instantiation_state, flavour_id, vnf_package, stack_name, stack_id, created_at, updated_at";
 
     pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<Self>> {
         let state = match parse_instantiation_state(r.get(1)?) {

@@ -148,6 +148,11 @@ async fn pv_basehot_reaches_create_complete_with_nested_servers() {
     assert_eq!(st, StatusCode::FOUND);
     let (_, v) = c.get(&c.heat("/stacks")).await;
     assert_eq!(v["stacks"].as_array().unwrap().len(), 1);
+    // Other methods on /stacks/{name} redirect too (Heat's stack_lookup).
+    let (st, _) = c
+        .req(Method::PATCH, &c.heat("/stacks/pv"), Some(json!({})))
+        .await;
+    assert_eq!(st, StatusCode::FOUND);
     // Duplicate name → 409.
     let (st, _) = c
         .req(Method::POST, &c.heat("/stacks"), Some(pv_body("pv", 2)))

@@ -88,6 +88,22 @@ async fn openstack_crate_lists_servers_ports_volumes_from_clouds_yaml() {
         st["stack"]["stack_status"], "CREATE_COMPLETE",
         "redirect followed"
     );
+    // PATCH /stacks/{name} is answered with a 302 (as Heat's stack_lookup does); reqwest re-sends
+    // the PATCH with its body to /stacks/{name}/{id}, so the update happens.
+    tb.cloud().reset_request_counts();
+    sess.request(Orchestration, reqwest::Method::PATCH, ["stacks", "pv"])
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    let counts = tb.cloud().request_counts();
+    let heat = &counts["orchestration"];
+    assert_eq!(heat["PATCH /heat-api/v1/{project}/stacks/pv"], 1);
+    assert_eq!(
+        heat["PATCH /heat-api/v1/{project}/stacks/pv/{id}"], 1,
+        "{heat:?}"
+    );
+    assert_eq!(c.wait("pv", &id).await["stack_status"], "UPDATE_COMPLETE");
     let missing = sess
         .get_json::<_, _, Value>(Orchestration, ["stacks", "nope"])
         .await

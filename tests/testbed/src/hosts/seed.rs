@@ -257,7 +257,12 @@ pub(crate) async fn build_common_seed(seed: &Path, root_pub: &str) -> Result<()>
     }
     write_file(seed, "usr/local/bin/systemctl", SYSTEMCTL.as_bytes(), 0o755)?;
     write_file(seed, "usr/local/bin/kubectl", KUBECTL.as_bytes(), 0o755)?;
-    write_file(seed, "usr/local/bin/dpkg-query", DPKG_QUERY.as_bytes(), 0o755)?;
+    write_file(
+        seed,
+        "usr/local/bin/dpkg-query",
+        DPKG_QUERY.as_bytes(),
+        0o755,
+    )?;
     write_file(seed, "usr/local/bin/docker", DOCKER.as_bytes(), 0o755)?;
     write_file(seed, "usr/local/sbin/exportfs", EXPORTFS.as_bytes(), 0o755)?;
     for name in [

@@ -28,7 +28,7 @@ pub fn routes() -> Router<Arc<Cloud>> {
         .route(&format!("{p}/stacks"), get(list).post(create))
         .route(
             &format!("{p}/stacks/{{name}}"),
-            get(redirect).delete(delete_by_name),
+            get(redirect).put(redirect).patch(redirect).delete(redirect),
         )
         .route(
             &format!("{p}/stacks/{{name}}/{{id}}"),
@@ -307,13 +307,20 @@ async fn create(
         .into_response())
 }
 
-async fn redirect(State(c): St, Path((p, name)): Path<(String, String)>) -> ApiResult {
+/// `/stacks/{name_or_id}` with any method → 302 to `/stacks/{name}/{id}` (query kept), as Heat's
+/// `stack_lookup` does. keystoneauth and reqwest (osauth) both re-send PATCH/PUT/DELETE with
+/// the same method (and body) to the new location.
+async fn redirect(State(c): St, Path((p, name)): Path<(String, String)>, uri: Uri) -> ApiResult {
     let inner = c.lock();
     let s = find_stack(&inner, &name, true).ok_or_else(|| not_found(&name))?;
     if s.deleted.is_some() && s.id != name {
         return Err(not_found(&name));
     }
-    let loc = format!("{}/heat-api/v1/{p}/stacks/{}/{}", c.base, s.name, s.id);
+    let mut loc = format!("{}/heat-api/v1/{p}/stacks/{}/{}", c.base, s.name, s.id);
+    if let Some(q) = uri.query() {
+        loc.push('?');
+        loc.push_str(q);
+    }
     Ok((
         StatusCode::FOUND,
         [(header::LOCATION, loc.clone())],
@@ -482,18 +489,6 @@ async fn update(c: Arc<Cloud>, name: String, id: String, body: Value, patch: boo
     }
     tokio::spawn(converge(c.clone(), id, "UPDATE"));
     Ok((StatusCode::ACCEPTED, "").into_response())
-}
-
-async fn delete_by_name(State(c): St, Path((_p, name)): Path<(String, String)>) -> ApiResult {
-    let id = {
-        let inner = c.lock();
-        find_stack(&inner, &name, true)
-            .filter(|s| s.deleted.is_none())
-            .ok_or_else(|| not_found(&name))?
-            .id
-            .clone()
-    };
-    start_delete(c, id)
 }
 
 async fn delete(State(c): St, Path((_p, name, id)): Path<(String, String, String)>) -> ApiResult {

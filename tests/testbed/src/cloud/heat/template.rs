@@ -758,7 +758,10 @@ mod tests {
         assert_eq!(p["b"], json!(true));
         assert_eq!(p["s"], json!("5"));
         let err = effective_params(&t, &Map::new()).unwrap_err();
-        assert!(err.contains("The Parameter (nfv) was not provided."), "{err}");
+        assert!(
+            err.contains("The Parameter (nfv) was not provided."),
+            "{err}"
+        );
         assert_eq!(param_string(&json!({"a": 1})), json!("{\"a\":1}"));
         assert_eq!(param_string(&json!(["x", "y"])), json!("x,y"));
     }
@@ -766,9 +769,14 @@ mod tests {
     #[test]
     fn references_find_dependencies_and_reject_unknown_functions() {
         let mut r = BTreeSet::new();
-        references(&json!({"a": {"get_resource": "p"}, "b": [{"get_attr": ["q", "x"]}]}), &mut r).unwrap();
+        references(
+            &json!({"a": {"get_resource": "p"}, "b": [{"get_attr": ["q", "x"]}]}),
+            &mut r,
+        )
+        .unwrap();
         assert_eq!(r.into_iter().collect::<Vec<_>>(), vec!["p", "q"]);
-        let e = references(&json!({"yaql": {"expression": "1"}}), &mut BTreeSet::new()).unwrap_err();
+        let e =
+            references(&json!({"yaql": {"expression": "1"}}), &mut BTreeSet::new()).unwrap_err();
         assert!(e.contains("'yaql'"), "{e}");
         // A one-key mapping that is not a function is data.
         references(&json!({"ip_address": "10.0.0.1"}), &mut BTreeSet::new()).unwrap();
@@ -780,20 +788,42 @@ mod tests {
             "s": {"type": "OS::Nova::Server", "properties": {"networks": [{"port": {"get_resource": "p"}}]}},
             "p": {"type": "OS::Neutron::Port"}, "v": {"type": "OS::Cinder::Volume", "depends_on": "s"}}});
         let (_, levels) = resource_defs(&t, &BTreeMap::new()).unwrap();
-        assert_eq!(levels, vec![vec!["p".to_string()], vec!["s".to_string()], vec!["v".to_string()]]);
+        assert_eq!(
+            levels,
+            vec![
+                vec!["p".to_string()],
+                vec!["s".to_string()],
+                vec!["v".to_string()]
+            ]
+        );
         let t = json!({"heat_template_version": "x", "resources": {
             "a": {"type": "OS::Heat::None", "depends_on": "b"}, "b": {"type": "OS::Heat::None", "depends_on": "a"}}});
-        assert!(resource_defs(&t, &BTreeMap::new()).unwrap_err().contains("Circular"));
+        assert!(
+            resource_defs(&t, &BTreeMap::new())
+                .unwrap_err()
+                .contains("Circular")
+        );
         let t = json!({"heat_template_version": "x", "resources": {"a": {"type": "nested.yaml"}}});
-        assert!(resource_defs(&t, &BTreeMap::new()).unwrap_err().contains("not found in files"));
+        assert!(
+            resource_defs(&t, &BTreeMap::new())
+                .unwrap_err()
+                .contains("not found in files")
+        );
     }
 
     #[test]
     fn functions_evaluate_like_heat() {
-        let cloud = crate::cloud::Cloud::new(&crate::cloud::CloudOptions::no_hosts("/nonexistent"), "http://x".into()).unwrap();
+        let cloud = crate::cloud::Cloud::new(
+            &crate::cloud::CloudOptions::no_hosts("/nonexistent"),
+            "http://x".into(),
+        )
+        .unwrap();
         let inner = Inner::default();
         let mut params = Map::new();
-        params.insert("nfv".into(), json!({"VDU": {"VDU1": {"flavor": "m1.tiny", "zone": null}}, "list": ["a", "b"]}));
+        params.insert(
+            "nfv".into(),
+            json!({"VDU": {"VDU1": {"flavor": "m1.tiny", "zone": null}}, "list": ["a", "b"]}),
+        );
         let stack = Stack {
             id: "sid".into(),
             name: "st".into(),
@@ -814,11 +844,25 @@ mod tests {
             timeout_mins: None,
             tags: None,
         };
-        let ctx = Ctx { inner: &inner, stack: &stack, cloud: &cloud };
+        let ctx = Ctx {
+            inner: &inner,
+            stack: &stack,
+            cloud: &cloud,
+        };
         let r = |v: Value| ctx.resolve(&v).unwrap();
-        assert_eq!(r(json!({"get_param": ["nfv", "VDU", "VDU1", "flavor"]})), json!("m1.tiny"));
-        assert_eq!(r(json!({"get_param": ["nfv", "VDU", "VDU9", "flavor"]})), json!(""), "missing path → ''");
-        assert_eq!(r(json!({"get_param": ["nfv", "VDU", "VDU1", "zone"]})), Value::Null);
+        assert_eq!(
+            r(json!({"get_param": ["nfv", "VDU", "VDU1", "flavor"]})),
+            json!("m1.tiny")
+        );
+        assert_eq!(
+            r(json!({"get_param": ["nfv", "VDU", "VDU9", "flavor"]})),
+            json!(""),
+            "missing path → ''"
+        );
+        assert_eq!(
+            r(json!({"get_param": ["nfv", "VDU", "VDU1", "zone"]})),
+            Value::Null
+        );
         assert_eq!(r(json!({"get_param": ["nfv", "list", 1]})), json!("b"));
         assert_eq!(r(json!({"get_param": "OS::stack_name"})), json!("st"));
         assert_eq!(
@@ -826,9 +870,16 @@ mod tests {
             json!("1-2"),
             "longest key first"
         );
-        assert_eq!(r(json!({"list_join": ["-", ["a", "b"], ["c"]]})), json!("a-b-c"));
+        assert_eq!(
+            r(json!({"list_join": ["-", ["a", "b"], ["c"]]})),
+            json!("a-b-c")
+        );
         assert_eq!(r(json!({"get_file": "f.sh"})), json!("echo hi"));
         assert_eq!(r(json!({"get_resource": "nope"})), json!(""));
-        assert!(ctx.resolve(&json!({"repeat": {}})).unwrap_err().contains("'repeat'"));
+        assert!(
+            ctx.resolve(&json!({"repeat": {}}))
+                .unwrap_err()
+                .contains("'repeat'")
+        );
     }
 }
