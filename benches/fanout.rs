@@ -6,6 +6,7 @@
 //!   2. the same step host after host (the reference MgmtDrivers' way),
 //!   3. `ansible -f 50 -m shell` with the same script on the same hosts (ansible-core in a venv
 //!      under /var/tmp, installed from PyPI on first use).
+//!
 //! Prints wall times and the ratios against the slowest single host and against Ansible
 //! (targets: fan-out ≤ 1.5× the slowest single host, ≥ 3× faster than Ansible).
 //!

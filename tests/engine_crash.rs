@@ -6,37 +6,13 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Install, wait_until};
-use testbed::cloud::farm::FarmBackend;
-use testbed::cloud::{CloudOptions, Testbed};
-use testbed::hosts::{FarmConfig, HostFarm};
+use support::{Install, is_root, wait_until};
 use vnfkeeper::cloud::{Cloud as _, OpenStackCloud, StackRef};
 
 const PREFIX: &str = "vkc";
-
-fn is_root() -> bool {
-    std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout == b"0\n")
-        .unwrap_or(false)
-}
-
-struct Cleanup;
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let _ = std::thread::spawn(|| {
-            tokio::runtime::Runtime::new().unwrap().block_on(async {
-                let _ = testbed::hosts::down_all(PREFIX).await;
-            })
-        })
-        .join();
-    }
-}
 
 fn op_state(install: &Install, vnf: &str) -> Option<Value> {
     install
@@ -105,28 +81,11 @@ async fn abort_at_every_step_boundary_converges_and_mkfs_runs_once() {
         eprintln!("skipped: needs root (network namespaces, loop devices)");
         return;
     }
-    let _ = testbed::hosts::down_all(PREFIX).await;
-    let _cleanup = Cleanup;
-    testbed::hosts::setup_packages()
-        .await
-        .expect("host packages");
     let dir = tempfile::Builder::new()
         .prefix("vk-crash-")
         .tempdir_in("/var/tmp")
         .unwrap();
-    let farm = Arc::new(
-        HostFarm::new(FarmConfig {
-            state_dir: dir.path().join("hosts"),
-            prefix: PREFIX.into(),
-            bridge_cidr: "10.231.64.1/24".parse().unwrap(),
-        })
-        .await
-        .expect("farm"),
-    );
-    let mut opts = CloudOptions::no_hosts(dir.path());
-    opts.subnet = "10.231.64.0/24".into();
-    opts.farm = Some(Arc::new(FarmBackend(farm.clone())));
-    let tb = Testbed::start(opts).await.unwrap();
+    let (farm, tb, _cleanup) = support::testbed_with_hosts(PREFIX, 64, dir.path()).await;
     let cloud = OpenStackCloud::connect(tb.clouds_yaml(), "testbed", Duration::from_secs(30))
         .await
         .unwrap();

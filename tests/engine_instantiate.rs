@@ -7,37 +7,15 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use testbed::cloud::farm::FarmBackend;
-use testbed::cloud::{CloudOptions, Testbed};
-use testbed::hosts::{FarmConfig, HostFarm};
+use support::{Cleanup, is_root};
+use testbed::cloud::Testbed;
+use testbed::hosts::HostFarm;
 use vnfkeeper::cloud::OpenStackCloud;
 use vnfkeeper::engine::{Engine, EngineLimits};
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
 use vnfkeeper::model::{OperationState, Timestamp};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
-
-fn is_root() -> bool {
-    std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout == b"0\n")
-        .unwrap_or(false)
-}
-
-/// Removes every testbed leftover with a prefix when dropped (also on panic).
-struct Cleanup(&'static str);
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let prefix = self.0;
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Runtime::new().unwrap().block_on(async {
-                let _ = testbed::hosts::down_all(prefix).await;
-            })
-        })
-        .join();
-    }
-}
 
 fn now() -> Timestamp {
     Timestamp(chrono::Utc::now())
@@ -57,28 +35,11 @@ struct Bed {
 
 impl Bed {
     async fn new(prefix: &'static str, net: u8, limits: EngineLimits) -> Self {
-        let _ = testbed::hosts::down_all(prefix).await;
-        let cleanup = Cleanup(prefix);
-        testbed::hosts::setup_packages()
-            .await
-            .expect("host packages");
         let dir = tempfile::Builder::new()
             .prefix("vk-engine-")
             .tempdir_in("/var/tmp")
             .unwrap();
-        let farm = Arc::new(
-            HostFarm::new(FarmConfig {
-                state_dir: dir.path().join("hosts"),
-                prefix: prefix.into(),
-                bridge_cidr: format!("10.231.{net}.1/24").parse().unwrap(),
-            })
-            .await
-            .expect("farm"),
-        );
-        let mut opts = CloudOptions::no_hosts(dir.path());
-        opts.subnet = format!("10.231.{net}.0/24");
-        opts.farm = Some(Arc::new(FarmBackend(farm.clone())));
-        let tb = Testbed::start(opts).await.unwrap();
+        let (farm, tb, cleanup) = support::testbed_with_hosts(prefix, net, dir.path()).await;
         let db = Db::new(Store::open(&dir.path().join("state.db")).unwrap());
         let spool = Spool::open(&dir.path().join("spool")).unwrap();
         let cloud = Arc::new(

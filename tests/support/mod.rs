@@ -230,3 +230,62 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
     f()
 }
+
+/// Whether the tests run as root (namespace hosts and loop devices need it).
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout == b"0\n")
+        .unwrap_or(false)
+}
+
+/// Removes every testbed leftover with a name prefix when dropped (also on panic).
+pub struct Cleanup(pub &'static str);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let prefix = self.0;
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Runtime::new().unwrap().block_on(async {
+                let _ = testbed::hosts::down_all(prefix).await;
+            })
+        })
+        .join();
+    }
+}
+
+/// A testbed cloud whose servers are real hosts on `10.231.<net>.0/24`, with the farm at hand
+/// for inspection (exec, command and mkfs logs). Leftovers of an earlier crashed run with the
+/// same prefix are removed first; dropping the returned `Cleanup` removes everything.
+pub async fn testbed_with_hosts(
+    prefix: &'static str,
+    net: u8,
+    dir: &Path,
+) -> (
+    std::sync::Arc<testbed::hosts::HostFarm>,
+    testbed::cloud::Testbed,
+    Cleanup,
+) {
+    let _ = testbed::hosts::down_all(prefix).await;
+    let cleanup = Cleanup(prefix);
+    testbed::hosts::setup_packages()
+        .await
+        .expect("host packages");
+    let farm = std::sync::Arc::new(
+        testbed::hosts::HostFarm::new(testbed::hosts::FarmConfig {
+            state_dir: dir.join("hosts"),
+            prefix: prefix.into(),
+            bridge_cidr: format!("10.231.{net}.1/24").parse().unwrap(),
+        })
+        .await
+        .expect("farm"),
+    );
+    let mut opts = testbed::cloud::CloudOptions::no_hosts(dir);
+    opts.subnet = format!("10.231.{net}.0/24");
+    opts.farm = Some(std::sync::Arc::new(testbed::cloud::farm::FarmBackend(
+        farm.clone(),
+    )));
+    let tb = testbed::cloud::Testbed::start(opts).await.unwrap();
+    (farm, tb, cleanup)
+}
