@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// A request to the service is affected when `path_contains` (if set) is a substring of its path
 /// and, then, with probability `probability`; `count` (if set) limits how many requests are affected
 /// in total (it counts down; the rule is removed at zero).
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct FaultRule {
     /// HTTP status to answer instead of the real handler (e.g. 500, 503); `None` = no error, only latency.
     #[serde(default)]
@@ -34,6 +34,21 @@ pub struct FaultRule {
 
 fn one() -> f64 {
     1.0
+}
+
+/// Every matching request, forever, with no error and no latency: set `status` and/or
+/// `latency_ms` (and optionally `count`, `path_contains`, `method`). Same defaults as the JSON form.
+impl Default for FaultRule {
+    fn default() -> Self {
+        Self {
+            status: None,
+            latency_ms: 0,
+            probability: one(),
+            count: None,
+            path_contains: None,
+            method: None,
+        }
+    }
 }
 
 /// Fault rules per service name (`identity`, `compute`, `network`, `volume`, `image`, `orchestration`).
