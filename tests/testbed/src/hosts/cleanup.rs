@@ -85,29 +85,34 @@ pub async fn down_all(prefix: &str) -> Result<DownReport> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
-    // 2. loop devices by backing file name
+    // 2. loop devices by backing file name. A device still referenced by a dying mount namespace
+    //    is only marked for auto-detach by `losetup -d` and goes away a moment later: detach
+    //    again and wait (bounded) until none is left, so callers can check right away.
     let vol_prefix = format!("{prefix}-vol-");
-    if let Ok(rd) = std::fs::read_dir("/sys/block") {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !name.starts_with("loop") {
-                continue;
-            }
-            let Ok(back) = std::fs::read_to_string(e.path().join("loop/backing_file")) else {
-                continue;
-            };
-            let base = Path::new(back.trim())
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if base.starts_with(&vol_prefix) {
-                let dev = format!("/dev/{name}");
-                match run("losetup", ["-d", &dev]).await {
-                    Ok(_) => rep.loop_devices.push(dev),
-                    Err(e) => rep.errors.push(e.to_string()),
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let attached = attached_loops(&vol_prefix);
+        if attached.is_empty() {
+            break;
+        }
+        for dev in attached {
+            match run("losetup", ["-d", &dev]).await {
+                Ok(_) => {
+                    if !rep.loop_devices.contains(&dev) {
+                        rep.loop_devices.push(dev);
+                    }
                 }
+                Err(e) if Instant::now() > deadline => rep.errors.push(e.to_string()),
+                Err(_) => {}
             }
         }
+        if Instant::now() > deadline {
+            rep.errors.push(format!(
+                "loop devices of {vol_prefix}* still attached after 3 s"
+            ));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
     // 3. links: veths first, the bridge last
@@ -164,4 +169,71 @@ pub async fn down_all(prefix: &str) -> Result<DownReport> {
     }
     let _ = std::fs::remove_file(&reg);
     Ok(rep)
+}
+
+/// Loop devices (`/dev/loopN`) whose backing file's name starts with `vol_prefix`.
+fn attached_loops(vol_prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/sys/block") {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("loop") {
+                continue;
+            }
+            let Ok(back) = std::fs::read_to_string(e.path().join("loop/backing_file")) else {
+                continue;
+            };
+            let base = Path::new(back.trim())
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if base.starts_with(vol_prefix) {
+                out.push(format!("/dev/{name}"));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `/dev/loopN` still has a backing file (is attached).
+fn loop_attached(dev: &str) -> bool {
+    let name = dev.trim_start_matches("/dev/");
+    Path::new("/sys/block")
+        .join(name)
+        .join("loop/backing_file")
+        .exists()
+}
+
+/// Detaches a loop device and waits (at most 3 s) until the kernel released it: while a dying
+/// mount namespace still holds the device, `losetup -d` only marks it for auto-detach.
+/// Errors: `losetup` failed and the device is still attached at the deadline.
+pub(crate) async fn detach_loop(dev: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let r = run("losetup", ["-d", dev]).await;
+        if !loop_attached(dev) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            r?;
+            anyhow::bail!("{dev} still attached 3 s after losetup -d");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// [`detach_loop`] for synchronous contexts (`Drop`); best effort.
+pub(crate) fn detach_loop_sync(dev: &str) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", dev])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        if !loop_attached(dev) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

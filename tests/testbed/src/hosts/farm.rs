@@ -607,7 +607,7 @@ impl HostFarm {
         };
         let mut errors = Vec::new();
         for d in devs {
-            if let Err(e) = run("losetup", ["-d", &d]).await {
+            if let Err(e) = super::cleanup::detach_loop(&d).await {
                 errors.push(e.to_string());
             }
         }
@@ -928,7 +928,7 @@ impl Drop for HostFarm {
         }
         for v in inner.volumes.values_mut() {
             if let Some(d) = v.loop_dev.take() {
-                run_sync_quiet("losetup", &["-d", &d]);
+                super::cleanup::detach_loop_sync(&d);
             }
         }
         run_sync_quiet("ip", &["link", "del", &self.bridge]);
