@@ -239,6 +239,26 @@ async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {
         "written-by-worker"
     );
 
+    // No secret in the argv of any remote process: every command line run over SSH is logged by
+    // the hosts. The SSH and sudo password ("ubuntu") goes to sudo on stdin, so the word never
+    // appears in a command line; neither do the seed's proxy credentials.
+    let mut commands = 0;
+    for h in farm.hosts() {
+        for line in farm.command_log(&h.server_id).await.unwrap() {
+            commands += 1;
+            let words: Vec<&str> = line.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+            assert!(
+                !words.contains(&"ubuntu"),
+                "password word in remote argv: {line}"
+            );
+            assert!(
+                !line.contains("password1") && !line.contains("password2"),
+                "{line}"
+            );
+        }
+    }
+    assert!(commands >= 40, "only {commands} remote commands logged");
+
     // Re-run every step of the completed operation: each check says "already done".
     let conn = rusqlite::Connection::open(dir.path().join("state.db")).unwrap();
     conn.execute(

@@ -102,7 +102,7 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
     };
     intake.scan().context("scanning the spool")?;
     intake.flush().await?;
-    let mut runner = Runner::new(db.clone(), &intake.settings).await;
+    let mut runner = Runner::new(db.clone(), &intake.settings);
     let mut schedule_tick = tokio::time::interval(Duration::from_secs(1));
 
     let mut sigterm = signal(SignalKind::terminate())?;

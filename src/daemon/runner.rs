@@ -38,13 +38,15 @@ pub(super) struct Runner {
 }
 
 impl Runner {
-    pub(super) async fn new(db: Db, settings: &Settings) -> Self {
+    /// A scheduler with no engine yet: the first [`Runner::schedule`] connects to the cloud, so
+    /// readiness never waits for it.
+    pub(super) fn new(db: Db, settings: &Settings) -> Self {
         let limits = EngineLimits {
             max_parallel_hosts: settings.limits.max_parallel_hosts as usize,
             command_timeout: settings.limits.command_timeout,
             ..EngineLimits::default()
         };
-        let mut r = Self {
+        Self {
             db,
             cloud: settings.cloud.clone(),
             engine: None,
@@ -54,9 +56,7 @@ impl Runner {
             running: JoinSet::new(),
             busy: HashMap::new(),
             busy_vnfs: HashSet::new(),
-        };
-        r.connect(settings).await;
-        r
+        }
     }
 
     async fn connect(&mut self, settings: &Settings) {

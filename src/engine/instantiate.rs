@@ -163,7 +163,6 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     let master_vdu = role(&k8s.master_node.ssh_cp_name, "master_node")?;
     let worker_vdu = role(&k8s.worker_node.ssh_cp_name, "worker_node")?;
     let masters = hosts(
-        e,
         &vnfcs,
         &master_vdu,
         &k8s.master_node.ssh_cp_name,
@@ -171,7 +170,6 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
         &k8s.master_node.password,
     )?;
     let workers = hosts(
-        e,
         &vnfcs,
         &worker_vdu,
         &k8s.worker_node.ssh_cp_name,
@@ -242,14 +240,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
 
     if let Some(ss) = &k8s.storage_server {
         let ss_vdu = role(&ss.ssh_cp_name, "storage_server")?;
-        let storage = hosts(
-            e,
-            &vnfcs,
-            &ss_vdu,
-            &ss.ssh_cp_name,
-            &ss.username,
-            &ss.password,
-        )?;
+        let storage = hosts(&vnfcs, &ss_vdu, &ss.ssh_cp_name, &ss.username, &ss.password)?;
         let server = storage
             .first()
             .cloned()
@@ -257,8 +248,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
         let ss_row = vnfcs
             .iter()
             .find(|v| v.id == server.vnfc_id)
-            .cloned()
-            .unwrap_or_else(|| vnfcs[0].clone());
+            .ok_or_else(|| StepFailure::input("plan", "the storage server VNFC vanished"))?;
         let attached: Vec<plan::vnfcs::AttachedVolume> = ss_row
             .volumes
             .as_deref()
@@ -407,8 +397,7 @@ fn cp_addresses(vnfcs: &[VnfcRow]) -> BTreeMap<String, String> {
 }
 
 /// SSH access to the VNFCs of `vdu`, by the address of `ssh_cp`, oldest first.
-fn hosts<C: Cloud>(
-    e: &Engine<C>,
+fn hosts(
     vnfcs: &[VnfcRow],
     vdu: &str,
     ssh_cp: &str,
@@ -432,7 +421,6 @@ fn hosts<C: Cloud>(
                     format!("VNFC {} has no address on CP `{ssh_cp}`", v.id),
                 )
             })?;
-        let pinned = e.db.with(|s| s.reader().host_key(&v.id))?;
         out.push(Host {
             vnfc_id: v.id.clone(),
             target: Target {
@@ -440,7 +428,9 @@ fn hosts<C: Cloud>(
                 port: 22,
                 username: username.to_owned(),
                 auth: Auth::Password(password.clone()),
-                host_key: pinned
+                host_key: v
+                    .host_key
+                    .clone()
                     .map(HostKeyPolicy::Pinned)
                     .unwrap_or(HostKeyPolicy::TrustOnFirstUse),
                 label: v.id.clone(),

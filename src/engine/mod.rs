@@ -13,9 +13,9 @@ mod steps;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cloud::{Cloud, CloudError};
+use crate::cloud::Cloud;
 use crate::model::{LcmOperationType, OperationState, Timestamp};
-use crate::remote::{Remote, RemoteError};
+use crate::remote::Remote;
 use crate::store::{Db, NewEvent, OperationRow, StoreError};
 
 pub use steps::StepFailure;
@@ -210,16 +210,6 @@ impl<C: Cloud> Engine<C> {
     fn status(&self, op: &OperationRow, detail: &str) -> Result<(), StoreError> {
         self.db.write(|tx| tx.set_status_detail(&op.id, detail))
     }
-}
-
-/// Whether a cloud error is worth retrying.
-fn cloud_transient(e: &CloudError) -> bool {
-    e.is_transient()
-}
-
-/// Whether a remote error is worth retrying.
-fn remote_transient(e: &RemoteError) -> bool {
-    e.is_transient()
 }
 
 /// Backoff before attempt `n` (1-based, the first retry is n = 2): base × 2^(n-2), ±25 %

@@ -6,7 +6,7 @@ use std::future::Future;
 
 use futures::StreamExt as _;
 
-use super::{Engine, EngineError, backoff, cloud_transient, now, remote_transient};
+use super::{Engine, EngineError, backoff, now};
 use crate::cloud::{Cloud, CloudError};
 use crate::intake::wire::Secret;
 use crate::model::{LcmOperationType, ProblemDetails};
@@ -157,7 +157,7 @@ impl<C: Cloud> Engine<C> {
                     crate::failpoint::hit("engine-step-done");
                     return Ok(v);
                 }
-                Err(e) if cloud_transient(&e) && attempt < self.limits.attempts => {
+                Err(e) if e.is_transient() && attempt < self.limits.attempts => {
                     attempt += 1;
                     let wait = backoff(self.limits.backoff, attempt);
                     tracing::warn!(step = name, error = %e, attempt, wait_ms = wait.as_millis() as u64, "transient cloud error; retrying");
@@ -215,9 +215,7 @@ impl<C: Cloud> Engine<C> {
         let outcome = loop {
             match self.check_apply(step, host).await {
                 Ok(detail) => break Ok(detail),
-                Err(Attempt::Remote(e))
-                    if remote_transient(&e) && attempt < self.limits.attempts =>
-                {
+                Err(Attempt::Remote(e)) if e.is_transient() && attempt < self.limits.attempts => {
                     attempt += 1;
                     let wait = backoff(self.limits.backoff, attempt);
                     tracing::warn!(error = %e, kind = e.kind(), attempt, wait_ms = wait.as_millis() as u64, "transient SSH failure; retrying");
@@ -298,7 +296,7 @@ impl<C: Cloud> Engine<C> {
         }
         let check = self.exec(step, &target, "check").await?;
         match check.exit_status {
-            Some(0) => return Ok(first_line(&check)),
+            Some(0) => return Ok(last_line(&check)),
             Some(EXIT_NEEDED) => {}
             other => return Err(self.failed(&check, other, host, "check")),
         }
@@ -343,7 +341,7 @@ impl<C: Cloud> Engine<C> {
                 "verification after apply",
             ));
         }
-        Ok(format!("applied: {}", first_line(&apply)))
+        Ok(format!("applied: {}", last_line(&apply)))
     }
 
     async fn exec(&self, step: &Step, target: &Target, mode: &str) -> Result<Output, Attempt> {
@@ -385,7 +383,8 @@ enum Attempt {
     Store(StoreError),
 }
 
-fn first_line(out: &Output) -> String {
+/// The last line a step script printed: its verdict ("already done: …", "applied …").
+fn last_line(out: &Output) -> String {
     out.stdout_str()
         .lines()
         .last()

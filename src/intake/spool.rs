@@ -316,7 +316,7 @@ fn read_candidate(path: &Path, ctx: &IntakeContext<'_>) -> Option<Candidate> {
                 problem: invalid_request(errors),
             },
             Ok(parsed) => {
-                let warnings = parsed.warnings.into_iter().map(field_problem).collect();
+                let warnings = parsed.warnings.into_iter().collect();
                 match parsed.envelope {
                     Envelope::Task(env) => Verdict::Task { env },
                     Envelope::Lcm(env) => match check_package(&env, ctx) {
@@ -346,13 +346,6 @@ fn read_candidate(path: &Path, ctx: &IntakeContext<'_>) -> Option<Candidate> {
     })
 }
 
-fn field_problem(e: FieldError) -> FieldProblem {
-    FieldProblem {
-        pointer: e.pointer,
-        reason: e.reason,
-    }
-}
-
 fn invalid_request(errors: Vec<FieldError>) -> ProblemDetails {
     let n = errors.len();
     let first = errors
@@ -363,7 +356,7 @@ fn invalid_request(errors: Vec<FieldError>) -> ProblemDetails {
         (_, Some(f)) => format!("invalid request: {n} defects, first {f}"),
         _ => "invalid request".to_owned(),
     };
-    ProblemDetails::new(400, detail, errors.into_iter().map(field_problem).collect())
+    ProblemDetails::new(400, detail, errors.into_iter().collect())
 }
 
 fn pointer_text(p: &str) -> &str {
@@ -683,7 +676,7 @@ fn record_acceptance(
         },
         now,
     )?;
-    let to = spool.accepted_dir().join(format!("{op_id}.json"));
+    let to = accepted_path(spool, &op_id, false, intake_id, &c.verdict);
     Ok((
         Outcome::Accepted {
             file: c.name.clone(),
@@ -765,11 +758,7 @@ fn decide_task(
         },
         now,
     )?;
-    let to = spool.accepted_dir().join(format!(
-        "{}.{}-{intake_id}.json",
-        op.id,
-        task.to_lowercase()
-    ));
+    let to = accepted_path(spool, &op.id, false, intake_id, &c.verdict);
     Ok((
         Outcome::Accepted {
             file: c.name.clone(),
@@ -822,9 +811,7 @@ fn record_duplicate(
         },
         now,
     )?;
-    let to = spool
-        .accepted_dir()
-        .join(format!("{op_id}.dup-{intake_id}.json"));
+    let to = accepted_path(spool, op_id, true, intake_id, &c.verdict);
     Ok((
         Outcome::Duplicate {
             file: c.name.clone(),
@@ -879,6 +866,8 @@ fn record_rejection(
     ))
 }
 
+/// Where an accepted file goes: `<op>.json`, `<op>.dup-<intake id>.json` for a duplicate, or
+/// `<op>.<task>-<intake id>.json` for a RETRY/FAIL/ROLLBACK envelope.
 fn accepted_path(
     spool: &Spool,
     op: &str,

@@ -73,25 +73,6 @@ impl ReaderRef<'_> {
             .optional()?)
     }
 
-    /// The request body of the instance's last completed INSTANTIATE (what later operations
-    /// reuse: credentials, storage parameters), with its package path.
-    pub fn instantiate_params(
-        &self,
-        vnf_instance_id: &str,
-    ) -> Result<Option<(String, Option<String>)>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT operation_params, vnf_package FROM vnf_lcm_op_occ
-                 WHERE vnf_instance_id = ?1 AND operation = 'INSTANTIATE'
-                 AND operation_state IN ('PROCESSING', 'COMPLETED', 'FAILED_TEMP')
-                 ORDER BY seq DESC LIMIT 1",
-                [vnf_instance_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?)
-    }
-
     /// N of "step k/N" for an operation, once planned.
     pub fn steps_total(&self, op_id: &str) -> Result<Option<i64>> {
         Ok(self
@@ -101,17 +82,6 @@ impl ReaderRef<'_> {
                 [op_id],
                 |r| r.get(0),
             )
-            .optional()?
-            .flatten())
-    }
-
-    /// The pinned host key of a VNFC, if any.
-    pub fn host_key(&self, vnfc_id: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .query_row("SELECT host_key FROM vnfc WHERE id = ?1", [vnfc_id], |r| {
-                r.get(0)
-            })
             .optional()?
             .flatten())
     }

@@ -14,7 +14,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 use crate::model::{InstantiationState, LcmOperationType, OperationState, Timestamp};
 
 pub use engine::JournalRow;
-pub use rows::{EventRow, InstanceRow, IntakeRow, OperationRow, VnfcRow};
+pub use rows::{InstanceRow, IntakeRow, OperationRow, VnfcRow};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -192,16 +192,6 @@ impl ReaderRef<'_> {
             IntakeRow::COLUMNS
         ))?;
         let rows = st.query_map([], IntakeRow::from_row)?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
-    }
-
-    /// Audit events of one instance (or all), oldest first.
-    pub fn events(&self, vnf_instance_id: Option<&str>) -> Result<Vec<EventRow>> {
-        let mut st = self.conn.prepare(&format!(
-            "SELECT {} FROM event WHERE (?1 IS NULL OR vnf_instance_id = ?1) ORDER BY id",
-            EventRow::COLUMNS
-        ))?;
-        let rows = st.query_map([vnf_instance_id], EventRow::from_row)?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 }

@@ -208,36 +208,3 @@ impl IntakeRow {
         })
     }
 }
-
-/// An `event` row (audit trail).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventRow {
-    /// Row id (append order).
-    pub id: i64,
-    /// When (RFC 3339).
-    pub at: String,
-    /// Kind, e.g. `REQUEST_ACCEPTED`.
-    pub kind: String,
-    /// Instance concerned.
-    pub vnf_instance_id: Option<String>,
-    /// Operation concerned.
-    pub vnf_lcm_op_occ_id: Option<String>,
-    /// One line for humans.
-    pub message: String,
-}
-
-impl EventRow {
-    pub(super) const COLUMNS: &'static str =
-        "id, at, kind, vnf_instance_id, vnf_lcm_op_occ_id, message";
-
-    pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
-        Ok(Self {
-            id: r.get(0)?,
-            at: r.get(1)?,
-            kind: r.get(2)?,
-            vnf_instance_id: r.get(3)?,
-            vnf_lcm_op_occ_id: r.get(4)?,
-            message: r.get(5)?,
-        })
-    }
-}

@@ -41,14 +41,9 @@ pub const MAX_REQUEST_BYTES: usize = 1 << 20;
 pub const MAX_PACKAGE_PATH_BYTES: usize = 4096;
 
 /// One defect (or, in [`Parsed::warnings`], one normalisation) of a request, located by an
-/// RFC 6901 JSON pointer into the envelope (`""` is the whole document).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FieldError {
-    /// RFC 6901 pointer into the envelope, e.g. `/request/additionalParams/k8s_cluster_installation_param/master_node/pod_cidr`.
-    pub pointer: String,
-    /// Why the field is wrong, for an operator; never contains a secret value.
-    pub reason: String,
-}
+/// RFC 6901 JSON pointer into the envelope (`""` is the whole document); the reason never
+/// contains a secret value. The same type as [`crate::model::FieldProblem`].
+pub use crate::model::FieldProblem as FieldError;
 
 /// The LCM operations a spool envelope can request (SOL003 `LcmOperationType` subset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

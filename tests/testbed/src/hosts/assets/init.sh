@@ -11,9 +11,12 @@ start_sshd() {
   echo "$sshd_pid" > /run/testbed/sshd.pid
 }
 stop_sshd() {
-  if [ -n "$sshd_pid" ]; then kill -TERM "$sshd_pid" 2>/dev/null; wait "$sshd_pid" 2>/dev/null; fi
+  # Forget the PID before waiting: a USR1 handled during the wait must start a new sshd, not
+  # mistake the exiting one for a running sshd (the farm sends USR1 once port 22 refuses).
+  local p=$sshd_pid
   sshd_pid=
   rm -f /run/testbed/sshd.pid
+  if [ -n "$p" ]; then kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; fi
 }
 trap start_sshd USR1
 trap stop_sshd USR2
