@@ -11,60 +11,42 @@
 //!
 //! Source: `seeds/pv-k8s-cluster` (instantiate_end), `research/tacker-anchor.md` §1.1.
 
-use std::collections::BTreeMap;
-use std::net::IpAddr;
-use std::path::Path;
-
-use serde_json::Value;
-
-use super::steps::Host;
+use super::cluster::{Cluster, Role};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, StackCreate, StackRef};
-use crate::intake::wire::Secret;
-use crate::intake::wire::params::K8sClusterInstallationParam;
-use crate::intake::wire::sol003::InstantiateVnfRequest;
 use crate::model::InstantiationState;
 use crate::package::VnfPackage;
 use crate::plan;
-use crate::recipes::{self, Export, VolumeSetup};
-use crate::remote::{Auth, HostKeyPolicy, Target};
 use crate::store::{OperationRow, VnfcRow};
 
-/// Where the package's install script is put on each node.
-const SCRIPT_DIR: &str = "/usr/local/lib/vnfkeeper";
-/// Where PersistentVolume manifests are put on the master.
-const MANIFEST_DIR: &str = "/tmp";
-
-/// The inputs of an instantiate, read from the operation and its package.
-struct Inputs {
-    req: InstantiateVnfRequest,
-    pkg: VnfPackage,
-    k8s: Option<K8sClusterInstallationParam>,
-}
-
-fn inputs<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<Inputs, EngineError> {
+fn inputs<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<Cluster, EngineError> {
     let (params, package) =
         e.db.with(|s| s.reader().operation_params(&op.id))?
             .ok_or_else(|| StepFailure::input("plan", "operation vanished"))?;
-    let req: InstantiateVnfRequest = serde_json::from_str(&params)
-        .map_err(|_| StepFailure::input("plan", "stored InstantiateVnfRequest does not parse"))?;
-    let package =
-        package.ok_or_else(|| StepFailure::input("plan", "INSTANTIATE without a VNF package"))?;
-    let pkg = VnfPackage::load(Path::new(&package))
-        .map_err(|err| StepFailure::input("plan", err.to_string()))?;
-    let k8s = req
-        .additional_params
-        .as_ref()
-        .and_then(|a| a.k8s_cluster_installation_param.clone());
-    Ok(Inputs { req, pkg, k8s })
+    Ok(Cluster::load(&params, package.as_deref())?)
+}
+
+/// Stages of [`configure`] for the request: install (first master, then the rest), the storage
+/// server's stages, the NFS clients, two per PersistentVolume.
+fn configure_stages(c: &Cluster) -> i64 {
+    if c.k8s.is_none() {
+        return 0;
+    }
+    let storage = if c.storage_stage_count() > 0 {
+        c.storage_stage_count() + 1
+    } else {
+        0
+    };
+    (2 + storage + 2 * c.pv_count()) as i64
 }
 
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
-    let Inputs { req, pkg, k8s } = inputs(e, op)?;
+    let cluster = inputs(e, op)?;
+    let (req, pkg) = (&cluster.req, &cluster.pkg);
     let hot = pkg
         .base_hot(&req.flavour_id)
         .map_err(|err| StepFailure::input("plan", err.to_string()))?;
-    let nfv = plan::nfv::instantiate_parameters(&pkg.vnfd, &req)
+    let nfv = plan::nfv::instantiate_parameters(&pkg.vnfd, req)
         .map_err(|err| StepFailure::input("plan", err.to_string()))?;
     let stack_name = format!("vnf-{}", op.vnf_instance_id);
 
@@ -80,13 +62,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
         disable_rollback: true,
     };
     // N of "step k/N": 3 cloud steps, then stages that depend only on the request.
-    let total = 3 + k8s.as_ref().map_or(0, |k| {
-        let storage = k
-            .storage_server
-            .as_ref()
-            .map_or(0, |ss| 2 * ss.cinder_volume_setup_params.len() + 3);
-        2 + storage + 2 * k.pv_registration_params.len()
-    }) as i64;
+    let total = 3 + configure_stages(&cluster);
     e.db.write(|tx| tx.set_steps_total(&op.id, total))?;
 
     // Steps already DONE (resume after a crash, or RETRY) are not run again.
@@ -143,39 +119,30 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     let vnfcs = if done_cloud(3) {
         e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?
     } else {
-        read_vnfcs(e, op, &pkg, &stack, 3).await?
+        read_vnfcs(e, op, pkg, &stack, 3).await?
     };
-    let Some(k8s) = k8s else {
-        // No cluster to configure (e.g. a plain VNF): the stack is the whole job.
-        return finish(e, op, &req, &pkg);
-    };
+    configure(e, op, &cluster, &vnfcs, 4).await?;
+    finish(e, op, &cluster)
+}
 
-    // Roles by the VDU that owns each role's SSH CP.
-    let vdu_of_cp = |cp: &str| pkg.vnfd.cps.get(cp).map(|c| c.vdu.clone());
-    let role = |cp: &str, what: &str| {
-        vdu_of_cp(cp).ok_or_else(|| {
-            StepFailure::input(
-                "plan",
-                format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
-            )
-        })
-    };
-    let master_vdu = role(&k8s.master_node.ssh_cp_name, "master_node")?;
-    let worker_vdu = role(&k8s.worker_node.ssh_cp_name, "worker_node")?;
-    let masters = hosts(
-        &vnfcs,
-        &master_vdu,
-        &k8s.master_node.ssh_cp_name,
-        &k8s.master_node.username,
-        &k8s.master_node.password,
-    )?;
-    let workers = hosts(
-        &vnfcs,
-        &worker_vdu,
-        &k8s.worker_node.ssh_cp_name,
-        &k8s.worker_node.username,
-        &k8s.worker_node.password,
-    )?;
+/// Configures the whole cluster from step `no` on (INSTANTIATE, and HEAL of the whole VNF): the
+/// package's install script on the first master, then on the other masters and the workers in
+/// parallel; on the storage server a filesystem (only if none), a persistent mount, the NFS
+/// server and exactly the requested exports; the NFS client on every node in parallel; each
+/// PersistentVolume applied on the first master and waited for until Available. Returns the next
+/// step number. A VNF without cluster parameters needs nothing.
+pub(super) async fn configure<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    cluster: &Cluster,
+    vnfcs: &[VnfcRow],
+    mut no: i64,
+) -> Result<i64, EngineError> {
+    if cluster.k8s.is_none() {
+        return Ok(no);
+    }
+    let masters = cluster.hosts(vnfcs, Role::Master)?;
+    let workers = cluster.hosts(vnfcs, Role::Worker)?;
     let first_master = masters
         .first()
         .cloned()
@@ -183,162 +150,73 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     let master_ip = first_master.target.address.to_string();
 
     // Cluster install: the first master alone, then everyone else in parallel.
-    let script_body = pkg
-        .read(&k8s.script_path)
-        .map_err(|err| StepFailure::input("k8s.install", err.to_string()))?;
-    let script_name = Path::new(&k8s.script_path)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let script = format!("{SCRIPT_DIR}/{script_name}");
-    let mut master_args = vec!["-i".to_owned(), master_ip.clone()];
-    if let Some(p) = &k8s.master_node.pod_cidr {
-        master_args.extend(["-p".to_owned(), p.clone()]);
-    }
-    let mut no = 4;
-    e.stage(
-        op,
-        no,
-        vec![(
-            recipes::k8s_install(
-                &first_master.vnfc_id,
-                &script,
-                script_body.clone(),
-                master_args.clone(),
-            ),
-            first_master.clone(),
-        )],
-    )
-    .await?;
+    let first = cluster.install(&first_master, Role::Master, &master_ip)?;
+    e.stage(op, no, vec![(first, first_master.clone())]).await?;
     no += 1;
     let mut joins = Vec::new();
     for m in masters.iter().skip(1) {
-        joins.push((
-            recipes::k8s_install(
-                &m.vnfc_id,
-                &script,
-                script_body.clone(),
-                master_args.clone(),
-            ),
-            m.clone(),
-        ));
+        joins.push((cluster.install(m, Role::Master, &master_ip)?, m.clone()));
     }
     for w in &workers {
-        let args = vec![
-            "-w".to_owned(),
-            w.target.address.to_string(),
-            "-i".to_owned(),
-            master_ip.clone(),
-        ];
-        joins.push((
-            recipes::k8s_install(&w.vnfc_id, &script, script_body.clone(), args),
-            w.clone(),
-        ));
+        joins.push((cluster.install(w, Role::Worker, &master_ip)?, w.clone()));
     }
     e.stage(op, no, joins).await?;
     no += 1;
 
-    if let Some(ss) = &k8s.storage_server {
-        let ss_vdu = role(&ss.ssh_cp_name, "storage_server")?;
-        let storage = hosts(&vnfcs, &ss_vdu, &ss.ssh_cp_name, &ss.username, &ss.password)?;
-        let server = storage
+    if cluster.storage_stage_count() > 0 {
+        let server = cluster
+            .hosts(vnfcs, Role::Storage)?
             .first()
             .cloned()
             .ok_or_else(|| StepFailure::input("plan", "the stack has no storage server VNFC"))?;
-        let ss_row = vnfcs
+        let row = vnfcs
             .iter()
             .find(|v| v.id == server.vnfc_id)
             .ok_or_else(|| StepFailure::input("plan", "the storage server VNFC vanished"))?;
-        let attached: Vec<plan::vnfcs::AttachedVolume> = ss_row
-            .volumes
-            .as_deref()
-            .and_then(|v| serde_json::from_str(v).ok())
-            .unwrap_or_default();
-        let mut setups = Vec::new();
-        for c in &ss.cinder_volume_setup_params {
-            let vol = attached
-                .iter()
-                .find(|a| a.resource.as_deref() == Some(c.volume_resource_id.as_str()))
-                .ok_or_else(|| {
-                    StepFailure::input(
-                        "storage",
-                        format!(
-                            "volume resource `{}` is not attached to the storage server",
-                            c.volume_resource_id
-                        ),
-                    )
-                })?;
-            setups.push(VolumeSetup {
-                volume_id: vol.volume_id.clone(),
-                device: vol.device.clone().unwrap_or_else(|| "/dev/vdb".into()),
-                mount_to: c.mount_to.clone(),
-            });
-        }
-        for step in recipes::storage_volumes(&server.vnfc_id, &setups) {
-            e.stage(op, no, vec![(step, server.clone())]).await?;
-            no += 1;
-        }
-        let exports: Vec<Export> = ss
-            .nfs_server_setup_params
-            .iter()
-            .map(|x| Export {
-                dir: x.export_dir.clone(),
-                to: x.export_to.clone(),
-            })
-            .collect();
-        for step in recipes::nfs_server(&server.vnfc_id, &op.vnf_instance_id, &exports) {
+        for step in cluster.storage_steps(&server, row, &op.vnf_instance_id)? {
             e.stage(op, no, vec![(step, server.clone())]).await?;
             no += 1;
         }
         let clients = masters
             .iter()
             .chain(workers.iter())
-            .map(|h| (recipes::nfs_client(&h.vnfc_id), h.clone()))
+            .map(|h| (crate::recipes::nfs_client(&h.vnfc_id), h.clone()))
             .collect();
         e.stage(op, no, clients).await?;
         no += 1;
+        no = register_pvs(e, op, cluster, vnfcs, &first_master, no).await?;
+    }
+    Ok(no)
+}
 
-        // PersistentVolumes, registered on the first master.
-        let cp_addr = cp_addresses(&vnfcs);
-        for p in &k8s.pv_registration_params {
-            let server_ip = cp_addr.get(&p.nfs_server_cp).ok_or_else(|| {
-                StepFailure::input(
-                    "pv.register",
-                    format!(
-                        "nfs_server_cp `{}` has no address in the stack",
-                        p.nfs_server_cp
-                    ),
-                )
-            })?;
-            let text = pkg
-                .read_text(&p.pv_manifest_file_path)
-                .map_err(|err| StepFailure::input("pv.register", err.to_string()))?;
-            let pv = recipes::pv::with_nfs_server(&p.pv_manifest_file_path, &text, server_ip)
-                .map_err(|err| StepFailure::input("pv.register", err.to_string()))?;
-            let dir = format!("{MANIFEST_DIR}/vnfkeeper-{}", op.vnf_instance_id);
-            for step in recipes::pv::register(
-                &first_master.vnfc_id,
-                &dir,
-                &pv,
-                server_ip,
-                e.limits.pv_wait,
-            ) {
-                e.stage(op, no, vec![(step, first_master.clone())]).await?;
-                no += 1;
-            }
+/// Registers every PersistentVolume on `master` (two stages each). Returns the next step number.
+pub(super) async fn register_pvs<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    cluster: &Cluster,
+    vnfcs: &[VnfcRow],
+    master: &super::steps::Host,
+    mut no: i64,
+) -> Result<i64, EngineError> {
+    for pv in cluster.pv_manifests(vnfcs)? {
+        for step in cluster.pv_register(master, &op.vnf_instance_id, &pv, e.limits.pv_wait) {
+            e.stage(op, no, vec![(step, master.clone())]).await?;
+            no += 1;
         }
     }
-    finish(e, op, &req, &pkg)
+    Ok(no)
 }
 
 fn finish<C: Cloud>(
     e: &Engine<C>,
     op: &OperationRow,
-    req: &InstantiateVnfRequest,
-    pkg: &VnfPackage,
+    cluster: &Cluster,
 ) -> Result<(), EngineError> {
+    let (req, pkg) = (&cluster.req, &cluster.pkg);
     let package = pkg.root().display().to_string();
+    let levels = plan::scale::initial_levels(&pkg.vnfd, req.instantiation_level_id.as_deref());
     e.db.write(|tx| {
+        tx.set_scale_status(&op.vnf_instance_id, Some(&levels), now())?;
         tx.set_instantiation_state(
             &op.vnf_instance_id,
             InstantiationState::Instantiated,
@@ -379,66 +257,18 @@ pub(super) async fn read_vnfcs<C: Cloud>(
         },
     )
     .await?;
+    // A new or replaced server may answer at an address a pooled session still points to.
+    for v in stored.iter().filter(|v| v.host_key.is_none()) {
+        let cps: std::collections::BTreeMap<String, String> = v
+            .cp_addresses
+            .as_deref()
+            .and_then(|c| serde_json::from_str(c).ok())
+            .unwrap_or_default();
+        for addr in cps.values().filter_map(|a| a.parse().ok()) {
+            let _ = e.remote.forget_address(addr).await;
+        }
+    }
     Ok(stored)
-}
-
-/// CP name → address over every VNFC.
-fn cp_addresses(vnfcs: &[VnfcRow]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for v in vnfcs {
-        let map: BTreeMap<String, String> = v
-            .cp_addresses
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default();
-        out.extend(map);
-    }
-    out
-}
-
-/// SSH access to the VNFCs of `vdu`, by the address of `ssh_cp`, oldest first.
-fn hosts(
-    vnfcs: &[VnfcRow],
-    vdu: &str,
-    ssh_cp: &str,
-    username: &str,
-    password: &Secret<String>,
-) -> Result<Vec<Host>, EngineError> {
-    let mut out = Vec::new();
-    for v in vnfcs.iter().filter(|v| v.vdu_id == vdu) {
-        let cps: BTreeMap<String, Value> = v
-            .cp_addresses
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default();
-        let addr = cps
-            .get(ssh_cp)
-            .and_then(Value::as_str)
-            .and_then(|a| a.parse::<IpAddr>().ok())
-            .ok_or_else(|| {
-                StepFailure::input(
-                    "plan",
-                    format!("VNFC {} has no address on CP `{ssh_cp}`", v.id),
-                )
-            })?;
-        out.push(Host {
-            vnfc_id: v.id.clone(),
-            target: Target {
-                address: addr,
-                port: 22,
-                username: username.to_owned(),
-                auth: Auth::Password(password.clone()),
-                host_key: v
-                    .host_key
-                    .clone()
-                    .map(HostKeyPolicy::Pinned)
-                    .unwrap_or(HostKeyPolicy::TrustOnFirstUse),
-                label: v.id.clone(),
-            },
-            secrets: vec![password.clone()],
-        });
-    }
-    Ok(out)
 }
 
 /// ROLLBACK of a failed INSTANTIATE: delete the stack (found by name if its id was never

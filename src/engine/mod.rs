@@ -7,8 +7,12 @@
 //!
 //! State machine: SOL003 §5.6.2.2 (see [`crate::model::OperationState`]).
 
+mod cluster;
+mod heal;
 mod instantiate;
+mod scale;
 mod steps;
+mod terminate;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -136,7 +140,9 @@ impl<C: Cloud> Engine<C> {
     async fn process(&self, op: &OperationRow) -> Result<OperationState, StoreError> {
         let result = match op.operation {
             LcmOperationType::Instantiate => instantiate::run(self, op).await,
-            other => Err(EngineError::Step(StepFailure::unsupported(other))),
+            LcmOperationType::Scale => scale::run(self, op).await,
+            LcmOperationType::Heal => heal::run(self, op).await,
+            LcmOperationType::Terminate => terminate::run(self, op).await,
         };
         match result {
             Ok(()) => {

@@ -10,7 +10,7 @@ use super::{Engine, EngineError, backoff, now};
 use crate::cloud::{Cloud, CloudError};
 use crate::intake::wire::Secret;
 use crate::model::{LcmOperationType, ProblemDetails};
-use crate::recipes::{EXIT_NEEDED, Step};
+use crate::recipes::{EXIT_NEEDED, EXIT_REFUSED, Step};
 use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
 use crate::store::{OperationRow, StoreError};
 
@@ -234,12 +234,18 @@ impl<C: Cloud> Engine<C> {
                     exit_status,
                     reason,
                 }) => {
+                    // A script that refuses (e.g. a PersistentVolume in use) changed nothing: 409.
+                    let status = if exit_status == Some(EXIT_REFUSED) {
+                        409
+                    } else {
+                        500
+                    };
                     break Err(StepFailure {
                         step: step.name.into(),
                         host: host.label(),
                         exit_status,
                         reason,
-                        status: 500,
+                        status,
                     });
                 }
                 Err(Attempt::Store(e)) => return Err(e.into()),

@@ -579,6 +579,11 @@ fn check_instance_state(
         };
         return Ok(Err(conflict(409, "/vnfInstanceId", why)));
     }
+    if op == LcmOperationType::Scale
+        && let Err(problem) = check_scale_level(tx, env, &instance, &queued)?
+    {
+        return Ok(Err(problem));
+    }
     // HEAL of named VNFCs: they must exist when the instance's VNFCs are known.
     if op == LcmOperationType::Heal
         && instance.instantiation_state == InstantiationState::Instantiated
@@ -603,6 +608,73 @@ fn check_instance_state(
                 errors,
             )));
         }
+    }
+    Ok(Ok(()))
+}
+
+/// SCALE: the aspect exists in the VNFD and the level after every SCALE queued before this one
+/// and this one stays within `0..=max_scale_level` (SOL003 §5.4.5.3.1: 422 otherwise).
+fn check_scale_level(
+    tx: &Tx<'_>,
+    env: &LcmEnvelope,
+    instance: &crate::store::InstanceRow,
+    queued: &[crate::store::OperationRow],
+) -> Result<Result<(), ProblemDetails>, StoreError> {
+    let reader = tx.reader();
+    // The instantiate that defines the VNFD: the last one queued, else the completed one.
+    let mut base = reader.instantiate_request(&instance.id)?;
+    let mut levels = instance.scale_status.clone();
+    let mut pending = Vec::new();
+    for q in queued {
+        match q.operation {
+            LcmOperationType::Instantiate => {
+                base = reader.operation_params(&q.id)?;
+                levels.clear();
+                pending.clear();
+            }
+            LcmOperationType::Terminate => {
+                base = None;
+                pending.clear();
+            }
+            LcmOperationType::Scale => pending.push(q.id.clone()),
+            LcmOperationType::Heal => {}
+        }
+    }
+    let Some((params, Some(package))) = base else {
+        return Ok(Ok(()));
+    };
+    let Ok(pkg) = crate::package::VnfPackage::load(Path::new(&package)) else {
+        return Ok(Ok(())); // the engine reports an unreadable package with its own error
+    };
+    if levels.is_empty()
+        && let Ok(req) = serde_json::from_str::<wire::InstantiateVnfRequest>(&params)
+    {
+        levels =
+            crate::plan::scale::initial_levels(&pkg.vnfd, req.instantiation_level_id.as_deref());
+    }
+    for id in pending {
+        if let Some((p, _)) = reader.operation_params(&id)?
+            && let Ok(r) = serde_json::from_str::<wire::ScaleVnfRequest>(&p)
+            && let Ok(next) = crate::plan::scale::apply(&pkg.vnfd, &levels, &r)
+        {
+            levels = next;
+        }
+    }
+    let Ok(req) = serde_json::from_value::<wire::ScaleVnfRequest>(env.request.clone()) else {
+        return Ok(Ok(()));
+    };
+    if let Err(e) = crate::plan::scale::apply(&pkg.vnfd, &levels, &req) {
+        let pointer = e.pointer.clone().unwrap_or_else(|| "/request".into());
+        let reason = if queued.is_empty() {
+            e.reason.clone()
+        } else {
+            format!("{} (counting the operations queued before it)", e.reason)
+        };
+        return Ok(Err(ProblemDetails::new(
+            422,
+            format!("{pointer}: {reason}"),
+            vec![FieldProblem { pointer, reason }],
+        )));
     }
     Ok(Ok(()))
 }

@@ -56,6 +56,19 @@ impl Step {
 /// Exit status of a check that found the step needed.
 pub const EXIT_NEEDED: u32 = 10;
 
+/// Exit status of a step that refuses to proceed because of what it found (`refuse` in
+/// `common.sh`, e.g. a PersistentVolume in use); the operation fails with 409 Conflict.
+pub const EXIT_REFUSED: u32 = 11;
+
+/// How `k8s.remove_node` treats a failed drain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DrainPolicy {
+    /// Fail the step (SCALE_IN of a live node: its pods must move first).
+    Strict,
+    /// Delete the node anyway (HEAL: the node is being replaced and may be dead).
+    Lenient,
+}
+
 /// A Cinder volume to prepare on the storage server (`cinder_volume_setup_params[]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VolumeSetup {
@@ -178,6 +191,30 @@ pub fn k8s_install(host: &str, script: &str, body: Vec<u8>, args: Vec<String>) -
         }],
         sudo: true,
         timeout: Duration::from_secs(2700),
+    }
+}
+
+/// On a master: no Kubernetes node has InternalIP `address`; each that has is drained
+/// (`kubectl drain --ignore-daemonsets --delete-emptydir-data --timeout`) and deleted. Source:
+/// Tacker `kubernetes_mgmt.py` scale_start/heal_start (`research/tacker-anchor.md` §1.1), with a
+/// bounded drain and the node found by address instead of by parsing `kubectl get nodes`.
+pub fn k8s_remove_node(host: &str, address: &str, drain: Duration, policy: DrainPolicy) -> Step {
+    Step {
+        name: "k8s.remove_node",
+        host: host.into(),
+        script: include_str!("scripts/k8s_remove_node.sh"),
+        args: vec![
+            address.into(),
+            drain.as_secs().to_string(),
+            match policy {
+                DrainPolicy::Strict => "strict",
+                DrainPolicy::Lenient => "lenient",
+            }
+            .into(),
+        ],
+        uploads: Vec::new(),
+        sudo: false,
+        timeout: drain + Duration::from_secs(60),
     }
 }
 

@@ -15,6 +15,8 @@ pub struct PvManifest {
     pub name: String,
     /// `spec.nfs.path`.
     pub path: String,
+    /// `spec.nfs.server` as set.
+    pub server: String,
     /// The manifest with `spec.nfs.server` replaced, as YAML.
     pub yaml: String,
 }
@@ -79,7 +81,12 @@ pub fn with_nfs_server(file: &str, text: &str, server: &str) -> Result<PvManifes
         .ok_or_else(|| err("spec.nfs is not a mapping".into()))?;
     nfs.insert(Value::from("server"), Value::from(server));
     let yaml = serde_yaml_ng::to_string(&doc).map_err(|e| err(e.to_string()))?;
-    Ok(PvManifest { name, path, yaml })
+    Ok(PvManifest {
+        name,
+        path,
+        server: server.into(),
+        yaml,
+    })
 }
 
 /// On a master: upload the manifest under `dir`, apply it unless the PV already points at
@@ -115,6 +122,36 @@ pub fn register(host: &str, dir: &str, pv: &PvManifest, server: &str, wait: Dura
             timeout: wait + Duration::from_secs(30),
         },
     ]
+}
+
+/// On a master, before a storage server is rebuilt: none of the PersistentVolumes `names` is
+/// Bound. Read-only; refuses (exit [`super::EXIT_REFUSED`], 409) naming the Bound ones. Source:
+/// Tacker `_heal_start_storage_server` in-use check (`research/tacker-anchor.md` §1.1, §2.3),
+/// done here before anything else is touched.
+pub fn not_bound(host: &str, names: &[String]) -> Step {
+    Step {
+        name: "pv.not_bound",
+        host: host.into(),
+        script: include_str!("scripts/pv_not_bound.sh"),
+        args: names.to_vec(),
+        uploads: Vec::new(),
+        sudo: false,
+        timeout: Duration::from_secs(60),
+    }
+}
+
+/// On a master: the PersistentVolume `name` is deleted (never when Bound: refuses), waiting up
+/// to `wait` for it to disappear.
+pub fn unregister(host: &str, name: &str, wait: Duration) -> Step {
+    Step {
+        name: "pv.unregister",
+        host: host.into(),
+        script: include_str!("scripts/pv_unregister.sh"),
+        args: vec![name.into(), wait.as_secs().to_string()],
+        uploads: Vec::new(),
+        sudo: false,
+        timeout: wait + Duration::from_secs(30),
+    }
 }
 
 #[cfg(test)]

@@ -472,6 +472,14 @@ pub trait Remote: Send + Sync {
         mode: u32,
         sudo: bool,
     ) -> RemoteFuture<'a, ()>;
+
+    /// Drops any pooled session to `address` without using it again: the server behind the
+    /// address was replaced (a heal), so an old session must not be reused, nor its host key
+    /// learned for the new server. Default: nothing is pooled.
+    fn forget_address(&self, address: std::net::IpAddr) -> RemoteFuture<'_, ()> {
+        let _ = address;
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Parses an OpenSSH public key line (`ALGORITHM BASE64 [comment]`).

@@ -168,6 +168,27 @@ impl SessionPool {
         }
     }
 
+    /// Disconnects and forgets every session to `address` (any port and user).
+    pub async fn forget_address(&self, address: IpAddr) {
+        let slots: Vec<Arc<HostSlot>> = {
+            let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+            let keys: Vec<PoolKey> = hosts
+                .keys()
+                .filter(|(a, _, _)| *a == address)
+                .cloned()
+                .collect();
+            keys.iter().filter_map(|k| hosts.remove(k)).collect()
+        };
+        for slot in slots {
+            if let Some(s) = slot.session.lock().await.take() {
+                let _ = s
+                    .handle
+                    .disconnect(russh::Disconnect::ByApplication, "", "en")
+                    .await;
+            }
+        }
+    }
+
     /// Disconnects every session (SSH_MSG_DISCONNECT "by application") and empties the pool.
     pub async fn close_all(&self) {
         let slots: Vec<Arc<HostSlot>> = {

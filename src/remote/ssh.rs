@@ -672,6 +672,13 @@ impl Remote for SshRemote {
         Box::pin(self.do_connect(target))
     }
 
+    fn forget_address(&self, address: std::net::IpAddr) -> RemoteFuture<'_, ()> {
+        Box::pin(async move {
+            self.pool.forget_address(address).await;
+            Ok(())
+        })
+    }
+
     fn run<'a>(&'a self, target: &'a Target, cmd: &'a RemoteCommand) -> RemoteFuture<'a, Output> {
         Box::pin(self.do_run(target, cmd))
     }

@@ -73,6 +73,37 @@ impl ReaderRef<'_> {
             .optional()?)
     }
 
+    /// The plan an operation recorded with [`Tx::set_operation_plan`], if any.
+    pub fn operation_plan(&self, op_id: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT plan FROM vnf_lcm_op_occ WHERE id = ?1",
+                [op_id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    /// The request and package of the instance's last COMPLETED INSTANTIATE: what its cluster
+    /// looks like (roles, credentials, install script) for SCALE and HEAL.
+    pub fn instantiate_request(
+        &self,
+        vnf_instance_id: &str,
+    ) -> Result<Option<(String, Option<String>)>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT operation_params, vnf_package FROM vnf_lcm_op_occ
+                 WHERE vnf_instance_id = ?1 AND operation = 'INSTANTIATE' AND operation_state = 'COMPLETED'
+                 ORDER BY seq DESC LIMIT 1",
+                [vnf_instance_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+
     /// N of "step k/N" for an operation, once planned.
     pub fn steps_total(&self, op_id: &str) -> Result<Option<i64>> {
         Ok(self
@@ -190,6 +221,32 @@ impl Tx<'_> {
             "UPDATE vnf_instance SET instantiation_state = ?2, flavour_id = COALESCE(?3, flavour_id),
                  vnf_package = COALESCE(?4, vnf_package), updated_at = ?5 WHERE id = ?1",
             params![id, state.as_str(), flavour_id, vnf_package, now.to_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    /// Records the operation's plan (JSON) once; a later call keeps the first (resume and RETRY
+    /// must follow the same plan).
+    pub fn set_operation_plan(&mut self, op_id: &str, plan: &str) -> Result<()> {
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET plan = ?2 WHERE id = ?1 AND plan IS NULL",
+            params![op_id, plan],
+        )?;
+        Ok(())
+    }
+
+    /// Records the scale level of each aspect (`scaleStatus`), replacing what was there; `None`
+    /// clears it (TERMINATE).
+    pub fn set_scale_status(
+        &mut self,
+        id: &str,
+        scale_status: Option<&std::collections::BTreeMap<String, u32>>,
+        now: Timestamp,
+    ) -> Result<()> {
+        let text = scale_status.map(|s| serde_json::to_string(s).unwrap_or_default());
+        self.tx.execute(
+            "UPDATE vnf_instance SET scale_status = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, text, now.to_rfc3339()],
         )?;
         Ok(())
     }

@@ -90,10 +90,13 @@ pub struct InstanceRow {
     pub created_at: String,
     /// Last change (RFC 3339).
     pub updated_at: String,
+    /// Scale level per aspect (`scaleStatus`, SOL003 §5.5.3.3), `{aspectId: level}`; empty when
+    /// NOT_INSTANTIATED.
+    pub scale_status: std::collections::BTreeMap<String, u32>,
 }
 
 impl InstanceRow {
-    pub(super) const COLUMNS: &'static str = "id, instantiation_state, flavour_id, vnf_package, stack_name, stack_id, created_at, updated_at";
+    pub(super) const COLUMNS: &'static str = "id, instantiation_state, flavour_id, vnf_package, stack_name, stack_id, created_at, updated_at, scale_status";
 
     pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<Self>> {
         let state = match parse_instantiation_state(r.get(1)?) {
@@ -109,6 +112,10 @@ impl InstanceRow {
             stack_id: r.get(5)?,
             created_at: r.get(6)?,
             updated_at: r.get(7)?,
+            scale_status: r
+                .get::<_, Option<String>>(8)?
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or_default(),
         }))
     }
 }
@@ -142,11 +149,13 @@ pub struct VnfcRow {
     pub volumes: Option<String>,
     /// Pinned SSH host key.
     pub host_key: Option<String>,
+    /// When the row was created (RFC 3339): the VNFC's first server came up then.
+    pub created_at: String,
 }
 
 impl VnfcRow {
     pub(super) const COLUMNS: &'static str = "id, vnf_instance_id, vdu_id, vnfc_index, stack_name, stack_id, \
-        resource_name, server_id, server_status, ip_address, cp_addresses, volumes, host_key";
+        resource_name, server_id, server_status, ip_address, cp_addresses, volumes, host_key, created_at";
 
     pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
@@ -163,6 +172,7 @@ impl VnfcRow {
             cp_addresses: r.get(10)?,
             volumes: r.get(11)?,
             host_key: r.get(12)?,
+            created_at: r.get(13)?,
         })
     }
 }

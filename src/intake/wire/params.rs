@@ -346,6 +346,10 @@ pub struct HealAdditionalParams {
     /// `all` (0..1, Tacker v2): with no `vnfcInstanceId`, also re-create storage (whole stack).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub all: Option<bool>,
+    /// `configuration_only` (0..1, vnfkeeper): replace no server, only run the configuration
+    /// steps on the VNFCs again (repair of drift such as a lost export; reconcile uses it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration_only: Option<bool>,
     /// Other keys, kept as given.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

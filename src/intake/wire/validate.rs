@@ -533,6 +533,7 @@ fn heal(w: &mut Walk, o: &Obj<'_>) {
     w.c.str_field(o, "healScript", Card::Opt);
     if let Some(ap) = w.c.obj_field(o, "additionalParams", Card::Opt) {
         w.c.bool_field(&ap, "all", Card::Opt);
+        w.c.bool_field(&ap, "configuration_only", Card::Opt);
     }
 }
 

@@ -15,3 +15,6 @@ volume_device() {
     byid=/dev/disk/by-id/virtio-$(printf %s "$2" | cut -c1-20)
     if [ -b "$byid" ]; then echo "$byid"; elif [ -b "$1" ]; then echo "$1"; else fail "no block device for volume $2 (tried $byid and $1)"; fi
 }
+# A step that must not proceed because of what it found (e.g. a PersistentVolume in use): the
+# operation fails with 409 Conflict naming the reason, and nothing was changed.
+refuse() { echo "$*" >&2; exit 11; }

@@ -1,0 +1,387 @@
+//! The Kubernetes cluster of a VNF as its INSTANTIATE request describes it (C0/C1): which VDU plays
+//! which role, how to reach each VNFC over SSH, and the remote steps that configure a node, the
+//! storage server and the PersistentVolumes. Shared by INSTANTIATE, SCALE and HEAL, so that a
+//! node added by a scale-out or replaced by a heal is configured exactly like the original ones.
+//!
+//! Source: `seeds/pv-k8s-cluster` (`k8s_cluster_installation_param`), `research/tacker-anchor.md`
+//! §1.1 (instantiate_end, scale_end, heal_end).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::steps::Host;
+use super::{Engine, EngineError, StepFailure};
+use crate::cloud::Cloud;
+use crate::intake::wire::Secret;
+use crate::intake::wire::params::K8sClusterInstallationParam;
+use crate::intake::wire::sol003::InstantiateVnfRequest;
+use crate::package::VnfPackage;
+use crate::plan;
+use crate::recipes::{self, Export, Step, VolumeSetup, pv::PvManifest};
+use crate::remote::{Auth, HostKeyPolicy, Target};
+use crate::store::VnfcRow;
+
+/// Where the package's install script is put on each node.
+const SCRIPT_DIR: &str = "/usr/local/lib/vnfkeeper";
+/// Where PersistentVolume manifests are put on the master.
+const MANIFEST_DIR: &str = "/tmp";
+
+/// What a VNFC is to the cluster, by the VDU that owns the role's `ssh_cp_name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    /// A control-plane node (`master_node`).
+    Master,
+    /// A worker node (`worker_node`).
+    Worker,
+    /// The NFS storage server (`storage_server`).
+    Storage,
+    /// A VNFC the cluster parameters do not mention.
+    Other,
+}
+
+/// The instance's INSTANTIATE request, its VNF package, and the cluster parameters in it.
+pub(super) struct Cluster {
+    /// The InstantiateVnfRequest as accepted.
+    pub req: InstantiateVnfRequest,
+    /// The VNF package it named.
+    pub pkg: VnfPackage,
+    /// `additionalParams.k8s_cluster_installation_param`, if the VNF is a cluster.
+    pub k8s: Option<K8sClusterInstallationParam>,
+}
+
+impl Cluster {
+    /// From a stored InstantiateVnfRequest and package path.
+    pub fn load(params: &str, package: Option<&str>) -> Result<Self, StepFailure> {
+        let req: InstantiateVnfRequest = serde_json::from_str(params).map_err(|_| {
+            StepFailure::input("plan", "stored InstantiateVnfRequest does not parse")
+        })?;
+        let package = package
+            .ok_or_else(|| StepFailure::input("plan", "INSTANTIATE without a VNF package"))?;
+        let pkg = VnfPackage::load(Path::new(package))
+            .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+        let k8s = req
+            .additional_params
+            .as_ref()
+            .and_then(|a| a.k8s_cluster_installation_param.clone());
+        Ok(Self { req, pkg, k8s })
+    }
+
+    /// The cluster of an INSTANTIATED instance, from its last COMPLETED INSTANTIATE.
+    pub fn of_instance<C: Cloud>(
+        e: &Engine<C>,
+        vnf_instance_id: &str,
+    ) -> Result<Self, EngineError> {
+        let (params, package) =
+            e.db.with(|s| s.reader().instantiate_request(vnf_instance_id))?
+                .ok_or_else(|| {
+                    StepFailure::input(
+                        "plan",
+                        format!("VNF instance `{vnf_instance_id}` has no completed INSTANTIATE"),
+                    )
+                })?;
+        Ok(Self::load(&params, package.as_deref())?)
+    }
+
+    /// The VDU owning a CP of the VNFD.
+    fn vdu_of(&self, cp: &str, what: &str) -> Result<String, StepFailure> {
+        self.pkg
+            .vnfd
+            .cps
+            .get(cp)
+            .map(|c| c.vdu.clone())
+            .ok_or_else(|| {
+                StepFailure::input(
+                    "plan",
+                    format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
+                )
+            })
+    }
+
+    /// The role of a VDU. Errors: a role's `ssh_cp_name` is not a CP of the VNFD.
+    pub fn role(&self, vdu: &str) -> Result<Role, StepFailure> {
+        let Some(k) = &self.k8s else {
+            return Ok(Role::Other);
+        };
+        if self.vdu_of(&k.master_node.ssh_cp_name, "master_node")? == vdu {
+            return Ok(Role::Master);
+        }
+        if self.vdu_of(&k.worker_node.ssh_cp_name, "worker_node")? == vdu {
+            return Ok(Role::Worker);
+        }
+        if let Some(ss) = &k.storage_server
+            && self.vdu_of(&ss.ssh_cp_name, "storage_server")? == vdu
+        {
+            return Ok(Role::Storage);
+        }
+        Ok(Role::Other)
+    }
+
+    /// SSH access to one VNFC in `role` (address of the role's `ssh_cp_name`, the role's
+    /// credentials, its pinned host key or trust on first use when none is pinned yet).
+    pub fn host(&self, v: &VnfcRow, role: Role) -> Result<Host, StepFailure> {
+        let k = self
+            .k8s
+            .as_ref()
+            .ok_or_else(|| StepFailure::input("plan", "the VNF has no cluster parameters"))?;
+        let (cp, user, password): (&str, &str, &Secret<String>) = match role {
+            Role::Master => (
+                &k.master_node.ssh_cp_name,
+                &k.master_node.username,
+                &k.master_node.password,
+            ),
+            Role::Worker => (
+                &k.worker_node.ssh_cp_name,
+                &k.worker_node.username,
+                &k.worker_node.password,
+            ),
+            Role::Storage => {
+                let ss = k.storage_server.as_ref().ok_or_else(|| {
+                    StepFailure::input("plan", "the VNF has no storage_server parameters")
+                })?;
+                (&ss.ssh_cp_name, &ss.username, &ss.password)
+            }
+            Role::Other => {
+                return Err(StepFailure::input(
+                    "plan",
+                    format!("VNFC {} has no role in the cluster", v.id),
+                ));
+            }
+        };
+        let cps: BTreeMap<String, Value> = v
+            .cp_addresses
+            .as_deref()
+            .and_then(|c| serde_json::from_str(c).ok())
+            .unwrap_or_default();
+        let addr = cps
+            .get(cp)
+            .and_then(Value::as_str)
+            .and_then(|a| a.parse::<IpAddr>().ok())
+            .ok_or_else(|| {
+                StepFailure::input("plan", format!("VNFC {} has no address on CP `{cp}`", v.id))
+            })?;
+        Ok(Host {
+            vnfc_id: v.id.clone(),
+            target: Target {
+                address: addr,
+                port: 22,
+                username: user.to_owned(),
+                auth: Auth::Password(password.clone()),
+                host_key: v
+                    .host_key
+                    .clone()
+                    .map(HostKeyPolicy::Pinned)
+                    .unwrap_or(HostKeyPolicy::TrustOnFirstUse),
+                label: v.id.clone(),
+            },
+            secrets: vec![password.clone()],
+        })
+    }
+
+    /// The VNFCs in `role`, oldest first (the store's order: VDU, index, creation).
+    pub fn hosts(&self, vnfcs: &[VnfcRow], role: Role) -> Result<Vec<Host>, StepFailure> {
+        let mut out = Vec::new();
+        for v in vnfcs {
+            if self.role(&v.vdu_id)? == role {
+                out.push(self.host(v, role)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Where the install script goes on a node and its content.
+    fn script(&self) -> Result<(String, Vec<u8>), StepFailure> {
+        let k = self
+            .k8s
+            .as_ref()
+            .ok_or_else(|| StepFailure::input("k8s.install", "no cluster parameters"))?;
+        let body = self
+            .pkg
+            .read(&k.script_path)
+            .map_err(|err| StepFailure::input("k8s.install", err.to_string()))?;
+        let name = Path::new(&k.script_path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok((format!("{SCRIPT_DIR}/{name}"), body))
+    }
+
+    /// `k8s.install` on `host` in `role`, joining (or, for the first master, creating) the
+    /// cluster whose first master answers at `master_ip`. Arguments per the README's install
+    /// script contract: masters `-i <master> [-p <pod CIDR>]`, workers `-w <own> -i <master>`.
+    pub fn install(&self, host: &Host, role: Role, master_ip: &str) -> Result<Step, StepFailure> {
+        let k = self
+            .k8s
+            .as_ref()
+            .ok_or_else(|| StepFailure::input("k8s.install", "no cluster parameters"))?;
+        let (script, body) = self.script()?;
+        let args = match role {
+            Role::Worker => vec![
+                "-w".to_owned(),
+                host.target.address.to_string(),
+                "-i".to_owned(),
+                master_ip.to_owned(),
+            ],
+            _ => {
+                let mut a = vec!["-i".to_owned(), master_ip.to_owned()];
+                if let Some(p) = &k.master_node.pod_cidr {
+                    a.extend(["-p".to_owned(), p.clone()]);
+                }
+                a
+            }
+        };
+        Ok(recipes::k8s_install(&host.vnfc_id, &script, body, args))
+    }
+
+    /// The storage server's stages, each a single step on `server`: a filesystem (only if none)
+    /// and a persistent mount per volume, the NFS server, exactly the requested exports.
+    /// Errors: a `volume_resource_id` not attached to the server.
+    pub fn storage_steps(
+        &self,
+        server: &Host,
+        row: &VnfcRow,
+        vnf_instance_id: &str,
+    ) -> Result<Vec<Step>, StepFailure> {
+        let Some(ss) = self.k8s.as_ref().and_then(|k| k.storage_server.as_ref()) else {
+            return Ok(Vec::new());
+        };
+        let attached: Vec<plan::vnfcs::AttachedVolume> = row
+            .volumes
+            .as_deref()
+            .and_then(|v| serde_json::from_str(v).ok())
+            .unwrap_or_default();
+        let mut setups = Vec::new();
+        for c in &ss.cinder_volume_setup_params {
+            let vol = attached
+                .iter()
+                .find(|a| a.resource.as_deref() == Some(c.volume_resource_id.as_str()))
+                .ok_or_else(|| {
+                    StepFailure::input(
+                        "storage",
+                        format!(
+                            "volume resource `{}` is not attached to the storage server",
+                            c.volume_resource_id
+                        ),
+                    )
+                })?;
+            setups.push(VolumeSetup {
+                volume_id: vol.volume_id.clone(),
+                device: vol.device.clone().unwrap_or_else(|| "/dev/vdb".into()),
+                mount_to: c.mount_to.clone(),
+            });
+        }
+        let exports: Vec<Export> = ss
+            .nfs_server_setup_params
+            .iter()
+            .map(|x| Export {
+                dir: x.export_dir.clone(),
+                to: x.export_to.clone(),
+            })
+            .collect();
+        let mut steps = recipes::storage_volumes(&server.vnfc_id, &setups);
+        steps.extend(recipes::nfs_server(
+            &server.vnfc_id,
+            vnf_instance_id,
+            &exports,
+        ));
+        Ok(steps)
+    }
+
+    /// Number of storage stages ([`Cluster::storage_steps`]) the request asks for.
+    pub fn storage_stage_count(&self) -> usize {
+        self.k8s
+            .as_ref()
+            .and_then(|k| k.storage_server.as_ref())
+            .map_or(0, |ss| 2 * ss.cinder_volume_setup_params.len() + 2)
+    }
+
+    /// Number of PersistentVolumes the request registers.
+    pub fn pv_count(&self) -> usize {
+        self.k8s.as_ref().map_or(0, |k| {
+            if k.storage_server.is_some() {
+                k.pv_registration_params.len()
+            } else {
+                0
+            }
+        })
+    }
+
+    /// The PersistentVolume manifests with `spec.nfs.server` set to the address of each one's
+    /// `nfs_server_cp` among `vnfcs`. Errors: a CP without an address, a manifest that does not
+    /// parse.
+    pub fn pv_manifests(&self, vnfcs: &[VnfcRow]) -> Result<Vec<PvManifest>, StepFailure> {
+        let Some(k) = self.k8s.as_ref().filter(|k| k.storage_server.is_some()) else {
+            return Ok(Vec::new());
+        };
+        let cp_addr = cp_addresses(vnfcs);
+        let mut out = Vec::new();
+        for p in &k.pv_registration_params {
+            let server_ip = cp_addr.get(&p.nfs_server_cp).ok_or_else(|| {
+                StepFailure::input(
+                    "pv.register",
+                    format!(
+                        "nfs_server_cp `{}` has no address in the stack",
+                        p.nfs_server_cp
+                    ),
+                )
+            })?;
+            let text = self
+                .pkg
+                .read_text(&p.pv_manifest_file_path)
+                .map_err(|err| StepFailure::input("pv.register", err.to_string()))?;
+            out.push(
+                recipes::pv::with_nfs_server(&p.pv_manifest_file_path, &text, server_ip)
+                    .map_err(|err| StepFailure::input("pv.register", err.to_string()))?,
+            );
+        }
+        Ok(out)
+    }
+
+    /// The names of the PersistentVolumes the request registers (from the manifests; the NFS
+    /// server address does not matter for the name).
+    pub fn pv_names(&self) -> Result<Vec<String>, StepFailure> {
+        let Some(k) = self.k8s.as_ref().filter(|k| k.storage_server.is_some()) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for p in &k.pv_registration_params {
+            let text = self
+                .pkg
+                .read_text(&p.pv_manifest_file_path)
+                .map_err(|err| StepFailure::input("pv.register", err.to_string()))?;
+            let pv = recipes::pv::with_nfs_server(&p.pv_manifest_file_path, &text, "0.0.0.0")
+                .map_err(|err| StepFailure::input("pv.register", err.to_string()))?;
+            out.push(pv.name);
+        }
+        Ok(out)
+    }
+
+    /// The two steps registering `pv` on `master` (apply, then wait for Available).
+    pub fn pv_register(
+        &self,
+        master: &Host,
+        vnf_instance_id: &str,
+        pv: &PvManifest,
+        wait: std::time::Duration,
+    ) -> Vec<Step> {
+        let dir = format!("{MANIFEST_DIR}/vnfkeeper-{vnf_instance_id}");
+        let server = pv.server.clone();
+        recipes::pv::register(&master.vnfc_id, &dir, pv, &server, wait)
+    }
+}
+
+/// CP name → address over every VNFC.
+fn cp_addresses(vnfcs: &[VnfcRow]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for v in vnfcs {
+        let map: BTreeMap<String, String> = v
+            .cp_addresses
+            .as_deref()
+            .and_then(|c| serde_json::from_str(c).ok())
+            .unwrap_or_default();
+        out.extend(map);
+    }
+    out
+}

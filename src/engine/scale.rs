@@ -1,0 +1,271 @@
+//! SCALE of an aspect (SOL003 §5.4.5 ScaleVnfRequest) for AutoScalingGroup BaseHOTs: the group's
+//! `desired_capacity` comes from the `nfv` parameter, so a scale is a stack PATCH with the `nfv`
+//! object recomputed for the new scale levels (`plan::scale`).
+//!
+//! SCALE_OUT: 1. `heat.update` (PATCH `nfv`), 2. `heat.wait_update`, 3. `heat.read_vnfcs`, then the
+//! new VNFCs join the cluster (`k8s.install`) and get the NFS client — the existing nodes are not
+//! touched.
+//!
+//! SCALE_IN: the VNFCs to remove are chosen once, newest first (Cluster API remediates and
+//! removes the newest machines first: they are the least likely to carry work), and kept in the
+//! operation's plan; each is drained (strict: its pods must move) and deleted from Kubernetes on
+//! the first master that stays; then its group member (the resource whose nested stack holds the
+//! server) is marked unhealthy so that Heat removes exactly it when the group shrinks (Heat removes failed members first; Tacker v2 does the same),
+//! `heat.update` with the smaller `desired_capacity`, `heat.wait_update`, `heat.read_vnfcs`.
+//!
+//! Source: `research/tacker-anchor.md` §1.1 (scale_start/scale_end), `research/peers.md` §1.2, §5.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::cluster::{Cluster, Role};
+use super::instantiate::read_vnfcs;
+use super::{Engine, EngineError, StepFailure, now};
+use crate::cloud::{Cloud, StackRef};
+use crate::intake::wire::sol003::{ScaleType, ScaleVnfRequest};
+use crate::plan;
+use crate::recipes::{self, DrainPolicy};
+use crate::store::{OperationRow, VnfcRow};
+
+/// Longest drain of a node removed by SCALE_IN.
+const SCALE_IN_DRAIN: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// What the scale resolved once (kept in the operation's `plan`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ScalePlan {
+    /// Scale level per aspect once the operation is done.
+    levels: BTreeMap<String, u32>,
+    /// `desired_capacity` per VDU for those levels.
+    capacities: BTreeMap<String, u32>,
+    /// VNFCs to remove (SCALE_IN), newest first.
+    victims: Vec<String>,
+}
+
+fn resolve<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    cluster: &Cluster,
+    levels_now: &BTreeMap<String, u32>,
+    vnfcs: &[VnfcRow],
+    req: &ScaleVnfRequest,
+) -> Result<ScalePlan, EngineError> {
+    if let Some(text) = e.db.with(|s| s.reader().operation_plan(&op.id))? {
+        return Ok(serde_json::from_str(&text)
+            .map_err(|_| StepFailure::input("plan", "stored scale plan does not parse"))?);
+    }
+    let vnfd = &cluster.pkg.vnfd;
+    let level = cluster.req.instantiation_level_id.as_deref();
+    let levels = plan::scale::apply(vnfd, levels_now, req)
+        .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+    let capacities = plan::scale::capacities(vnfd, level, &levels);
+    let mut victims = Vec::new();
+    if req.scale_type == ScaleType::ScaleIn {
+        for (vdu, want) in &capacities {
+            let mut members: Vec<&VnfcRow> = vnfcs.iter().filter(|v| &v.vdu_id == vdu).collect();
+            let excess = members.len().saturating_sub(*want as usize);
+            // Newest first; ties by id for a stable choice.
+            members.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+            victims.extend(members.into_iter().take(excess).map(|v| v.id.clone()));
+        }
+    }
+    let plan = ScalePlan {
+        levels,
+        capacities,
+        victims,
+    };
+    let json = serde_json::to_string(&plan).unwrap_or_default();
+    e.db.write(|tx| tx.set_operation_plan(&op.id, &json))?;
+    Ok(plan)
+}
+
+pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
+    let (params, _) =
+        e.db.with(|s| s.reader().operation_params(&op.id))?
+            .ok_or_else(|| StepFailure::input("plan", "operation vanished"))?;
+    let req: ScaleVnfRequest = serde_json::from_str(&params)
+        .map_err(|_| StepFailure::input("plan", "stored ScaleVnfRequest does not parse"))?;
+    let cluster = Cluster::of_instance(e, &op.vnf_instance_id)?;
+    let instance =
+        e.db.with(|s| s.reader().instances())?
+            .into_iter()
+            .find(|i| i.id == op.vnf_instance_id)
+            .ok_or_else(|| StepFailure::input("plan", "VNF instance vanished"))?;
+    let stack = StackRef {
+        name: instance
+            .stack_name
+            .clone()
+            .unwrap_or_else(|| format!("vnf-{}", op.vnf_instance_id)),
+        id: instance
+            .stack_id
+            .clone()
+            .ok_or_else(|| StepFailure::input("plan", "the instance has no Heat stack"))?,
+    };
+    let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
+    let plan = resolve(e, op, &cluster, &instance.scale_status, &before, &req)?;
+
+    // The complete `nfv` object with the new capacities (Heat replaces a json parameter whole).
+    let mut nfv = plan::nfv::instantiate_parameters(&cluster.pkg.vnfd, &cluster.req)
+        .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+    for (vdu, n) in &plan.capacities {
+        if let Some(entry) = nfv.pointer_mut(&format!("/VDU/{vdu}")) {
+            entry["desired_capacity"] = (*n).into();
+        }
+    }
+
+    let out = req.scale_type == ScaleType::ScaleOut;
+    let k8s = cluster.k8s.is_some();
+    let nfs = cluster.storage_stage_count() > 0;
+    let remote = if !k8s {
+        0
+    } else if out {
+        1 + usize::from(nfs)
+    } else {
+        plan.victims.len()
+    };
+    e.db.write(|tx| tx.set_steps_total(&op.id, (remote + 4) as i64))?;
+    let done = e.done_steps(op)?;
+    let done_cloud = |n: i64| done.contains(&(n, String::new()));
+    let mut no = 1;
+
+    if !out {
+        // Drain and delete the victims' nodes on a master that stays.
+        let victims: Vec<&VnfcRow> = before
+            .iter()
+            .filter(|v| plan.victims.contains(&v.id))
+            .collect();
+        if k8s && !victims.is_empty() {
+            let master_row = before
+                .iter()
+                .find(|v| {
+                    !plan.victims.contains(&v.id)
+                        && cluster.role(&v.vdu_id).ok() == Some(Role::Master)
+                })
+                .ok_or_else(|| StepFailure::input("plan", "no master stays to drain nodes on"))?;
+            let master = cluster.host(master_row, Role::Master)?;
+            for v in &victims {
+                let role = cluster.role(&v.vdu_id)?;
+                let addr = cluster.host(v, role)?.target.address.to_string();
+                let step = recipes::k8s_remove_node(
+                    &master.vnfc_id,
+                    &addr,
+                    SCALE_IN_DRAIN,
+                    DrainPolicy::Strict,
+                );
+                e.stage(op, no, vec![(step, master.clone())]).await?;
+                no += 1;
+            }
+        }
+        // Heat removes failed members first: mark exactly the victims.
+        if !done_cloud(no) {
+            let reason = format!("removed by SCALE_IN (VnfLcmOpOcc {})", op.id);
+            e.cloud_step(
+                op,
+                no,
+                "heat.mark_unhealthy",
+                || async {
+                    // The group's member is the resource whose nested stack holds the server.
+                    let resources = e.cloud.stack_resources(&stack, 5).await?;
+                    for v in &victims {
+                        let (owner, name) = resources
+                            .iter()
+                            .find(|r| r.nested_stack.as_ref().is_some_and(|n| n.id == v.stack_id))
+                            .map(|r| (r.stack.clone(), r.resource_name.clone()))
+                            .unwrap_or_else(|| {
+                                let own = StackRef {
+                                    name: v.stack_name.clone(),
+                                    id: v.stack_id.clone(),
+                                };
+                                (own, v.resource_name.clone())
+                            });
+                        e.cloud.mark_unhealthy(&owner, &name, &reason).await?;
+                    }
+                    Ok(())
+                },
+                |_| Ok(()),
+            )
+            .await?;
+        }
+        no += 1;
+    }
+
+    if !done_cloud(no) {
+        let params = serde_json::json!({ "nfv": nfv });
+        e.cloud_step(
+            op,
+            no,
+            "heat.update",
+            || e.cloud.update_stack_patch(&stack, params.clone()),
+            |_| Ok(()),
+        )
+        .await?;
+    }
+    no += 1;
+    if !done_cloud(no) {
+        e.cloud_step(
+            op,
+            no,
+            "heat.wait_update",
+            || {
+                e.cloud
+                    .wait_stack(&stack, &["UPDATE_COMPLETE"], e.limits.stack_timeout)
+            },
+            |_| Ok(()),
+        )
+        .await?;
+    }
+    no += 1;
+    let after = if done_cloud(no) {
+        e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?
+    } else {
+        read_vnfcs(e, op, &cluster.pkg, &stack, no).await?
+    };
+    no += 1;
+
+    // The group must now hold exactly the planned members.
+    for (vdu, want) in &plan.capacities {
+        let have = after.iter().filter(|v| &v.vdu_id == vdu).count();
+        if have != *want as usize {
+            return Err(StepFailure::input(
+                "heat.read_vnfcs",
+                format!("VDU `{vdu}` has {have} VNFC(s) after the update, {want} planned"),
+            )
+            .into());
+        }
+    }
+    if let Some(left) = after.iter().find(|v| plan.victims.contains(&v.id)) {
+        return Err(StepFailure::input(
+            "heat.read_vnfcs",
+            format!("VNFC {} chosen for removal is still there", left.id),
+        )
+        .into());
+    }
+
+    if out && k8s {
+        let first_master = cluster
+            .hosts(&after, Role::Master)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| StepFailure::input("plan", "the stack has no master VNFC"))?;
+        let master_ip = first_master.target.address.to_string();
+        let mut joins = Vec::new();
+        let mut clients = Vec::new();
+        // The VNFCs this operation created (also right after a crash or on RETRY).
+        for v in after.iter().filter(|v| v.created_at >= op.start_time) {
+            let role = cluster.role(&v.vdu_id)?;
+            if !matches!(role, Role::Master | Role::Worker) {
+                continue;
+            }
+            let h = cluster.host(v, role)?;
+            joins.push((cluster.install(&h, role, &master_ip)?, h.clone()));
+            clients.push((recipes::nfs_client(&h.vnfc_id), h));
+        }
+        e.stage(op, no, joins).await?;
+        no += 1;
+        if nfs {
+            e.stage(op, no, clients).await?;
+        }
+    }
+    e.db.write(|tx| tx.set_scale_status(&op.vnf_instance_id, Some(&plan.levels), now()))?;
+    Ok(())
+}
