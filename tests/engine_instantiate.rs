@@ -4,125 +4,13 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use support::{Cleanup, is_root};
-use testbed::cloud::Testbed;
-use testbed::hosts::HostFarm;
-use vnfkeeper::cloud::OpenStackCloud;
-use vnfkeeper::engine::{Engine, EngineLimits};
-use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
-use vnfkeeper::model::{OperationState, Timestamp};
-use vnfkeeper::remote::{SshConfig, SshRemote};
-use vnfkeeper::store::{Db, Store};
-
-fn now() -> Timestamp {
-    Timestamp(chrono::Utc::now())
-}
-
-/// A testbed cloud with real hosts, a database and a spool, and an engine over them.
-struct Bed {
-    dir: tempfile::TempDir,
-    farm: Arc<HostFarm>,
-    tb: Testbed,
-    db: Db,
-    spool: Spool,
-    engine: Engine<OpenStackCloud>,
-    cloud: Arc<OpenStackCloud>,
-    _cleanup: Cleanup,
-}
-
-impl Bed {
-    async fn new(prefix: &'static str, net: u8, limits: EngineLimits) -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("vk-engine-")
-            .tempdir_in("/var/tmp")
-            .unwrap();
-        let (farm, tb, cleanup) = support::testbed_with_hosts(prefix, net, dir.path()).await;
-        let db = Db::new(Store::open(&dir.path().join("state.db")).unwrap());
-        let spool = Spool::open(&dir.path().join("spool")).unwrap();
-        let cloud = Arc::new(
-            OpenStackCloud::connect(tb.clouds_yaml(), "testbed", Duration::from_secs(30))
-                .await
-                .unwrap(),
-        );
-        let engine = Engine::new(
-            db.clone(),
-            cloud.clone(),
-            Arc::new(SshRemote::new(SshConfig::default())),
-            limits,
-        );
-        Bed {
-            dir,
-            farm,
-            tb,
-            db,
-            spool,
-            engine,
-            cloud,
-            _cleanup: cleanup,
-        }
-    }
-
-    /// Submits a request file through intake; returns what intake did.
-    fn submit(&self, bytes: &[u8]) -> Outcome {
-        let path = self.spool.submit(bytes).unwrap();
-        let root = support::repo_root();
-        let ctx = IntakeContext {
-            packages_dir: &root,
-            cloud_configured: true,
-        };
-        let mut out = self
-            .db
-            .with(|s| spool::process(&self.spool, s, &[path], &ctx, now()))
-            .unwrap();
-        out.remove(0)
-    }
-
-    /// Submits the seed's instantiate request; returns (op id, vnf instance id).
-    fn submit_instantiate(&self) -> (String, String) {
-        let fixture =
-            support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
-        match self.submit(&std::fs::read(fixture).unwrap()) {
-            Outcome::Accepted {
-                vnf_lcm_op_occ_id,
-                vnf_instance_id,
-                ..
-            } => (vnf_lcm_op_occ_id, vnf_instance_id),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    fn print_journal(&self, op: &str) {
-        for j in self.db.with(|s| s.reader().journal(op)).unwrap() {
-            eprintln!(
-                "{:>3} {:<18} {:<38} {:<6} x{} {}",
-                j.step_no,
-                j.name,
-                j.host,
-                j.state,
-                j.attempts,
-                j.detail.as_deref().unwrap_or("")
-            );
-        }
-    }
-
-    fn error_of(&self, op: &str) -> Option<String> {
-        self.db
-            .with(|s| s.reader().operation(op))
-            .unwrap()
-            .and_then(|o| o.error)
-    }
-}
-
-fn fast_limits() -> EngineLimits {
-    EngineLimits {
-        backoff: Duration::from_millis(200),
-        pv_wait: Duration::from_secs(30),
-        ..EngineLimits::default()
-    }
-}
+use support::bed::{Bed, fast_limits};
+use support::is_root;
+use vnfkeeper::engine::EngineLimits;
+use vnfkeeper::intake::spool::Outcome;
+use vnfkeeper::model::OperationState;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {

@@ -2,6 +2,8 @@
 
 #![allow(dead_code, missing_docs)]
 
+pub mod bed;
+
 use std::fs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};

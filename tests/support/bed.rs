@@ -1,0 +1,122 @@
+//! An engine on the testbed for integration tests (needs root): a cloud whose servers are real
+//! SSH hosts, a database, a spool, and an engine over them; requests go through intake.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Cleanup;
+use testbed::cloud::Testbed;
+use testbed::hosts::HostFarm;
+use vnfkeeper::cloud::OpenStackCloud;
+use vnfkeeper::engine::{Engine, EngineLimits};
+use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
+use vnfkeeper::model::Timestamp;
+use vnfkeeper::remote::{SshConfig, SshRemote};
+use vnfkeeper::store::{Db, Store};
+
+pub fn now() -> Timestamp {
+    Timestamp(chrono::Utc::now())
+}
+
+/// A testbed cloud with real hosts, a database and a spool, and an engine over them.
+pub struct Bed {
+    pub dir: tempfile::TempDir,
+    pub farm: Arc<HostFarm>,
+    pub tb: Testbed,
+    pub db: Db,
+    pub spool: Spool,
+    pub engine: Engine<OpenStackCloud>,
+    pub cloud: Arc<OpenStackCloud>,
+    _cleanup: Cleanup,
+}
+
+impl Bed {
+    pub async fn new(prefix: &'static str, net: u8, limits: EngineLimits) -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("vk-engine-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let (farm, tb, cleanup) = super::testbed_with_hosts(prefix, net, dir.path()).await;
+        let db = Db::new(Store::open(&dir.path().join("state.db")).unwrap());
+        let spool = Spool::open(&dir.path().join("spool")).unwrap();
+        let cloud = Arc::new(
+            OpenStackCloud::connect(tb.clouds_yaml(), "testbed", Duration::from_secs(30))
+                .await
+                .unwrap(),
+        );
+        let engine = Engine::new(
+            db.clone(),
+            cloud.clone(),
+            Arc::new(SshRemote::new(SshConfig::default())),
+            limits,
+        );
+        Bed {
+            dir,
+            farm,
+            tb,
+            db,
+            spool,
+            engine,
+            cloud,
+            _cleanup: cleanup,
+        }
+    }
+
+    /// Submits a request file through intake; returns what intake did.
+    pub fn submit(&self, bytes: &[u8]) -> Outcome {
+        let path = self.spool.submit(bytes).unwrap();
+        let root = super::repo_root();
+        let ctx = IntakeContext {
+            packages_dir: &root,
+            cloud_configured: true,
+        };
+        let mut out = self
+            .db
+            .with(|s| spool::process(&self.spool, s, &[path], &ctx, now()))
+            .unwrap();
+        out.remove(0)
+    }
+
+    /// Submits the seed's instantiate request; returns (op id, vnf instance id).
+    pub fn submit_instantiate(&self) -> (String, String) {
+        let fixture =
+            super::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
+        match self.submit(&std::fs::read(fixture).unwrap()) {
+            Outcome::Accepted {
+                vnf_lcm_op_occ_id,
+                vnf_instance_id,
+                ..
+            } => (vnf_lcm_op_occ_id, vnf_instance_id),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    pub fn print_journal(&self, op: &str) {
+        for j in self.db.with(|s| s.reader().journal(op)).unwrap() {
+            eprintln!(
+                "{:>3} {:<18} {:<38} {:<6} x{} {}",
+                j.step_no,
+                j.name,
+                j.host,
+                j.state,
+                j.attempts,
+                j.detail.as_deref().unwrap_or("")
+            );
+        }
+    }
+
+    pub fn error_of(&self, op: &str) -> Option<String> {
+        self.db
+            .with(|s| s.reader().operation(op))
+            .unwrap()
+            .and_then(|o| o.error)
+    }
+}
+
+pub fn fast_limits() -> EngineLimits {
+    EngineLimits {
+        backoff: Duration::from_millis(200),
+        pv_wait: Duration::from_secs(30),
+        ..EngineLimits::default()
+    }
+}
