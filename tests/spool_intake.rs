@@ -328,3 +328,38 @@ fn config_check_prints_effective_settings_and_exits_78_on_an_invalid_file() {
         .unwrap();
     assert_eq!(st.code(), Some(78));
 }
+
+#[test]
+fn forceful_terminate_ends_the_operations_queued_ahead_of_it() {
+    let install = Install::new();
+    let _daemon = install.start();
+    let good = good_fixtures();
+    let body = |prefix: &str| {
+        good.iter()
+            .find(|(n, _)| n.starts_with(prefix))
+            .unwrap()
+            .1
+            .clone()
+    };
+    let mut terminate: Value = serde_json::from_slice(&body("pv-k8s-cluster.90")).unwrap();
+    terminate["request"] = serde_json::json!({"terminationType": "FORCEFUL"});
+    install.drop_file("a-instantiate.json", &body("pv-k8s-cluster.10"));
+    install.drop_file("b-scale.json", &body("pv-k8s-cluster.20"));
+    install.drop_file("c-terminate.json", &serde_json::to_vec(&terminate).unwrap());
+    // No cloud is configured: nothing runs, but the queue is still kept by the runner.
+    assert!(wait_until(Duration::from_secs(20), || {
+        let ops = install.ops_json();
+        ops.len() == 3 && ops[..2].iter().all(|o| o["operationState"] == "FAILED")
+    }));
+    let ops = install.ops_json();
+    for o in &ops[..2] {
+        let detail = o["error"]["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.contains("superseded by TERMINATE") && detail.contains("FORCEFUL"),
+            "{o}"
+        );
+        assert_eq!(o["error"]["status"], 409, "{o}");
+    }
+    assert_eq!(ops[2]["operation"], "TERMINATE");
+    assert_eq!(ops[2]["operationState"], "STARTING");
+}

@@ -35,6 +35,8 @@ pub(super) struct Runner {
     /// VNF instances with an operation in flight, by task.
     busy: HashMap<tokio::task::Id, String>,
     busy_vnfs: HashSet<String>,
+    /// How to abort the task in flight for a VNF instance (a TERMINATE superseding it).
+    aborts: HashMap<String, tokio::task::AbortHandle>,
 }
 
 impl Runner {
@@ -56,6 +58,7 @@ impl Runner {
             running: JoinSet::new(),
             busy: HashMap::new(),
             busy_vnfs: HashSet::new(),
+            aborts: HashMap::new(),
         }
     }
 
@@ -85,6 +88,10 @@ impl Runner {
     /// Starts every runnable queue head that is not running yet, within the limit; first
     /// (re)connects to the cloud if that is due.
     pub(super) async fn schedule(&mut self, settings: &Settings) {
+        // Queue bookkeeping needs no cloud: a TERMINATE may end what waits ahead of it.
+        if let Ok(heads) = self.db.with(|s| s.reader().heads_of_queues()) {
+            self.supersede_for_terminations(&heads);
+        }
         if self.engine.is_none() {
             if self.cloud.is_some() && self.last_connect.is_none_or(|t| t.elapsed() >= CLOUD_RETRY)
             {
@@ -120,7 +127,74 @@ impl Runner {
                 (op.vnf_instance_id, op.id, r)
             });
             self.busy.insert(handle.id(), vnf.clone());
+            self.aborts.insert(vnf.clone(), handle);
             self.busy_vnfs.insert(vnf);
+        }
+    }
+
+    /// A TERMINATE queued behind other operations of its VNF instance stops waiting for them when
+    /// [`crate::plan::terminate::supersedes_ahead`] says so: the task in flight (if any) is
+    /// aborted and every operation ahead ends `FAILED` (superseded), so the TERMINATE becomes the
+    /// head of the queue.
+    fn supersede_for_terminations(&mut self, heads: &[crate::store::OperationRow]) {
+        use crate::model::LcmOperationType;
+        for head in heads
+            .iter()
+            .filter(|h| h.operation != LcmOperationType::Terminate)
+        {
+            let queue = match self
+                .db
+                .with(|s| s.reader().operations(Some(&head.vnf_instance_id)))
+            {
+                Ok(q) => q,
+                Err(_) => continue,
+            };
+            let Some(term) = queue.iter().find(|o| {
+                o.operation == LcmOperationType::Terminate
+                    && matches!(o.operation_state, OperationState::Starting)
+            }) else {
+                continue;
+            };
+            let Some(why) = self
+                .db
+                .with(|s| s.reader().operation_params(&term.id))
+                .ok()
+                .flatten()
+                .and_then(|(p, _)| serde_json::from_str(&p).ok())
+                .and_then(|req| {
+                    crate::plan::terminate::supersedes_ahead(
+                        &req,
+                        &term.start_time,
+                        chrono::Utc::now(),
+                    )
+                })
+            else {
+                continue;
+            };
+            if let Some(handle) = self.aborts.remove(&head.vnf_instance_id) {
+                handle.abort();
+            }
+            let ahead: Vec<String> = queue
+                .iter()
+                .filter(|o| o.seq < term.seq && !o.operation_state.is_final())
+                .map(|o| o.id.clone())
+                .collect();
+            let now = crate::model::Timestamp(chrono::Utc::now());
+            let result = self.db.write(|tx| {
+                for id in &ahead {
+                    tx.supersede(id, &term.id, &why, now)?;
+                }
+                Ok(())
+            });
+            match result {
+                Ok(()) => tracing::warn!(
+                    vnf_instance_id = %head.vnf_instance_id, vnf_lcm_op_occ_id = %term.id,
+                    superseded = ahead.len(), "{why}: operations ahead of the TERMINATE end FAILED"
+                ),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot supersede operations for a TERMINATE")
+                }
+            }
         }
     }
 
@@ -135,6 +209,7 @@ impl Runner {
         };
         if let Some(vnf) = self.busy.remove(&id) {
             self.busy_vnfs.remove(&vnf);
+            self.aborts.remove(&vnf);
         }
         match done {
             Ok((_, (vnf, op, Ok(state)))) => {

@@ -3,6 +3,7 @@
 
 pub mod nfv;
 pub mod scale;
+pub mod terminate;
 pub mod vnfcs;
 
 /// Why a plan cannot be made: names the request field (JSON pointer) or the VNFD node.

@@ -3,8 +3,8 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{OperationRow, ReaderRef, Result, Tx, VnfcRow, collect_checked};
-use crate::model::{InstantiationState, Timestamp};
+use super::{NewEvent, OperationRow, ReaderRef, Result, Tx, VnfcRow, collect_checked};
+use crate::model::{InstantiationState, OperationState, Timestamp};
 use crate::plan::vnfcs::ObservedVnfc;
 
 /// One `step_journal` row.
@@ -222,6 +222,48 @@ impl Tx<'_> {
                  vnf_package = COALESCE(?4, vnf_package), updated_at = ?5 WHERE id = ?1",
             params![id, state.as_str(), flavour_id, vnf_package, now.to_rfc3339()],
         )?;
+        Ok(())
+    }
+
+    /// Ends an operation queued or running ahead of a TERMINATE that no longer waits for it:
+    /// `STARTING`/`PROCESSING`/`ROLLING_BACK` → `FAILED_TEMP` → `FAILED`, `FAILED_TEMP` → `FAILED`,
+    /// with a ProblemDetails (409) naming the TERMINATE and an audit event. Other states: nothing.
+    pub fn supersede(
+        &mut self,
+        op_id: &str,
+        terminate_id: &str,
+        why: &str,
+        now: Timestamp,
+    ) -> Result<()> {
+        let Some(op) = self.reader().operation(op_id)? else {
+            return Ok(());
+        };
+        let detail = format!("superseded by TERMINATE {terminate_id}: {why}");
+        let problem = crate::model::ProblemDetails::new(409, detail.clone(), Vec::new());
+        let json = serde_json::to_string(&problem).unwrap_or_default();
+        let path: &[OperationState] = match op.operation_state {
+            OperationState::Starting | OperationState::Processing | OperationState::RollingBack => {
+                &[OperationState::FailedTemp, OperationState::Failed]
+            }
+            OperationState::FailedTemp => &[OperationState::Failed],
+            _ => &[],
+        };
+        for to in path {
+            let from = self.set_operation_state(op_id, *to, Some(&json), now)?;
+            self.set_status_detail(op_id, &detail)?;
+            let message = format!("{} {from} → {to}: {detail}", op.operation);
+            self.append_event(
+                &NewEvent {
+                    kind: "STATE_CHANGED",
+                    vnf_instance_id: Some(&op.vnf_instance_id),
+                    vnf_lcm_op_occ_id: Some(op_id),
+                    vnfc_id: None,
+                    message: &message,
+                    evidence: Some(&json),
+                },
+                now,
+            )?;
+        }
         Ok(())
     }
 
