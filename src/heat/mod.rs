@@ -15,7 +15,10 @@
 //!   `vcImageId`, and only when the Grant gives an image (§3.6); each VNFC gets the zone its
 //!   Grant `addResources` entry names;
 //! - a VDU that the BaseHOT scales with an `OS::Heat::AutoScalingGroup` stays in ASG mode: the
-//!   template is kept and `nfv.VDU.<VDU>.desired_capacity` carries the count.
+//!   template is kept and `nfv.VDU.<VDU>.desired_capacity` carries the count;
+//! - a VDU whose resource is not a nested template (a top-level `OS::Nova::Server` with its
+//!   ports beside it, like the pv-k8s-cluster storage server) is kept as one VNFC
+//!   ([`Mode::Single`]): it can be healed (its image changed) but not scaled.
 //!
 //! `nfv` values: `computeName` = `<VDU>-<index>`; `computeFlavourId` and `vcImageId` from the
 //! Grant's `vimAssets`, else the VNFD; `locationConstraints` = the granted zone; CP `network`
@@ -244,7 +247,7 @@ struct Plan {
 pub fn grant_request(input: Input<'_>, op: Operation<'_>) -> Result<GrantRequest, HeatError> {
     let analysis = Analysis::new(input.base, input.vnfd)?;
     check_current(input, &analysis)?;
-    Ok(plan(input, op)?.grant_request)
+    Ok(plan(input, &analysis, op)?.grant_request)
 }
 
 /// The whole current top-level template and `nfv` parameter of the instance: the BaseHOT
@@ -356,7 +359,8 @@ fn resolve(
     Ok(out)
 }
 
-fn plan(input: Input<'_>, op: Operation<'_>) -> Result<Plan, HeatError> {
+fn plan(input: Input<'_>, analysis: &Analysis, op: Operation<'_>) -> Result<Plan, HeatError> {
+    let single = |vdu: &str| analysis.modes.get(vdu) == Some(&Mode::Single);
     let vnfd = input.vnfd;
     let current = input.current;
     let mut p = Plan::default();
@@ -405,6 +409,15 @@ fn plan(input: Input<'_>, op: Operation<'_>) -> Result<Plan, HeatError> {
             p.grant_request.instantiation_level_id = level.map(str::to_owned);
             for (name, vdu) in &vnfd.vdus {
                 let n = vnfd.instances_at_level(name, level);
+                if n > 1 && single(name) {
+                    return Err(HeatError::Vnfd {
+                        node: name.clone(),
+                        reason: format!(
+                            "instantiation level gives {n} instances, but resources.{name} of the \
+                             BaseHOT is a single resource, not a nested template"
+                        ),
+                    });
+                }
                 if n > vdu.max_instances {
                     return Err(HeatError::Vnfd {
                         node: name.clone(),
@@ -453,6 +466,16 @@ fn plan(input: Input<'_>, op: Operation<'_>) -> Result<Plan, HeatError> {
                         reason: format!("aspect `{}` targets an unknown VDU", req.aspect_id),
                     });
                 };
+                if single(vdu) {
+                    return Err(req_err(
+                        "/request/aspectId",
+                        format!(
+                            "aspect `{}` scales VDU {vdu}, whose BaseHOT resource is a single \
+                             resource (not a nested template or an AutoScalingGroup)",
+                            req.aspect_id
+                        ),
+                    ));
+                }
                 let n = delta * req.number_of_steps;
                 let have = by_vdu.get(vdu).cloned().unwrap_or_default();
                 let count = have.len() as u32;
@@ -677,7 +700,7 @@ pub fn adjust(input: Input<'_>, op: Operation<'_>, grant: &Grant) -> Result<Adju
     let current = input.current;
     let analysis = Analysis::new(input.base, vnfd)?;
     check_current(input, &analysis)?;
-    let plan = plan(input, op)?;
+    let plan = plan(input, &analysis, op)?;
     let mut warnings = Vec::new();
 
     // The Grant: known definitions, known zones.
@@ -967,7 +990,7 @@ pub fn adjust(input: Input<'_>, op: Operation<'_>, grant: &Grant) -> Result<Adju
         }
     }
     for (vdu, mode) in &analysis.modes {
-        if let Mode::Asg(_) = mode {
+        if *mode != Mode::Individual {
             if plan.instantiate {
                 let zone = create
                     .iter()
@@ -991,9 +1014,17 @@ pub fn adjust(input: Input<'_>, op: Operation<'_>, grant: &Grant) -> Result<Adju
     // Heal / change of image: only the image, only when the Grant gives one.
     let mut image_changed = Vec::new();
     for (v, i) in &heal {
-        if !analysis.individual(v) {
+        if let Mode::Asg(_) = analysis.modes[v] {
             continue; // ASG mode: Heat rebuilds the marked member; parameters stay.
         }
+        // Single mode: the one VNFC's entries are not indexed.
+        let ix = |name: &str| {
+            if analysis.individual(v) {
+                indexed(name, *i)
+            } else {
+                name.to_owned()
+            }
+        };
         let mut names = vec![v.clone()];
         if plan.heal_storage {
             names.extend(vnfd.vdus[v].storages.iter().cloned());
@@ -1016,7 +1047,7 @@ pub fn adjust(input: Input<'_>, op: Operation<'_>, grant: &Grant) -> Result<Adju
                 ));
             }
             if let (true, Some(img)) = (uses_image, img) {
-                let path = ["VDU".into(), indexed(name, *i).into(), "vcImageId".into()];
+                let path = ["VDU".into(), ix(name).into(), "vcImageId".into()];
                 if get_path(&nfv, &path).and_then(Value::as_str) != Some(img) {
                     set_path(&mut nfv, &path, img.into());
                     changed = true;
@@ -1026,7 +1057,7 @@ pub fn adjust(input: Input<'_>, op: Operation<'_>, grant: &Grant) -> Result<Adju
         if changed {
             image_changed.push(indexed(v, *i));
         }
-        affected.extend(entries(v, Some(*i)));
+        affected.extend(entries(v, analysis.individual(v).then_some(*i)));
     }
 
     // additionalParams.nfv of the request, then of the Grant, for the entries touched.
@@ -1186,7 +1217,7 @@ pub fn base_parameters(
     for m in analysis.modes.values_mut() {
         *m = Mode::Asg(String::new());
     }
-    let plan = plan(input, Operation::Instantiate(req))?;
+    let plan = plan(input, &analysis, Operation::Instantiate(req))?;
     let mut nfv = json!({});
     let vl = [VlSource {
         links: &req.ext_virtual_links,

@@ -1,1 +1,1 @@
-
+//! Property tests (filled below).

@@ -18,6 +18,10 @@ pub enum Mode {
     /// The BaseHOT scales the VDU with this `OS::Heat::AutoScalingGroup` resource; the template
     /// is kept and `nfv.VDU.<VDU>.desired_capacity` carries the count.
     Asg(String),
+    /// `resources.<VDU>` is itself a resource type (e.g. `OS::Nova::Server` whose ports and
+    /// volumes are separate top-level resources), not a nested template: it cannot be copied
+    /// per VNFC, so it is kept as it is, as exactly one VNFC with non-indexed `nfv` entries.
+    Single,
 }
 
 /// The `nfv` section a path points into.
@@ -90,10 +94,13 @@ impl Analysis {
         let mut modes = BTreeMap::new();
         for vdu in vnfd.vdus.keys() {
             let mode = if let Some(r) = resources.get(vdu) {
-                if r["type"] == "OS::Heat::AutoScalingGroup" {
+                let ty = r["type"].as_str().unwrap_or("");
+                if ty == "OS::Heat::AutoScalingGroup" {
                     Mode::Asg(vdu.clone())
-                } else {
+                } else if ty.ends_with(".yaml") || ty.ends_with(".yml") {
                     Mode::Individual
+                } else {
+                    Mode::Single
                 }
             } else if let Some((name, _)) = resources
                 .iter()
@@ -115,7 +122,7 @@ impl Analysis {
         // Nested templates named by VDU resources must be passed along.
         for (vdu, mode) in &modes {
             let (rname, ty) = match mode {
-                Mode::Individual => (vdu.as_str(), &resources[vdu]["type"]),
+                Mode::Individual | Mode::Single => (vdu.as_str(), &resources[vdu]["type"]),
                 Mode::Asg(r) => (r.as_str(), &resources[r]["properties"]["resource"]["type"]),
             };
             if let Some(t) = ty.as_str()
@@ -151,7 +158,7 @@ impl Analysis {
         for (rname, r) in resources {
             // The resource that stands for a VDU (individual) or an ASG: its owner.
             let owner = modes.iter().find_map(|(v, m)| match m {
-                Mode::Individual if v == rname => Some(v.clone()),
+                Mode::Individual | Mode::Single if v == rname => Some(v.clone()),
                 Mode::Asg(a) if a == rname => Some(v.clone()),
                 _ => None,
             });
@@ -193,6 +200,8 @@ impl Analysis {
                                     format!(
                                         "get_param into nfv.{}: vnfkeeper knows only nfv.VDU and nfv.CP",
                                         path[0]
+                                            .as_str()
+                                            .map_or_else(|| path[0].to_string(), str::to_owned)
                                     ),
                                 ));
                             }
