@@ -138,36 +138,24 @@ pub fn run(args: &AdjustArgs, files: &AdjustFiles<'_>) -> anyhow::Result<Rendere
             anyhow::bail!("--request {req_name}: TERMINATE has no adjusted HOT")
         }
     };
+    let shown = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    };
+    let explain = |e: super::HeatError| match &e {
+        super::HeatError::Request { .. } => anyhow::anyhow!("--request {req_name}: {e}"),
+        super::HeatError::Grant { .. } => anyhow::anyhow!("--grant {}: {e}", shown(&args.grant)),
+        super::HeatError::Current { .. } => anyhow::anyhow!("--vnfcs {}: {e}", shown(&args.vnfcs)),
+        _ => anyhow::anyhow!("--package {}: {e}", args.package.display()),
+    };
     let grant = match files.grant {
         Some(bytes) => serde_json::from_slice::<Grant>(bytes).map_err(|e| {
-            anyhow::anyhow!(
-                "--grant {}: not a SOL003 Grant: {e}",
-                args.grant
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
-            )
+            anyhow::anyhow!("--grant {}: not a SOL003 Grant: {e}", shown(&args.grant))
         })?,
-        None => Grant::derived(&super::grant_request(input, op)?),
+        None => Grant::derived(&super::grant_request(input, op).map_err(explain)?),
     };
-    let adjusted = adjust(input, op, &grant).map_err(|e| match &e {
-        super::HeatError::Request { .. } => anyhow::anyhow!("--request {req_name}: {e}"),
-        super::HeatError::Grant { .. } => anyhow::anyhow!(
-            "--grant {}: {e}",
-            args.grant
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        ),
-        super::HeatError::Current { .. } => anyhow::anyhow!(
-            "--vnfcs {}: {e}",
-            args.vnfcs
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        ),
-        _ => anyhow::anyhow!("--package {}: {e}", args.package.display()),
-    })?;
+    let adjusted = adjust(input, op, &grant).map_err(explain)?;
     Ok(Rendered {
         stdout: if args.json {
             serde_json::to_string_pretty(&json_output(&adjusted))? + "\n"
