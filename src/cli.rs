@@ -1,4 +1,4 @@
-//! Command line: `daemon`, `submit`, `ops`, `status`, `config check`.
+//! Command line: `daemon`, `submit`, `ops`, `status`, `config check`, `hot adjust`.
 //!
 //! Human output is an aligned table; `--json` output is stable for scripts (SOL003 field names).
 //! Exit status: 0 success, 1 failure, 78 invalid configuration.
@@ -65,6 +65,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Heat templates: `hot adjust` (individual VNFC management).
+    Hot {
+        /// What to do.
+        #[command(subcommand)]
+        command: crate::heat::cli::HotCommand,
+    },
     /// Configuration commands.
     Config {
         /// What to do with the configuration.
@@ -99,6 +105,9 @@ pub fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Check(c),
         } => config_check(&c.config),
+        Command::Hot {
+            command: crate::heat::cli::HotCommand::Adjust(a),
+        } => hot_adjust(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -309,6 +318,31 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     if vnfc_table.row_count() > 0 {
         println!("\n{vnfc_table}");
     }
+    Ok(())
+}
+
+/// `hot adjust`: reads the files, lets `heat::cli::run` do the rest.
+fn hot_adjust(a: &crate::heat::cli::AdjustArgs) -> Result<(), Failure> {
+    let read = |p: &Path, opt: &str| {
+        std::fs::read(p).map_err(|e| anyhow::anyhow!("{opt} {}: cannot read: {e}", p.display()))
+    };
+    let pkg = crate::package::VnfPackage::load(&a.package)?;
+    let base = pkg.base_hot(&a.flavour)?;
+    let request = read(&a.request, "--request")?;
+    let grant = a.grant.as_deref().map(|p| read(p, "--grant")).transpose()?;
+    let vnfcs = a.vnfcs.as_deref().map(|p| read(p, "--vnfcs")).transpose()?;
+    let files = crate::heat::cli::AdjustFiles {
+        vnfd: &pkg.vnfd,
+        base: &base,
+        request: &request,
+        grant: grant.as_deref(),
+        vnfcs: vnfcs.as_deref(),
+    };
+    let out = crate::heat::cli::run(a, &files)?;
+    for w in &out.warnings {
+        eprintln!("vnfkeeper: warning: {w}");
+    }
+    print!("{}", out.stdout);
     Ok(())
 }
 

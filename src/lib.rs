@@ -16,6 +16,8 @@ pub mod daemon;
 pub mod engine;
 /// Crash hooks for tests (debug builds only).
 pub mod failpoint;
+/// Individual VNFC management (pure): BaseHOT → adjusted HOT + `nfv` parameters, merge patches.
+pub mod heat;
 /// Where requests enter: spool directory and request validation.
 pub mod intake;
 /// Domain types and invariants; no I/O.

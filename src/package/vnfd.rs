@@ -16,6 +16,9 @@ pub struct Vnfd {
     pub cps: BTreeMap<String, Cp>,
     /// `tosca.nodes.nfv.Vdu.VirtualBlockStorage` node templates by name: size in GB.
     pub storages: BTreeMap<String, u32>,
+    /// `sw_image_data.name` of the virtual storages that have one (a volume created from an
+    /// image), by storage name.
+    pub storage_images: BTreeMap<String, String>,
     /// `tosca.policies.nfv.ScalingAspects` with their VDU deltas, by aspect id.
     pub aspects: BTreeMap<String, Aspect>,
     /// `tosca.policies.nfv.InstantiationLevels` with VDU instance counts, by level id.
@@ -141,6 +144,10 @@ impl Vnfd {
                                 .and_then(parse_gb)
                                 .unwrap_or(1);
                         self.storages.insert(name.to_owned(), size);
+                        if let Some(image) = node["properties"]["sw_image_data"]["name"].as_str() {
+                            self.storage_images
+                                .insert(name.to_owned(), image.to_owned());
+                        }
                     }
                     _ => {}
                 }

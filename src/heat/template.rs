@@ -1,0 +1,422 @@
+//! BaseHOT analysis and expansion: which VDU is managed per VNFC (a top-level resource named
+//! after the VDU) and which through an `OS::Heat::AutoScalingGroup`, every `get_param` path into
+//! the `nfv` parameter with its owner, and the copy of a VDU resource for one VNFC with those
+//! paths re-pointed at the indexed entries (tacker-anchor §3.2–§3.3, seed "调整后的 HOT").
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::HeatError;
+use crate::package::{BaseHot, Vnfd};
+
+/// How the adjusted HOT treats one VDU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Individual VNFC management: `resources.<VDU>` becomes `<VDU>-0`, `<VDU>-1`, ….
+    Individual,
+    /// The BaseHOT scales the VDU with this `OS::Heat::AutoScalingGroup` resource; the template
+    /// is kept and `nfv.VDU.<VDU>.desired_capacity` carries the count.
+    Asg(String),
+    /// `resources.<VDU>` is itself a resource type (e.g. `OS::Nova::Server` whose ports and
+    /// volumes are separate top-level resources), not a nested template: it cannot be copied
+    /// per VNFC, so it is kept as it is, as exactly one VNFC with non-indexed `nfv` entries.
+    Single,
+}
+
+/// The `nfv` section a path points into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Section {
+    /// `nfv.VDU.<VDU or virtual storage>`.
+    Vdu,
+    /// `nfv.CP.<CP>`.
+    Cp,
+}
+
+impl Section {
+    /// `"VDU"` or `"CP"`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Section::Vdu => "VDU",
+            Section::Cp => "CP",
+        }
+    }
+}
+
+/// One `get_param: [nfv, <section>, <name>, <rest>…]` found in the BaseHOT.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NfvRef {
+    /// `VDU` or `CP`.
+    pub section: Section,
+    /// The VDU, virtual storage or CP name (not indexed).
+    pub name: String,
+    /// The path below the entry (`[computeFlavourId]`, `[fixed_ips, 0, subnet]`).
+    pub rest: Vec<Value>,
+    /// Template path of the `get_param`, for errors.
+    pub at: String,
+}
+
+/// What the adjusted HOT needs to know about a BaseHOT.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    /// Package-relative path of the top-level template (named in errors).
+    pub file: String,
+    /// Mode of every VDU of the VNFD.
+    pub modes: BTreeMap<String, Mode>,
+    /// `nfv` references by owning VDU.
+    pub refs: BTreeMap<String, Vec<NfvRef>>,
+}
+
+const PSEUDO_PARAMS: &[&str] = &["OS::stack_name", "OS::stack_id", "OS::project_id"];
+
+impl Analysis {
+    /// Analyses `base` against `vnfd`. Errors ([`HeatError::Template`], naming the file and
+    /// the template path): no `resources` mapping; a VDU without a resource of its name or an
+    /// AutoScalingGroup holding it; a `get_param` of an undeclared parameter, into an `nfv`
+    /// section other than `VDU`/`CP`, or naming a VDU/CP/storage the VNFD lacks; a per-VNFC
+    /// parameter used outside its VDU's resource; a `get_resource`/`get_attr`/`depends_on` on a
+    /// VDU resource that the adjusted HOT replaces; a nested template missing from `files`.
+    pub fn new(base: &BaseHot, vnfd: &Vnfd) -> Result<Self, HeatError> {
+        let file = base.top_path.clone();
+        let err = |at: &str, reason: String| HeatError::Template {
+            file: file.clone(),
+            at: at.into(),
+            reason,
+        };
+        let resources = base.template["resources"]
+            .as_object()
+            .ok_or_else(|| err("resources", "missing or not a mapping".into()))?;
+        let declared: Vec<&str> = base.template["parameters"]
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+
+        let mut modes = BTreeMap::new();
+        for vdu in vnfd.vdus.keys() {
+            let mode = if let Some(r) = resources.get(vdu) {
+                let ty = r["type"].as_str().unwrap_or("");
+                if ty == "OS::Heat::AutoScalingGroup" {
+                    Mode::Asg(vdu.clone())
+                } else if ty.ends_with(".yaml") || ty.ends_with(".yml") {
+                    Mode::Individual
+                } else {
+                    Mode::Single
+                }
+            } else if let Some((name, _)) = resources
+                .iter()
+                .find(|(_, r)| asg_holds(r, vdu, &base.files))
+            {
+                Mode::Asg(name.clone())
+            } else {
+                return Err(err(
+                    "resources",
+                    format!(
+                        "VNFD VDU `{vdu}` has no resource `resources.{vdu}` (individual VNFC \
+                         management) and no OS::Heat::AutoScalingGroup holding it"
+                    ),
+                ));
+            };
+            modes.insert(vdu.clone(), mode);
+        }
+
+        // Nested templates named by VDU resources must be passed along.
+        for (vdu, mode) in &modes {
+            let (rname, ty) = match mode {
+                Mode::Individual | Mode::Single => (vdu.as_str(), &resources[vdu]["type"]),
+                Mode::Asg(r) => (r.as_str(), &resources[r]["properties"]["resource"]["type"]),
+            };
+            if let Some(t) = ty.as_str()
+                && (t.ends_with(".yaml") || t.ends_with(".yml"))
+                && !base.files.contains_key(t)
+            {
+                return Err(err(
+                    &format!("resources.{rname}.type"),
+                    format!("nested template `{t}` is not in the BaseHOT's nested/ directory"),
+                ));
+            }
+        }
+
+        let owner_of = |section: Section, name: &str| -> Option<String> {
+            match section {
+                Section::Vdu if vnfd.vdus.contains_key(name) => Some(name.to_owned()),
+                Section::Vdu => vnfd
+                    .vdus
+                    .iter()
+                    .find(|(_, v)| v.storages.iter().any(|s| s == name))
+                    .map(|(n, _)| n.clone()),
+                Section::Cp => vnfd.cps.get(name).map(|c| c.vdu.clone()),
+            }
+        };
+
+        let mut refs: BTreeMap<String, Vec<NfvRef>> = BTreeMap::new();
+        let individual: Vec<&str> = modes
+            .iter()
+            .filter(|(_, m)| **m == Mode::Individual)
+            .map(|(v, _)| v.as_str())
+            .collect();
+        let mut sections: Vec<(String, &Value, Option<String>)> = Vec::new();
+        for (rname, r) in resources {
+            // The resource that stands for a VDU (individual) or an ASG: its owner.
+            let owner = modes.iter().find_map(|(v, m)| match m {
+                Mode::Individual | Mode::Single if v == rname => Some(v.clone()),
+                Mode::Asg(a) if a == rname => Some(v.clone()),
+                _ => None,
+            });
+            sections.push((format!("resources.{rname}"), r, owner));
+        }
+        if let Some(o) = base.template.get("outputs") {
+            sections.push(("outputs".into(), o, None));
+        }
+        for (at, v, owner) in sections {
+            let mut found = Vec::new();
+            walk(v, &at, &mut found);
+            for f in found {
+                match f {
+                    Found::Param { at, args } => {
+                        let (pname, path) = match &args {
+                            Value::String(s) => (s.as_str(), &[][..]),
+                            Value::Array(a) if !a.is_empty() => {
+                                (a[0].as_str().unwrap_or(""), &a[1..])
+                            }
+                            _ => return Err(err(&at, "get_param needs a name or a list".into())),
+                        };
+                        if !declared.contains(&pname) && !PSEUDO_PARAMS.contains(&pname) {
+                            return Err(err(
+                                &at,
+                                format!(
+                                    "get_param of parameter `{pname}`, which `parameters` does not declare"
+                                ),
+                            ));
+                        }
+                        if pname != "nfv" || path.len() < 2 {
+                            continue;
+                        }
+                        let section = match path[0].as_str() {
+                            Some("VDU") => Section::Vdu,
+                            Some("CP") => Section::Cp,
+                            _ => {
+                                return Err(err(
+                                    &at,
+                                    format!(
+                                        "get_param into nfv.{}: vnfkeeper knows only nfv.VDU and nfv.CP",
+                                        path[0]
+                                            .as_str()
+                                            .map_or_else(|| path[0].to_string(), str::to_owned)
+                                    ),
+                                ));
+                            }
+                        };
+                        let name = path[1].as_str().unwrap_or("");
+                        let Some(vdu) = owner_of(section, name) else {
+                            let what = match section {
+                                Section::Vdu => "a VDU or a virtual storage of a VDU",
+                                Section::Cp => "a CP",
+                            };
+                            return Err(err(
+                                &at,
+                                format!(
+                                    "get_param into unknown key nfv.{}.{name}: the VNFD has no such {what}",
+                                    section.key()
+                                ),
+                            ));
+                        };
+                        match (&owner, modes[&vdu] == Mode::Individual) {
+                            (Some(o), _) if *o != vdu => {
+                                return Err(err(
+                                    &at,
+                                    format!(
+                                        "nfv.{}.{name} belongs to VDU `{vdu}`, but is used in the resource of VDU `{o}`",
+                                        section.key()
+                                    ),
+                                ));
+                            }
+                            (None, true) => {
+                                return Err(err(
+                                    &at,
+                                    format!(
+                                        "nfv.{}.{name} belongs to VDU `{vdu}`, which is managed per VNFC: \
+                                         only resources.{vdu} may use it (the adjusted HOT has nfv.{}.{name}-<index>)",
+                                        section.key(),
+                                        section.key()
+                                    ),
+                                ));
+                            }
+                            _ => {}
+                        }
+                        refs.entry(vdu).or_default().push(NfvRef {
+                            section,
+                            name: name.to_owned(),
+                            rest: path[2..].to_vec(),
+                            at,
+                        });
+                    }
+                    Found::Resource { at, name } => {
+                        if individual.contains(&name.as_str()) {
+                            return Err(err(
+                                &at,
+                                format!(
+                                    "refers to resource `{name}`, which the adjusted HOT replaces \
+                                     with one resource per VNFC ({name}-0, {name}-1, …)"
+                                ),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Self { file, modes, refs })
+    }
+
+    /// Whether `vdu` is managed per VNFC.
+    pub fn individual(&self, vdu: &str) -> bool {
+        self.modes.get(vdu) == Some(&Mode::Individual)
+    }
+}
+
+/// Whether resource `r` is an AutoScalingGroup whose member template holds `vdu` (a resource
+/// of that name in its nested template) or whose properties use `nfv.VDU.<vdu>`.
+fn asg_holds(r: &Value, vdu: &str, files: &BTreeMap<String, String>) -> bool {
+    if r["type"] != "OS::Heat::AutoScalingGroup" {
+        return false;
+    }
+    let member = &r["properties"]["resource"];
+    if let Some(t) = member["type"].as_str()
+        && let Some(text) = files.get(t)
+        && let Ok(nested) = serde_yaml_ng::from_str::<Value>(text)
+        && nested["resources"].get(vdu).is_some()
+    {
+        return true;
+    }
+    let mut found = Vec::new();
+    walk(&r["properties"], "", &mut found);
+    found.iter().any(|f| match f {
+        Found::Param { args, .. } => {
+            args.get(0).and_then(Value::as_str) == Some("nfv")
+                && args.get(1).and_then(Value::as_str) == Some("VDU")
+                && args.get(2).and_then(Value::as_str) == Some(vdu)
+        }
+        Found::Resource { .. } => false,
+    })
+}
+
+enum Found {
+    Param { at: String, args: Value },
+    Resource { at: String, name: String },
+}
+
+/// Collects `get_param`s and resource references (`get_resource`, `get_attr`, `depends_on`)
+/// anywhere below `v`.
+fn walk(v: &Value, at: &str, out: &mut Vec<Found>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let here = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                match k.as_str() {
+                    "get_param" if m.len() == 1 => out.push(Found::Param {
+                        at: here.clone(),
+                        args: x.clone(),
+                    }),
+                    "get_resource" if m.len() == 1 => {
+                        if let Some(n) = x.as_str() {
+                            out.push(Found::Resource {
+                                at: here.clone(),
+                                name: n.into(),
+                            });
+                        }
+                    }
+                    "get_attr" if m.len() == 1 => {
+                        if let Some(n) = x.get(0).and_then(Value::as_str) {
+                            out.push(Found::Resource {
+                                at: here.clone(),
+                                name: n.into(),
+                            });
+                        }
+                    }
+                    "depends_on" => {
+                        let names: Vec<&str> = match x {
+                            Value::String(s) => vec![s.as_str()],
+                            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                            _ => Vec::new(),
+                        };
+                        for n in names {
+                            out.push(Found::Resource {
+                                at: here.clone(),
+                                name: n.into(),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+                walk(x, &here, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                walk(x, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `name-index`, the adjusted HOT's name of a VNFC's resource or parameter entry.
+pub fn indexed(name: &str, index: u32) -> String {
+    format!("{name}-{index}")
+}
+
+/// A copy of `resource` (the BaseHOT resource of one VDU) for the VNFC with `index`: every
+/// `get_param: [nfv, VDU|CP, <name>, …]` at any depth re-pointed at `<name>-<index>`
+/// (Tacker re-points only direct property values, tacker-anchor §3.3). References to shared
+/// resources (`get_resource` of an internal VL, a server group) stay shared.
+pub fn copy_for_vnfc(resource: &Value, index: u32) -> Value {
+    match resource {
+        Value::Object(m) => {
+            if m.len() == 1
+                && let Some(Value::Array(args)) = m.get("get_param")
+                && args.len() >= 3
+                && args[0] == "nfv"
+                && (args[1] == "VDU" || args[1] == "CP")
+                && let Some(name) = args[2].as_str()
+            {
+                let mut a = args.clone();
+                a[2] = Value::String(indexed(name, index));
+                let mut out = Map::new();
+                out.insert("get_param".into(), Value::Array(a));
+                return Value::Object(out);
+            }
+            Value::Object(
+                m.iter()
+                    .map(|(k, v)| (k.clone(), copy_for_vnfc(v, index)))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|v| copy_for_vnfc(v, index)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The top-level template for a set of VNFC indices per individually managed VDU: each such
+/// VDU's resource replaced in place by its copies in ascending index order; everything else
+/// (parameters, shared resources, ASG resources, outputs) as in the BaseHOT.
+pub fn expand(base: &Value, analysis: &Analysis, indices: &BTreeMap<String, Vec<u32>>) -> Value {
+    let mut out = base.clone();
+    let Some(resources) = base["resources"].as_object() else {
+        return out;
+    };
+    let mut new = Map::new();
+    for (name, r) in resources {
+        if analysis.individual(name) {
+            for &i in indices.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+                new.insert(indexed(name, i), copy_for_vnfc(r, i));
+            }
+        } else {
+            new.insert(name.clone(), r.clone());
+        }
+    }
+    out["resources"] = Value::Object(new);
+    out
+}
