@@ -38,6 +38,12 @@ async fn run(bed: &Bed, envelope: &Value) -> (String, OperationState) {
     let state = bed.engine.run(&op).await.unwrap();
     if state != OperationState::Completed {
         bed.print_journal(&op);
+    } else {
+        // "step k/N" of `vnfkeeper ops`: N is the real number of steps of the plan.
+        let journal = bed.db.with(|s| s.reader().journal(&op)).unwrap();
+        let last = journal.iter().map(|j| j.step_no).max();
+        let total = bed.db.with(|s| s.reader().steps_total(&op)).unwrap();
+        assert_eq!(total, last, "steps_total of {op}");
     }
     (op, state)
 }

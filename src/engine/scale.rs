@@ -123,7 +123,8 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     } else {
         plan.victims.len()
     };
-    e.db.write(|tx| tx.set_steps_total(&op.id, (remote + 4) as i64))?;
+    let cloud_steps = if out { 3 } else { 4 }; // SCALE_IN also marks the members to remove
+    e.db.write(|tx| tx.set_steps_total(&op.id, (remote + cloud_steps) as i64))?;
     let done = e.done_steps(op)?;
     let done_cloud = |n: i64| done.contains(&(n, String::new()));
     let mut no = 1;
