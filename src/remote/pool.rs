@@ -179,14 +179,7 @@ impl SessionPool {
                 .collect();
             keys.iter().filter_map(|k| hosts.remove(k)).collect()
         };
-        for slot in slots {
-            if let Some(s) = slot.session.lock().await.take() {
-                let _ = s
-                    .handle
-                    .disconnect(russh::Disconnect::ByApplication, "", "en")
-                    .await;
-            }
-        }
+        disconnect(slots).await;
     }
 
     /// Disconnects every session (SSH_MSG_DISCONNECT "by application") and empties the pool.
@@ -195,13 +188,18 @@ impl SessionPool {
             let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
             hosts.drain().map(|(_, v)| v).collect()
         };
-        for slot in slots {
-            if let Some(s) = slot.session.lock().await.take() {
-                let _ = s
-                    .handle
-                    .disconnect(russh::Disconnect::ByApplication, "", "en")
-                    .await;
-            }
+        disconnect(slots).await;
+    }
+}
+
+/// Sends SSH_MSG_DISCONNECT ("by application") on the live session of each slot.
+async fn disconnect(slots: Vec<Arc<HostSlot>>) {
+    for slot in slots {
+        if let Some(s) = slot.session.lock().await.take() {
+            let _ = s
+                .handle
+                .disconnect(russh::Disconnect::ByApplication, "", "en")
+                .await;
         }
     }
 }
