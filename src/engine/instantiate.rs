@@ -12,10 +12,7 @@
 //! Source: `seeds/pv-k8s-cluster` (instantiate_end), `research/tacker-anchor.md` §1.1.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::path::Path;
-
-use serde_json::Value;
 
 use super::steps::Host;
 use super::{Engine, EngineError, StepFailure, now};
@@ -151,7 +148,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     };
 
     // Roles by the VDU that owns each role's SSH CP.
-    let vdu_of_cp = |cp: &str| pkg.vnfd.cps.get(cp).map(|c| c.vdu.clone());
+    let vdu_of_cp = |cp: &str| plan::roles::vdu_of_cp(&pkg.vnfd, cp);
     let role = |cp: &str, what: &str| {
         vdu_of_cp(cp).ok_or_else(|| {
             StepFailure::input(
@@ -382,18 +379,9 @@ pub(super) async fn read_vnfcs<C: Cloud>(
     Ok(stored)
 }
 
-/// CP name → address over every VNFC.
+/// CP name → address over every VNFC (shared with reconcile: `plan::roles`).
 fn cp_addresses(vnfcs: &[VnfcRow]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for v in vnfcs {
-        let map: BTreeMap<String, String> = v
-            .cp_addresses
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default();
-        out.extend(map);
-    }
-    out
+    plan::roles::cp_addresses(vnfcs)
 }
 
 /// SSH access to the VNFCs of `vdu`, by the address of `ssh_cp`, oldest first.
@@ -406,21 +394,12 @@ fn hosts(
 ) -> Result<Vec<Host>, EngineError> {
     let mut out = Vec::new();
     for v in vnfcs.iter().filter(|v| v.vdu_id == vdu) {
-        let cps: BTreeMap<String, Value> = v
-            .cp_addresses
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default();
-        let addr = cps
-            .get(ssh_cp)
-            .and_then(Value::as_str)
-            .and_then(|a| a.parse::<IpAddr>().ok())
-            .ok_or_else(|| {
-                StepFailure::input(
-                    "plan",
-                    format!("VNFC {} has no address on CP `{ssh_cp}`", v.id),
-                )
-            })?;
+        let addr = plan::roles::cp_address(v, ssh_cp).ok_or_else(|| {
+            StepFailure::input(
+                "plan",
+                format!("VNFC {} has no address on CP `{ssh_cp}`", v.id),
+            )
+        })?;
         out.push(Host {
             vnfc_id: v.id.clone(),
             target: Target {

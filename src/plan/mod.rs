@@ -2,6 +2,7 @@
 //! must happen. No I/O, not async, never reads the clock.
 
 pub mod nfv;
+pub mod roles;
 pub mod vnfcs;
 
 /// Why a plan cannot be made: names the request field (JSON pointer) or the VNFD node.
