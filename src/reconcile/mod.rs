@@ -17,6 +17,7 @@
 //! idempotent configuration steps of those VNFCs, no new server), `isAutomaticInvocation` true,
 //! state `STARTING`, queued behind nothing (the VNF had no unfinished operation).
 
+pub mod cmd;
 pub mod observe;
 pub mod policy;
 pub mod probe;
