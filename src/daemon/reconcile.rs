@@ -74,9 +74,7 @@ impl ReconcileLoop {
             .next_full
             .get_or_insert_with(|| schedule.after(&now).next().unwrap_or(now));
         let (triggered, only) = self.take_triggers();
-        let kind = if triggered {
-            PassKind::Full
-        } else if settings.reconcile.enabled && now >= next_full {
+        let kind = if triggered || (settings.reconcile.enabled && now >= next_full) {
             PassKind::Full
         } else if settings.reconcile.enabled
             && self

@@ -181,7 +181,9 @@ pub async fn probe_all(
         .await;
 
     // Findings per VNFC; kubectl answers of the first master become node and PV findings.
-    let mut kube: HashMap<String, (Result<Value, String>, Result<Value, String>)> = HashMap::new();
+    // Per VNF: (`kubectl get nodes`, `kubectl get pv`) of its first master.
+    type KubeLists = (Result<Value, String>, Result<Value, String>);
+    let mut kube: HashMap<String, KubeLists> = HashMap::new();
     for (vnf, vnfc, answers) in results {
         let entry = out.entry(vnf.clone()).or_default();
         entry.findings.entry(vnfc).or_default();

@@ -339,7 +339,13 @@ fn probed(findings: Vec<(&str, Verdict)>) -> VnfInput {
 #[test]
 fn probe_findings_per_row() {
     use DecisionKind::*;
-    let cases: Vec<(&str, Vec<(&str, Verdict)>, Vec<DecisionKind>, Option<bool>)> = vec![
+    type Case<'a> = (
+        &'a str,
+        Vec<(&'a str, Verdict)>,
+        Vec<DecisionKind>,
+        Option<bool>,
+    );
+    let cases: Vec<Case> = vec![
         (
             "all in place",
             vec![("nfs.exports", Verdict::InPlace)],
