@@ -1,4 +1,5 @@
-//! Command line: `daemon`, `submit`, `ops`, `status`, `config check`, `hot adjust`.
+//! Command line: `daemon`, `submit`, `ops`, `status`, `reconcile --now`, `plan`, `config check`,
+//! `hot adjust`.
 //!
 //! Human output is an aligned table; `--json` output is stable for scripts (SOL003 field names).
 //! Exit status: 0 success, 1 failure, 78 invalid configuration.
@@ -65,6 +66,30 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Ask the running daemon for a full reconcile pass now (cloud + SSH probes).
+    Reconcile {
+        /// Configuration file (for `spool_dir`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Run the pass now (required; the daemon logs it).
+        #[arg(long, required = true)]
+        now: bool,
+        /// Only this VNF instance.
+        #[arg(long = "vnf")]
+        vnf_instance_id: Option<String>,
+    },
+    /// Show what a reconcile pass would do now, and why, doing nothing.
+    Plan {
+        /// Configuration file (`database`, `[cloud]`, `[reconcile]`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Only this VNF instance.
+        #[arg(long = "vnf")]
+        vnf_instance_id: Option<String>,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Heat templates: `hot adjust` (individual VNFC management).
     Hot {
         /// What to do.
@@ -105,6 +130,29 @@ pub fn main() -> ExitCode {
         Command::Config {
             command: ConfigCommand::Check(c),
         } => config_check(&c.config),
+        Command::Reconcile {
+            config,
+            now: _,
+            vnf_instance_id,
+        } => load(&config.config).and_then(|s| {
+            let p = crate::reconcile::cmd::request_now(&s, vnf_instance_id.as_deref())?;
+            println!(
+                "full reconcile pass requested ({}); see `journalctl -u vnfkeeper`",
+                p.display()
+            );
+            Ok(())
+        }),
+        Command::Plan {
+            config,
+            vnf_instance_id,
+            json,
+        } => load(&config.config).and_then(|s| {
+            Ok(crate::reconcile::cmd::plan(
+                &s,
+                vnf_instance_id.as_deref(),
+                json,
+            )?)
+        }),
         Command::Hot {
             command: crate::heat::cli::HotCommand::Adjust(a),
         } => hot_adjust(&a),

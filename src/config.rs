@@ -76,6 +76,22 @@ struct CloudFile {
 struct ReconcileFile {
     enabled: Option<bool>,
     schedule: Option<String>,
+    cloud_interval_secs: Option<u64>,
+    grace_secs: Option<u64>,
+    startup_grace_secs: Option<u64>,
+    max_unhealthy: Option<MaxUnhealthyFile>,
+    retry_budget: Option<u32>,
+    retry_backoff_secs: Option<u64>,
+    min_healthy_secs: Option<u64>,
+    probe_timeout_secs: Option<u64>,
+}
+
+/// `max_unhealthy = 2` or `max_unhealthy = "40%"`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum MaxUnhealthyFile {
+    Count(u32),
+    Text(String),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -134,6 +150,13 @@ pub struct ReconcileSettings {
     pub schedule_text: String,
     /// The parsed schedule (UTC).
     pub schedule: cron::Schedule,
+    /// Cloud-only passes (list calls, no SSH) run this often. Default 15 s.
+    pub cloud_interval: Duration,
+    /// Remediation policy (grace, startup grace, max_unhealthy, retry budget and backoff,
+    /// min healthy period).
+    pub policy: crate::reconcile::policy::Policy,
+    /// Longest one SSH probe may take. Default 30 s.
+    pub probe_timeout: Duration,
 }
 
 /// Concurrency limits and timeouts.
@@ -252,6 +275,60 @@ impl Settings {
                 enabled: file.reconcile.enabled.unwrap_or(true),
                 schedule_text,
                 schedule,
+                cloud_interval: secs(
+                    "reconcile.cloud_interval_secs",
+                    file.reconcile.cloud_interval_secs,
+                    15,
+                    86_400,
+                )?,
+                policy: crate::reconcile::policy::Policy {
+                    grace: secs(
+                        "reconcile.grace_secs",
+                        file.reconcile.grace_secs,
+                        300,
+                        86_400,
+                    )?,
+                    startup_grace: secs(
+                        "reconcile.startup_grace_secs",
+                        file.reconcile.startup_grace_secs,
+                        600,
+                        86_400,
+                    )?,
+                    max_unhealthy: match file.reconcile.max_unhealthy {
+                        None => crate::reconcile::policy::MaxUnhealthy::Percent(40),
+                        Some(MaxUnhealthyFile::Count(n)) => {
+                            crate::reconcile::policy::MaxUnhealthy::Count(n)
+                        }
+                        Some(MaxUnhealthyFile::Text(t)) => {
+                            crate::reconcile::policy::MaxUnhealthy::parse(&t)
+                                .map_err(|r| invalid("reconcile.max_unhealthy", r))?
+                        }
+                    },
+                    retry_budget: count(
+                        "reconcile.retry_budget",
+                        file.reconcile.retry_budget,
+                        3,
+                        100,
+                    )?,
+                    retry_backoff: secs(
+                        "reconcile.retry_backoff_secs",
+                        file.reconcile.retry_backoff_secs,
+                        600,
+                        86_400,
+                    )?,
+                    min_healthy: secs(
+                        "reconcile.min_healthy_secs",
+                        file.reconcile.min_healthy_secs,
+                        3600,
+                        30 * 86_400,
+                    )?,
+                },
+                probe_timeout: secs(
+                    "reconcile.probe_timeout_secs",
+                    file.reconcile.probe_timeout_secs,
+                    30,
+                    3600,
+                )?,
             },
             limits: Limits {
                 max_parallel_hosts: count(
@@ -315,6 +392,34 @@ impl Settings {
         out.push_str(&format!(
             "schedule = {}\n",
             toml_string(&self.reconcile.schedule_text)
+        ));
+        let r = &self.reconcile;
+        let p = &r.policy;
+        out.push_str(&format!(
+            "cloud_interval_secs = {}\n",
+            r.cloud_interval.as_secs()
+        ));
+        out.push_str(&format!("grace_secs = {}\n", p.grace.as_secs()));
+        out.push_str(&format!(
+            "startup_grace_secs = {}\n",
+            p.startup_grace.as_secs()
+        ));
+        out.push_str(&format!(
+            "max_unhealthy = {}\n",
+            match p.max_unhealthy {
+                crate::reconcile::policy::MaxUnhealthy::Count(n) => n.to_string(),
+                m => toml_string(&m.to_string()),
+            }
+        ));
+        out.push_str(&format!("retry_budget = {}\n", p.retry_budget));
+        out.push_str(&format!(
+            "retry_backoff_secs = {}\n",
+            p.retry_backoff.as_secs()
+        ));
+        out.push_str(&format!("min_healthy_secs = {}\n", p.min_healthy.as_secs()));
+        out.push_str(&format!(
+            "probe_timeout_secs = {}\n",
+            r.probe_timeout.as_secs()
         ));
         out.push_str("\n[limits]\n");
         out.push_str(&format!(
@@ -513,6 +618,32 @@ mod tests {
         assert!(e.to_string().contains("databse"), "{e}");
         let e = parse(include_str!("../fixtures/config/invalid-crontab-dow.toml")).unwrap_err();
         assert!(e.to_string().contains("reconcile.schedule"), "{e}");
+    }
+
+    #[test]
+    fn reconcile_keys_parse_and_name_themselves() {
+        let s = parse("[reconcile]\nmax_unhealthy = 2\ngrace_secs = 60\n").unwrap();
+        assert_eq!(
+            s.reconcile.policy.max_unhealthy,
+            crate::reconcile::policy::MaxUnhealthy::Count(2)
+        );
+        assert_eq!(s.reconcile.policy.grace, Duration::from_secs(60));
+        let d = parse("").unwrap();
+        assert_eq!(d.reconcile.cloud_interval, Duration::from_secs(15));
+        assert_eq!(
+            d.reconcile.policy.max_unhealthy,
+            crate::reconcile::policy::MaxUnhealthy::Percent(40)
+        );
+        let e = parse("[reconcile]\nmax_unhealthy = \"lots\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reconcile.max_unhealthy"), "{e}");
+        let e = parse("[reconcile]\nretry_budget = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reconcile.retry_budget"), "{e}");
+        let p = parse("[reconcile]\nmax_unhealthy = \"25%\"\n").unwrap();
+        assert_eq!(parse(&p.to_toml()).unwrap(), p);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub mod package;
 pub mod plan;
 /// Recipes (pure): actions → idempotent check-then-apply steps with their scripts.
 pub mod recipes;
+/// Reconcile (C5): observe, decide (pure policy), heal or record why not.
+pub mod reconcile;
 /// Remote execution on VNFC hosts: trait Remote, SSH implementation (russh), quoting.
 pub mod remote;
 /// SQLite: the only module with SQL.

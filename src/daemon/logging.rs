@@ -20,6 +20,9 @@ pub const MSG_HEAL_STARTED: &str = "88cb856f6c00480f9482cc903f16e290";
 pub const MSG_HEAL_DEFERRED: &str = "33b310679f694452aa170f8f7d921441";
 /// `MESSAGE_ID` of "drift detected".
 pub const MSG_DRIFT_DETECTED: &str = "640577c813d74a96a81514a1d8c5a8d7";
+/// `MESSAGE_ID` of "reconcile alert" (max_unhealthy short-circuit, retry budget used up, storage
+/// heal blocked by a Bound PV): an operator must look.
+pub const MSG_RECONCILE_ALERT: &str = "c3d1f0a4b7e94f5c9a2e6d8b1f4a7c30";
 
 /// Where log records go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

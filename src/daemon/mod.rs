@@ -7,7 +7,10 @@
 //! the watchdog tick, and SIGTERM/SIGINT (stop) and SIGHUP (reload).
 
 pub mod logging;
+mod reconcile;
 mod runner;
+
+pub use reconcile::TRIGGER_PREFIX;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -104,6 +107,8 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
     intake.flush().await?;
     let mut runner = Runner::new(db.clone(), &intake.settings);
     let mut schedule_tick = tokio::time::interval(Duration::from_secs(1));
+    let mut reconcile = reconcile::ReconcileLoop::new(db.clone(), &intake.settings.spool_dir);
+    let mut reconcile_tick = tokio::time::interval(Duration::from_secs(1));
 
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
@@ -144,6 +149,7 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
                 notify_systemd(&[NotifyState::Watchdog]);
             }
             _ = schedule_tick.tick() => runner.schedule(&intake.settings).await,
+            _ = reconcile_tick.tick() => reconcile.tick(&intake.settings).await,
             Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
             _ = sighup.recv() => {
                 notify_systemd(&[NotifyState::Reloading]);
@@ -157,6 +163,7 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
     notify_systemd(&[NotifyState::Stopping]);
     tracing::info!(running = runner.running.len(), "stopping");
     runner.stop().await;
+    reconcile.stop().await;
     drop(watcher);
     Ok(())
 }

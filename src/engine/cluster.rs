@@ -6,11 +6,7 @@
 //! Source: `seeds/pv-k8s-cluster` (`k8s_cluster_installation_param`), `research/tacker-anchor.md`
 //! §1.1 (instantiate_end, scale_end, heal_end).
 
-use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::path::Path;
-
-use serde_json::Value;
 
 use super::steps::Host;
 use super::{Engine, EngineError, StepFailure};
@@ -87,17 +83,12 @@ impl Cluster {
 
     /// The VDU owning a CP of the VNFD.
     fn vdu_of(&self, cp: &str, what: &str) -> Result<String, StepFailure> {
-        self.pkg
-            .vnfd
-            .cps
-            .get(cp)
-            .map(|c| c.vdu.clone())
-            .ok_or_else(|| {
-                StepFailure::input(
-                    "plan",
-                    format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
-                )
-            })
+        plan::roles::vdu_of_cp(&self.pkg.vnfd, cp).ok_or_else(|| {
+            StepFailure::input(
+                "plan",
+                format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
+            )
+        })
     }
 
     /// The role of a VDU. Errors: a role's `ssh_cp_name` is not a CP of the VNFD.
@@ -150,18 +141,9 @@ impl Cluster {
                 ));
             }
         };
-        let cps: BTreeMap<String, Value> = v
-            .cp_addresses
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default();
-        let addr = cps
-            .get(cp)
-            .and_then(Value::as_str)
-            .and_then(|a| a.parse::<IpAddr>().ok())
-            .ok_or_else(|| {
-                StepFailure::input("plan", format!("VNFC {} has no address on CP `{cp}`", v.id))
-            })?;
+        let addr = plan::roles::cp_address(v, cp).ok_or_else(|| {
+            StepFailure::input("plan", format!("VNFC {} has no address on CP `{cp}`", v.id))
+        })?;
         Ok(Host {
             vnfc_id: v.id.clone(),
             target: Target {
@@ -315,7 +297,7 @@ impl Cluster {
         let Some(k) = self.k8s.as_ref().filter(|k| k.storage_server.is_some()) else {
             return Ok(Vec::new());
         };
-        let cp_addr = cp_addresses(vnfcs);
+        let cp_addr = plan::roles::cp_addresses(vnfcs);
         let mut out = Vec::new();
         for p in &k.pv_registration_params {
             let server_ip = cp_addr.get(&p.nfs_server_cp).ok_or_else(|| {
@@ -370,18 +352,4 @@ impl Cluster {
         let server = pv.server.clone();
         recipes::pv::register(&master.vnfc_id, &dir, pv, &server, wait)
     }
-}
-
-/// CP name → address over every VNFC.
-fn cp_addresses(vnfcs: &[VnfcRow]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for v in vnfcs {
-        let map: BTreeMap<String, String> = v
-            .cp_addresses
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default();
-        out.extend(map);
-    }
-    out
 }

@@ -2,6 +2,7 @@
 //! must happen. No I/O, not async, never reads the clock.
 
 pub mod nfv;
+pub mod roles;
 pub mod scale;
 pub mod terminate;
 pub mod vnfcs;

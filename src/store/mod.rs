@@ -4,6 +4,7 @@
 //! The schema is documented in `migrations/V1__init.sql` and in the README ("Audit database").
 
 mod engine;
+mod reconcile;
 mod rows;
 
 use std::path::Path;
@@ -14,6 +15,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 use crate::model::{InstantiationState, LcmOperationType, OperationState, Timestamp};
 
 pub use engine::JournalRow;
+pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow, VnfcRow};
 
 mod embedded {

@@ -1,0 +1,200 @@
+//! The reconcile loop in the daemon: decides every second whether a pass is due (a trigger file
+//! from `vnfkeeper reconcile --now`, the cron `schedule` for full passes, `cloud_interval_secs`
+//! for cloud-only passes) and runs at most one pass at a time as a task. The pass itself lives in
+//! [`crate::reconcile`]; this file only schedules it, connects to the cloud, and writes through
+//! the daemon's one database connection.
+//!
+//! Trigger files: `<spool>/new/.reconcile-now.<unique>` holding a vnfInstanceId or nothing (all).
+//! Intake ignores dotfiles; the daemon deletes the files when it starts the pass.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinHandle;
+
+use crate::cloud::OpenStackCloud;
+use crate::config::Settings;
+use crate::model::Timestamp;
+use crate::reconcile::{self, PassKind, Reconciler, probe::ProbeSettings};
+use crate::remote::{Remote, SshConfig, SshRemote};
+use crate::store::Db;
+
+/// Prefix of trigger files in `new/`.
+pub const TRIGGER_PREFIX: &str = ".reconcile-now.";
+
+/// How often an unreachable cloud is tried again by the loop.
+const CLOUD_RETRY: Duration = Duration::from_secs(30);
+
+/// The cloud and remote the passes use (connected lazily, kept across passes).
+type Conn = (Arc<OpenStackCloud>, Arc<dyn Remote>);
+
+/// Scheduler state of the reconcile loop, owned by the main loop.
+pub(super) struct ReconcileLoop {
+    db: Db,
+    new_dir: PathBuf,
+    conn: Option<Conn>,
+    last_connect: Option<Instant>,
+    task: Option<JoinHandle<Option<Conn>>>,
+    last_cloud_pass: Option<Instant>,
+    next_full: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl ReconcileLoop {
+    pub(super) fn new(db: Db, spool_dir: &Path) -> Self {
+        Self {
+            db,
+            new_dir: spool_dir.join("new"),
+            conn: None,
+            last_connect: None,
+            task: None,
+            last_cloud_pass: None,
+            next_full: None,
+        }
+    }
+
+    /// Called every second: collects a finished pass, then starts the next one if due.
+    pub(super) async fn tick(&mut self, settings: &Settings) {
+        if let Some(t) = &self.task {
+            if !t.is_finished() {
+                return;
+            }
+            if let Some(t) = self.task.take() {
+                match t.await {
+                    Ok(Some(conn)) => self.conn = Some(conn),
+                    Ok(None) => {}
+                    Err(e) => tracing::error!(error = %e, "reconcile pass ended abnormally"),
+                }
+            }
+        }
+        let Some(cloud) = &settings.cloud else { return };
+        let now = chrono::Utc::now();
+        let schedule = &settings.reconcile.schedule;
+        let next_full = *self
+            .next_full
+            .get_or_insert_with(|| schedule.after(&now).next().unwrap_or(now));
+        let (triggered, only) = self.take_triggers();
+        let kind = if triggered || (settings.reconcile.enabled && now >= next_full) {
+            PassKind::Full
+        } else if settings.reconcile.enabled
+            && self
+                .last_cloud_pass
+                .is_none_or(|t| t.elapsed() >= settings.reconcile.cloud_interval)
+        {
+            PassKind::Cloud
+        } else {
+            return;
+        };
+        if kind == PassKind::Full && !triggered {
+            self.next_full = schedule.after(&now).next();
+        }
+        if self.conn.is_none() && self.last_connect.is_some_and(|t| t.elapsed() < CLOUD_RETRY) {
+            return;
+        }
+        self.last_cloud_pass = Some(Instant::now());
+        if triggered {
+            tracing::info!(
+                vnf_instance_id = only.as_deref().unwrap_or("*"),
+                "reconcile --now: full pass requested"
+            );
+        }
+        let conn = self.conn.take();
+        if conn.is_none() {
+            self.last_connect = Some(Instant::now());
+        }
+        let cloud_settings = cloud.clone();
+        let db = self.db.clone();
+        let policy = settings.reconcile.policy.clone();
+        let probes = ProbeSettings {
+            timeout: settings.reconcile.probe_timeout,
+            max_parallel_hosts: settings.limits.max_parallel_hosts as usize,
+        };
+        let ssh_connect_timeout = settings.limits.ssh_connect_timeout;
+        self.task = Some(tokio::spawn(async move {
+            let conn = match conn {
+                Some(c) => c,
+                None => {
+                    match OpenStackCloud::connect(
+                        &cloud_settings.clouds_yaml,
+                        &cloud_settings.cloud,
+                        cloud_settings.api_timeout,
+                    )
+                    .await
+                    {
+                        Ok(c) => {
+                            let remote: Arc<dyn Remote> = Arc::new(SshRemote::new(SshConfig {
+                                connect_timeout: ssh_connect_timeout,
+                                ..SshConfig::default()
+                            }));
+                            (Arc::new(c), remote)
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "reconcile: cannot reach the cloud; no pass, retrying in 30 s");
+                            return None;
+                        }
+                    }
+                }
+            };
+            let rec = Reconciler::new(conn.0.clone(), conn.1.clone(), policy, probes);
+            run_pass(&db, &rec, kind, only.as_deref()).await;
+            Some(conn)
+        }));
+    }
+
+    /// Reads and deletes the trigger files; `(any, only)` where `only` is a single VNF named by
+    /// every trigger (an empty trigger means all).
+    fn take_triggers(&self) -> (bool, Option<String>) {
+        let Ok(rd) = std::fs::read_dir(&self.new_dir) else {
+            return (false, None);
+        };
+        let mut any = false;
+        let mut vnfs = std::collections::BTreeSet::new();
+        let mut all = false;
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(TRIGGER_PREFIX) {
+                continue;
+            }
+            let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+            let _ = std::fs::remove_file(e.path());
+            any = true;
+            match text.trim() {
+                "" => all = true,
+                v => {
+                    vnfs.insert(v.to_owned());
+                }
+            }
+        }
+        let only = if all || vnfs.len() != 1 {
+            None
+        } else {
+            vnfs.into_iter().next()
+        };
+        (any, only)
+    }
+
+    /// Waits for a running pass (shutdown).
+    pub(super) async fn stop(&mut self) {
+        if let Some(t) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+        }
+    }
+}
+
+/// One pass: snapshot, evaluate, record (one transaction), log.
+async fn run_pass(db: &Db, rec: &Reconciler<OpenStackCloud>, kind: PassKind, only: Option<&str>) {
+    let snap = match db.with(|s| reconcile::snapshot(s.reader(), only)) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "reconcile: cannot read the database; pass skipped");
+            return;
+        }
+    };
+    let now = Timestamp(chrono::Utc::now());
+    let mut report = rec.evaluate(&snap, kind, now).await;
+    let recorded = db.write(|tx| reconcile::record(tx, &mut report, now));
+    match recorded {
+        Ok(()) => reconcile::log(&report),
+        Err(e) => tracing::error!(error = %e, "reconcile: cannot record the pass; nothing done"),
+    }
+}

@@ -1,0 +1,114 @@
+//! The reconcile commands of the CLI: `vnfkeeper reconcile --now [--vnf ID]` (asks the daemon for a
+//! full pass now) and `vnfkeeper plan [--vnf ID] [--json]` (what a full pass would do now, and
+//! why, doing nothing).
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+
+use super::{PassKind, Reconciler, probe::ProbeSettings};
+use crate::cloud::OpenStackCloud;
+use crate::config::Settings;
+use crate::model::Timestamp;
+use crate::remote::{SshConfig, SshRemote};
+use crate::store::Store;
+
+/// Drops a trigger file `<spool>/new/.reconcile-now.<unique>` (content: the VNF id or nothing),
+/// written to `tmp/` and renamed into `new/` like a request. The daemon (the only database
+/// writer) notices it within a second, deletes it and runs a full pass, logging it.
+/// Errors: the spool is not writable (members of group `vnfkeeper` may write `new/`).
+pub fn request_now(settings: &Settings, vnf: Option<&str>) -> anyhow::Result<std::path::PathBuf> {
+    let tmp = settings.spool_dir.join("tmp");
+    let new = settings.spool_dir.join("new");
+    let unique = format!(
+        "{}{}.{}",
+        crate::daemon::TRIGGER_PREFIX,
+        chrono::Utc::now().timestamp_micros(),
+        std::process::id()
+    );
+    let t = tmp.join(&unique);
+    std::fs::write(&t, vnf.unwrap_or("")).with_context(|| format!("writing {}", t.display()))?;
+    let to = new.join(&unique);
+    std::fs::rename(&t, &to).with_context(|| format!("moving into {}", new.display()))?;
+    Ok(to)
+}
+
+/// Runs observation, probes and policy read-only (database opened read-only, the cloud from
+/// the configuration, probes in check mode) and prints what a full pass would do now.
+/// Errors: no `[cloud]`, database missing, cloud unreachable.
+pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Result<()> {
+    let cloud = settings
+        .cloud
+        .clone()
+        .context("no [cloud] section in the configuration: nothing to observe")?;
+    if !settings.database.exists() {
+        anyhow::bail!(
+            "database {} does not exist yet",
+            settings.database.display()
+        );
+    }
+    let db = Store::open_read_only(&settings.database)?;
+    let snap = super::snapshot(db.queries(), vnf)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let report = rt.block_on(async {
+        let c = OpenStackCloud::connect(&cloud.clouds_yaml, &cloud.cloud, cloud.api_timeout)
+            .await
+            .context("connecting to the cloud")?;
+        let remote = Arc::new(SshRemote::new(SshConfig {
+            connect_timeout: settings.limits.ssh_connect_timeout,
+            ..SshConfig::default()
+        }));
+        let rec = Reconciler::new(
+            Arc::new(c),
+            remote,
+            settings.reconcile.policy.clone(),
+            ProbeSettings {
+                timeout: settings.reconcile.probe_timeout,
+                max_parallel_hosts: settings.limits.max_parallel_hosts as usize,
+            },
+        );
+        anyhow::Ok(
+            rec.evaluate(&snap, PassKind::Full, Timestamp(chrono::Utc::now()))
+                .await,
+        )
+    })?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&super::report_json(&report))?
+        );
+        return Ok(());
+    }
+    println!(
+        "plan (nothing done): {} VNF instances, {} VNFCs, {} hosts probed, {} API requests{}",
+        report.vnfs,
+        report.vnfcs,
+        report.probed_hosts,
+        report.api_requests,
+        report
+            .cloud_error
+            .as_deref()
+            .map(|e| format!("; cloud listing failed: {e}"))
+            .unwrap_or_default()
+    );
+    for o in &report.outcomes {
+        if let Some(h) = &o.heal {
+            println!("{}: would start HEAL {}", o.vnf_instance_id, h.request());
+        }
+        for d in &o.decisions {
+            println!(
+                "{} {} {}: {}",
+                o.vnf_instance_id,
+                d.vnfc_id.as_deref().unwrap_or("-"),
+                d.kind.event_kind().trim_start_matches("RECONCILE_"),
+                d.reason
+            );
+        }
+        if o.decisions.is_empty() {
+            println!("{}: healthy, nothing to do", o.vnf_instance_id);
+        }
+    }
+    Ok(())
+}

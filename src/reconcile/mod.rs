@@ -1,0 +1,559 @@
+//! Reconcile (C5, issue 5 part 4): observe every instantiated VNF instance, compare with its
+//! intended state, and either start an automatic HEAL or record why not — safely
+//! (DESIGN.md §5, research/peers.md §1, §6, §7).
+//!
+//! A pass is: [`snapshot`] (read the store) → [`Reconciler::evaluate`] (one cloud inventory of
+//! list calls; on full passes SSH probes; then the pure [`policy::decide`] per VNF) →
+//! [`record`] (one transaction: HEAL operations, audit events, the loop's memory) → [`log`]
+//! (journald records with stable `MESSAGE_ID`s). `vnfkeeper plan` runs the first two only.
+//!
+//! Two kinds of pass: *cloud* passes (list calls only, every `cloud_interval_secs`, so a Nova
+//! `ERROR` is healed within ~30 s) and *full* passes (cloud + probes, on the cron `schedule` and
+//! on `vnfkeeper reconcile --now`).
+//!
+//! Contract with the engine: the HEAL operation's `operation_params` is a SOL002/SOL003
+//! HealVnfRequest `{"vnfcInstanceId": [...], "cause": "...", "additionalParams":
+//! {"configuration_only": true}}` (the last part only for a configuration repair: rerun the
+//! idempotent configuration steps of those VNFCs, no new server), `isAutomaticInvocation` true,
+//! state `STARTING`, queued behind nothing (the VNF had no unfinished operation).
+
+pub mod cmd;
+pub mod observe;
+pub mod policy;
+pub mod probe;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::cloud::Cloud;
+use crate::intake::wire::sol003::InstantiateVnfRequest;
+use crate::model::{InstantiationState, LcmOperationType, Timestamp};
+use crate::package::VnfPackage;
+use crate::remote::Remote;
+use crate::store::{
+    InstanceRow, NewEvent, NewOperation, ReaderRef, ReconcileStateRow, Tx, VnfcRow,
+};
+use policy::{CloudView, Memory, Policy, PvView, VnfInput, VnfOutcome, VnfcInput};
+use probe::{Cluster, ProbeSettings};
+
+/// Which pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassKind {
+    /// List calls only.
+    Cloud,
+    /// List calls and SSH probes.
+    Full,
+}
+
+impl PassKind {
+    /// `"cloud"` or `"full"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PassKind::Cloud => "cloud",
+            PassKind::Full => "full",
+        }
+    }
+}
+
+/// One instantiated VNF instance as the store knows it.
+#[derive(Debug, Clone)]
+pub struct VnfSnapshot {
+    /// The instance.
+    pub instance: InstanceRow,
+    /// Its VNFCs (store order).
+    pub vnfcs: Vec<VnfcRow>,
+    /// Unfinished operations (vnfLcmOpOccId), oldest first.
+    pub unfinished: Vec<String>,
+    /// The last completed InstantiateVnfRequest (JSON text).
+    pub instantiate: Option<String>,
+}
+
+/// What a pass reads from the store.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Instantiated VNF instances (optionally only one).
+    pub vnfs: Vec<VnfSnapshot>,
+    /// The loop's memory.
+    pub states: HashMap<(String, String), ReconcileStateRow>,
+    /// VNFC `updated_at` by id.
+    pub vnfc_updated: HashMap<String, String>,
+}
+
+/// Reads what a pass needs: every `INSTANTIATED` instance (or only `only`), its VNFCs,
+/// unfinished operations and INSTANTIATE request, and the loop's memory. Errors: the store's.
+pub fn snapshot(q: ReaderRef<'_>, only: Option<&str>) -> crate::store::Result<Snapshot> {
+    let unfinished = q.unfinished_operations_by_instance()?;
+    let mut vnfs = Vec::new();
+    for instance in q.instances()? {
+        if instance.instantiation_state != InstantiationState::Instantiated
+            || only.is_some_and(|o| o != instance.id)
+        {
+            continue;
+        }
+        vnfs.push(VnfSnapshot {
+            vnfcs: q.vnfcs(&instance.id)?,
+            unfinished: unfinished.get(&instance.id).cloned().unwrap_or_default(),
+            instantiate: q.last_completed_instantiate(&instance.id)?,
+            instance,
+        });
+    }
+    Ok(Snapshot {
+        vnfs,
+        states: q.reconcile_states()?,
+        vnfc_updated: q.vnfc_updated_at()?,
+    })
+}
+
+/// The result of evaluating one pass (nothing written yet).
+#[derive(Debug)]
+pub struct PassReport {
+    /// Which pass.
+    pub kind: PassKind,
+    /// Its `now`.
+    pub at: Timestamp,
+    /// VNF instances looked at.
+    pub vnfs: usize,
+    /// VNFCs looked at.
+    pub vnfcs: usize,
+    /// Hosts probed (full passes).
+    pub probed_hosts: usize,
+    /// Cloud API requests this pass sent (pages count).
+    pub api_requests: u64,
+    /// Why the cloud listing failed, if it did (every VNFC is then unknown).
+    pub cloud_error: Option<String>,
+    /// Per VNF: the policy's outcome.
+    pub outcomes: Vec<VnfOutcome>,
+    /// Per VNF with PVs: Bound PV names read by this pass's probes.
+    pub pv_bound: HashMap<String, Vec<String>>,
+    /// Wall time of observation, probes and policy.
+    pub elapsed: Duration,
+    /// HEAL operations started by [`record`]: (vnfInstanceId, vnfLcmOpOccId).
+    pub started: Vec<(String, String)>,
+}
+
+/// Observation, probes and policy over a cloud and a remote.
+pub struct Reconciler<C> {
+    cloud: Arc<C>,
+    remote: Arc<dyn Remote>,
+    /// Remediation policy.
+    pub policy: Policy,
+    /// Probe limits.
+    pub probes: ProbeSettings,
+}
+
+impl<C> std::fmt::Debug for Reconciler<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reconciler")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+fn parse_ts(s: Option<&str>) -> Option<Timestamp> {
+    s.and_then(|s| Timestamp::parse(s).ok())
+}
+
+fn fmt_ts(t: Option<Timestamp>) -> Option<String> {
+    t.map(Timestamp::to_rfc3339)
+}
+
+fn memory_of(row: Option<&ReconcileStateRow>) -> Memory {
+    let Some(r) = row else {
+        return Memory::default();
+    };
+    Memory {
+        server_id: r.server_id.clone(),
+        server_since: parse_ts(r.server_since.as_deref()),
+        cloud_failures: r.cloud_failures.max(0) as u32,
+        cloud_first_failure_at: parse_ts(r.cloud_first_failure_at.as_deref()),
+        probe_failures: r.probe_failures.max(0) as u32,
+        probe_first_failure_at: parse_ts(r.probe_first_failure_at.as_deref()),
+        healthy_since: parse_ts(r.healthy_since.as_deref()),
+        heal_attempts: r.heal_attempts.max(0) as u32,
+        last_heal_at: parse_ts(r.last_heal_at.as_deref()),
+        last_decision: r.last_decision.clone(),
+    }
+}
+
+fn state_row(vnf: &str, vnfc: &str, m: &Memory) -> ReconcileStateRow {
+    ReconcileStateRow {
+        vnf_instance_id: vnf.into(),
+        vnfc_id: vnfc.into(),
+        server_id: m.server_id.clone(),
+        server_since: fmt_ts(m.server_since),
+        cloud_failures: m.cloud_failures.into(),
+        cloud_first_failure_at: fmt_ts(m.cloud_first_failure_at),
+        probe_failures: m.probe_failures.into(),
+        probe_first_failure_at: fmt_ts(m.probe_first_failure_at),
+        healthy_since: fmt_ts(m.healthy_since),
+        heal_attempts: m.heal_attempts.into(),
+        last_heal_at: fmt_ts(m.last_heal_at),
+        last_decision: m.last_decision.clone(),
+        pv_bound: None,
+        pv_observed_at: None,
+    }
+}
+
+impl<C: Cloud> Reconciler<C> {
+    /// A reconciler over a cloud and a remote.
+    pub fn new(
+        cloud: Arc<C>,
+        remote: Arc<dyn Remote>,
+        policy: Policy,
+        probes: ProbeSettings,
+    ) -> Self {
+        Self {
+            cloud,
+            remote,
+            policy,
+            probes,
+        }
+    }
+
+    /// Observes (one inventory; probes on a full pass) and decides, writing nothing. `now` is
+    /// the pass's time for the policy. Never fails: a cloud error makes every VNFC unknown.
+    pub async fn evaluate(&self, snap: &Snapshot, kind: PassKind, now: Timestamp) -> PassReport {
+        let started = Instant::now();
+        let before = self.cloud.request_count();
+        let inventory = if snap.vnfs.is_empty() {
+            Ok(Default::default())
+        } else {
+            self.cloud.inventory().await.map_err(|e| e.to_string())
+        };
+        let index = inventory.as_ref().map(observe::Index::new);
+        let index_ref = index.as_ref().map_err(|e| e.as_str());
+
+        // Intended configuration of clustered VNFs (packages loaded once per path and pass).
+        let mut packages: HashMap<String, Option<Arc<VnfPackage>>> = HashMap::new();
+        let mut clusters: HashMap<String, Cluster> = HashMap::new();
+        for v in &snap.vnfs {
+            let k8s = v
+                .instantiate
+                .as_deref()
+                .and_then(|p| serde_json::from_str::<InstantiateVnfRequest>(p).ok())
+                .and_then(|r| r.additional_params?.k8s_cluster_installation_param);
+            let (Some(k8s), Some(path)) = (k8s, v.instance.vnf_package.as_deref()) else {
+                continue;
+            };
+            let pkg = packages
+                .entry(path.to_owned())
+                .or_insert_with(|| match VnfPackage::load(std::path::Path::new(path)) {
+                    Ok(p) => Some(Arc::new(p)),
+                    Err(e) => {
+                        tracing::warn!(vnf_package = path, error = %e, "reconcile: cannot load the VNF package; its VNFs are not probed");
+                        None
+                    }
+                })
+                .clone();
+            if let Some(pkg) = pkg {
+                clusters.insert(v.instance.id.clone(), Cluster { k8s, pkg });
+            }
+        }
+        let roles: HashMap<String, HashMap<String, policy::Role>> = snap
+            .vnfs
+            .iter()
+            .map(|v| {
+                (
+                    v.instance.id.clone(),
+                    probe::roles(&v.vnfcs, clusters.get(&v.instance.id)),
+                )
+            })
+            .collect();
+        let views: HashMap<String, CloudView> = snap
+            .vnfs
+            .iter()
+            .flat_map(|v| v.vnfcs.iter())
+            .map(|c| (c.id.clone(), observe::view(c, index_ref)))
+            .collect();
+
+        // Probes (full passes, VNFs without unfinished operations, healthy servers only).
+        let mut probed = HashMap::new();
+        let mut probed_hosts = 0;
+        if kind == PassKind::Full {
+            let targets: Vec<probe::Target1<'_>> = snap
+                .vnfs
+                .iter()
+                .filter(|v| v.unfinished.is_empty())
+                .filter_map(|v| {
+                    let cluster = clusters.get(&v.instance.id)?;
+                    let probe: Vec<&str> = v
+                        .vnfcs
+                        .iter()
+                        .filter(|c| views.get(&c.id) == Some(&CloudView::Healthy))
+                        .map(|c| c.id.as_str())
+                        .collect();
+                    probed_hosts += probe.len();
+                    Some(probe::Target1 {
+                        vnf_instance_id: &v.instance.id,
+                        vnfcs: &v.vnfcs,
+                        probe,
+                        roles: &roles[&v.instance.id],
+                        cluster,
+                    })
+                })
+                .collect();
+            probed = probe::probe_all(self.remote.as_ref(), self.probes, &targets).await;
+        }
+
+        let mut outcomes = Vec::with_capacity(snap.vnfs.len());
+        let mut pv_bound = HashMap::new();
+        let mut n_vnfcs = 0;
+        for v in &snap.vnfs {
+            let id = &v.instance.id;
+            let vnf_state = snap.states.get(&(id.clone(), String::new()));
+            let mut findings = probed.remove(id).unwrap_or_default();
+            let has_pvs = clusters
+                .get(id)
+                .is_some_and(|c| !c.k8s.pv_registration_params.is_empty());
+            let pvs = if !has_pvs {
+                PvView::NotApplicable
+            } else if let Some(b) = findings.pv_bound.take() {
+                pv_bound.insert(id.clone(), b.clone());
+                PvView::Known {
+                    bound: b,
+                    observed_at: now,
+                }
+            } else {
+                match vnf_state.and_then(|s| {
+                    Some((
+                        serde_json::from_str::<Vec<String>>(s.pv_bound.as_deref()?).ok()?,
+                        parse_ts(s.pv_observed_at.as_deref())?,
+                    ))
+                }) {
+                    Some((bound, observed_at)) => PvView::Known { bound, observed_at },
+                    None => PvView::Unknown,
+                }
+            };
+            let vnfcs = v
+                .vnfcs
+                .iter()
+                .map(|c| VnfcInput {
+                    vnfc_id: c.id.clone(),
+                    vdu_id: c.vdu_id.clone(),
+                    role: roles[id].get(&c.id).copied().unwrap_or(policy::Role::Other),
+                    server_id: c.server_id.clone(),
+                    recorded_at: parse_ts(snap.vnfc_updated.get(&c.id).map(String::as_str))
+                        .unwrap_or(now),
+                    cloud: views[&c.id].clone(),
+                    probes: findings.findings.remove(&c.id),
+                    memory: memory_of(snap.states.get(&(id.clone(), c.id.clone()))),
+                })
+                .collect::<Vec<_>>();
+            n_vnfcs += vnfcs.len();
+            let input = VnfInput {
+                vnf_instance_id: id.clone(),
+                unfinished_operations: v.unfinished.clone(),
+                vnfcs,
+                pvs,
+                memory: memory_of(vnf_state),
+                pass: kind.as_str(),
+            };
+            outcomes.push(policy::decide(&self.policy, &input, now));
+        }
+        PassReport {
+            kind,
+            at: now,
+            vnfs: snap.vnfs.len(),
+            vnfcs: n_vnfcs,
+            probed_hosts,
+            api_requests: self.cloud.request_count() - before,
+            cloud_error: inventory.err(),
+            outcomes,
+            pv_bound,
+            elapsed: started.elapsed(),
+            started: Vec::new(),
+        }
+    }
+}
+
+/// Writes a pass in one transaction: for each VNF, its HEAL operation (unless an operation
+/// arrived since the snapshot: then an IN_FLIGHT row instead and the memory is left as it was),
+/// one audit event per decision that is not a repeat, and the loop's memory. Fills
+/// `report.started`. Errors: the store's (nothing is written then).
+pub fn record(
+    tx: &mut Tx<'_>,
+    report: &mut PassReport,
+    now: Timestamp,
+) -> crate::store::Result<()> {
+    report.started.clear();
+    for o in &report.outcomes {
+        let vnf = o.vnf_instance_id.clone();
+        let mut op_id = None;
+        if let Some(heal) = &o.heal {
+            let busy = tx.unfinished_operations(&vnf)?;
+            if let Some(first) = busy.first() {
+                let msg = format!(
+                    "heal not started: operation {} arrived since the observation",
+                    first.id
+                );
+                let ev = json!({"pass": report.kind.as_str(), "heal": heal});
+                tx.append_event(
+                    &NewEvent {
+                        kind: policy::DecisionKind::InFlight.event_kind(),
+                        vnf_instance_id: Some(&vnf),
+                        message: &msg,
+                        evidence: Some(&ev.to_string()),
+                        ..Default::default()
+                    },
+                    now,
+                )?;
+                continue;
+            }
+            let id = uuid::Uuid::new_v4().to_string();
+            let params = heal.request().to_string();
+            let detail = format!(
+                "automatic heal started by reconcile ({})",
+                if heal.configuration_only {
+                    "configuration repair"
+                } else {
+                    "server replacement"
+                }
+            );
+            tx.insert_operation(
+                &NewOperation {
+                    id: &id,
+                    vnf_instance_id: &vnf,
+                    operation: LcmOperationType::Heal,
+                    operation_params: &params,
+                    vnf_package: None,
+                    request_id: None,
+                    is_automatic_invocation: true,
+                    status_detail: Some(&detail),
+                },
+                now,
+            )?;
+            report.started.push((vnf.clone(), id.clone()));
+            op_id = Some(id);
+        }
+        for d in o.decisions.iter().filter(|d| !d.repeat) {
+            let ev = d.evidence.to_string();
+            let is_heal = d.kind == policy::DecisionKind::HealStarted;
+            tx.append_event(
+                &NewEvent {
+                    kind: d.kind.event_kind(),
+                    vnf_instance_id: Some(&d.vnf_instance_id),
+                    vnf_lcm_op_occ_id: if is_heal { op_id.as_deref() } else { None },
+                    vnfc_id: d.vnfc_id.as_deref(),
+                    message: &d.reason,
+                    evidence: Some(&ev),
+                },
+                now,
+            )?;
+        }
+        write_memory(tx, &vnf, o, report, now)?;
+    }
+    Ok(())
+}
+
+fn write_memory(
+    tx: &mut Tx<'_>,
+    vnf: &str,
+    o: &VnfOutcome,
+    report: &PassReport,
+    now: Timestamp,
+) -> crate::store::Result<()> {
+    for (vnfc, m) in &o.memory {
+        tx.put_reconcile_state(&state_row(vnf, vnfc, m), now)?;
+    }
+    let mut row = state_row(vnf, "", &o.vnf_memory);
+    let old = tx
+        .reader()
+        .reconcile_states()?
+        .remove(&(vnf.to_owned(), String::new()));
+    if let Some(b) = report.pv_bound.get(vnf) {
+        row.pv_bound = Some(serde_json::to_string(b).unwrap_or_default());
+        row.pv_observed_at = Some(report.at.to_rfc3339());
+    } else if let Some(old) = old {
+        row.pv_bound = old.pv_bound;
+        row.pv_observed_at = old.pv_observed_at;
+    }
+    tx.put_reconcile_state(&row, now)?;
+    tx.prune_reconcile_state(vnf)?;
+    Ok(())
+}
+
+/// Journald records of a recorded pass: one per decision that is not a repeat (`MESSAGE_ID`
+/// heal started / heal deferred / drift detected / reconcile alert, fields `vnf_instance_id`,
+/// `vnfc_id`, `vnf_lcm_op_occ_id`, `decision`) and one summary line.
+pub fn log(report: &PassReport) {
+    use crate::daemon::logging::{
+        MSG_DRIFT_DETECTED, MSG_HEAL_DEFERRED, MSG_HEAL_STARTED, MSG_RECONCILE_ALERT,
+    };
+    use policy::DecisionKind as K;
+    for o in &report.outcomes {
+        for d in o.decisions.iter().filter(|d| !d.repeat) {
+            let op = report
+                .started
+                .iter()
+                .find(|(v, _)| *v == d.vnf_instance_id)
+                .map(|(_, op)| op.as_str())
+                .unwrap_or("");
+            let vnfc = d.vnfc_id.as_deref().unwrap_or("");
+            let kind = d.kind.event_kind();
+            match d.kind {
+                K::HealStarted => {
+                    tracing::info!(message_id = MSG_HEAL_STARTED, vnf_instance_id = %d.vnf_instance_id, vnfc_id = vnfc, vnf_lcm_op_occ_id = op, decision = kind, "automatic heal started: {}", d.reason)
+                }
+                K::DriftDetected => {
+                    tracing::warn!(message_id = MSG_DRIFT_DETECTED, vnf_instance_id = %d.vnf_instance_id, vnfc_id = vnfc, decision = kind, "{}", d.reason)
+                }
+                k if k.is_alert() => {
+                    tracing::error!(message_id = MSG_RECONCILE_ALERT, vnf_instance_id = %d.vnf_instance_id, vnfc_id = vnfc, decision = kind, "reconcile alert: {}", d.reason)
+                }
+                _ => {
+                    tracing::info!(message_id = MSG_HEAL_DEFERRED, vnf_instance_id = %d.vnf_instance_id, vnfc_id = vnfc, decision = kind, "heal deferred: {}", d.reason)
+                }
+            }
+        }
+    }
+    let level_info = report.kind == PassKind::Full || !report.started.is_empty();
+    let summary = format!(
+        "reconcile {} pass: {} VNF instances, {} VNFCs, {} hosts probed, {} API requests, {} heals started, {} ms",
+        report.kind.as_str(),
+        report.vnfs,
+        report.vnfcs,
+        report.probed_hosts,
+        report.api_requests,
+        report.started.len(),
+        report.elapsed.as_millis()
+    );
+    if let Some(e) = &report.cloud_error {
+        tracing::warn!(error = %e, "{summary}; cloud listing failed, every VNFC unknown");
+    } else if level_info {
+        tracing::info!("{summary}");
+    } else {
+        tracing::debug!("{summary}");
+    }
+}
+
+/// The report as JSON for `vnfkeeper plan --json`: `{pass, at, vnfs, vnfcs, apiRequests,
+/// cloudError, heals: [{vnfInstanceId, request}], decisions: [...]}`.
+pub fn report_json(report: &PassReport) -> Value {
+    let heals: Vec<Value> = report
+        .outcomes
+        .iter()
+        .filter_map(|o| {
+            let h = o.heal.as_ref()?;
+            Some(json!({"vnfInstanceId": o.vnf_instance_id, "request": h.request()}))
+        })
+        .collect();
+    let decisions: Vec<Value> = report
+        .outcomes
+        .iter()
+        .flat_map(|o| o.decisions.iter())
+        .map(|d| serde_json::to_value(d).unwrap_or(Value::Null))
+        .collect();
+    json!({
+        "pass": report.kind.as_str(),
+        "at": report.at.to_rfc3339(),
+        "vnfs": report.vnfs,
+        "vnfcs": report.vnfcs,
+        "apiRequests": report.api_requests,
+        "cloudError": report.cloud_error,
+        "heals": heals,
+        "decisions": decisions,
+    })
+}

@@ -1,0 +1,228 @@
+//! Cloud observation (shell): one listing of servers, ports and volumes per pass and project
+//! (`Cloud::inventory`, paginated), indexed once, then each VNFC's recorded server, CP addresses
+//! and volumes are compared with it. Requests per pass grow only with pagination, never with the
+//! number of VNFs or servers (issue 5 part 4; research/peers.md §1.3 for how CAPO reads Nova).
+//!
+//! Verdicts ([`CloudView`]): Nova `ERROR`, or a recorded server missing from a *successful*
+//! listing → confirmed; `BUILD`/`REBUILD`/`REBOOT`/… → transitional; any other non-`ACTIVE`
+//! status, a CP port or an attached volume gone → suspect (needs a second observation); any
+//! listing error → every VNFC unknown.
+
+use std::collections::HashMap;
+
+use super::policy::CloudView;
+use crate::cloud::{Inventory, Port, Server, Volume};
+use crate::plan::vnfcs::AttachedVolume;
+use crate::store::VnfcRow;
+
+/// Nova statuses in which a server is on its way somewhere: wait, do not judge.
+const TRANSITIONAL: &[&str] = &[
+    "BUILD",
+    "REBUILD",
+    "REBOOT",
+    "HARD_REBOOT",
+    "MIGRATING",
+    "RESIZE",
+    "VERIFY_RESIZE",
+    "REVERT_RESIZE",
+    "PASSWORD",
+];
+
+/// The inventory indexed for lookups by id and address (built once per pass).
+#[derive(Debug)]
+pub struct Index<'a> {
+    servers: HashMap<&'a str, &'a Server>,
+    ports_by_ip: HashMap<&'a str, &'a Port>,
+    volumes: HashMap<&'a str, &'a Volume>,
+}
+
+impl<'a> Index<'a> {
+    /// Indexes one inventory. Cost O(servers + ports + volumes).
+    pub fn new(inv: &'a Inventory) -> Self {
+        let mut ports_by_ip = HashMap::with_capacity(inv.ports.len());
+        for p in &inv.ports {
+            for ip in &p.fixed_ips {
+                ports_by_ip.insert(ip.ip_address.as_str(), p);
+            }
+        }
+        Self {
+            servers: inv.servers.iter().map(|s| (s.id.as_str(), s)).collect(),
+            ports_by_ip,
+            volumes: inv.volumes.iter().map(|v| (v.id.as_str(), v)).collect(),
+        }
+    }
+}
+
+/// The cloud's verdict on one VNFC. `index` is `Err(reason)` when a listing failed this pass.
+pub fn view(vnfc: &VnfcRow, index: Result<&Index<'_>, &str>) -> CloudView {
+    let index = match index {
+        Ok(i) => i,
+        Err(why) => return CloudView::Unknown(format!("cloud listing failed: {why}")),
+    };
+    let Some(server_id) = vnfc.server_id.as_deref().filter(|s| !s.is_empty()) else {
+        return CloudView::Transitional("no server recorded yet".into());
+    };
+    let Some(server) = index.servers.get(server_id) else {
+        return CloudView::Confirmed(format!(
+            "server {server_id} is missing from a successful Nova listing (deleted behind Heat's back)"
+        ));
+    };
+    let status = server.status.to_ascii_uppercase();
+    if status == "ERROR" {
+        let fault = server
+            .fault
+            .as_deref()
+            .map(|f| format!(": {}", f.replace(['\n', '\r'], " ")))
+            .unwrap_or_default();
+        return CloudView::Confirmed(format!("server {server_id} in Nova status ERROR{fault}"));
+    }
+    if TRANSITIONAL.contains(&status.as_str()) {
+        return CloudView::Transitional(format!("server {server_id} in Nova status {status}"));
+    }
+    if status != "ACTIVE" {
+        return CloudView::Suspect(format!("server {server_id} in Nova status {status}"));
+    }
+    // Ports: every recorded CP address must still be on a port of this server.
+    let cps: std::collections::BTreeMap<String, String> = vnfc
+        .cp_addresses
+        .as_deref()
+        .and_then(|c| serde_json::from_str(c).ok())
+        .unwrap_or_default();
+    for (cp, addr) in &cps {
+        match index.ports_by_ip.get(addr.as_str()) {
+            Some(p) if p.device_id == server_id || p.device_id.is_empty() => {}
+            Some(p) => {
+                return CloudView::Suspect(format!(
+                    "port of CP {cp} ({addr}) is bound to {} instead of server {server_id}",
+                    p.device_id
+                ));
+            }
+            None => {
+                return CloudView::Suspect(format!("no port holds CP {cp}'s address {addr}"));
+            }
+        }
+    }
+    // Volumes: every recorded volume must exist and be attached to this server.
+    let vols: Vec<AttachedVolume> = vnfc
+        .volumes
+        .as_deref()
+        .and_then(|v| serde_json::from_str(v).ok())
+        .unwrap_or_default();
+    for v in &vols {
+        match index.volumes.get(v.volume_id.as_str()) {
+            Some(vol) if vol.attachments.iter().any(|a| a.server_id == server_id) => {}
+            Some(vol) => {
+                return CloudView::Suspect(format!(
+                    "volume {} is not attached to server {server_id} (status {})",
+                    v.volume_id, vol.status
+                ));
+            }
+            None => {
+                return CloudView::Suspect(format!("volume {} is gone", v.volume_id));
+            }
+        }
+    }
+    CloudView::Healthy
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::{FixedIp, VolumeAttachment};
+
+    fn row(server: Option<&str>) -> VnfcRow {
+        VnfcRow {
+            id: "c1".into(),
+            vnf_instance_id: "v".into(),
+            vdu_id: "workerNode".into(),
+            vnfc_index: None,
+            stack_name: "s".into(),
+            stack_id: "sid".into(),
+            resource_name: "workerNode".into(),
+            server_id: server.map(Into::into),
+            server_status: Some("ACTIVE".into()),
+            ip_address: Some("10.0.0.5".into()),
+            cp_addresses: Some(r#"{"workerNode_CP2":"10.0.0.5"}"#.into()),
+            volumes: Some(r#"[{"resource":"vol","volumeId":"vol-1","device":"/dev/vdb"}]"#.into()),
+            host_key: None,
+        }
+    }
+
+    fn inventory(status: &str) -> Inventory {
+        let server: Server = serde_json::from_value(serde_json::json!({
+            "id": "srv-1", "status": status, "fault": {"message": "No valid host was found"}
+        }))
+        .unwrap();
+        let mut port: Port = serde_json::from_value(serde_json::json!({"id": "p1"})).unwrap();
+        port.device_id = "srv-1".into();
+        port.fixed_ips = vec![FixedIp {
+            ip_address: "10.0.0.5".into(),
+            ..FixedIp::default()
+        }];
+        let mut vol: Volume = serde_json::from_value(serde_json::json!({"id": "vol-1"})).unwrap();
+        vol.attachments = vec![VolumeAttachment {
+            server_id: "srv-1".into(),
+            ..VolumeAttachment::default()
+        }];
+        Inventory {
+            servers: vec![server],
+            ports: vec![port],
+            volumes: vec![vol],
+        }
+    }
+
+    #[test]
+    fn nova_states_map_to_views() {
+        let cases = [
+            ("ACTIVE", "healthy"),
+            ("ERROR", "confirmed"),
+            ("BUILD", "transitional"),
+            ("REBOOT", "transitional"),
+            ("SHUTOFF", "suspect"),
+            ("SUSPENDED", "suspect"),
+        ];
+        for (status, want) in cases {
+            let inv = inventory(status);
+            let v = view(&row(Some("srv-1")), Ok(&Index::new(&inv)));
+            let got = serde_json::to_value(&v).unwrap()["state"].clone();
+            assert_eq!(got, want, "{status}: {v:?}");
+        }
+        let inv = inventory("ERROR");
+        let v = view(&row(Some("srv-1")), Ok(&Index::new(&inv)));
+        assert!(format!("{v:?}").contains("No valid host"), "{v:?}");
+    }
+
+    #[test]
+    fn missing_server_is_confirmed_only_from_a_successful_listing() {
+        let inv = inventory("ACTIVE");
+        let idx = Index::new(&inv);
+        assert!(matches!(
+            view(&row(Some("srv-gone")), Ok(&idx)),
+            CloudView::Confirmed(_)
+        ));
+        assert!(matches!(
+            view(&row(Some("srv-gone")), Err("compute: 503")),
+            CloudView::Unknown(_)
+        ));
+        assert!(matches!(
+            view(&row(None), Ok(&idx)),
+            CloudView::Transitional(_)
+        ));
+    }
+
+    #[test]
+    fn lost_port_or_volume_is_suspect() {
+        let mut inv = inventory("ACTIVE");
+        inv.volumes[0].attachments.clear();
+        assert!(matches!(
+            view(&row(Some("srv-1")), Ok(&Index::new(&inv))),
+            CloudView::Suspect(_)
+        ));
+        let mut inv = inventory("ACTIVE");
+        inv.ports.clear();
+        assert!(matches!(
+            view(&row(Some("srv-1")), Ok(&Index::new(&inv))),
+            CloudView::Suspect(_)
+        ));
+    }
+}

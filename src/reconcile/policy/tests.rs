@@ -1,0 +1,490 @@
+//! Table tests of the remediation policy.
+
+use super::*;
+
+fn t(secs: i64) -> Timestamp {
+    Timestamp(
+        chrono::DateTime::parse_from_rfc3339("2026-11-21T06:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc)
+            + chrono::Duration::seconds(secs),
+    )
+}
+
+fn policy() -> Policy {
+    Policy {
+        grace: Duration::from_secs(60),
+        startup_grace: Duration::from_secs(600),
+        max_unhealthy: MaxUnhealthy::Percent(40),
+        retry_budget: 2,
+        retry_backoff: Duration::from_secs(100),
+        min_healthy: Duration::from_secs(1000),
+    }
+}
+
+/// A VNFC whose server was recorded long ago and is already known to the memory.
+fn vnfc(id: &str, role: Role, cloud: CloudView) -> VnfcInput {
+    VnfcInput {
+        vnfc_id: id.into(),
+        vdu_id: format!("{role:?}"),
+        role,
+        server_id: Some(format!("srv-{id}")),
+        recorded_at: t(-100_000),
+        cloud,
+        probes: None,
+        memory: Memory {
+            server_id: Some(format!("srv-{id}")),
+            server_since: Some(t(-100_000)),
+            ..Memory::default()
+        },
+    }
+}
+
+fn vnf(vnfcs: Vec<VnfcInput>) -> VnfInput {
+    VnfInput {
+        vnf_instance_id: "vnf-1".into(),
+        unfinished_operations: Vec::new(),
+        vnfcs,
+        pvs: PvView::NotApplicable,
+        memory: Memory::default(),
+        pass: "cloud",
+    }
+}
+
+/// A cluster: storage server, first master, 3 workers (5 VNFCs: 40 % allows 2 unhealthy).
+fn cluster(w1: CloudView) -> VnfInput {
+    vnf(vec![
+        vnfc("ss", Role::StorageServer, CloudView::Healthy),
+        vnfc("m0", Role::FirstMaster, CloudView::Healthy),
+        vnfc("w1", Role::Worker, w1),
+        vnfc("w2", Role::Worker, CloudView::Healthy),
+        vnfc("w3", Role::Worker, CloudView::Healthy),
+    ])
+}
+
+fn kinds(o: &VnfOutcome) -> Vec<(Option<&str>, DecisionKind)> {
+    o.decisions
+        .iter()
+        .map(|d| (d.vnfc_id.as_deref(), d.kind))
+        .collect()
+}
+
+fn mem<'a>(o: &'a VnfOutcome, id: &str) -> &'a Memory {
+    &o.memory.iter().find(|(v, _)| v == id).unwrap().1
+}
+
+/// Feeds the outcome's memory back into the input (the next pass).
+fn carry(mut input: VnfInput, o: &VnfOutcome) -> VnfInput {
+    for v in &mut input.vnfcs {
+        if let Some((_, m)) = o.memory.iter().find(|(id, _)| *id == v.vnfc_id) {
+            v.memory = m.clone();
+        }
+    }
+    input.memory = o.vnf_memory.clone();
+    input
+}
+
+fn confirmed() -> CloudView {
+    CloudView::Confirmed("Nova status ERROR".into())
+}
+
+#[test]
+fn one_cloud_view_per_row_gives_the_expected_decision() {
+    use DecisionKind::*;
+    let cases: Vec<(&str, CloudView, Vec<DecisionKind>, Option<bool>)> = vec![
+        ("healthy: nothing", CloudView::Healthy, vec![], None),
+        (
+            "ERROR acts at once (replacement)",
+            confirmed(),
+            vec![HealStarted],
+            Some(false),
+        ),
+        (
+            "vanished acts at once",
+            CloudView::Confirmed("server missing from the Nova listing".into()),
+            vec![HealStarted],
+            Some(false),
+        ),
+        (
+            "API error: unknown, never unhealthy",
+            CloudView::Unknown("compute 503".into()),
+            vec![DeferredUnknown],
+            None,
+        ),
+        (
+            "BUILD: wait",
+            CloudView::Transitional("Nova status BUILD".into()),
+            vec![DeferredGrace],
+            None,
+        ),
+        (
+            "SHUTOFF once: needs confirmation",
+            CloudView::Suspect("Nova status SHUTOFF".into()),
+            vec![DeferredGrace],
+            None,
+        ),
+    ];
+    for (name, view, want, heal) in cases {
+        let o = decide(&policy(), &cluster(view), t(0));
+        let got: Vec<DecisionKind> = o.decisions.iter().map(|d| d.kind).collect();
+        assert_eq!(got, want, "{name}: {:#?}", o.decisions);
+        assert_eq!(
+            o.heal.as_ref().map(|h| h.configuration_only),
+            heal,
+            "{name}"
+        );
+        if let Some(h) = &o.heal {
+            assert_eq!(h.vnfc_ids, vec!["w1".to_string()], "{name}");
+        }
+    }
+}
+
+#[test]
+fn a_failed_observation_acts_only_after_two_spanning_the_grace() {
+    let suspect = CloudView::Suspect("Nova status SHUTOFF".into());
+    let p = policy();
+    let o1 = decide(&p, &cluster(suspect.clone()), t(0));
+    assert!(o1.heal.is_none());
+    assert_eq!(mem(&o1, "w1").cloud_failures, 1);
+    // Second failure, but only 30 s later (grace 60 s): still waiting.
+    let o2 = decide(&p, &carry(cluster(suspect.clone()), &o1), t(30));
+    assert!(o2.heal.is_none(), "{:#?}", o2.decisions);
+    assert_eq!(mem(&o2, "w1").cloud_failures, 2);
+    // Third, 61 s after the first: confirmed → replacement.
+    let o3 = decide(&p, &carry(cluster(suspect.clone()), &o2), t(61));
+    assert_eq!(o3.heal.as_ref().unwrap().vnfc_ids, vec!["w1".to_string()]);
+    // A healthy observation in between resets the count.
+    let healthy = decide(&p, &carry(cluster(CloudView::Healthy), &o2), t(40));
+    assert_eq!(mem(&healthy, "w1").cloud_failures, 0);
+    let again = decide(&p, &carry(cluster(suspect.clone()), &healthy), t(120));
+    assert!(again.heal.is_none());
+    // Unknown neither counts nor resets.
+    let unknown = decide(
+        &p,
+        &carry(cluster(CloudView::Unknown("503".into())), &o1),
+        t(20),
+    );
+    assert_eq!(mem(&unknown, "w1").cloud_failures, 1);
+    // A single observation long after never suffices: two are needed.
+    let one = decide(&p, &cluster(suspect), t(10_000));
+    assert!(one.heal.is_none());
+}
+
+#[test]
+fn max_unhealthy_short_circuits_every_heal() {
+    // 3 of 5 confirmed (40 % of 5 = 2 allowed): nothing healed, one VNF-level alert.
+    let mut input = cluster(confirmed());
+    input.vnfcs[3].cloud = confirmed();
+    input.vnfcs[4].cloud = confirmed();
+    let o = decide(&policy(), &input, t(0));
+    assert!(o.heal.is_none());
+    assert_eq!(o.decisions[0].kind, DecisionKind::ShortCircuit);
+    assert!(o.decisions[0].kind.is_alert());
+    assert_eq!(o.decisions[0].vnfc_id, None);
+    assert_eq!(
+        o.decisions[0].evidence["unhealthy"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(
+        !o.decisions
+            .iter()
+            .any(|d| d.kind == DecisionKind::HealStarted)
+    );
+    // Unconfirmed failures count too (storm control is about what looks unhealthy now).
+    let mut input = cluster(confirmed());
+    input.vnfcs[3].cloud = CloudView::Suspect("SHUTOFF".into());
+    input.vnfcs[4].cloud = CloudView::Suspect("SHUTOFF".into());
+    assert!(decide(&policy(), &input, t(0)).heal.is_none());
+    // Exactly at the limit: heals.
+    let mut input = cluster(confirmed());
+    input.vnfcs[3].cloud = confirmed();
+    let o = decide(&policy(), &input, t(0));
+    assert_eq!(o.heal.unwrap().vnfc_ids.len(), 2);
+    // Unknown VNFCs never count.
+    let mut input = cluster(confirmed());
+    for v in &mut input.vnfcs[2..] {
+        v.cloud = CloudView::Unknown("503".into());
+    }
+    input.vnfcs[0].cloud = confirmed();
+    let o = decide(&policy(), &input, t(0));
+    assert!(
+        o.decisions
+            .iter()
+            .all(|d| d.kind != DecisionKind::ShortCircuit)
+    );
+}
+
+#[test]
+fn max_unhealthy_counts_and_percentages_round_down() {
+    let cases = [
+        ("40%", 5, 2),
+        ("40%", 4, 1),
+        ("40%", 1, 0),
+        ("100%", 7, 7),
+        ("0%", 7, 0),
+        ("2", 100, 2),
+        ("33%", 3, 0),
+    ];
+    for (text, total, allowed) in cases {
+        assert_eq!(
+            MaxUnhealthy::parse(text).unwrap().allowed(total),
+            allowed,
+            "{text} of {total}"
+        );
+    }
+    assert!(MaxUnhealthy::parse("101%").is_err());
+    assert!(MaxUnhealthy::parse("many").is_err());
+    assert_eq!(MaxUnhealthy::parse(" 40% ").unwrap().to_string(), "40%");
+}
+
+#[test]
+fn unfinished_operation_skips_the_vnf_without_touching_memory() {
+    let mut input = cluster(confirmed());
+    input.unfinished_operations = vec!["op-7".into()];
+    let o = decide(&policy(), &input, t(0));
+    assert!(o.heal.is_none());
+    assert!(o.memory.is_empty());
+    assert_eq!(kinds(&o), vec![(None, DecisionKind::InFlight)]);
+    assert!(o.decisions[0].reason.contains("op-7"));
+    // All healthy while an operation runs: nothing to say.
+    let mut input = cluster(CloudView::Healthy);
+    input.unfinished_operations = vec!["op-7".into()];
+    assert!(decide(&policy(), &input, t(0)).decisions.is_empty());
+}
+
+#[test]
+fn retry_budget_with_exponential_backoff_then_alert_then_reset() {
+    let p = policy(); // budget 2, backoff 100 s: attempt 2 after 200 s
+    let o1 = decide(&p, &cluster(confirmed()), t(0));
+    assert!(o1.heal.is_some());
+    assert_eq!(mem(&o1, "w1").heal_attempts, 1);
+    // The heal replaced nothing useful: ERROR again at once (same server id) → backoff.
+    let o2 = decide(&p, &carry(cluster(confirmed()), &o1), t(150));
+    assert!(o2.heal.is_none());
+    assert!(
+        o2.decisions
+            .iter()
+            .any(|d| d.kind == DecisionKind::DeferredBackoff)
+    );
+    let o3 = decide(&p, &carry(cluster(confirmed()), &o2), t(201));
+    assert!(o3.heal.is_some(), "{:#?}", o3.decisions);
+    assert_eq!(mem(&o3, "w1").heal_attempts, 2);
+    // Budget used up: alert, no heal, however long we wait.
+    let o4 = decide(&p, &carry(cluster(confirmed()), &o3), t(100_000));
+    assert!(o4.heal.is_none());
+    let alert = o4
+        .decisions
+        .iter()
+        .find(|d| d.kind == DecisionKind::BudgetExhausted)
+        .unwrap();
+    assert!(alert.kind.is_alert());
+    // The same alert in the next pass is a repeat (one audit row for a lasting condition).
+    let o5 = decide(&p, &carry(cluster(confirmed()), &o4), t(100_015));
+    assert!(o5.decisions.iter().all(|d| d.repeat), "{:#?}", o5.decisions);
+    // Healthy for min_healthy (1000 s) → the budget comes back.
+    let h1 = decide(&p, &carry(cluster(CloudView::Healthy), &o4), t(200_000));
+    assert_eq!(mem(&h1, "w1").heal_attempts, 2);
+    let h2 = decide(&p, &carry(cluster(CloudView::Healthy), &h1), t(201_001));
+    assert_eq!(mem(&h2, "w1").heal_attempts, 0);
+    let again = decide(&p, &carry(cluster(confirmed()), &h2), t(201_100));
+    assert!(again.heal.is_some());
+}
+
+#[test]
+fn a_replaced_server_keeps_the_budget_but_restarts_counters_and_startup_grace() {
+    let p = policy();
+    let o1 = decide(&p, &cluster(confirmed()), t(0));
+    let mut next = carry(cluster(CloudView::Healthy), &o1);
+    next.vnfcs[2].server_id = Some("srv-new".into());
+    next.vnfcs[2].recorded_at = t(100);
+    next.vnfcs[2].probes = Some(vec![Finding {
+        check: "k8s.node_ready".into(),
+        verdict: Verdict::Failed,
+        detail: "node NotReady".into(),
+    }]);
+    let o2 = decide(&p, &next, t(120));
+    let m = mem(&o2, "w1");
+    assert_eq!(m.server_id.as_deref(), Some("srv-new"));
+    assert_eq!(m.server_since, Some(t(100)));
+    assert_eq!(m.heal_attempts, 1);
+    assert!(o2.heal.is_none());
+    let d = o2
+        .decisions
+        .iter()
+        .find(|d| d.vnfc_id.as_deref() == Some("w1"))
+        .unwrap();
+    assert_eq!(d.kind, DecisionKind::DeferredGrace);
+    assert!(d.reason.contains("startup grace"), "{}", d.reason);
+}
+
+fn probed(findings: Vec<(&str, Verdict)>) -> VnfInput {
+    let mut input = cluster(CloudView::Healthy);
+    input.pass = "full";
+    input.vnfcs[0].probes = Some(
+        findings
+            .into_iter()
+            .map(|(c, v)| Finding {
+                check: c.into(),
+                verdict: v,
+                detail: "d".into(),
+            })
+            .collect(),
+    );
+    input
+}
+
+#[test]
+fn probe_findings_per_row() {
+    use DecisionKind::*;
+    type Case<'a> = (
+        &'a str,
+        Vec<(&'a str, Verdict)>,
+        Vec<DecisionKind>,
+        Option<bool>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "all in place",
+            vec![("nfs.exports", Verdict::InPlace)],
+            vec![],
+            None,
+        ),
+        (
+            "lost export: configuration repair, not a rebuild",
+            vec![
+                ("nfs.exports", Verdict::Drift),
+                ("nfs.server", Verdict::InPlace),
+            ],
+            vec![DriftDetected, HealStarted],
+            Some(true),
+        ),
+        (
+            "SSH timeout: unknown",
+            vec![("nfs.exports", Verdict::Unknown)],
+            vec![DeferredUnknown],
+            None,
+        ),
+        (
+            "failed probe once: needs a second",
+            vec![("k8s.node_ready", Verdict::Failed)],
+            vec![DeferredGrace],
+            None,
+        ),
+    ];
+    for (name, findings, want, heal) in cases {
+        let o = decide(&policy(), &probed(findings), t(0));
+        let got: Vec<DecisionKind> = o.decisions.iter().map(|d| d.kind).collect();
+        assert_eq!(got, want, "{name}: {:#?}", o.decisions);
+        assert_eq!(
+            o.heal.as_ref().map(|h| h.configuration_only),
+            heal,
+            "{name}"
+        );
+    }
+    // Two failed probes spanning the grace → replacement.
+    let p = policy();
+    let f = vec![("k8s.node_ready", Verdict::Failed)];
+    let o1 = decide(&p, &probed(f.clone()), t(0));
+    let o2 = decide(&p, &carry(probed(f.clone()), &o1), t(300));
+    assert_eq!(o2.heal.as_ref().map(|h| h.configuration_only), Some(false));
+    // A cloud-only pass in between neither resets nor counts probe failures.
+    let c = decide(&p, &carry(cluster(CloudView::Healthy), &o1), t(15));
+    assert_eq!(mem(&c, "ss").probe_failures, 1);
+    // Drift within the startup grace waits.
+    let mut young = probed(vec![("nfs.exports", Verdict::Drift)]);
+    young.vnfcs[0].memory.server_since = Some(t(-30));
+    let o = decide(&p, &young, t(0));
+    assert!(o.heal.is_none());
+    // Startup grace does not delay a confirmed cloud failure.
+    let mut young = cluster(confirmed());
+    young.vnfcs[2].memory.server_since = Some(t(-30));
+    assert!(decide(&p, &young, t(0)).heal.is_some());
+}
+
+#[test]
+fn storage_server_is_not_replaced_while_a_pv_is_bound_or_phases_are_unknown() {
+    let mut input = cluster(CloudView::Healthy);
+    input.vnfcs[0].cloud = confirmed();
+    for (pvs, want) in [
+        (
+            PvView::Known {
+                bound: vec!["nfs-pv1".into()],
+                observed_at: t(-10),
+            },
+            DecisionKind::PvBoundBlock,
+        ),
+        (PvView::Unknown, DecisionKind::DeferredUnknown),
+    ] {
+        input.pvs = pvs;
+        let o = decide(&policy(), &input, t(0));
+        assert!(o.heal.is_none());
+        assert_eq!(kinds(&o), vec![(Some("ss"), want)]);
+    }
+    input.pvs = PvView::Known {
+        bound: vec![],
+        observed_at: t(-10),
+    };
+    let o = decide(&policy(), &input, t(0));
+    assert_eq!(o.heal.unwrap().vnfc_ids, vec!["ss".to_string()]);
+}
+
+#[test]
+fn one_heal_per_vnf_storage_first_then_replacements_then_repairs() {
+    let mut input = probed(vec![("nfs.exports", Verdict::Drift)]);
+    input.vnfcs[2].cloud = confirmed();
+    let o = decide(&policy(), &input, t(0));
+    let h = o.heal.unwrap();
+    assert_eq!(
+        (h.vnfc_ids.clone(), h.configuration_only),
+        (vec!["w1".into()], false)
+    );
+    assert!(
+        o.decisions
+            .iter()
+            .any(|d| d.vnfc_id.as_deref() == Some("ss") && d.kind == DecisionKind::InFlight)
+    );
+    // The storage server is healed alone.
+    let mut input = cluster(confirmed());
+    input.vnfcs[0].cloud = confirmed();
+    let o = decide(&policy(), &input, t(0));
+    assert_eq!(o.heal.unwrap().vnfc_ids, vec!["ss".to_string()]);
+}
+
+#[test]
+fn heal_request_is_the_sol003_body_the_engine_expects() {
+    let replace = HealPlan {
+        vnfc_ids: vec!["a".into()],
+        configuration_only: false,
+        cause: "c".into(),
+    };
+    assert_eq!(
+        replace.request(),
+        json!({"vnfcInstanceId": ["a"], "cause": "c"})
+    );
+    let repair = HealPlan {
+        configuration_only: true,
+        ..replace
+    };
+    assert_eq!(
+        repair.request(),
+        json!({"vnfcInstanceId": ["a"], "cause": "c", "additionalParams": {"configuration_only": true}})
+    );
+    let o = decide(&policy(), &cluster(confirmed()), t(0));
+    assert!(!o.heal.unwrap().cause.contains('\n'));
+}
+
+#[test]
+fn repeated_deferrals_are_marked_so_a_lasting_condition_is_one_row() {
+    let p = policy();
+    let input = cluster(CloudView::Unknown("compute 503".into()));
+    let o1 = decide(&p, &input, t(0));
+    assert!(!o1.decisions[0].repeat);
+    let o2 = decide(&p, &carry(input.clone(), &o1), t(15));
+    assert!(o2.decisions[0].repeat);
+    let o3 = decide(&p, &carry(cluster(CloudView::Healthy), &o2), t(30));
+    let o4 = decide(&p, &carry(input, &o3), t(45));
+    assert!(!o4.decisions[0].repeat, "recorded again after a change");
+}

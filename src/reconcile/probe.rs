@@ -1,0 +1,616 @@
+//! Configuration probes (shell): read-only checks over SSH on full passes, with bounded
+//! concurrency (`limits.max_parallel_hosts`) and a timeout per probe.
+//!
+//! Each probe is an existing recipe script in `check` mode (exit 0 = in place, 10 = drift; any
+//! other exit, an SSH failure or a timeout = unknown), so a probe and the configuration step that
+//! repairs it can never disagree about what "in place" means. What is probed follows from the
+//! instance's INSTANTIATE request (`k8s_cluster_installation_param`, seeds/pv-k8s-cluster):
+//! - storage server: each volume mounted (`storage.mount`), NFS server installed (`nfs.server`),
+//!   exactly the requested exports written and served (`nfs.exports`);
+//! - masters and workers: cluster joined (`k8s.install`), NFS client installed (`nfs.client`,
+//!   only when a storage server is configured);
+//! - first master: each PersistentVolume registered with the right server and path
+//!   (`pv.register`, counted as drift of the storage server whose configuration-only heal
+//!   re-registers them), `kubectl get pv -o json` (phases: Bound blocks a storage heal) and
+//!   `kubectl get nodes -o json` (a node `NotReady` or missing is a failed probe of its VNFC).
+//!
+//! Host keys come from the VNFC rows (pinned); a VNFC without a pinned key is not probed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use serde_json::Value;
+
+use super::policy::{Finding, Role, Verdict};
+use crate::intake::wire::Secret;
+use crate::intake::wire::params::K8sClusterInstallationParam;
+use crate::package::VnfPackage;
+use crate::plan;
+use crate::plan::vnfcs::AttachedVolume;
+use crate::recipes::{self, EXIT_NEEDED, Export, Step, VolumeSetup};
+use crate::remote::{Auth, HostKeyPolicy, Remote, RemoteCommand, Target};
+use crate::store::VnfcRow;
+
+/// Where the engine puts the package's install script (the `k8s.install` check only needs a
+/// path; it tests for kubeadm's `/etc/kubernetes/kubelet.conf`).
+const SCRIPT_DIR: &str = "/usr/local/lib/vnfkeeper";
+
+/// Probe limits.
+#[derive(Debug, Clone, Copy)]
+pub struct ProbeSettings {
+    /// Longest one probe command may take (remote `timeout` and client deadline).
+    pub timeout: Duration,
+    /// Hosts probed at once over all VNFs.
+    pub max_parallel_hosts: usize,
+}
+
+/// The intended configuration of one clustered VNF: its request's cluster parameters, the
+/// package (VNFD for roles, PV manifests) and the role of each VNFC.
+#[derive(Debug)]
+pub struct Cluster {
+    /// `k8s_cluster_installation_param` of the last completed INSTANTIATE.
+    pub k8s: K8sClusterInstallationParam,
+    /// The VNF package.
+    pub pkg: std::sync::Arc<VnfPackage>,
+}
+
+/// Roles of the VNFCs (vnfc id → role) by the VDU owning each role's `ssh_cp_name`; the first
+/// master is the first master VNFC in the store's order (as the engine chooses it).
+pub fn roles(vnfcs: &[VnfcRow], cluster: Option<&Cluster>) -> HashMap<String, Role> {
+    let mut out: HashMap<String, Role> =
+        vnfcs.iter().map(|v| (v.id.clone(), Role::Other)).collect();
+    let Some(c) = cluster else { return out };
+    let vdu = |cp: &str| plan::roles::vdu_of_cp(&c.pkg.vnfd, cp);
+    let master = vdu(&c.k8s.master_node.ssh_cp_name);
+    let worker = vdu(&c.k8s.worker_node.ssh_cp_name);
+    let storage = c
+        .k8s
+        .storage_server
+        .as_ref()
+        .and_then(|s| vdu(&s.ssh_cp_name));
+    let mut first = true;
+    for v in vnfcs {
+        let role = if Some(&v.vdu_id) == storage.as_ref() {
+            Role::StorageServer
+        } else if Some(&v.vdu_id) == master.as_ref() {
+            if std::mem::take(&mut first) {
+                Role::FirstMaster
+            } else {
+                Role::Master
+            }
+        } else if Some(&v.vdu_id) == worker.as_ref() {
+            Role::Worker
+        } else {
+            Role::Other
+        };
+        out.insert(v.id.clone(), role);
+    }
+    out
+}
+
+/// What one full pass learned about one VNF's configuration.
+#[derive(Debug, Default)]
+pub struct VnfProbes {
+    /// Findings per probed VNFC (absent: not probed).
+    pub findings: HashMap<String, Vec<Finding>>,
+    /// Bound PersistentVolumes among the VNF's, when `kubectl get pv` could be read.
+    pub pv_bound: Option<Vec<String>>,
+}
+
+/// One probe command.
+#[derive(Debug, Clone)]
+enum Check {
+    Script(Step),
+    Kubectl(&'static str),
+}
+
+/// All probes of one host.
+#[derive(Debug)]
+struct Job {
+    vnf: String,
+    vnfc: String,
+    target: Target,
+    secrets: Vec<Secret<String>>,
+    checks: Vec<Check>,
+}
+
+/// What a probe command returned.
+#[derive(Debug)]
+enum Answer {
+    /// A finding about the VNFC named first (a PV check run on the first master is about the
+    /// storage server).
+    Verdict(String, Finding),
+    Json(&'static str, Result<Value, String>),
+}
+
+/// One VNF to probe: its VNFCs (only those whose cloud view is healthy are probed), roles and
+/// intended configuration.
+#[derive(Debug)]
+pub struct Target1<'a> {
+    /// vnfInstanceId.
+    pub vnf_instance_id: &'a str,
+    /// VNFC rows.
+    pub vnfcs: &'a [VnfcRow],
+    /// Which of them to probe (cloud healthy).
+    pub probe: Vec<&'a str>,
+    /// Roles.
+    pub roles: &'a HashMap<String, Role>,
+    /// Intended configuration.
+    pub cluster: &'a Cluster,
+}
+
+/// Probes every VNF in `targets`; returns findings per VNF. Never fails: whatever cannot be read
+/// is an `Unknown` finding.
+pub async fn probe_all(
+    remote: &dyn Remote,
+    settings: ProbeSettings,
+    targets: &[Target1<'_>],
+) -> HashMap<String, VnfProbes> {
+    let mut out: HashMap<String, VnfProbes> = HashMap::new();
+    let mut jobs = Vec::new();
+    let mut nodes_of: HashMap<String, Vec<(String, Option<IpAddr>)>> = HashMap::new();
+    let mut pv_names: HashMap<String, Vec<String>> = HashMap::new();
+    for t in targets {
+        let entry = out.entry(t.vnf_instance_id.to_owned()).or_default();
+        let (vnf_jobs, unprobed, nodes, pvs) = plan_jobs(t);
+        for (vnfc, why) in unprobed {
+            entry.findings.insert(
+                vnfc,
+                vec![Finding {
+                    check: "ssh".into(),
+                    verdict: Verdict::Unknown,
+                    detail: why,
+                }],
+            );
+        }
+        jobs.extend(vnf_jobs);
+        nodes_of.insert(t.vnf_instance_id.to_owned(), nodes);
+        pv_names.insert(t.vnf_instance_id.to_owned(), pvs);
+    }
+    let timeout = settings.timeout;
+    let results: Vec<(String, String, Vec<Answer>)> = futures::stream::iter(jobs)
+        .map(|job| async move {
+            let answers = run_job(remote, &job, timeout).await;
+            (job.vnf, job.vnfc, answers)
+        })
+        .buffer_unordered(settings.max_parallel_hosts.max(1))
+        .collect()
+        .await;
+
+    // Findings per VNFC; kubectl answers of the first master become node and PV findings.
+    // Per VNF: (`kubectl get nodes`, `kubectl get pv`) of its first master.
+    type KubeLists = (Result<Value, String>, Result<Value, String>);
+    let mut kube: HashMap<String, KubeLists> = HashMap::new();
+    for (vnf, vnfc, answers) in results {
+        let entry = out.entry(vnf.clone()).or_default();
+        entry.findings.entry(vnfc).or_default();
+        for a in answers {
+            match a {
+                Answer::Verdict(about, f) => entry.findings.entry(about).or_default().push(f),
+                Answer::Json(what, v) => {
+                    let k = kube
+                        .entry(vnf.clone())
+                        .or_insert((Err("not read".into()), Err("not read".into())));
+                    if what == "nodes" {
+                        k.0 = v;
+                    } else {
+                        k.1 = v;
+                    }
+                }
+            }
+        }
+    }
+    for (vnf, nodes) in &nodes_of {
+        let entry = out.entry(vnf.clone()).or_default();
+        let (node_list, pv_list) = kube.remove(vnf).unwrap_or((
+            Err("first master not probed".into()),
+            Err("first master not probed".into()),
+        ));
+        for (vnfc, addr) in nodes {
+            let f = node_finding(&node_list, *addr);
+            entry.findings.entry(vnfc.clone()).or_default().push(f);
+        }
+        let names = pv_names.get(vnf).cloned().unwrap_or_default();
+        if !names.is_empty()
+            && let Ok(pvs) = &pv_list
+        {
+            entry.pv_bound = Some(bound_pvs(pvs, &names));
+        }
+    }
+    out
+}
+
+/// Jobs for one VNF, VNFCs that cannot be probed (and why), the node VNFCs with their addresses,
+/// and the VNF's PV names.
+#[allow(clippy::type_complexity)]
+fn plan_jobs(
+    t: &Target1<'_>,
+) -> (
+    Vec<Job>,
+    Vec<(String, String)>,
+    Vec<(String, Option<IpAddr>)>,
+    Vec<String>,
+) {
+    let k8s = &t.cluster.k8s;
+    let pkg = &t.cluster.pkg;
+    let mut jobs = Vec::new();
+    let mut unprobed = Vec::new();
+    let mut nodes = Vec::new();
+    let cp_addr = plan::roles::cp_addresses(t.vnfcs);
+    let script = format!(
+        "{SCRIPT_DIR}/{}",
+        Path::new(&k8s.script_path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    );
+    // PV manifests (names, server, path) — read from the package once per VNF.
+    let mut pvs = Vec::new();
+    for p in &k8s.pv_registration_params {
+        let Some(server) = cp_addr.get(&p.nfs_server_cp) else {
+            continue;
+        };
+        if let Ok(text) = pkg.read_text(&p.pv_manifest_file_path)
+            && let Ok(pv) = recipes::pv::with_nfs_server(&p.pv_manifest_file_path, &text, server)
+        {
+            pvs.push((pv, server.clone()));
+        }
+    }
+    let pv_names: Vec<String> = pvs.iter().map(|(p, _)| p.name.clone()).collect();
+    let storage_vnfc = t
+        .vnfcs
+        .iter()
+        .find(|v| t.roles.get(&v.id) == Some(&Role::StorageServer))
+        .map(|v| v.id.clone());
+    for v in t.vnfcs {
+        let role = t.roles.get(&v.id).copied().unwrap_or(Role::Other);
+        let (cp, user, password) = match role {
+            Role::FirstMaster | Role::Master => (
+                &k8s.master_node.ssh_cp_name,
+                &k8s.master_node.username,
+                &k8s.master_node.password,
+            ),
+            Role::Worker => (
+                &k8s.worker_node.ssh_cp_name,
+                &k8s.worker_node.username,
+                &k8s.worker_node.password,
+            ),
+            Role::StorageServer => match &k8s.storage_server {
+                Some(s) => (&s.ssh_cp_name, &s.username, &s.password),
+                None => continue,
+            },
+            Role::Other => continue,
+        };
+        let addr = plan::roles::cp_address(v, cp);
+        if matches!(role, Role::FirstMaster | Role::Master | Role::Worker) {
+            nodes.push((v.id.clone(), addr));
+        }
+        if !t.probe.contains(&v.id.as_str()) {
+            continue;
+        }
+        let Some(address) = addr else {
+            unprobed.push((v.id.clone(), format!("no address on CP {cp}")));
+            continue;
+        };
+        let Some(key) = v.host_key.clone() else {
+            unprobed.push((
+                v.id.clone(),
+                "no pinned host key for this server yet; not probed".into(),
+            ));
+            continue;
+        };
+        let mut checks = Vec::new();
+        match role {
+            Role::StorageServer => {
+                let ss = k8s
+                    .storage_server
+                    .as_ref()
+                    .expect("storage role has params");
+                let attached: Vec<AttachedVolume> = v
+                    .volumes
+                    .as_deref()
+                    .and_then(|j| serde_json::from_str(j).ok())
+                    .unwrap_or_default();
+                let setups: Vec<VolumeSetup> = ss
+                    .cinder_volume_setup_params
+                    .iter()
+                    .filter_map(|c| {
+                        let a = attached.iter().find(|a| {
+                            a.resource.as_deref() == Some(c.volume_resource_id.as_str())
+                        })?;
+                        Some(VolumeSetup {
+                            volume_id: a.volume_id.clone(),
+                            device: a.device.clone().unwrap_or_else(|| "/dev/vdb".into()),
+                            mount_to: c.mount_to.clone(),
+                        })
+                    })
+                    .collect();
+                checks.extend(
+                    recipes::storage_volumes(&v.id, &setups)
+                        .into_iter()
+                        .filter(|s| s.name == "storage.mount")
+                        .map(Check::Script),
+                );
+                let exports: Vec<Export> = ss
+                    .nfs_server_setup_params
+                    .iter()
+                    .map(|x| Export {
+                        dir: x.export_dir.clone(),
+                        to: x.export_to.clone(),
+                    })
+                    .collect();
+                checks.extend(
+                    recipes::nfs_server(&v.id, t.vnf_instance_id, &exports)
+                        .into_iter()
+                        .map(Check::Script),
+                );
+            }
+            _ => {
+                checks.push(Check::Script(recipes::k8s_install(
+                    &v.id,
+                    &script,
+                    Vec::new(),
+                    Vec::new(),
+                )));
+                if k8s.storage_server.is_some() {
+                    checks.push(Check::Script(recipes::nfs_client(&v.id)));
+                }
+                if role == Role::FirstMaster {
+                    checks.push(Check::Kubectl("nodes"));
+                    checks.push(Check::Kubectl("pv"));
+                    for (pv, server) in &pvs {
+                        let dir = format!("/tmp/vnfkeeper-{}", t.vnf_instance_id);
+                        let mut step =
+                            recipes::pv::register(&v.id, &dir, pv, server, Duration::ZERO)
+                                .remove(0);
+                        // Reported as drift of the storage server (its heal re-registers PVs).
+                        step.host = storage_vnfc.clone().unwrap_or_else(|| v.id.clone());
+                        checks.push(Check::Script(step));
+                    }
+                }
+            }
+        }
+        jobs.push(Job {
+            vnf: t.vnf_instance_id.to_owned(),
+            vnfc: v.id.clone(),
+            target: Target {
+                address,
+                port: 22,
+                username: user.clone(),
+                auth: Auth::Password(password.clone()),
+                host_key: HostKeyPolicy::Pinned(key),
+                label: v.id.clone(),
+            },
+            secrets: vec![password.clone()],
+            checks,
+        });
+    }
+    (jobs, unprobed, nodes, pv_names)
+}
+
+/// Runs a host's probes one after the other (one SSH session). After an SSH-level failure the
+/// remaining probes of the host are unknown without being tried.
+async fn run_job(remote: &dyn Remote, job: &Job, timeout: Duration) -> Vec<Answer> {
+    let mut out = Vec::new();
+    let mut broken: Option<String> = None;
+    for check in &job.checks {
+        let (name, cmd) = match check {
+            Check::Script(step) => (
+                step.name.to_owned(),
+                RemoteCommand::script(step.script_text())
+                    .arg("check")
+                    .args(step.args.iter().cloned())
+                    .sudo(step.sudo)
+                    .timeout(timeout)
+                    .step(step.name),
+            ),
+            Check::Kubectl(what) => (
+                format!("kubectl.get_{what}"),
+                RemoteCommand::new("kubectl")
+                    .args(["get", what, "-o", "json"])
+                    .timeout(timeout)
+                    .step("reconcile.kubectl"),
+            ),
+        };
+        let result = match &broken {
+            Some(why) => Err(why.clone()),
+            None => {
+                // The client-side bound: remote deadline + kill grace + connect time.
+                let limit = timeout + Duration::from_secs(15);
+                match tokio::time::timeout(limit, remote.run(&job.target, &cmd)).await {
+                    Ok(Ok(o)) => Ok(o),
+                    Ok(Err(e)) => {
+                        let why = format!("{e} ({})", e.kind());
+                        broken = Some(why.clone());
+                        Err(why)
+                    }
+                    Err(_) => {
+                        let why = format!("no answer within {}s", limit.as_secs());
+                        broken = Some(why.clone());
+                        Err(why)
+                    }
+                }
+            }
+        };
+        let secrets: Vec<&Secret<String>> = job.secrets.iter().collect();
+        match check {
+            Check::Kubectl(what) => {
+                let v = result.and_then(|o| {
+                    if o.exit_status == Some(0) {
+                        serde_json::from_slice::<Value>(&o.stdout)
+                            .map_err(|e| format!("kubectl output is not JSON: {e}"))
+                    } else {
+                        Err(format!(
+                            "kubectl exit {:?}: {}",
+                            o.exit_status,
+                            o.stderr_tail(300, &secrets).trim()
+                        ))
+                    }
+                });
+                out.push(Answer::Json(what, v));
+            }
+            Check::Script(step) => {
+                let (verdict, detail) = match result {
+                    Err(why) => (Verdict::Unknown, why),
+                    Ok(o) => {
+                        let last = crate::remote::tail_masked(&o.stdout, 400, &secrets)
+                            .lines()
+                            .last()
+                            .unwrap_or("")
+                            .trim()
+                            .to_owned();
+                        match o.exit_status {
+                            Some(0) => (Verdict::InPlace, last),
+                            Some(EXIT_NEEDED) => (Verdict::Drift, last),
+                            other => (
+                                Verdict::Unknown,
+                                format!(
+                                    "check exit {other:?}: {}",
+                                    o.stderr_tail(300, &secrets).trim()
+                                ),
+                            ),
+                        }
+                    }
+                };
+                let check = if step.name == "pv.register" {
+                    format!(
+                        "pv.register:{}",
+                        step.args.first().cloned().unwrap_or_default()
+                    )
+                } else {
+                    name
+                };
+                // A PV check is about the storage server (step.host, see plan_jobs).
+                out.push(Answer::Verdict(
+                    step.host.clone(),
+                    Finding {
+                        check,
+                        verdict,
+                        detail,
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The node finding of a master/worker from `kubectl get nodes -o json` on the first master:
+/// the node whose InternalIP is the VNFC's address must be Ready.
+fn node_finding(nodes: &Result<Value, String>, addr: Option<IpAddr>) -> Finding {
+    let check = "k8s.node_ready".to_owned();
+    let nodes = match nodes {
+        Ok(v) => v,
+        Err(why) => {
+            return Finding {
+                check,
+                verdict: Verdict::Unknown,
+                detail: format!("node list not readable: {why}"),
+            };
+        }
+    };
+    let Some(addr) = addr.map(|a| a.to_string()) else {
+        return Finding {
+            check,
+            verdict: Verdict::Unknown,
+            detail: "VNFC has no address".into(),
+        };
+    };
+    let empty = Vec::new();
+    let node = nodes["items"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .find(|n| {
+            n["status"]["addresses"].as_array().is_some_and(|a| {
+                a.iter().any(|x| {
+                    x["type"] == "InternalIP" && x["address"].as_str() == Some(addr.as_str())
+                })
+            })
+        });
+    let Some(node) = node else {
+        return Finding {
+            check,
+            verdict: Verdict::Failed,
+            detail: format!("no Kubernetes node has InternalIP {addr}"),
+        };
+    };
+    let name = node["metadata"]["name"].as_str().unwrap_or("?");
+    let ready = node["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("Unknown");
+    Finding {
+        check,
+        verdict: if ready == "True" {
+            Verdict::InPlace
+        } else {
+            Verdict::Failed
+        },
+        detail: format!("node {name} Ready={ready}"),
+    }
+}
+
+/// Names among `names` whose PV phase is `Bound`.
+fn bound_pvs(pvs: &Value, names: &[String]) -> Vec<String> {
+    let phases: BTreeMap<&str, &str> = pvs["items"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| {
+                    Some((
+                        p["metadata"]["name"].as_str()?,
+                        p["status"]["phase"].as_str().unwrap_or(""),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names
+        .iter()
+        .filter(|n| phases.get(n.as_str()) == Some(&"Bound"))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn node_readiness_by_internal_ip() {
+        let nodes = Ok(json!({"items": [
+            {"metadata": {"name": "w1"}, "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],
+              "conditions": [{"type": "Ready", "status": "True"}]}},
+            {"metadata": {"name": "w2"}, "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.6"}],
+              "conditions": [{"type": "Ready", "status": "False"}]}}
+        ]}));
+        let f = |a: &str| node_finding(&nodes, Some(a.parse().unwrap())).verdict;
+        assert_eq!(f("10.0.0.5"), Verdict::InPlace);
+        assert_eq!(f("10.0.0.6"), Verdict::Failed);
+        assert_eq!(f("10.0.0.7"), Verdict::Failed);
+        let err = Err("ssh timeout".to_owned());
+        assert_eq!(
+            node_finding(&err, Some("10.0.0.5".parse().unwrap())).verdict,
+            Verdict::Unknown
+        );
+    }
+
+    #[test]
+    fn bound_pvs_only_of_this_vnf() {
+        let pvs = json!({"items": [
+            {"metadata": {"name": "nfs-pv1"}, "status": {"phase": "Bound"}},
+            {"metadata": {"name": "nfs-pv2"}, "status": {"phase": "Available"}},
+            {"metadata": {"name": "other"}, "status": {"phase": "Bound"}}
+        ]});
+        assert_eq!(
+            bound_pvs(&pvs, &["nfs-pv1".into(), "nfs-pv2".into()]),
+            vec!["nfs-pv1".to_string()]
+        );
+    }
+}
