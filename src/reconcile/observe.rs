@@ -145,6 +145,7 @@ mod tests {
             cp_addresses: Some(r#"{"workerNode_CP2":"10.0.0.5"}"#.into()),
             volumes: Some(r#"[{"resource":"vol","volumeId":"vol-1","device":"/dev/vdb"}]"#.into()),
             host_key: None,
+            created_at: "2026-11-21T00:00:00.000000Z".into(),
         }
     }
 
