@@ -283,12 +283,20 @@ mod tests {
 
     #[test]
     fn asg_packages_keep_the_autoscaling_path_and_the_individual_fixture_does_not() {
-        let p = pkg("pv-k8s-cluster");
-        let a = Analysis::new(&p.base_hot("simple").unwrap(), &p.vnfd).unwrap();
-        assert!(!uses_adjusted_hot(&a), "{:?}", a.modes);
-        let p = pkg("individual-vnfc-management");
-        let a = Analysis::new(&p.base_hot("simple").unwrap(), &p.vnfd).unwrap();
-        assert!(uses_adjusted_hot(&a));
+        // A nested-template VDU without AutoScalingGroup is individual (the registry VNF's one
+        // VNFC becomes `PrivateRegistryVDU-0`), as Tacker's StandardUserData would make it.
+        for (name, individual) in [
+            ("pv-k8s-cluster", false),
+            ("cir-k8s-cluster", false),
+            ("k8s-mgmtdriver-kubespray", false),
+            ("cir-private-registry", true),
+            ("individual-vnfc-management", true),
+        ] {
+            let p = pkg(name);
+            let a = Analysis::new(&p.base_hot("simple").unwrap(), &p.vnfd)
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(uses_adjusted_hot(&a), individual, "{name}: {:?}", a.modes);
+        }
     }
 
     #[test]
