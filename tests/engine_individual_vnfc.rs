@@ -212,6 +212,16 @@ async fn instantiate_scale_out_heal_scale_in_touch_only_their_vnfc() {
     );
     let levels = &bed.db.with(|s| s.reader().instances()).unwrap()[0].scale_status;
     assert_eq!(levels.get("VDU1_scale"), Some(&2));
+    // Intake's level check holds for an individually managed aspect: level 2 is the maximum.
+    let mut too_far = fixture("individual-vnfc-management.20-scale-out.json");
+    too_far["requestId"] = json!("too-far");
+    match bed.submit(&serde_json::to_vec(&too_far).unwrap()) {
+        Outcome::Rejected { problem, .. } => {
+            assert_eq!(problem.status, 422);
+            assert_eq!(problem.errors[0].pointer, "/request/numberOfSteps");
+        }
+        other => panic!("{other:?}"),
+    }
 
     // HEAL of VDU1-1 (named `<VDU>-<index>`) with a new image: only its server is rebuilt.
     let heal = json!({
