@@ -5,6 +5,9 @@
 //! servers are real SSH hosts, and the test reads Nova (server ids, images, zones) and Heat (the
 //! top-level resources `VDU1-<index>`).
 //!
+//! A Heat failure in the scale-out leaves the operation in FAILED_TEMP with its adjusted HOT
+//! stored; the RETRY sends the same documents (one `HOT_ADJUSTED` decision per operation).
+//!
 //! Zones come from the requests' `additionalParams.nfv.VDU.<VDU1-i>.locationConstraints`
 //! (the engine has no NFVO: its derived Grant names no zones); the heal's new image from
 //! `additionalParams.nfv.VDU.VDU1-1.vcImageId`.
@@ -16,6 +19,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
 use support::is_root;
+use testbed::cloud::FaultRule;
 use vnfkeeper::cloud::{Cloud, Server, StackRef};
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::model::OperationState;
@@ -167,11 +171,50 @@ async fn instantiate_scale_out_heal_scale_in_touch_only_their_vnfc() {
     .unwrap();
     assert_eq!(plan["adjusted"]["created"], json!(["VDU1-0", "VDU1-1"]));
 
-    // SCALE_OUT by 1: VDU1-2 in zone-z; VDU1-0 and VDU1-1 keep their servers.
+    // SCALE_OUT by 1: VDU1-2 in zone-z; VDU1-0 and VDU1-1 keep their servers. Heat first
+    // refuses the update (400): the operation stops in FAILED_TEMP with its adjusted HOT stored,
+    // and the RETRY sends that same plan.
+    bed.tb.cloud().add_api_fault(
+        "orchestration",
+        FaultRule {
+            status: Some(400),
+            count: Some(1),
+            probability: 1.0,
+            method: Some("PUT".into()),
+            ..FaultRule::default()
+        },
+    );
     let mut out = fixture("individual-vnfc-management.20-scale-out.json");
     out["request"]["additionalParams"] =
         json!({"nfv": {"VDU": {"VDU1-2": {"locationConstraints": "zone-z"}}}});
-    let op = run(&bed, &out).await;
+    let op = match bed.submit(&serde_json::to_vec(&out).unwrap()) {
+        Outcome::Accepted {
+            vnf_lcm_op_occ_id, ..
+        } => vnf_lcm_op_occ_id,
+        other => panic!("not accepted: {other:?}"),
+    };
+    let state = bed.engine.run(&op).await.unwrap();
+    assert_eq!(state, OperationState::FailedTemp);
+    let error = bed.error_of(&op).unwrap();
+    assert!(error.contains("heat.update"), "{error}");
+    assert_eq!(
+        top_resources(&bed).await,
+        ["VDU1-0", "VDU1-1"],
+        "nothing changed"
+    );
+    let stored = bed.db.with(|s| s.reader().operation_plan(&op)).unwrap();
+    let retry = json!({"operation": "RETRY", "vnfLcmOpOccId": op, "requestId": "retry-scale-out"});
+    bed.submit(&serde_json::to_vec(&retry).unwrap());
+    let state = bed.engine.run(&op).await.unwrap();
+    if state != OperationState::Completed {
+        bed.print_journal(&op);
+    }
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    assert_eq!(
+        bed.db.with(|s| s.reader().operation_plan(&op)).unwrap(),
+        stored,
+        "RETRY follows the stored plan"
+    );
     let r1 = rows(&bed);
     assert_eq!(
         r1.keys().collect::<Vec<_>>(),
