@@ -401,6 +401,21 @@ pub struct Server {
         deserialize_with = "volume_ids"
     )]
     pub volumes_attached: Vec<String>,
+    /// `image.id`: the Glance image the server was booted from; `None` for a server booted from
+    /// a volume (Nova shows `"image": ""`) or when not given.
+    #[serde(
+        default,
+        deserialize_with = "image_id",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub image: Option<String>,
+    /// `OS-EXT-AZ:availability_zone`, if given.
+    #[serde(
+        default,
+        rename = "OS-EXT-AZ:availability_zone",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub availability_zone: Option<String>,
 }
 
 impl Server {
@@ -434,6 +449,18 @@ fn fault_message<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::E
         Value::String(s) => Some(s),
         _ => None,
     })
+}
+
+/// Nova's `image`: `{"id": …, "links": …}`, `""` (boot from volume), or the id as text (our own
+/// serialization).
+fn image_id<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let v: Option<Value> = Option::deserialize(d)?;
+    Ok(match v {
+        Some(Value::Object(m)) => m.get("id").and_then(Value::as_str).map(String::from),
+        Some(Value::String(s)) if !s.is_empty() => Some(s),
+        _ => None,
+    }
+    .filter(|s| !s.is_empty()))
 }
 
 fn volume_ids<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

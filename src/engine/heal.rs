@@ -17,6 +17,12 @@
 //!    client; on the storage server the kept volume is mounted (`mkfs` only if it holds no
 //!    filesystem), the NFS server and exports; the PVs registered again.
 //!
+//! Individual VNFC management (C4): targets may be named `<VDU>-<index>`; the plan holds the
+//! adjusted HOT of the heal (`heat::adjust`: order and template unchanged, a healed VNFC's
+//! `vcImageId` from the Grant or the request's `additionalParams.nfv`); step 3 marks the `VDU`
+//! server in each target's nested stack, step 4 is a full update (PUT) with the adjusted
+//! documents, so only the targets' servers are rebuilt.
+//!
 //! `additionalParams.configuration_only: true` (vnfkeeper; used by reconcile for drift that needs
 //! no new server, e.g. a lost export line) skips 1–6 and only runs the idempotent configuration
 //! steps on the targets.
@@ -25,12 +31,16 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use super::adjusted;
 use super::cluster::{Cluster, Role};
 use super::instantiate::{read_vnfcs, register_pvs};
 use super::steps::Host;
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
+use crate::heat;
 use crate::intake::wire::sol003::HealVnfRequest;
+use crate::plan;
+use crate::plan::individual::AdjustedPlan;
 use crate::recipes::{self, DrainPolicy};
 use crate::store::{OperationRow, VnfcRow};
 
@@ -46,6 +56,10 @@ struct HealPlan {
     configuration_only: bool,
     /// Replace the targets' volumes too (`additionalParams.all`).
     recreate_volumes: bool,
+    /// The adjusted HOT (individual VNFC management): the same template, the targets' `nfv`
+    /// entries with a new image when the request or Grant gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    adjusted: Option<AdjustedPlan>,
 }
 
 fn request<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<HealVnfRequest, EngineError> {
@@ -56,9 +70,12 @@ fn request<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<HealVnfRequest,
         .map_err(|_| StepFailure::input("plan", "stored HealVnfRequest does not parse"))?)
 }
 
-fn resolve<C: Cloud>(
+async fn resolve<C: Cloud>(
     e: &Engine<C>,
     op: &OperationRow,
+    cluster: &Cluster,
+    hot: Option<&adjusted::Hot>,
+    stack: &StackRef,
     vnfcs: &[VnfcRow],
 ) -> Result<HealPlan, EngineError> {
     if let Some(text) = e.db.with(|s| s.reader().operation_plan(&op.id))? {
@@ -67,27 +84,55 @@ fn resolve<C: Cloud>(
     }
     let req = request(e, op)?;
     let extra = req.additional_params.as_ref();
+    let known = adjusted::known(vnfcs);
     let targets: Vec<String> = if req.vnfc_instance_id.is_empty() {
         vnfcs.iter().map(|v| v.id.clone()).collect()
     } else {
+        let mut out = Vec::new();
         for (i, id) in req.vnfc_instance_id.iter().enumerate() {
-            if !vnfcs.iter().any(|v| &v.id == id) {
+            // The id, or `<VDU>-<index>` of an individually managed VNFC.
+            let Some(k) = plan::individual::resolve_vnfc(&known, id) else {
                 return Err(StepFailure::input(
                     "plan",
                     format!("/request/vnfcInstanceId/{i}: VNFC `{id}` is not a VNFC of this VNF instance"),
                 )
                 .into());
+            };
+            if !out.contains(&k.id) {
+                out.push(k.id.clone());
             }
         }
-        req.vnfc_instance_id.clone()
+        out
+    };
+    let configuration_only = extra.and_then(|a| a.configuration_only).unwrap_or(false);
+    let adjusted = match hot {
+        Some(hot) if !configuration_only => {
+            let current =
+                adjusted::current(e, hot, stack, vnfcs, &cluster.req.ext_virtual_links).await?;
+            Some(
+                plan::individual::decide(
+                    &hot.base,
+                    &cluster.pkg.vnfd,
+                    &current,
+                    &known,
+                    heat::Operation::Heal(&req),
+                )
+                .map_err(|err| StepFailure::input("plan", err.to_string()))?,
+            )
+        }
+        _ => None,
     };
     let plan = HealPlan {
         targets,
-        configuration_only: extra.and_then(|a| a.configuration_only).unwrap_or(false),
+        configuration_only,
         recreate_volumes: extra.and_then(|a| a.all).unwrap_or(false),
+        adjusted,
     };
     let json = serde_json::to_string(&plan).unwrap_or_default();
-    e.db.write(|tx| tx.set_operation_plan(&op.id, &json))?;
+    match &plan.adjusted {
+        Some(a) => adjusted::store(e, op, &json, a)?,
+        None => e.db.write(|tx| tx.set_operation_plan(&op.id, &json))?,
+    }
     Ok(plan)
 }
 
@@ -109,7 +154,19 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             .ok_or_else(|| StepFailure::input("plan", "the instance has no Heat stack"))?,
     };
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
-    let plan = resolve(e, op, &before)?;
+    let hot = adjusted::load(&cluster.pkg, &cluster.req.flavour_id)?;
+    let plan = resolve(e, op, &cluster, hot.as_ref(), &stack, &before).await?;
+    let individual = match (&plan.adjusted, &hot) {
+        (Some(a), Some(h)) => Some((a, h)),
+        (Some(_), None) => {
+            return Err(StepFailure::input(
+                "plan",
+                "the stored plan uses an adjusted HOT, but the package's BaseHOT no longer has an individually managed VDU",
+            )
+            .into());
+        }
+        (None, _) => None,
+    };
     let targets: BTreeSet<&str> = plan.targets.iter().map(String::as_str).collect();
     let is_target = |v: &VnfcRow| targets.contains(v.id.as_str());
 
@@ -250,16 +307,22 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             .await?;
         }
         no += 1;
-        // 4.–5. Converge: Heat replaces exactly the marked resources.
+        // 4.–5. Converge: Heat replaces exactly the marked resources (with the adjusted HOT, a
+        // full update whose only change is the healed VNFCs' image, if any).
         if !done_cloud(no) {
-            e.cloud_step(
-                op,
-                no,
-                "heat.update",
-                || e.cloud.update_stack_patch(&stack, serde_json::json!({})),
-                |_| Ok(()),
-            )
-            .await?;
+            match individual {
+                Some((a, h)) => adjusted::update(e, op, no, &stack, h, a).await?,
+                None => {
+                    e.cloud_step(
+                        op,
+                        no,
+                        "heat.update",
+                        || e.cloud.update_stack_patch(&stack, serde_json::json!({})),
+                        |_| Ok(()),
+                    )
+                    .await?;
+                }
+            }
         }
         no += 1;
         if !done_cloud(no) {
@@ -280,9 +343,12 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
         let after = if done_cloud(no) {
             e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?
         } else {
-            read_vnfcs(e, op, &cluster.pkg, &stack, no).await?
+            read_vnfcs(e, op, &cluster.pkg, &stack, no, plan.adjusted.as_ref()).await?
         };
         no += 1;
+        if let Some((a, _)) = individual {
+            adjusted::verify(&after, a)?;
+        }
         after
     };
 

@@ -9,14 +9,24 @@
 //!    client on every master and worker in parallel; each PersistentVolume manifest with
 //!    `spec.nfs.server` set, applied on the first master and waited for until Available.
 //!
-//! Source: `seeds/pv-k8s-cluster` (instantiate_end), `research/tacker-anchor.md` §1.1.
+//! With a BaseHOT whose VDU has no AutoScalingGroup (individual VNFC management, C4), step 1
+//! creates the stack from the adjusted HOT (`<VDU>-<index>` resources, per-VNFC `nfv` entries)
+//! decided once and kept in the operation's `plan`, and step 3 stores each VNFC's index and
+//! parameters and checks the stack holds exactly the planned VNFCs.
+//!
+//! Source: `seeds/pv-k8s-cluster` (instantiate_end), `research/tacker-anchor.md` §1.1, §3.
 
+use serde::{Deserialize, Serialize};
+
+use super::adjusted;
 use super::cluster::{Cluster, Role};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, StackCreate, StackRef};
+use crate::heat;
 use crate::model::InstantiationState;
 use crate::package::VnfPackage;
 use crate::plan;
+use crate::plan::individual::AdjustedPlan;
 use crate::store::{OperationRow, VnfcRow};
 
 fn inputs<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<Cluster, EngineError> {
@@ -40,27 +50,72 @@ fn configure_stages(c: &Cluster) -> i64 {
     (2 + storage + 2 * c.pv_count()) as i64
 }
 
+/// The plan of an INSTANTIATE through the adjusted HOT, as stored: `{"adjusted": …}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct InstantiatePlan {
+    adjusted: AdjustedPlan,
+}
+
+/// The adjusted HOT of an INSTANTIATE: the stored one, else decided now (no VNFCs yet) and stored.
+fn adjusted_plan<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    cluster: &Cluster,
+    hot: &adjusted::Hot,
+) -> Result<AdjustedPlan, EngineError> {
+    if let Some(text) = e.db.with(|s| s.reader().operation_plan(&op.id))? {
+        let p: InstantiatePlan = serde_json::from_str(&text)
+            .map_err(|_| StepFailure::input("plan", "stored instantiate plan does not parse"))?;
+        return Ok(p.adjusted);
+    }
+    let current = heat::Current::default();
+    let a = plan::individual::decide(
+        &hot.base,
+        &cluster.pkg.vnfd,
+        &current,
+        &[],
+        heat::Operation::Instantiate(&cluster.req),
+    )
+    .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+    let p = InstantiatePlan { adjusted: a };
+    let json = serde_json::to_string(&p).unwrap_or_default();
+    adjusted::store(e, op, &json, &p.adjusted)?;
+    Ok(p.adjusted)
+}
+
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
     let cluster = inputs(e, op)?;
     let (req, pkg) = (&cluster.req, &cluster.pkg);
-    let hot = pkg
-        .base_hot(&req.flavour_id)
-        .map_err(|err| StepFailure::input("plan", err.to_string()))?;
-    let nfv = plan::nfv::instantiate_parameters(&pkg.vnfd, req)
-        .map_err(|err| StepFailure::input("plan", err.to_string()))?;
     let stack_name = format!("vnf-{}", op.vnf_instance_id);
+    // Individual VNFC management: the stack is created from the adjusted HOT (one resource per
+    // VNFC); an AutoScalingGroup BaseHOT is sent as it is with `desired_capacity` in `nfv`.
+    let individual = adjusted::load(pkg, &req.flavour_id)?;
+    let (create, adjusted) = match &individual {
+        Some(hot) => {
+            let a = adjusted_plan(e, op, &cluster, hot)?;
+            (adjusted::stack_request(e, &stack_name, hot, &a), Some(a))
+        }
+        None => {
+            let hot = pkg
+                .base_hot(&req.flavour_id)
+                .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+            let nfv = plan::nfv::instantiate_parameters(&pkg.vnfd, req)
+                .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+            let mut parameters = serde_json::Map::new();
+            parameters.insert("nfv".into(), nfv);
+            let create = StackCreate {
+                stack_name: stack_name.clone(),
+                template: hot.template.clone(),
+                files: hot.files.clone(),
+                parameters,
+                timeout_mins: Some((e.limits.stack_timeout.as_secs() / 60).max(1) as u32),
+                disable_rollback: true,
+            };
+            (create, None)
+        }
+    };
 
     // 1. Create the stack, or adopt the one a previous attempt created.
-    let mut parameters = serde_json::Map::new();
-    parameters.insert("nfv".into(), nfv);
-    let create = StackCreate {
-        stack_name: stack_name.clone(),
-        template: hot.template.clone(),
-        files: hot.files.clone(),
-        parameters,
-        timeout_mins: Some((e.limits.stack_timeout.as_secs() / 60).max(1) as u32),
-        disable_rollback: true,
-    };
     // N of "step k/N": 3 cloud steps, then stages that depend only on the request.
     let total = 3 + configure_stages(&cluster);
     e.db.write(|tx| tx.set_steps_total(&op.id, total))?;
@@ -119,8 +174,11 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     let vnfcs = if done_cloud(3) {
         e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?
     } else {
-        read_vnfcs(e, op, pkg, &stack, 3).await?
+        read_vnfcs(e, op, pkg, &stack, 3, adjusted.as_ref()).await?
     };
+    if let Some(a) = &adjusted {
+        adjusted::verify(&vnfcs, a)?;
+    }
     configure(e, op, &cluster, &vnfcs, 4).await?;
     finish(e, op, &cluster)
 }
@@ -228,13 +286,15 @@ fn finish<C: Cloud>(
     Ok(())
 }
 
-/// Lists the stack's resources, servers, ports and volumes and records the VNFCs.
+/// Lists the stack's resources, servers, ports and volumes and records the VNFCs; with an
+/// adjusted HOT, each individually managed VNFC is stored with its index and its `parameters`.
 pub(super) async fn read_vnfcs<C: Cloud>(
     e: &Engine<C>,
     op: &OperationRow,
     pkg: &VnfPackage,
     stack: &StackRef,
     step_no: i64,
+    adjusted: Option<&AdjustedPlan>,
 ) -> Result<Vec<VnfcRow>, EngineError> {
     let mut stored = Vec::new();
     e.cloud_step(
@@ -246,9 +306,12 @@ pub(super) async fn read_vnfcs<C: Cloud>(
             let servers = e.cloud.servers().await?;
             let ports = e.cloud.ports().await?;
             let volumes = e.cloud.volumes().await?;
-            Ok(plan::vnfcs::observe(
-                &pkg.vnfd, &resources, &servers, &ports, &volumes,
-            ))
+            let mut observed =
+                plan::vnfcs::observe(&pkg.vnfd, &resources, &servers, &ports, &volumes);
+            if let Some(a) = adjusted {
+                a.annotate(&mut observed);
+            }
+            Ok(observed)
         },
         |observed| {
             stored =

@@ -7,6 +7,7 @@
 //!
 //! State machine: SOL003 §5.6.2.2 (see [`crate::model::OperationState`]).
 
+mod adjusted;
 mod cluster;
 mod heal;
 mod instantiate;

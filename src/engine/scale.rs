@@ -13,18 +13,29 @@
 //! server) is marked unhealthy so that Heat removes exactly it when the group shrinks (Heat removes failed members first; Tacker v2 does the same),
 //! `heat.update` with the smaller `desired_capacity`, `heat.wait_update`, `heat.read_vnfcs`.
 //!
-//! Source: `research/tacker-anchor.md` §1.1 (scale_start/scale_end), `research/peers.md` §1.2, §5.
+//! Individual VNFC management (a BaseHOT VDU without AutoScalingGroup, C4): the plan holds the
+//! adjusted HOT (`heat::adjust`): SCALE_OUT appends `<VDU>-<index>` after the highest index (never
+//! reusing one), SCALE_IN removes the highest indices (the victims); `heat.update` is a full update
+//! (PUT) with the adjusted template and `nfv`, so Heat creates or deletes exactly those resources
+//! and keeps the others' servers; no member is marked unhealthy. The rows then carry index and
+//! parameters, and must match the plan's VNFCs.
+//!
+//! Source: `research/tacker-anchor.md` §1.1 (scale_start/scale_end), §3.4–§3.5,
+//! `research/peers.md` §1.2, §5.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::adjusted;
 use super::cluster::{Cluster, Role};
 use super::instantiate::read_vnfcs;
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, StackRef};
+use crate::heat;
 use crate::intake::wire::sol003::{ScaleType, ScaleVnfRequest};
 use crate::plan;
+use crate::plan::individual::AdjustedPlan;
 use crate::recipes::{self, DrainPolicy};
 use crate::store::{OperationRow, VnfcRow};
 
@@ -38,14 +49,20 @@ struct ScalePlan {
     levels: BTreeMap<String, u32>,
     /// `desired_capacity` per VDU for those levels.
     capacities: BTreeMap<String, u32>,
-    /// VNFCs to remove (SCALE_IN), newest first.
+    /// VNFCs to remove (SCALE_IN), newest first (adjusted HOT: highest index first).
     victims: Vec<String>,
+    /// The adjusted HOT (individual VNFC management), sent to Heat in full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    adjusted: Option<AdjustedPlan>,
 }
 
-fn resolve<C: Cloud>(
+#[allow(clippy::too_many_arguments)]
+async fn resolve<C: Cloud>(
     e: &Engine<C>,
     op: &OperationRow,
     cluster: &Cluster,
+    hot: Option<&adjusted::Hot>,
+    stack: &StackRef,
     levels_now: &BTreeMap<String, u32>,
     vnfcs: &[VnfcRow],
     req: &ScaleVnfRequest,
@@ -58,6 +75,44 @@ fn resolve<C: Cloud>(
     let level = cluster.req.instantiation_level_id.as_deref();
     let levels = plan::scale::apply(vnfd, levels_now, req)
         .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+    if let Some(hot) = hot {
+        // Adjusted HOT: new indices after the highest, removal of the highest (heat::adjust).
+        let current =
+            adjusted::current(e, hot, stack, vnfcs, &cluster.req.ext_virtual_links).await?;
+        let known = adjusted::known(vnfcs);
+        let a = plan::individual::decide(
+            &hot.base,
+            vnfd,
+            &current,
+            &known,
+            heat::Operation::Scale(req),
+        )
+        .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+        let mut capacities = BTreeMap::new();
+        for c in &a.vnfcs {
+            *capacities.entry(c.vdu_id.clone()).or_insert(0) += 1;
+        }
+        for vdu in vnfd.vdus.keys() {
+            capacities.entry(vdu.clone()).or_insert(0);
+        }
+        let victims = a
+            .removed
+            .iter()
+            .filter_map(|name| plan::individual::resolve_vnfc(&known, name))
+            .map(|k| k.id.clone())
+            .collect();
+        let plan = ScalePlan {
+            levels,
+            capacities,
+            victims,
+            adjusted: Some(a),
+        };
+        let json = serde_json::to_string(&plan).unwrap_or_default();
+        if let Some(a) = &plan.adjusted {
+            adjusted::store(e, op, &json, a)?;
+        }
+        return Ok(plan);
+    }
     let capacities = plan::scale::capacities(vnfd, level, &levels);
     let mut victims = Vec::new();
     if req.scale_type == ScaleType::ScaleIn {
@@ -73,6 +128,7 @@ fn resolve<C: Cloud>(
         levels,
         capacities,
         victims,
+        adjusted: None,
     };
     let json = serde_json::to_string(&plan).unwrap_or_default();
     e.db.write(|tx| tx.set_operation_plan(&op.id, &json))?;
@@ -102,16 +158,46 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             .ok_or_else(|| StepFailure::input("plan", "the instance has no Heat stack"))?,
     };
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
-    let plan = resolve(e, op, &cluster, &instance.scale_status, &before, &req)?;
-
-    // The complete `nfv` object with the new capacities (Heat replaces a json parameter whole).
-    let mut nfv = plan::nfv::instantiate_parameters(&cluster.pkg.vnfd, &cluster.req)
-        .map_err(|err| StepFailure::input("plan", err.to_string()))?;
-    for (vdu, n) in &plan.capacities {
-        if let Some(entry) = nfv.pointer_mut(&format!("/VDU/{vdu}")) {
-            entry["desired_capacity"] = (*n).into();
+    let hot = adjusted::load(&cluster.pkg, &cluster.req.flavour_id)?;
+    let plan = resolve(
+        e,
+        op,
+        &cluster,
+        hot.as_ref(),
+        &stack,
+        &instance.scale_status,
+        &before,
+        &req,
+    )
+    .await?;
+    // The stored plan decides the path: a plan made by the AutoScalingGroup path is finished
+    // that way even if the package changed since.
+    let individual = match (&plan.adjusted, &hot) {
+        (Some(a), Some(h)) => Some((a, h)),
+        (Some(_), None) => {
+            return Err(StepFailure::input(
+                "plan",
+                "the stored plan uses an adjusted HOT, but the package's BaseHOT no longer has an individually managed VDU",
+            )
+            .into());
         }
-    }
+        (None, _) => None,
+    };
+
+    // AutoScalingGroup: the complete `nfv` object with the new capacities (Heat replaces a json
+    // parameter whole).
+    let nfv = if individual.is_none() {
+        let mut nfv = plan::nfv::instantiate_parameters(&cluster.pkg.vnfd, &cluster.req)
+            .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+        for (vdu, n) in &plan.capacities {
+            if let Some(entry) = nfv.pointer_mut(&format!("/VDU/{vdu}")) {
+                entry["desired_capacity"] = (*n).into();
+            }
+        }
+        nfv
+    } else {
+        serde_json::Value::Null
+    };
 
     let out = req.scale_type == ScaleType::ScaleOut;
     let k8s = cluster.k8s.is_some();
@@ -123,7 +209,9 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     } else {
         plan.victims.len()
     };
-    let cloud_steps = if out { 3 } else { 4 }; // SCALE_IN also marks the members to remove
+    // An AutoScalingGroup SCALE_IN also marks the members to remove; with the adjusted HOT the
+    // removed `<VDU>-<index>` resources simply leave the template.
+    let cloud_steps = if out || individual.is_some() { 3 } else { 4 };
     e.db.write(|tx| tx.set_steps_total(&op.id, (remote + cloud_steps) as i64))?;
     let done = e.done_steps(op)?;
     let done_cloud = |n: i64| done.contains(&(n, String::new()));
@@ -158,7 +246,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             }
         }
         // Heat removes failed members first: mark exactly the victims.
-        if !done_cloud(no) {
+        if individual.is_none() && !done_cloud(no) {
             let reason = format!("removed by SCALE_IN (VnfLcmOpOcc {})", op.id);
             e.cloud_step(
                 op,
@@ -187,19 +275,27 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             )
             .await?;
         }
-        no += 1;
+        if individual.is_none() {
+            no += 1;
+        }
     }
 
     if !done_cloud(no) {
-        let params = serde_json::json!({ "nfv": nfv });
-        e.cloud_step(
-            op,
-            no,
-            "heat.update",
-            || e.cloud.update_stack_patch(&stack, params.clone()),
-            |_| Ok(()),
-        )
-        .await?;
+        match individual {
+            // The full adjusted template and nfv: only the created/removed VNFCs change.
+            Some((a, h)) => adjusted::update(e, op, no, &stack, h, a).await?,
+            None => {
+                let params = serde_json::json!({ "nfv": nfv });
+                e.cloud_step(
+                    op,
+                    no,
+                    "heat.update",
+                    || e.cloud.update_stack_patch(&stack, params.clone()),
+                    |_| Ok(()),
+                )
+                .await?;
+            }
+        }
     }
     no += 1;
     if !done_cloud(no) {
@@ -219,9 +315,12 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     let after = if done_cloud(no) {
         e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?
     } else {
-        read_vnfcs(e, op, &cluster.pkg, &stack, no).await?
+        read_vnfcs(e, op, &cluster.pkg, &stack, no, plan.adjusted.as_ref()).await?
     };
     no += 1;
+    if let Some((a, _)) = individual {
+        adjusted::verify(&after, a)?;
+    }
 
     // The group must now hold exactly the planned members.
     for (vdu, want) in &plan.capacities {

@@ -141,8 +141,8 @@ pub struct GrantRequest {
     pub remove_resources: Vec<ResourceDefinition>,
 }
 
-/// ResourceDefinition (SOL003 §9.5.3.2). `resource` (the VIM handle of a resource to remove)
-/// is not set here: the engine knows the server ids.
+/// ResourceDefinition (SOL003 §9.5.3.2). [`crate::heat::grant_request`] leaves `resource`
+/// (the VIM handle of a resource to remove) unset: the engine knows the server ids and fills it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceDefinition {
@@ -155,6 +155,20 @@ pub struct ResourceDefinition {
     pub vdu_id: String,
     /// `resourceTemplateId`: the VDU or virtual storage node of the VNFD.
     pub resource_template_id: String,
+    /// `resource` (removeResources only): the resource in the VIM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<ResourceHandle>,
+}
+
+/// ResourceHandle (SOL003 §4.4.1.7): `{"resourceId", "vimLevelResourceType"?}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceHandle {
+    /// `resourceId`: e.g. the Nova server id.
+    pub resource_id: String,
+    /// `vimLevelResourceType`: e.g. `OS::Nova::Server`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vim_level_resource_type: Option<String>,
 }
 
 impl Grant {

@@ -43,8 +43,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 pub use grant::{
-    Grant, GrantInfo, GrantRequest, ResourceDefinition, VimAssets, VimComputeResourceFlavour,
-    VimSoftwareImage, ZoneInfo,
+    Grant, GrantInfo, GrantRequest, ResourceDefinition, ResourceHandle, VimAssets,
+    VimComputeResourceFlavour, VimSoftwareImage, ZoneInfo,
 };
 pub use template::{Analysis, Mode};
 
@@ -329,6 +329,7 @@ fn definition(action: &str, kind: &str, vdu: &str, template: &str, i: u32) -> Re
         resource_type: kind.into(),
         vdu_id: vdu.into(),
         resource_template_id: template.into(),
+        resource: None,
     }
 }
 

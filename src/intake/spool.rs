@@ -584,11 +584,22 @@ fn check_instance_state(
     {
         return Ok(Err(problem));
     }
-    // HEAL of named VNFCs: they must exist when the instance's VNFCs are known.
+    // HEAL of named VNFCs: they must exist when the instance's VNFCs are known. A VNFC is named
+    // by its id, or by `<VDU>-<index>` when it is managed individually (adjusted HOT).
     if op == LcmOperationType::Heal
         && instance.instantiation_state == InstantiationState::Instantiated
     {
-        let known: Vec<String> = tx.reader().vnfcs(id)?.into_iter().map(|v| v.id).collect();
+        let known: Vec<String> = tx
+            .reader()
+            .vnfcs(id)?
+            .into_iter()
+            .flat_map(|v| {
+                let name = v
+                    .vnfc_index
+                    .map(|i| crate::heat::template::indexed(&v.vdu_id, i as u32));
+                std::iter::once(v.id).chain(name)
+            })
+            .collect();
         let wanted = env.request.get("vnfcInstanceId").and_then(|v| v.as_array());
         let mut errors = Vec::new();
         for (i, v) in wanted.into_iter().flatten().enumerate() {

@@ -1,6 +1,7 @@
 //! Planning: pure functions from intended state, observed state and the VNF package to what
 //! must happen. No I/O, not async, never reads the clock.
 
+pub mod individual;
 pub mod nfv;
 pub mod roles;
 pub mod scale;

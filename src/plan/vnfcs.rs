@@ -28,6 +28,12 @@ pub struct ObservedVnfc {
     pub cp_addresses: BTreeMap<String, String>,
     /// Volumes attached to the server.
     pub volumes: Vec<AttachedVolume>,
+    /// `<index>` when the server's stack is the nested stack of a top-level resource named
+    /// `<VDU>-<index>` (individual VNFC management, adjusted HOT); `None` otherwise.
+    pub index: Option<u32>,
+    /// The VNFC's slice of the `nfv` parameter (individual VNFC management). [`observe`] leaves
+    /// it `None`; the engine fills it from the adjusted HOT before storing the rows.
+    pub parameters: Option<serde_json::Value>,
 }
 
 /// A volume attached to a VNFC's server.
@@ -99,6 +105,10 @@ pub fn observe(
                 })
             })
             .collect();
+        let index = r
+            .parent_resource
+            .as_deref()
+            .and_then(|p| vnfc_index(p, &r.resource_name));
         out.push(ObservedVnfc {
             vdu_id: r.resource_name.clone(),
             stack_name: r.stack.name.clone(),
@@ -109,14 +119,52 @@ pub fn observe(
             created: server.and_then(|s| s.created.clone()),
             cp_addresses,
             volumes: attached,
+            index,
+            parameters: None,
         });
     }
     out.sort_by(|a, b| {
-        (a.vdu_id.as_str(), a.created.as_deref(), a.stack_id.as_str()).cmp(&(
-            b.vdu_id.as_str(),
-            b.created.as_deref(),
-            b.stack_id.as_str(),
-        ))
+        (
+            a.vdu_id.as_str(),
+            a.index,
+            a.created.as_deref(),
+            a.stack_id.as_str(),
+        )
+            .cmp(&(
+                b.vdu_id.as_str(),
+                b.index,
+                b.created.as_deref(),
+                b.stack_id.as_str(),
+            ))
     });
     out
+}
+
+/// The index of a VNFC whose server resource `vdu` sits in the nested stack of the top-level
+/// resource `parent`: `Some(i)` when `parent` is exactly `<vdu>-<i>` (the adjusted HOT's naming,
+/// `heat::template::indexed`), else `None` (an AutoScalingGroup member's random name, or no parent).
+pub fn vnfc_index(parent: &str, vdu: &str) -> Option<u32> {
+    let digits = parent.strip_prefix(vdu)?.strip_prefix('-')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let i: u32 = digits.parse().ok()?;
+    // `VDU1-01` is not the name the adjusted HOT gives index 1.
+    (crate::heat::template::indexed(vdu, i) == parent).then_some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::vnfc_index;
+
+    #[test]
+    fn index_comes_only_from_an_exact_vdu_dash_number_parent() {
+        assert_eq!(vnfc_index("VDU1-0", "VDU1"), Some(0));
+        assert_eq!(vnfc_index("VDU1-12", "VDU1"), Some(12));
+        assert_eq!(vnfc_index("VDU1-01", "VDU1"), None);
+        assert_eq!(vnfc_index("VDU1-", "VDU1"), None);
+        assert_eq!(vnfc_index("VDU10-1", "VDU1"), None);
+        assert_eq!(vnfc_index("VDU1-VirtualStorage-0", "VDU1"), None);
+        assert_eq!(vnfc_index("x3kq7c2mfa5b", "workerNode"), None);
+    }
 }

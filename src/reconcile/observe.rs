@@ -146,6 +146,7 @@ mod tests {
             volumes: Some(r#"[{"resource":"vol","volumeId":"vol-1","device":"/dev/vdb"}]"#.into()),
             host_key: None,
             created_at: "2026-11-21T00:00:00.000000Z".into(),
+            parameters: None,
         }
     }
 

@@ -295,7 +295,8 @@ impl Tx<'_> {
 
     /// Records the observed VNFCs of an instance: existing rows (same owning stack and resource)
     /// keep their id and pinned host key unless the server changed; new ones get a new id;
-    /// rows no longer observed are deleted. Returns the rows as stored.
+    /// rows no longer observed are deleted. `vnfc_index` and `parameters` are written as
+    /// observed (individual VNFC management; `NULL` otherwise). Returns the rows as stored.
     pub fn sync_vnfcs(
         &mut self,
         vnf_instance_id: &str,
@@ -316,15 +317,18 @@ impl Tx<'_> {
             let ip = o.cp_addresses.values().next().cloned();
             let cps = serde_json::to_string(&o.cp_addresses).unwrap_or_default();
             let vols = serde_json::to_string(&o.volumes).unwrap_or_default();
+            let index = o.index.map(i64::from);
+            let parameters = o.parameters.as_ref().map(|p| p.to_string());
             let id = match existing {
                 Some((id, server)) => {
                     // A new server behind the same resource (heal) has a new host key.
                     let replaced = server.as_deref() != Some(o.server_id.as_str());
                     self.tx.execute(
                         "UPDATE vnfc SET server_id = ?2, server_status = ?3, ip_address = ?4, cp_addresses = ?5,
-                             volumes = ?6, host_key = CASE WHEN ?7 THEN NULL ELSE host_key END, updated_at = ?8
+                             volumes = ?6, host_key = CASE WHEN ?7 THEN NULL ELSE host_key END, updated_at = ?8,
+                             vnfc_index = ?9, parameters = ?10
                          WHERE id = ?1",
-                        params![id, o.server_id, o.server_status, ip, cps, vols, replaced, now],
+                        params![id, o.server_id, o.server_status, ip, cps, vols, replaced, now, index, parameters],
                     )?;
                     id
                 }
@@ -332,11 +336,12 @@ impl Tx<'_> {
                     let id = uuid::Uuid::new_v4().to_string();
                     self.tx.execute(
                         "INSERT INTO vnfc (id, vnf_instance_id, vdu_id, stack_name, stack_id, resource_name, server_id,
-                             server_status, ip_address, cp_addresses, volumes, created_at, updated_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)",
+                             server_status, ip_address, cp_addresses, volumes, created_at, updated_at,
+                             vnfc_index, parameters)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)",
                         params![
                             id, vnf_instance_id, o.vdu_id, o.stack_name, o.stack_id, o.resource_name,
-                            o.server_id, o.server_status, ip, cps, vols, now
+                            o.server_id, o.server_status, ip, cps, vols, now, index, parameters
                         ],
                     )?;
                     id

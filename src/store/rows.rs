@@ -151,11 +151,14 @@ pub struct VnfcRow {
     pub host_key: Option<String>,
     /// When the row was created (RFC 3339): the VNFC's first server came up then.
     pub created_at: String,
+    /// JSON: the VNFC's slice of the stack's `nfv` parameter (`{"VDU": {"<VDU>-<i>": {…}},
+    /// "CP": {"<CP>-<i>": {…}}}`) when its VDU is managed individually (adjusted HOT).
+    pub parameters: Option<String>,
 }
 
 impl VnfcRow {
     pub(super) const COLUMNS: &'static str = "id, vnf_instance_id, vdu_id, vnfc_index, stack_name, stack_id, \
-        resource_name, server_id, server_status, ip_address, cp_addresses, volumes, host_key, created_at";
+        resource_name, server_id, server_status, ip_address, cp_addresses, volumes, host_key, created_at, parameters";
 
     pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
@@ -173,6 +176,7 @@ impl VnfcRow {
             volumes: r.get(11)?,
             host_key: r.get(12)?,
             created_at: r.get(13)?,
+            parameters: r.get(14)?,
         })
     }
 }
