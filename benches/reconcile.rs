@@ -173,6 +173,8 @@ async fn record_vnf(cloud: &OpenStackCloud, db: &Db, i: usize) {
             created: None,
             cp_addresses: Default::default(),
             volumes: Vec::new(),
+            index: None,
+            parameters: None,
         })
         .collect();
     let now = Timestamp(chrono::Utc::now());
