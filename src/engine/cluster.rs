@@ -16,7 +16,7 @@ use crate::intake::wire::params::K8sClusterInstallationParam;
 use crate::intake::wire::sol003::InstantiateVnfRequest;
 use crate::package::VnfPackage;
 use crate::plan;
-use crate::recipes::{self, Export, Step, VolumeSetup, pv::PvManifest};
+use crate::recipes::{self, Step, pv::PvManifest};
 use crate::remote::{Auth, HostKeyPolicy, Target};
 use crate::store::VnfcRow;
 
@@ -229,39 +229,14 @@ impl Cluster {
         let Some(ss) = self.k8s.as_ref().and_then(|k| k.storage_server.as_ref()) else {
             return Ok(Vec::new());
         };
-        let attached: Vec<plan::vnfcs::AttachedVolume> = row
-            .volumes
-            .as_deref()
-            .and_then(|v| serde_json::from_str(v).ok())
-            .unwrap_or_default();
-        let mut setups = Vec::new();
-        for c in &ss.cinder_volume_setup_params {
-            let vol = attached
-                .iter()
-                .find(|a| a.resource.as_deref() == Some(c.volume_resource_id.as_str()))
-                .ok_or_else(|| {
-                    StepFailure::input(
-                        "storage",
-                        format!(
-                            "volume resource `{}` is not attached to the storage server",
-                            c.volume_resource_id
-                        ),
-                    )
-                })?;
-            setups.push(VolumeSetup {
-                volume_id: vol.volume_id.clone(),
-                device: vol.device.clone().unwrap_or_else(|| "/dev/vdb".into()),
-                mount_to: c.mount_to.clone(),
-            });
+        let setup = plan::roles::storage_setup(ss, row);
+        if let Some(missing) = setup.missing.first() {
+            return Err(StepFailure::input(
+                "storage",
+                format!("volume resource `{missing}` is not attached to the storage server"),
+            ));
         }
-        let exports: Vec<Export> = ss
-            .nfs_server_setup_params
-            .iter()
-            .map(|x| Export {
-                dir: x.export_dir.clone(),
-                to: x.export_to.clone(),
-            })
-            .collect();
+        let (setups, exports) = (setup.volumes, setup.exports);
         let mut steps = recipes::storage_volumes(&server.vnfc_id, &setups);
         steps.extend(recipes::nfs_server(
             &server.vnfc_id,

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use super::adjusted;
 use super::cluster::{Cluster, Role};
-use super::instantiate::{read_vnfcs, register_pvs};
+use super::instantiate::{register_pvs, update_and_read};
 use super::steps::Host;
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
@@ -307,48 +307,19 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             .await?;
         }
         no += 1;
-        // 4.–5. Converge: Heat replaces exactly the marked resources (with the adjusted HOT, a
-        // full update whose only change is the healed VNFCs' image, if any).
-        if !done_cloud(no) {
-            match individual {
-                Some((a, h)) => adjusted::update(e, op, no, &stack, h, a).await?,
-                None => {
-                    e.cloud_step(
-                        op,
-                        no,
-                        "heat.update",
-                        || e.cloud.update_stack_patch(&stack, serde_json::json!({})),
-                        |_| Ok(()),
-                    )
-                    .await?;
-                }
-            }
-        }
-        no += 1;
-        if !done_cloud(no) {
-            e.cloud_step(
-                op,
-                no,
-                "heat.wait_update",
-                || {
-                    e.cloud
-                        .wait_stack(&stack, &["UPDATE_COMPLETE"], e.limits.stack_timeout)
-                },
-                |_| Ok(()),
-            )
-            .await?;
-        }
-        no += 1;
-        // 6. The new servers.
-        let after = if done_cloud(no) {
-            e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?
-        } else {
-            read_vnfcs(e, op, &cluster.pkg, &stack, no, plan.adjusted.as_ref()).await?
-        };
-        no += 1;
-        if let Some((a, _)) = individual {
-            adjusted::verify(&after, a)?;
-        }
+        // 4.–6. Converge: Heat replaces exactly the marked resources (with the adjusted HOT, a
+        // full update whose only change is the healed VNFCs' image, if any); the new servers.
+        let (after, next) = update_and_read(
+            e,
+            op,
+            &cluster.pkg,
+            &stack,
+            serde_json::json!({}),
+            individual,
+            no,
+        )
+        .await?;
+        no = next;
         after
     };
 

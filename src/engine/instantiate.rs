@@ -334,6 +334,65 @@ pub(super) async fn read_vnfcs<C: Cloud>(
     Ok(stored)
 }
 
+/// Updates the instance's stack and reads the result, from step `no` (three journaled cloud
+/// steps; those already DONE are skipped): `heat.update` — with the adjusted HOT a full update
+/// (`individual`), else a PATCH of `patch` (`{}` to replace what is marked unhealthy, or the new
+/// `nfv`) —, `heat.wait_update` for `UPDATE_COMPLETE`, `heat.read_vnfcs` (checked against the
+/// adjusted plan when there is one). Shared by SCALE and HEAL. Returns the VNFCs and the next
+/// step number.
+pub(super) async fn update_and_read<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    pkg: &VnfPackage,
+    stack: &StackRef,
+    patch: serde_json::Value,
+    individual: Option<(&AdjustedPlan, &adjusted::Hot)>,
+    mut no: i64,
+) -> Result<(Vec<VnfcRow>, i64), EngineError> {
+    let done = e.done_steps(op)?;
+    let done_cloud = |n: i64| done.contains(&(n, String::new()));
+    if !done_cloud(no) {
+        match individual {
+            Some((a, h)) => adjusted::update(e, op, no, stack, h, a).await?,
+            None => {
+                e.cloud_step(
+                    op,
+                    no,
+                    "heat.update",
+                    || e.cloud.update_stack_patch(stack, patch.clone()),
+                    |_| Ok(()),
+                )
+                .await?;
+            }
+        }
+    }
+    no += 1;
+    if !done_cloud(no) {
+        e.cloud_step(
+            op,
+            no,
+            "heat.wait_update",
+            || {
+                e.cloud
+                    .wait_stack(stack, &["UPDATE_COMPLETE"], e.limits.stack_timeout)
+            },
+            |_| Ok(()),
+        )
+        .await?;
+    }
+    no += 1;
+    let after = if done_cloud(no) {
+        e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?
+    } else {
+        read_vnfcs(e, op, pkg, stack, no, individual.map(|(a, _)| a)).await?
+    };
+    no += 1;
+    if let Some((a, _)) = individual {
+        adjusted::verify(&after, a)?;
+    }
+    Ok((after, no))
+}
+
 /// ROLLBACK of a failed INSTANTIATE: delete the stack (found by name if its id was never
 /// recorded), forget the VNFCs and the journal; the instance stays `NOT_INSTANTIATED`.
 pub(super) async fn roll_back<C: Cloud>(

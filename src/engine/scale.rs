@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::adjusted;
 use super::cluster::{Cluster, Role};
-use super::instantiate::read_vnfcs;
+use super::instantiate::update_and_read;
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, StackRef};
 use crate::heat;
@@ -280,47 +280,19 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
         }
     }
 
-    if !done_cloud(no) {
-        match individual {
-            // The full adjusted template and nfv: only the created/removed VNFCs change.
-            Some((a, h)) => adjusted::update(e, op, no, &stack, h, a).await?,
-            None => {
-                let params = serde_json::json!({ "nfv": nfv });
-                e.cloud_step(
-                    op,
-                    no,
-                    "heat.update",
-                    || e.cloud.update_stack_patch(&stack, params.clone()),
-                    |_| Ok(()),
-                )
-                .await?;
-            }
-        }
-    }
-    no += 1;
-    if !done_cloud(no) {
-        e.cloud_step(
-            op,
-            no,
-            "heat.wait_update",
-            || {
-                e.cloud
-                    .wait_stack(&stack, &["UPDATE_COMPLETE"], e.limits.stack_timeout)
-            },
-            |_| Ok(()),
-        )
-        .await?;
-    }
-    no += 1;
-    let after = if done_cloud(no) {
-        e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?
-    } else {
-        read_vnfcs(e, op, &cluster.pkg, &stack, no, plan.adjusted.as_ref()).await?
-    };
-    no += 1;
-    if let Some((a, _)) = individual {
-        adjusted::verify(&after, a)?;
-    }
+    // The full adjusted template and nfv (only the created/removed VNFCs change), or the
+    // complete `nfv` with the new capacities.
+    let (after, next) = update_and_read(
+        e,
+        op,
+        &cluster.pkg,
+        &stack,
+        serde_json::json!({ "nfv": nfv }),
+        individual,
+        no,
+    )
+    .await?;
+    no = next;
 
     // The group must now hold exactly the planned members.
     for (vdu, want) in &plan.capacities {

@@ -29,8 +29,7 @@ use crate::intake::wire::Secret;
 use crate::intake::wire::params::K8sClusterInstallationParam;
 use crate::package::VnfPackage;
 use crate::plan;
-use crate::plan::vnfcs::AttachedVolume;
-use crate::recipes::{self, EXIT_NEEDED, Export, Step, VolumeSetup};
+use crate::recipes::{self, EXIT_NEEDED, Step};
 use crate::remote::{Auth, HostKeyPolicy, Remote, RemoteCommand, Target};
 use crate::store::VnfcRow;
 
@@ -309,41 +308,15 @@ fn plan_jobs(
                     .storage_server
                     .as_ref()
                     .expect("storage role has params");
-                let attached: Vec<AttachedVolume> = v
-                    .volumes
-                    .as_deref()
-                    .and_then(|j| serde_json::from_str(j).ok())
-                    .unwrap_or_default();
-                let setups: Vec<VolumeSetup> = ss
-                    .cinder_volume_setup_params
-                    .iter()
-                    .filter_map(|c| {
-                        let a = attached.iter().find(|a| {
-                            a.resource.as_deref() == Some(c.volume_resource_id.as_str())
-                        })?;
-                        Some(VolumeSetup {
-                            volume_id: a.volume_id.clone(),
-                            device: a.device.clone().unwrap_or_else(|| "/dev/vdb".into()),
-                            mount_to: c.mount_to.clone(),
-                        })
-                    })
-                    .collect();
+                let setup = crate::plan::roles::storage_setup(ss, v);
                 checks.extend(
-                    recipes::storage_volumes(&v.id, &setups)
+                    recipes::storage_volumes(&v.id, &setup.volumes)
                         .into_iter()
                         .filter(|s| s.name == "storage.mount")
                         .map(Check::Script),
                 );
-                let exports: Vec<Export> = ss
-                    .nfs_server_setup_params
-                    .iter()
-                    .map(|x| Export {
-                        dir: x.export_dir.clone(),
-                        to: x.export_to.clone(),
-                    })
-                    .collect();
                 checks.extend(
-                    recipes::nfs_server(&v.id, t.vnf_instance_id, &exports)
+                    recipes::nfs_server(&v.id, t.vnf_instance_id, &setup.exports)
                         .into_iter()
                         .map(Check::Script),
                 );
