@@ -74,6 +74,8 @@ struct Intake {
     ready: BTreeSet<PathBuf>,
     /// Whether a scan found files too fresh to take yet.
     unsettled: bool,
+    /// When the last reconcile pass ended, for the status line (set by the reconcile pass).
+    last_reconcile: Option<Timestamp>,
 }
 
 async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
@@ -99,6 +101,7 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
         settings,
         ready: BTreeSet::new(),
         unsettled: false,
+        last_reconcile: None,
     };
     intake.scan().context("scanning the spool")?;
     intake.flush().await?;
@@ -114,10 +117,8 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
     let watchdog_period = watchdog_period();
     let mut watchdog = tokio::time::interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
 
-    notify_systemd(&[
-        NotifyState::Ready,
-        NotifyState::Status(&intake.status_line()),
-    ]);
+    let mut status = intake.status_line(&runner);
+    notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
     tracing::info!(spool = %intake.settings.spool_dir.display(), database = %intake.settings.database.display(), "ready");
 
     loop {
@@ -143,12 +144,20 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
             _ = watchdog.tick(), if watchdog_period.is_some() => {
                 notify_systemd(&[NotifyState::Watchdog]);
             }
-            _ = schedule_tick.tick() => runner.schedule(&intake.settings).await,
+            _ = schedule_tick.tick() => {
+                runner.schedule(&intake.settings).await;
+                let now = intake.status_line(&runner);
+                if now != status {
+                    notify_systemd(&[NotifyState::Status(&now)]);
+                    status = now;
+                }
+            }
             Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
             _ = sighup.recv() => {
                 notify_systemd(&[NotifyState::Reloading]);
                 intake.reload(&config_path);
-                notify_systemd(&[NotifyState::Ready, NotifyState::Status(&intake.status_line())]);
+                status = intake.status_line(&runner);
+                notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
             }
             _ = sigterm.recv() => break,
             _ = sigint.recv() => break,
@@ -230,12 +239,7 @@ impl Intake {
                 .db
                 .with(|store| spool::process(spool, store, now_batch, &ctx, now));
             match result {
-                Ok(outcomes) => {
-                    outcomes.iter().for_each(log_outcome);
-                    if !outcomes.is_empty() {
-                        notify_systemd(&[NotifyState::Status(&self.status_line())]);
-                    }
-                }
+                Ok(outcomes) => outcomes.iter().for_each(log_outcome),
                 Err(e) => {
                     // Nothing was committed or moved; the files stay in new/ for the next scan.
                     tracing::error!(error = %e, files = now_batch.len(), "intake batch failed; will retry");
@@ -247,12 +251,19 @@ impl Intake {
         Ok(())
     }
 
-    /// One-line summary for `systemctl status`.
-    fn status_line(&self) -> String {
+    /// One-line summary for `systemctl status` (`STATUS=`), e.g. "2 VNF instances, 3
+    /// operations not finished (1 running), reconcile: not run yet". Sent when it changes; the
+    /// main loop compares it once a second.
+    fn status_line(&self, runner: &Runner) -> String {
+        let reconcile = match &self.last_reconcile {
+            Some(t) => format!("last reconcile {}", t.0.format("%Y-%m-%d %H:%M:%SZ")),
+            None => "reconcile: not run yet".to_owned(),
+        };
         match self.db.with(|s| s.reader().counts()) {
-            Ok((instances, unfinished)) => {
-                format!("{instances} VNF instances, {unfinished} operations not finished")
-            }
+            Ok((instances, unfinished)) => format!(
+                "{instances} VNF instances, {unfinished} operations not finished ({} running), {reconcile}",
+                runner.running.len()
+            ),
             Err(e) => format!("database error: {e}"),
         }
     }
@@ -310,12 +321,26 @@ fn log_outcome(o: &Outcome) {
         }
         Outcome::Rejected {
             file,
-            vnf_instance_id,
+            vnf_instance_id: Some(vnf_instance_id),
             problem,
         } => {
             tracing::warn!(
                 message_id = MSG_REQUEST_REJECTED,
-                vnf_instance_id = vnf_instance_id.as_deref().unwrap_or(""),
+                vnf_instance_id = %vnf_instance_id,
+                file = %file,
+                status = problem.status,
+                "request rejected: {}",
+                problem.detail
+            );
+        }
+        // No usable vnfInstanceId in the file: no VNF_INSTANCE_ID field rather than an empty one.
+        Outcome::Rejected {
+            file,
+            vnf_instance_id: None,
+            problem,
+        } => {
+            tracing::warn!(
+                message_id = MSG_REQUEST_REJECTED,
                 file = %file,
                 status = problem.status,
                 "request rejected: {}",
