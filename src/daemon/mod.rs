@@ -38,7 +38,7 @@ pub fn main(config_path: &Path) -> ExitCode {
     let settings = match Settings::load(config_path) {
         Ok(s) => s,
         Err(e) => {
-            tracing::error!(error = %e, "invalid configuration");
+            tracing::error!(error = %e, "invalid configuration: {e}");
             return ExitCode::from(EXIT_CONFIG);
         }
     };
@@ -49,7 +49,7 @@ pub fn main(config_path: &Path) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            tracing::error!(error = %e, "cannot start the async runtime");
+            tracing::error!(error = %e, "cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -58,7 +58,7 @@ pub fn main(config_path: &Path) -> ExitCode {
         Err(e) => {
             tracing::error!(
                 error = format!("{e:#}"),
-                "vnfkeeper stopped on a fatal error"
+                "vnfkeeper stopped on a fatal error: {e:#}"
             );
             ExitCode::FAILURE
         }
@@ -194,7 +194,7 @@ impl Intake {
                 }
             }
             Err(e) => {
-                tracing::warn!(error = %e, "spool watcher error; rescanning");
+                tracing::warn!(error = %e, "spool watcher error ({e}); rescanning");
                 self.scan_logged();
             }
         }
@@ -218,7 +218,7 @@ impl Intake {
 
     fn scan_logged(&mut self) {
         if let Err(e) = self.scan() {
-            tracing::error!(error = %e, spool = %self.settings.spool_dir.display(), "cannot scan the spool");
+            tracing::error!(error = %e, spool = %self.settings.spool_dir.display(), "cannot scan the spool: {e}");
         }
     }
 
@@ -242,7 +242,7 @@ impl Intake {
                 Ok(outcomes) => outcomes.iter().for_each(log_outcome),
                 Err(e) => {
                     // Nothing was committed or moved; the files stay in new/ for the next scan.
-                    tracing::error!(error = %e, files = now_batch.len(), "intake batch failed; will retry");
+                    tracing::error!(error = %e, files = now_batch.len(), "intake batch failed ({e}); will retry");
                     self.ready.clear();
                     return Ok(());
                 }
@@ -273,7 +273,7 @@ impl Intake {
     fn reload(&mut self, config_path: &Path) {
         match Settings::load(config_path) {
             Err(e) => {
-                tracing::error!(error = %e, "configuration reload rejected; keeping the running configuration")
+                tracing::error!(error = %e, "configuration reload rejected, keeping the running configuration: {e}")
             }
             Ok(mut new) => {
                 if new.spool_dir != self.settings.spool_dir
