@@ -41,7 +41,7 @@ pub fn main(config_path: &Path) -> ExitCode {
     let settings = match Settings::load(config_path) {
         Ok(s) => s,
         Err(e) => {
-            tracing::error!(error = %e, "invalid configuration");
+            tracing::error!(error = %e, "invalid configuration: {e}");
             return ExitCode::from(EXIT_CONFIG);
         }
     };
@@ -52,7 +52,7 @@ pub fn main(config_path: &Path) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            tracing::error!(error = %e, "cannot start the async runtime");
+            tracing::error!(error = %e, "cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -61,7 +61,7 @@ pub fn main(config_path: &Path) -> ExitCode {
         Err(e) => {
             tracing::error!(
                 error = format!("{e:#}"),
-                "vnfkeeper stopped on a fatal error"
+                "vnfkeeper stopped on a fatal error: {e:#}"
             );
             ExitCode::FAILURE
         }
@@ -77,6 +77,8 @@ struct Intake {
     ready: BTreeSet<PathBuf>,
     /// Whether a scan found files too fresh to take yet.
     unsettled: bool,
+    /// When the last reconcile pass ended, for the status line (set by the reconcile pass).
+    last_reconcile: Option<Timestamp>,
 }
 
 async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
@@ -102,6 +104,7 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
         settings,
         ready: BTreeSet::new(),
         unsettled: false,
+        last_reconcile: None,
     };
     intake.scan().context("scanning the spool")?;
     intake.flush().await?;
@@ -119,10 +122,8 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
     let watchdog_period = watchdog_period();
     let mut watchdog = tokio::time::interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
 
-    notify_systemd(&[
-        NotifyState::Ready,
-        NotifyState::Status(&intake.status_line()),
-    ]);
+    let mut status = intake.status_line(&runner);
+    notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
     tracing::info!(spool = %intake.settings.spool_dir.display(), database = %intake.settings.database.display(), "ready");
 
     loop {
@@ -148,13 +149,24 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
             _ = watchdog.tick(), if watchdog_period.is_some() => {
                 notify_systemd(&[NotifyState::Watchdog]);
             }
-            _ = schedule_tick.tick() => runner.schedule(&intake.settings).await,
-            _ = reconcile_tick.tick() => reconcile.tick(&intake.settings).await,
+            _ = schedule_tick.tick() => {
+                runner.schedule(&intake.settings).await;
+                let now = intake.status_line(&runner);
+                if now != status {
+                    notify_systemd(&[NotifyState::Status(&now)]);
+                    status = now;
+                }
+            }
+            _ = reconcile_tick.tick() => {
+                reconcile.tick(&intake.settings).await;
+                intake.last_reconcile = reconcile.last_pass();
+            }
             Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
             _ = sighup.recv() => {
                 notify_systemd(&[NotifyState::Reloading]);
                 intake.reload(&config_path);
-                notify_systemd(&[NotifyState::Ready, NotifyState::Status(&intake.status_line())]);
+                status = intake.status_line(&runner);
+                notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
             }
             _ = sigterm.recv() => break,
             _ = sigint.recv() => break,
@@ -192,7 +204,7 @@ impl Intake {
                 }
             }
             Err(e) => {
-                tracing::warn!(error = %e, "spool watcher error; rescanning");
+                tracing::warn!(error = %e, "spool watcher error ({e}); rescanning");
                 self.scan_logged();
             }
         }
@@ -216,7 +228,7 @@ impl Intake {
 
     fn scan_logged(&mut self) {
         if let Err(e) = self.scan() {
-            tracing::error!(error = %e, spool = %self.settings.spool_dir.display(), "cannot scan the spool");
+            tracing::error!(error = %e, spool = %self.settings.spool_dir.display(), "cannot scan the spool: {e}");
         }
     }
 
@@ -237,15 +249,10 @@ impl Intake {
                 .db
                 .with(|store| spool::process(spool, store, now_batch, &ctx, now));
             match result {
-                Ok(outcomes) => {
-                    outcomes.iter().for_each(log_outcome);
-                    if !outcomes.is_empty() {
-                        notify_systemd(&[NotifyState::Status(&self.status_line())]);
-                    }
-                }
+                Ok(outcomes) => outcomes.iter().for_each(log_outcome),
                 Err(e) => {
                     // Nothing was committed or moved; the files stay in new/ for the next scan.
-                    tracing::error!(error = %e, files = now_batch.len(), "intake batch failed; will retry");
+                    tracing::error!(error = %e, files = now_batch.len(), "intake batch failed ({e}); will retry");
                     self.ready.clear();
                     return Ok(());
                 }
@@ -254,12 +261,19 @@ impl Intake {
         Ok(())
     }
 
-    /// One-line summary for `systemctl status`.
-    fn status_line(&self) -> String {
+    /// One-line summary for `systemctl status` (`STATUS=`), e.g. "2 VNF instances, 3
+    /// operations not finished (1 running), reconcile: not run yet". Sent when it changes; the
+    /// main loop compares it once a second.
+    fn status_line(&self, runner: &Runner) -> String {
+        let reconcile = match &self.last_reconcile {
+            Some(t) => format!("last reconcile {}", t.0.format("%Y-%m-%d %H:%M:%SZ")),
+            None => "reconcile: not run yet".to_owned(),
+        };
         match self.db.with(|s| s.reader().counts()) {
-            Ok((instances, unfinished)) => {
-                format!("{instances} VNF instances, {unfinished} operations not finished")
-            }
+            Ok((instances, unfinished)) => format!(
+                "{instances} VNF instances, {unfinished} operations not finished ({} running), {reconcile}",
+                runner.running.len()
+            ),
             Err(e) => format!("database error: {e}"),
         }
     }
@@ -269,7 +283,7 @@ impl Intake {
     fn reload(&mut self, config_path: &Path) {
         match Settings::load(config_path) {
             Err(e) => {
-                tracing::error!(error = %e, "configuration reload rejected; keeping the running configuration")
+                tracing::error!(error = %e, "configuration reload rejected, keeping the running configuration: {e}")
             }
             Ok(mut new) => {
                 if new.spool_dir != self.settings.spool_dir
@@ -317,12 +331,26 @@ fn log_outcome(o: &Outcome) {
         }
         Outcome::Rejected {
             file,
-            vnf_instance_id,
+            vnf_instance_id: Some(vnf_instance_id),
             problem,
         } => {
             tracing::warn!(
                 message_id = MSG_REQUEST_REJECTED,
-                vnf_instance_id = vnf_instance_id.as_deref().unwrap_or(""),
+                vnf_instance_id = %vnf_instance_id,
+                file = %file,
+                status = problem.status,
+                "request rejected: {}",
+                problem.detail
+            );
+        }
+        // No usable vnfInstanceId in the file: no VNF_INSTANCE_ID field rather than an empty one.
+        Outcome::Rejected {
+            file,
+            vnf_instance_id: None,
+            problem,
+        } => {
+            tracing::warn!(
+                message_id = MSG_REQUEST_REJECTED,
                 file = %file,
                 status = problem.status,
                 "request rejected: {}",

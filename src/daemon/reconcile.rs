@@ -38,6 +38,8 @@ pub(super) struct ReconcileLoop {
     task: Option<JoinHandle<Option<Conn>>>,
     last_cloud_pass: Option<Instant>,
     next_full: Option<chrono::DateTime<chrono::Utc>>,
+    /// When the last pass was recorded (for systemd's STATUS line).
+    last_recorded: Arc<std::sync::Mutex<Option<Timestamp>>>,
 }
 
 impl ReconcileLoop {
@@ -50,7 +52,13 @@ impl ReconcileLoop {
             task: None,
             last_cloud_pass: None,
             next_full: None,
+            last_recorded: Arc::default(),
         }
+    }
+
+    /// When the last pass was recorded, if any.
+    pub(super) fn last_pass(&self) -> Option<Timestamp> {
+        *self.last_recorded.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Called every second: collects a finished pass, then starts the next one if due.
@@ -110,6 +118,7 @@ impl ReconcileLoop {
             max_parallel_hosts: settings.limits.max_parallel_hosts as usize,
         };
         let ssh_connect_timeout = settings.limits.ssh_connect_timeout;
+        let last_recorded = self.last_recorded.clone();
         self.task = Some(tokio::spawn(async move {
             let conn = match conn {
                 Some(c) => c,
@@ -136,7 +145,9 @@ impl ReconcileLoop {
                 }
             };
             let rec = Reconciler::new(conn.0.clone(), conn.1.clone(), policy, probes);
-            run_pass(&db, &rec, kind, only.as_deref()).await;
+            if let Some(at) = run_pass(&db, &rec, kind, only.as_deref()).await {
+                *last_recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
+            }
             Some(conn)
         }));
     }
@@ -181,20 +192,32 @@ impl ReconcileLoop {
     }
 }
 
-/// One pass: snapshot, evaluate, record (one transaction), log.
-async fn run_pass(db: &Db, rec: &Reconciler<OpenStackCloud>, kind: PassKind, only: Option<&str>) {
+/// One pass: snapshot, evaluate, record (one transaction), log. Returns when it was recorded
+/// (`None`: skipped).
+async fn run_pass(
+    db: &Db,
+    rec: &Reconciler<OpenStackCloud>,
+    kind: PassKind,
+    only: Option<&str>,
+) -> Option<Timestamp> {
     let snap = match db.with(|s| reconcile::snapshot(s.reader(), only)) {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "reconcile: cannot read the database; pass skipped");
-            return;
+            return None;
         }
     };
     let now = Timestamp(chrono::Utc::now());
     let mut report = rec.evaluate(&snap, kind, now).await;
     let recorded = db.write(|tx| reconcile::record(tx, &mut report, now));
     match recorded {
-        Ok(()) => reconcile::log(&report),
-        Err(e) => tracing::error!(error = %e, "reconcile: cannot record the pass; nothing done"),
+        Ok(()) => {
+            reconcile::log(&report);
+            Some(now)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "reconcile: cannot record the pass; nothing done");
+            None
+        }
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
-use crate::cloud::OpenStackCloud;
+use crate::cloud::{CloudError, OpenStackCloud};
 use crate::config::{CloudSettings, Settings};
 use crate::engine::{Engine, EngineLimits};
 use crate::model::OperationState;
@@ -30,6 +30,10 @@ pub(super) struct Runner {
     limits: EngineLimits,
     max_parallel: usize,
     last_connect: Option<Instant>,
+    /// A connection attempt in progress. It runs as its own task so that a slow or unreachable
+    /// cloud (each request may take `api_timeout`) never holds up the main loop and its
+    /// watchdog pings.
+    connecting: Option<tokio::task::JoinHandle<Result<OpenStackCloud, CloudError>>>,
     /// Operations in flight; each task returns (vnf instance, op id, outcome).
     pub running: JoinSet<TaskResult>,
     /// VNF instances with an operation in flight, by task.
@@ -55,6 +59,7 @@ impl Runner {
             limits,
             max_parallel: settings.limits.max_parallel_operations as usize,
             last_connect: None,
+            connecting: None,
             running: JoinSet::new(),
             busy: HashMap::new(),
             busy_vnfs: HashSet::new(),
@@ -62,10 +67,29 @@ impl Runner {
         }
     }
 
-    async fn connect(&mut self, settings: &Settings) {
+    /// Starts a connection attempt in the background.
+    fn start_connect(&mut self) {
         let Some(c) = &self.cloud else { return };
         self.last_connect = Some(Instant::now());
-        match OpenStackCloud::connect(&c.clouds_yaml, &c.cloud, c.api_timeout).await {
+        let (clouds_yaml, cloud, timeout) = (c.clouds_yaml.clone(), c.cloud.clone(), c.api_timeout);
+        self.connecting = Some(tokio::spawn(async move {
+            OpenStackCloud::connect(&clouds_yaml, &cloud, timeout).await
+        }));
+    }
+
+    /// Takes the result of a finished connection attempt: an engine, or an error logged.
+    async fn finish_connect(&mut self, settings: &Settings) {
+        let Some(handle) = self.connecting.take_if(|h| h.is_finished()) else {
+            return;
+        };
+        let Some(c) = &self.cloud else { return };
+        let result = handle.await.unwrap_or_else(|e| {
+            Err(CloudError::Config {
+                path: c.clouds_yaml.clone(),
+                message: format!("connection task ended abnormally: {e}"),
+            })
+        });
+        match result {
             Ok(cloud) => {
                 let remote = SshRemote::new(SshConfig {
                     connect_timeout: settings.limits.ssh_connect_timeout,
@@ -86,16 +110,20 @@ impl Runner {
     }
 
     /// Starts every runnable queue head that is not running yet, within the limit; first
-    /// (re)connects to the cloud if that is due.
+    /// (re)connects to the cloud in the background if that is due.
     pub(super) async fn schedule(&mut self, settings: &Settings) {
         // Queue bookkeeping needs no cloud: a TERMINATE may end what waits ahead of it.
         if let Ok(heads) = self.db.with(|s| s.reader().heads_of_queues()) {
             self.supersede_for_terminations(&heads);
         }
         if self.engine.is_none() {
-            if self.cloud.is_some() && self.last_connect.is_none_or(|t| t.elapsed() >= CLOUD_RETRY)
+            self.finish_connect(settings).await;
+            if self.engine.is_none()
+                && self.connecting.is_none()
+                && self.cloud.is_some()
+                && self.last_connect.is_none_or(|t| t.elapsed() >= CLOUD_RETRY)
             {
-                self.connect(settings).await;
+                self.start_connect();
             }
             if self.engine.is_none() {
                 return;
@@ -228,6 +256,9 @@ impl Runner {
     /// Stops: running operations get a few seconds to finish their current step, then are
     /// aborted; the journal makes them resume at the interrupted step after a restart.
     pub(super) async fn stop(&mut self) {
+        if let Some(h) = self.connecting.take() {
+            h.abort();
+        }
         let deadline = tokio::time::sleep(Duration::from_secs(10));
         tokio::pin!(deadline);
         while !self.running.is_empty() {
