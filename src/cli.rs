@@ -111,6 +111,19 @@ pub enum ConfigCommand {
     Check(ConfigArg),
 }
 
+/// Writes one line of command output to stdout (see `outln!`). A closed pipe ends the process
+/// with status 141 (128 + SIGPIPE), silently; another write error is reported on stderr.
+pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("vnfkeeper: cannot write the output: {e}");
+    }
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -136,7 +149,7 @@ pub fn main() -> ExitCode {
             vnf_instance_id,
         } => load(&config.config).and_then(|s| {
             let p = crate::reconcile::cmd::request_now(&s, vnf_instance_id.as_deref())?;
-            println!(
+            outln!(
                 "full reconcile pass requested ({}); see `journalctl -u vnfkeeper`",
                 p.display()
             );
@@ -187,8 +200,8 @@ fn load(config: &Path) -> Result<Settings, Failure> {
 
 fn config_check(config: &Path) -> Result<(), Failure> {
     let settings = load(config)?;
-    println!("# {}: valid; effective settings:", config.display());
-    print!("{}", settings.to_toml());
+    outln!("# {}: valid; effective settings:", config.display());
+    outln!("{}", settings.to_toml().trim_end());
     Ok(())
 }
 
@@ -205,8 +218,8 @@ fn submit(config: &Path, request: &Path) -> Result<(), Failure> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    println!("submitted {}", path.display());
-    println!(
+    outln!("submitted {}", path.display());
+    outln!(
         "follow it with `vnfkeeper ops`; if it is rejected, the reason will be in {}",
         spool
             .rejected_dir()
@@ -253,7 +266,7 @@ fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
     let rows = db.queries().operations(vnf)?;
     if as_json {
         let list: Vec<Value> = rows.iter().map(operation_json).collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(());
     }
     let mut t = table([
@@ -284,7 +297,7 @@ fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
             op.status_detail.clone().unwrap_or_default(),
         ]);
     }
-    println!("{t}");
+    outln!("{t}");
     Ok(())
 }
 
@@ -321,7 +334,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 "vnfcs": vnfcs,
             }));
         }
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(());
     }
     let mut t = table([
@@ -362,9 +375,9 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
             ]);
         }
     }
-    println!("{t}");
+    outln!("{t}");
     if vnfc_table.row_count() > 0 {
-        println!("\n{vnfc_table}");
+        outln!("\n{vnfc_table}");
     }
     Ok(())
 }
@@ -390,7 +403,7 @@ fn hot_adjust(a: &crate::heat::cli::AdjustArgs) -> Result<(), Failure> {
     for w in &out.warnings {
         eprintln!("vnfkeeper: warning: {w}");
     }
-    print!("{}", out.stdout);
+    outln!("{}", out.stdout.trim_end());
     Ok(())
 }
 

@@ -4,7 +4,16 @@
 //! durably in the [`store`], and are carried out by the engine. See `ARCHITECTURE.md` for the
 //! code map and the invariants every module keeps.
 
-/// Command line: `daemon`, `submit`, `ops`, `status`, `config check`.
+/// `println!` for command output: output into a closed pipe (`vnfkeeper ops | head -1`) ends the
+/// command quietly with status 141, as SIGPIPE ends any Unix filter, instead of a panic.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::write_line(format_args!($($arg)*))
+    };
+}
+
+/// Command line: `daemon`, `submit`, `ops`, `status`, `reconcile --now`, `plan`, `config check`,
+/// `hot adjust`.
 pub mod cli;
 /// The OpenStack cloud: trait Cloud and its implementation (Keystone, Nova, Neutron, Cinder, Heat).
 pub mod cloud;

@@ -75,13 +75,13 @@ pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Resul
         )
     })?;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&super::report_json(&report))?
         );
         return Ok(());
     }
-    println!(
+    outln!(
         "plan (nothing done): {} VNF instances, {} VNFCs, {} hosts probed, {} API requests{}",
         report.vnfs,
         report.vnfcs,
@@ -95,10 +95,10 @@ pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Resul
     );
     for o in &report.outcomes {
         if let Some(h) = &o.heal {
-            println!("{}: would start HEAL {}", o.vnf_instance_id, h.request());
+            outln!("{}: would start HEAL {}", o.vnf_instance_id, h.request());
         }
         for d in &o.decisions {
-            println!(
+            outln!(
                 "{} {} {}: {}",
                 o.vnf_instance_id,
                 d.vnfc_id.as_deref().unwrap_or("-"),
@@ -107,7 +107,7 @@ pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Resul
             );
         }
         if o.decisions.is_empty() {
-            println!("{}: healthy, nothing to do", o.vnf_instance_id);
+            outln!("{}: healthy, nothing to do", o.vnf_instance_id);
         }
     }
     Ok(())
