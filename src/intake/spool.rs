@@ -137,15 +137,19 @@ impl Spool {
         Ok(out)
     }
 
-    /// Submits `bytes` the maildir way: writes `tmp/<unique>.json`, syncs it, renames it into
-    /// `new/`. Returns the path in `new/`. Errors: I/O (e.g. no write permission on the spool).
+    /// Submits `bytes` the maildir way: writes `tmp/<unique>.json` with mode 0640 whatever the
+    /// umask (the daemon reads it through the spool's group `vnfkeeper`; others cannot, as it may
+    /// hold passwords), syncs it, renames it into `new/`. Returns the path in `new/`. Errors: I/O
+    /// (e.g. no write permission on the spool).
     pub fn submit(&self, bytes: &[u8]) -> io::Result<PathBuf> {
+        use std::os::unix::fs::PermissionsExt as _;
         let name = unique_name();
         let tmp = self.tmp_dir().join(&name);
         let mut f = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&tmp)?;
+        f.set_permissions(fs::Permissions::from_mode(0o640))?;
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
