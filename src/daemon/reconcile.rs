@@ -76,6 +76,11 @@ impl ReconcileLoop {
             }
         }
         let Some(cloud) = &settings.cloud else { return };
+        // The cloud could not be reached a moment ago: no pass yet, and trigger files stay in
+        // `new/` until one can run.
+        if self.conn.is_none() && self.last_connect.is_some_and(|t| t.elapsed() < CLOUD_RETRY) {
+            return;
+        }
         let now = chrono::Utc::now();
         let schedule = &settings.reconcile.schedule;
         let next_full = *self
@@ -95,9 +100,6 @@ impl ReconcileLoop {
         };
         if kind == PassKind::Full && !triggered {
             self.next_full = schedule.after(&now).next();
-        }
-        if self.conn.is_none() && self.last_connect.is_some_and(|t| t.elapsed() < CLOUD_RETRY) {
-            return;
         }
         self.last_cloud_pass = Some(Instant::now());
         if triggered {
