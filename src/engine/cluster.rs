@@ -10,7 +10,7 @@ use std::path::Path;
 
 use super::steps::Host;
 use super::{Engine, EngineError, StepFailure};
-use crate::cloud::Cloud;
+use crate::cloud::{Cloud, StackRef};
 use crate::intake::wire::Secret;
 use crate::intake::wire::params::K8sClusterInstallationParam;
 use crate::intake::wire::sol003::InstantiateVnfRequest;
@@ -18,7 +18,7 @@ use crate::package::VnfPackage;
 use crate::plan;
 use crate::recipes::{self, Step, pv::PvManifest};
 use crate::remote::{Auth, HostKeyPolicy, Target};
-use crate::store::VnfcRow;
+use crate::store::{InstanceRow, VnfcRow};
 
 /// Where the package's install script is put on each node.
 const SCRIPT_DIR: &str = "/usr/local/lib/vnfkeeper";
@@ -327,4 +327,28 @@ impl Cluster {
         let server = pv.server.clone();
         recipes::pv::register(&master.vnfc_id, &dir, pv, &server, wait)
     }
+}
+
+/// The instance row and its Heat stack (SCALE and HEAL act on an existing stack). Errors: the
+/// instance vanished, or it has no stack id.
+pub(super) fn instance_stack<C: Cloud>(
+    e: &Engine<C>,
+    vnf_instance_id: &str,
+) -> Result<(InstanceRow, StackRef), EngineError> {
+    let instance =
+        e.db.with(|s| s.reader().instances())?
+            .into_iter()
+            .find(|i| i.id == vnf_instance_id)
+            .ok_or_else(|| StepFailure::input("plan", "VNF instance vanished"))?;
+    let stack = StackRef {
+        name: instance
+            .stack_name
+            .clone()
+            .unwrap_or_else(|| format!("vnf-{vnf_instance_id}")),
+        id: instance
+            .stack_id
+            .clone()
+            .ok_or_else(|| StepFailure::input("plan", "the instance has no Heat stack"))?,
+    };
+    Ok((instance, stack))
 }

@@ -138,21 +138,7 @@ async fn resolve<C: Cloud>(
 
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
     let cluster = Cluster::of_instance(e, &op.vnf_instance_id)?;
-    let instance =
-        e.db.with(|s| s.reader().instances())?
-            .into_iter()
-            .find(|i| i.id == op.vnf_instance_id)
-            .ok_or_else(|| StepFailure::input("plan", "VNF instance vanished"))?;
-    let stack = StackRef {
-        name: instance
-            .stack_name
-            .clone()
-            .unwrap_or_else(|| format!("vnf-{}", op.vnf_instance_id)),
-        id: instance
-            .stack_id
-            .clone()
-            .ok_or_else(|| StepFailure::input("plan", "the instance has no Heat stack"))?,
-    };
+    let (_, stack) = super::cluster::instance_stack(e, &op.vnf_instance_id)?;
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let hot = adjusted::load(&cluster.pkg, &cluster.req.flavour_id)?;
     let plan = resolve(e, op, &cluster, hot.as_ref(), &stack, &before).await?;

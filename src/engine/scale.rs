@@ -142,21 +142,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     let req: ScaleVnfRequest = serde_json::from_str(&params)
         .map_err(|_| StepFailure::input("plan", "stored ScaleVnfRequest does not parse"))?;
     let cluster = Cluster::of_instance(e, &op.vnf_instance_id)?;
-    let instance =
-        e.db.with(|s| s.reader().instances())?
-            .into_iter()
-            .find(|i| i.id == op.vnf_instance_id)
-            .ok_or_else(|| StepFailure::input("plan", "VNF instance vanished"))?;
-    let stack = StackRef {
-        name: instance
-            .stack_name
-            .clone()
-            .unwrap_or_else(|| format!("vnf-{}", op.vnf_instance_id)),
-        id: instance
-            .stack_id
-            .clone()
-            .ok_or_else(|| StepFailure::input("plan", "the instance has no Heat stack"))?,
-    };
+    let (instance, stack) = super::cluster::instance_stack(e, &op.vnf_instance_id)?;
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let hot = adjusted::load(&cluster.pkg, &cluster.req.flavour_id)?;
     let plan = resolve(

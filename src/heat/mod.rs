@@ -590,7 +590,12 @@ fn cp_link(sources: &[VlSource<'_>], cp: &str) -> Option<(String, Vec<Value>, St
                     continue;
                 }
                 let mut fixed = Vec::new();
-                for pd in ip_over_ethernet(ext.cp_config.as_ref()) {
+                for pd in ext
+                    .cp_config
+                    .as_ref()
+                    .map(CpConfigs::ip_over_ethernet)
+                    .unwrap_or_default()
+                {
                     for a in pd["ipAddresses"].as_array().into_iter().flatten() {
                         let mut e = Map::new();
                         if let Some(s) = a["subnetId"].as_str() {
@@ -612,29 +617,6 @@ fn cp_link(sources: &[VlSource<'_>], cp: &str) -> Option<(String, Vec<Value>, St
         }
     }
     None
-}
-
-/// The `ipOverEthernet` objects of a CP's configurations (list or map form).
-fn ip_over_ethernet(c: Option<&CpConfigs>) -> Vec<Value> {
-    match c {
-        None => Vec::new(),
-        Some(CpConfigs::List(v)) => v
-            .iter()
-            .flat_map(|cfg| cfg.cp_protocol_data.iter())
-            .filter_map(|pd| pd.ip_over_ethernet.clone().map(Value::Object))
-            .collect(),
-        Some(CpConfigs::Map(m)) => m
-            .values()
-            .flat_map(|cfg| {
-                cfg["cpProtocolData"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .map(|pd| pd["ipOverEthernet"].clone())
-            .filter(Value::is_object)
-            .collect(),
-    }
 }
 
 /// Sets `v` at `path` below `target` (strings are keys, integers array positions; missing

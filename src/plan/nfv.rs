@@ -65,7 +65,12 @@ pub fn instantiate_parameters(
             .ext_cps
             .iter()
             .filter(|c| &c.cpd_id == cp)
-            .flat_map(|c| configs(c.cp_config.as_ref()))
+            .flat_map(|c| {
+                c.cp_config
+                    .as_ref()
+                    .map(CpConfigs::ip_over_ethernet)
+                    .unwrap_or_default()
+            })
             .flat_map(|pd| {
                 pd["ipAddresses"]
                     .as_array()
@@ -82,29 +87,6 @@ pub fn instantiate_parameters(
         cps.insert(cp.clone(), Value::Object(entry));
     }
     Ok(json!({"VDU": vdus, "CP": cps}))
-}
-
-/// The `ipOverEthernet` objects of a CP's configurations (list or map form).
-fn configs(c: Option<&CpConfigs>) -> Vec<Value> {
-    match c {
-        None => Vec::new(),
-        Some(CpConfigs::List(v)) => v
-            .iter()
-            .flat_map(|cfg| cfg.cp_protocol_data.iter())
-            .filter_map(|pd| pd.ip_over_ethernet.clone().map(Value::Object))
-            .collect(),
-        Some(CpConfigs::Map(m)) => m
-            .values()
-            .flat_map(|cfg| {
-                cfg["cpProtocolData"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .map(|pd| pd["ipOverEthernet"].clone())
-            .filter(Value::is_object)
-            .collect(),
-    }
 }
 
 #[cfg(test)]

@@ -90,6 +90,31 @@ pub enum CpConfigs {
     Map(Map<String, Value>),
 }
 
+impl CpConfigs {
+    /// The `cpProtocolData[].ipOverEthernet` objects of every configuration, in either form
+    /// (SOL003 §4.4.1.10b IpOverEthernetAddressData): where fixed addresses of a CP are given.
+    pub fn ip_over_ethernet(&self) -> Vec<Value> {
+        match self {
+            CpConfigs::List(v) => v
+                .iter()
+                .flat_map(|cfg| cfg.cp_protocol_data.iter())
+                .filter_map(|pd| pd.ip_over_ethernet.clone().map(Value::Object))
+                .collect(),
+            CpConfigs::Map(m) => m
+                .values()
+                .flat_map(|cfg| {
+                    cfg["cpProtocolData"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .map(|pd| pd["ipOverEthernet"].clone())
+                .filter(Value::is_object)
+                .collect(),
+        }
+    }
+}
+
 /// VnfExtCpConfig (SOL003 §4.4.1.10a).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
