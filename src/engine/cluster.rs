@@ -20,23 +20,11 @@ use crate::recipes::{self, Step, pv::PvManifest};
 use crate::remote::{Auth, HostKeyPolicy, Target};
 use crate::store::{InstanceRow, VnfcRow};
 
-/// Where the package's install script is put on each node.
-const SCRIPT_DIR: &str = "/usr/local/lib/vnfkeeper";
 /// Where PersistentVolume manifests are put on the master.
 const MANIFEST_DIR: &str = "/tmp";
 
-/// What a VNFC is to the cluster, by the VDU that owns the role's `ssh_cp_name`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Role {
-    /// A control-plane node (`master_node`).
-    Master,
-    /// A worker node (`worker_node`).
-    Worker,
-    /// The NFS storage server (`storage_server`).
-    Storage,
-    /// A VNFC the cluster parameters do not mention.
-    Other,
-}
+/// What a VNFC is to the cluster (shared with reconcile).
+pub(super) use crate::plan::roles::ClusterRole as Role;
 
 /// The instance's INSTANTIATE request, its VNF package, and the cluster parameters in it.
 pub(super) struct Cluster {
@@ -81,33 +69,17 @@ impl Cluster {
         Ok(Self::load(&params, package.as_deref())?)
     }
 
-    /// The VDU owning a CP of the VNFD.
-    fn vdu_of(&self, cp: &str, what: &str) -> Result<String, StepFailure> {
-        plan::roles::vdu_of_cp(&self.pkg.vnfd, cp).ok_or_else(|| {
-            StepFailure::input(
-                "plan",
-                format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
-            )
-        })
-    }
-
     /// The role of a VDU. Errors: a role's `ssh_cp_name` is not a CP of the VNFD.
     pub fn role(&self, vdu: &str) -> Result<Role, StepFailure> {
         let Some(k) = &self.k8s else {
             return Ok(Role::Other);
         };
-        if self.vdu_of(&k.master_node.ssh_cp_name, "master_node")? == vdu {
-            return Ok(Role::Master);
-        }
-        if self.vdu_of(&k.worker_node.ssh_cp_name, "worker_node")? == vdu {
-            return Ok(Role::Worker);
-        }
-        if let Some(ss) = &k.storage_server
-            && self.vdu_of(&ss.ssh_cp_name, "storage_server")? == vdu
-        {
-            return Ok(Role::Storage);
-        }
-        Ok(Role::Other)
+        plan::roles::role_of_vdu(&self.pkg.vnfd, k, vdu).map_err(|(what, cp)| {
+            StepFailure::input(
+                "plan",
+                format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
+            )
+        })
     }
 
     /// SSH access to one VNFC in `role` (address of the role's `ssh_cp_name`, the role's
@@ -128,7 +100,7 @@ impl Cluster {
                 &k.worker_node.username,
                 &k.worker_node.password,
             ),
-            Role::Storage => {
+            Role::StorageServer => {
                 let ss = k.storage_server.as_ref().ok_or_else(|| {
                     StepFailure::input("plan", "the VNF has no storage_server parameters")
                 })?;
@@ -183,11 +155,7 @@ impl Cluster {
             .pkg
             .read(&k.script_path)
             .map_err(|err| StepFailure::input("k8s.install", err.to_string()))?;
-        let name = Path::new(&k.script_path)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Ok((format!("{SCRIPT_DIR}/{name}"), body))
+        Ok((plan::roles::install_script_path(&k.script_path), body))
     }
 
     /// `k8s.install` on `host` in `role`, joining (or, for the first master, creating) the

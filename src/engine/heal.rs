@@ -162,7 +162,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     }
     let storage_targeted = roles
         .iter()
-        .any(|(v, r)| *r == Role::Storage && is_target(v));
+        .any(|(v, r)| *r == Role::StorageServer && is_target(v));
     let node_targets: Vec<&VnfcRow> = roles
         .iter()
         .filter(|(v, r)| matches!(r, Role::Master | Role::Worker) && is_target(v))
@@ -357,7 +357,7 @@ async fn configure_targets<C: Cloud>(
 ) -> Result<i64, EngineError> {
     let masters = cluster.hosts(vnfcs, Role::Master)?;
     let workers = cluster.hosts(vnfcs, Role::Worker)?;
-    let storage = cluster.hosts(vnfcs, Role::Storage)?;
+    let storage = cluster.hosts(vnfcs, Role::StorageServer)?;
     let targeted = |h: &&Host| targets.contains(h.vnfc_id.as_str());
     let node_targets: Vec<(&Host, Role)> = masters
         .iter()

@@ -223,7 +223,7 @@ pub(super) async fn configure<C: Cloud>(
 
     if cluster.storage_stage_count() > 0 {
         let server = cluster
-            .hosts(vnfcs, Role::Storage)?
+            .hosts(vnfcs, Role::StorageServer)?
             .first()
             .cloned()
             .ok_or_else(|| StepFailure::input("plan", "the stack has no storage server VNFC"))?;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use crate::intake::wire::StorageServer;
+use crate::intake::wire::{K8sClusterInstallationParam, StorageServer};
 use crate::package::Vnfd;
 use crate::plan::vnfcs::AttachedVolume;
 use crate::recipes::{Export, VolumeSetup};
@@ -88,4 +88,54 @@ pub struct StorageSetup {
     pub missing: Vec<String>,
     /// Exports to serve.
     pub exports: Vec<Export>,
+}
+
+/// Where the package's install script (`script_path`) is put on every node: the engine uploads
+/// it there, the reconcile probes check the node with it.
+pub const SCRIPT_DIR: &str = "/usr/local/lib/vnfkeeper";
+
+/// `SCRIPT_DIR/<file name of script_path>`.
+pub fn install_script_path(script_path: &str) -> String {
+    let name = std::path::Path::new(script_path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{SCRIPT_DIR}/{name}")
+}
+
+/// What a VDU's VNFCs are to the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterRole {
+    /// A control-plane node (`master_node`).
+    Master,
+    /// A worker node (`worker_node`).
+    Worker,
+    /// The NFS storage server (`storage_server`).
+    StorageServer,
+    /// A VDU the cluster parameters do not mention.
+    Other,
+}
+
+/// The role of `vdu`: the VDU owning `master_node`, `worker_node` or `storage_server`'s
+/// `ssh_cp_name` (checked in that order). Errors: the role (`master_node`, …) whose
+/// `ssh_cp_name` is not a CP of the VNFD, with that CP.
+pub fn role_of_vdu(
+    vnfd: &Vnfd,
+    k8s: &K8sClusterInstallationParam,
+    vdu: &str,
+) -> Result<ClusterRole, (&'static str, String)> {
+    let owner =
+        |cp: &str, what: &'static str| vdu_of_cp(vnfd, cp).ok_or_else(|| (what, cp.to_owned()));
+    if owner(&k8s.master_node.ssh_cp_name, "master_node")? == vdu {
+        return Ok(ClusterRole::Master);
+    }
+    if owner(&k8s.worker_node.ssh_cp_name, "worker_node")? == vdu {
+        return Ok(ClusterRole::Worker);
+    }
+    if let Some(ss) = &k8s.storage_server
+        && owner(&ss.ssh_cp_name, "storage_server")? == vdu
+    {
+        return Ok(ClusterRole::StorageServer);
+    }
+    Ok(ClusterRole::Other)
 }

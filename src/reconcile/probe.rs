@@ -18,7 +18,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt as _;
@@ -28,14 +27,10 @@ use super::policy::{Finding, Role, Verdict};
 use crate::intake::wire::Secret;
 use crate::intake::wire::params::K8sClusterInstallationParam;
 use crate::package::VnfPackage;
-use crate::plan;
+use crate::plan::{self, roles::ClusterRole};
 use crate::recipes::{self, EXIT_NEEDED, Step};
 use crate::remote::{Auth, HostKeyPolicy, Remote, RemoteCommand, Target};
 use crate::store::VnfcRow;
-
-/// Where the engine puts the package's install script (the `k8s.install` check only needs a
-/// path; it tests for kubeadm's `/etc/kubernetes/kubelet.conf`).
-const SCRIPT_DIR: &str = "/usr/local/lib/vnfkeeper";
 
 /// Probe limits.
 #[derive(Debug, Clone, Copy)]
@@ -62,28 +57,15 @@ pub fn roles(vnfcs: &[VnfcRow], cluster: Option<&Cluster>) -> HashMap<String, Ro
     let mut out: HashMap<String, Role> =
         vnfcs.iter().map(|v| (v.id.clone(), Role::Other)).collect();
     let Some(c) = cluster else { return out };
-    let vdu = |cp: &str| plan::roles::vdu_of_cp(&c.pkg.vnfd, cp);
-    let master = vdu(&c.k8s.master_node.ssh_cp_name);
-    let worker = vdu(&c.k8s.worker_node.ssh_cp_name);
-    let storage = c
-        .k8s
-        .storage_server
-        .as_ref()
-        .and_then(|s| vdu(&s.ssh_cp_name));
     let mut first = true;
     for v in vnfcs {
-        let role = if Some(&v.vdu_id) == storage.as_ref() {
-            Role::StorageServer
-        } else if Some(&v.vdu_id) == master.as_ref() {
-            if std::mem::take(&mut first) {
-                Role::FirstMaster
-            } else {
-                Role::Master
-            }
-        } else if Some(&v.vdu_id) == worker.as_ref() {
-            Role::Worker
-        } else {
-            Role::Other
+        let role = match plan::roles::role_of_vdu(&c.pkg.vnfd, &c.k8s, &v.vdu_id) {
+            Ok(ClusterRole::StorageServer) => Role::StorageServer,
+            Ok(ClusterRole::Master) if std::mem::take(&mut first) => Role::FirstMaster,
+            Ok(ClusterRole::Master) => Role::Master,
+            Ok(ClusterRole::Worker) => Role::Worker,
+            // A role naming a CP the VNFD lacks was refused when the VNF was instantiated.
+            Ok(ClusterRole::Other) | Err(_) => Role::Other,
         };
         out.insert(v.id.clone(), role);
     }
@@ -239,13 +221,7 @@ fn plan_jobs(
     let mut unprobed = Vec::new();
     let mut nodes = Vec::new();
     let cp_addr = plan::roles::cp_addresses(t.vnfcs);
-    let script = format!(
-        "{SCRIPT_DIR}/{}",
-        Path::new(&k8s.script_path)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    );
+    let script = plan::roles::install_script_path(&k8s.script_path);
     // PV manifests (names, server, path) — read from the package once per VNF.
     let mut pvs = Vec::new();
     for p in &k8s.pv_registration_params {
