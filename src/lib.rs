@@ -25,6 +25,8 @@ pub mod daemon;
 pub mod engine;
 /// Crash hooks for tests (debug builds only).
 pub mod failpoint;
+/// Flavours (pure): roles, SSH access, MgmtDriver hooks as stages, reconcile probes.
+pub mod flavour;
 /// Individual VNFC management (pure): BaseHOT → adjusted HOT + `nfv` parameters, merge patches.
 pub mod heat;
 /// Where requests enter: spool directory and request validation.

@@ -10,7 +10,7 @@ use support::bed::{Bed, fast_limits};
 use support::is_root;
 use vnfkeeper::engine::EngineLimits;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::OperationState;
+use vnfkeeper::model::{OperationState, StepState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {
@@ -253,22 +253,25 @@ async fn retry_after_a_transient_fault_resumes_at_the_failed_step() {
 
     // Steps done before the fault were not run again (same attempt count, still DONE).
     let after = bed.db.with(|s| s.reader().journal(&op)).unwrap();
-    for b in before.iter().filter(|b| b.state == "DONE") {
-        let a = after
-            .iter()
-            .find(|a| a.step_no == b.step_no && a.host == b.host)
-            .unwrap();
+    for b in before.iter().filter(|b| b.state == StepState::Done) {
+        let a = after.iter().find(|a| a.stage_key == b.stage_key).unwrap();
         assert_eq!(
-            (a.attempts, a.state.as_str()),
-            (b.attempts, "DONE"),
+            (a.attempts, a.state),
+            (b.attempts, StepState::Done),
             "step {} {} ran again",
             b.step_no,
             b.name
         );
     }
-    let failed = before.iter().find(|b| b.state == "FAILED").unwrap();
-    let resumed = after.iter().find(|a| a.step_no == failed.step_no).unwrap();
-    assert_eq!(resumed.state, "DONE");
+    let failed = before
+        .iter()
+        .find(|b| b.state == StepState::Failed)
+        .unwrap();
+    let resumed = after
+        .iter()
+        .find(|a| a.stage_key == failed.stage_key)
+        .unwrap();
+    assert_eq!(resumed.state, StepState::Done);
     assert_eq!(bed.farm.mkfs_log(&storage).await.unwrap().len(), 1);
 }
 

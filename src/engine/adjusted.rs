@@ -1,20 +1,20 @@
 //! The I/O side of individual VNFC management (C4) shared by INSTANTIATE, SCALE and HEAL: whether
 //! the flavour's BaseHOT takes the adjusted-HOT path, the instance's current state for
 //! [`plan::individual::current`] (VNFC rows, and the stack's `nfv` as Heat shows it), storing the
-//! decision once with an audit event, sending Heat the full adjusted documents, and checking that
-//! the stack holds exactly the planned VNFCs afterwards. The decisions themselves are pure
-//! (`plan::individual`, `heat`).
+//! operation's plan once with an audit event, the Heat documents of the adjusted HOT and the
+//! VNFCs it plans. The decisions themselves are pure (`plan::individual`, `heat`).
 
 use std::collections::BTreeSet;
 
 use serde_json::json;
 
 use super::{Engine, EngineError, StepFailure, now};
-use crate::cloud::{Cloud, StackCreate, StackRef};
+use crate::cloud::{Cloud, StackRef};
 use crate::heat::{Analysis, Current};
 use crate::intake::wire::sol003::ExtVirtualLinkData;
 use crate::package::{BaseHot, VnfPackage};
 use crate::plan::individual::{self, AdjustedPlan, Known};
+use crate::plan::stages::StackDocument;
 use crate::store::{NewEvent, OperationRow, VnfcRow};
 
 /// The flavour's BaseHOT and its analysis, when some VDU is managed individually.
@@ -77,15 +77,56 @@ pub(super) async fn current<C: Cloud>(
     .map_err(|err| StepFailure::input("plan", err.to_string()))?)
 }
 
-/// Stores `plan_json` (the operation's plan, holding `adjusted`) once, with a `HOT_ADJUSTED`
-/// event whose evidence is what changes: the merge patches and the VNFCs created, removed and
-/// healed. A plan already stored is kept (resume and RETRY follow it).
+/// Stores the operation's plan (`plan_json`, with its `stages`) once; with an adjusted HOT, a
+/// `HOT_ADJUSTED` event whose evidence is what changes: the merge patches and the VNFCs created,
+/// removed and healed. A plan whose stages are already stored is kept (resume and RETRY follow
+/// it); a plan stored by an earlier version without stages gets them. Returns the stored plan
+/// text.
 pub(super) fn store<C: Cloud>(
     e: &Engine<C>,
     op: &OperationRow,
     plan_json: &str,
-    adjusted: &AdjustedPlan,
-) -> Result<(), EngineError> {
+    adjusted: Option<&AdjustedPlan>,
+    steps_total: usize,
+) -> Result<String, EngineError> {
+    let stored = e.db.write(|tx| {
+        let before = tx.reader().operation_plan(&op.id)?;
+        let has_stages = before
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .is_some_and(|v| {
+                v.get("stages")
+                    .and_then(|s| s.as_array())
+                    .is_some_and(|a| !a.is_empty())
+            });
+        if has_stages && let Some(text) = before {
+            return Ok(text);
+        }
+        tx.set_operation_plan(&op.id, plan_json)?;
+        tx.set_steps_total(&op.id, steps_total as i64)?;
+        if let (None, Some(a)) = (&before, adjusted) {
+            let (message, evidence) = hot_adjusted_event(a);
+            tx.append_event(
+                &NewEvent {
+                    kind: "HOT_ADJUSTED",
+                    vnf_instance_id: Some(&op.vnf_instance_id),
+                    vnf_lcm_op_occ_id: Some(&op.id),
+                    vnfc_id: None,
+                    message: &message,
+                    evidence: Some(&evidence),
+                },
+                now(),
+            )?;
+            for w in &a.warnings {
+                tracing::warn!(warning = %w, "adjusted HOT");
+            }
+        }
+        Ok(plan_json.to_owned())
+    })?;
+    Ok(stored)
+}
+
+fn hot_adjusted_event(adjusted: &AdjustedPlan) -> (String, String) {
     let evidence = json!({
         "templatePatch": adjusted.template_patch,
         "nfvPatch": adjusted.nfv_patch,
@@ -102,96 +143,28 @@ pub(super) fn store<C: Cloud>(
         adjusted.removed.join(", "),
         adjusted.healed.join(", ")
     );
-    e.db.write(|tx| {
-        if tx.reader().operation_plan(&op.id)?.is_some() {
-            return Ok(());
-        }
-        tx.set_operation_plan(&op.id, plan_json)?;
-        tx.append_event(
-            &NewEvent {
-                kind: "HOT_ADJUSTED",
-                vnf_instance_id: Some(&op.vnf_instance_id),
-                vnf_lcm_op_occ_id: Some(&op.id),
-                vnfc_id: None,
-                message: &message,
-                evidence: Some(&evidence),
-            },
-            now(),
-        )
-    })?;
-    for w in &adjusted.warnings {
-        tracing::warn!(warning = %w, "adjusted HOT");
-    }
-    Ok(())
+    (message, evidence)
 }
 
-/// The Heat request carrying the full adjusted template, the nested templates and the full
-/// `nfv` (create, or the body of a full update).
-pub(super) fn stack_request<C: Cloud>(
-    e: &Engine<C>,
-    stack_name: &str,
-    hot: &Hot,
-    adjusted: &AdjustedPlan,
-) -> StackCreate {
+/// The Heat documents of the adjusted HOT: the full adjusted template, the nested templates and
+/// the full `nfv` (create, or the body of a full update).
+pub(super) fn document(hot: &Hot, adjusted: &AdjustedPlan) -> StackDocument {
     let mut parameters = serde_json::Map::new();
     parameters.insert("nfv".into(), adjusted.nfv.clone());
-    StackCreate {
-        stack_name: stack_name.to_owned(),
+    StackDocument {
         template: adjusted.template.clone(),
         files: hot.base.files.clone(),
         parameters,
-        timeout_mins: Some((e.limits.stack_timeout.as_secs() / 60).max(1) as u32),
-        disable_rollback: true,
     }
 }
 
-/// Cloud step `heat.update`: a full update (PUT) with the adjusted documents. Heat keeps every
-/// resource whose definition is unchanged (the other VNFCs' servers), creates the new
-/// `<VDU>-<index>` resources, deletes the removed ones and replaces resources marked unhealthy.
-pub(super) async fn update<C: Cloud>(
-    e: &Engine<C>,
-    op: &OperationRow,
-    no: i64,
-    stack: &StackRef,
-    hot: &Hot,
-    adjusted: &AdjustedPlan,
-) -> Result<(), EngineError> {
-    let req = stack_request(e, &stack.name, hot, adjusted);
-    e.cloud_step(
-        op,
-        no,
-        "heat.update",
-        || e.cloud.update_stack(stack, &req),
-        |_| Ok(()),
-    )
-    .await
-}
-
-/// After an update: the stack holds exactly the planned individually managed VNFCs
-/// (`<VDU>-<index>` read from the nested stacks' parent resources).
-pub(super) fn verify(rows: &[VnfcRow], adjusted: &AdjustedPlan) -> Result<(), StepFailure> {
-    let planned: BTreeSet<String> = adjusted
+/// The individually managed VNFCs (`<VDU>-<index>`) the adjusted HOT plans: what
+/// `heat.read_vnfcs` must find afterwards.
+pub(super) fn planned(adjusted: &AdjustedPlan) -> BTreeSet<String> {
+    adjusted
         .vnfcs
         .iter()
         .filter(|c| c.parameters.is_some())
         .map(|c| c.name())
-        .collect();
-    let found: BTreeSet<String> = rows
-        .iter()
-        .filter_map(|r| {
-            r.vnfc_index
-                .map(|i| crate::heat::template::indexed(&r.vdu_id, i as u32))
-        })
-        .collect();
-    if planned != found {
-        return Err(StepFailure::input(
-            "heat.read_vnfcs",
-            format!(
-                "the stack holds VNFCs [{}], the adjusted HOT plans [{}]",
-                found.into_iter().collect::<Vec<_>>().join(", "),
-                planned.into_iter().collect::<Vec<_>>().join(", ")
-            ),
-        ));
-    }
-    Ok(())
+        .collect()
 }

@@ -2,20 +2,19 @@
 //! replace the servers through Heat, keeping data volumes, and configure the new servers exactly
 //! like the originals.
 //!
-//! Order, chosen so that a refusal changes nothing (Tacker removes the nodes first, then finds a
-//! PersistentVolume in use: `research/tacker-anchor.md` §1.1 heal_start):
-//! 1. storage server among the targets: `pv.not_bound` on a master — refuses with 409 naming the
-//!    Bound PersistentVolumes before anything is touched; then `pv.unregister` of each PV;
-//! 2. masters and workers among the targets, while another master survives: `k8s.remove_node`
-//!    (drain, lenient: the node may be dead; delete);
+//! Order, chosen so that a refusal changes nothing (Tacker's `heal_start` removes the nodes
+//! first, then finds a PersistentVolume in use):
+//! 1.–2. the flavour's `heal_start` stages (for the kubeadm cluster: `pv.not_bound` refusing with
+//!    409 while a PersistentVolume is Bound, `pv.unregister`, `k8s.remove_node` of the targeted
+//!    nodes through a surviving master);
 //! 3. `heat.mark_unhealthy` of each target's server resource in the stack that owns it (the
 //!    nested stack of an AutoScalingGroup member) — and of its volumes only when
 //!    `additionalParams.all` is true; 4. `heat.update` (PATCH `{}`: only marked resources are
-//!    replaced, `research/peers.md` §5); 5. `heat.wait_update`; 6. `heat.read_vnfcs` (new server
+//!    replaced); 5. `heat.wait_update`; 6. `heat.read_vnfcs` (new server
 //!    ids; their host keys are learned anew);
-//! 7. configuration of the targets: join (or create, when no master survived) the cluster, NFS
-//!    client; on the storage server the kept volume is mounted (`mkfs` only if it holds no
-//!    filesystem), the NFS server and exports; the PVs registered again.
+//! 7. the flavour's `heal_end` stages over the new rows (for the kubeadm cluster: join, or
+//!    create when no master survived, NFS client; the storage server mounts its kept volume —
+//!    `mkfs` only if it holds no filesystem —, NFS server and exports; the PVs registered again).
 //!
 //! Individual VNFC management (C4): targets may be named `<VDU>-<index>`; the plan holds the
 //! adjusted HOT of the heal (`heat::adjust`: order and template unchanged, a healed VNFC's
@@ -25,29 +24,25 @@
 //!
 //! `additionalParams.configuration_only: true` (vnfkeeper; used by reconcile for drift that needs
 //! no new server, e.g. a lost export line) skips 1–6 and only runs the idempotent configuration
-//! steps on the targets.
-
-use std::collections::BTreeSet;
+//! stages on the targets.
 
 use serde::{Deserialize, Serialize};
 
 use super::adjusted;
-use super::cluster::{Cluster, Role};
-use super::instantiate::{register_pvs, update_and_read};
-use super::steps::Host;
+use super::executor::{Exec, Subjects};
+use super::instance::{Instance, instance_stack};
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
+use crate::flavour::HookContext;
 use crate::heat;
 use crate::intake::wire::sol003::HealVnfRequest;
 use crate::plan;
 use crate::plan::individual::AdjustedPlan;
-use crate::recipes::{self, DrainPolicy};
+use crate::plan::stages::{CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
+use crate::plan::vnfcs::AttachedVolume;
 use crate::store::{OperationRow, VnfcRow};
 
-/// Longest drain of a node being replaced before it is deleted anyway.
-const HEAL_DRAIN: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// What the heal resolved once (kept in the operation's `plan` across a crash or RETRY).
+/// What the heal decided once (kept in the operation's `plan` across a crash or RETRY).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct HealPlan {
     /// The VNFCs healed (all of the instance's VNFCs for a whole-VNF heal).
@@ -60,6 +55,9 @@ struct HealPlan {
     /// entries with a new image when the request or Grant gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     adjusted: Option<AdjustedPlan>,
+    /// The stages.
+    #[serde(default)]
+    stages: Vec<Stage>,
 }
 
 fn request<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<HealVnfRequest, EngineError> {
@@ -70,18 +68,15 @@ fn request<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<HealVnfRequest,
         .map_err(|_| StepFailure::input("plan", "stored HealVnfRequest does not parse"))?)
 }
 
-async fn resolve<C: Cloud>(
+/// The targets, the mode and the adjusted HOT, decided once.
+async fn decide<C: Cloud>(
     e: &Engine<C>,
     op: &OperationRow,
-    cluster: &Cluster,
+    inst: &Instance,
     hot: Option<&adjusted::Hot>,
     stack: &StackRef,
     vnfcs: &[VnfcRow],
 ) -> Result<HealPlan, EngineError> {
-    if let Some(text) = e.db.with(|s| s.reader().operation_plan(&op.id))? {
-        return Ok(serde_json::from_str(&text)
-            .map_err(|_| StepFailure::input("plan", "stored heal plan does not parse"))?);
-    }
     let req = request(e, op)?;
     let extra = req.additional_params.as_ref();
     let known = adjusted::known(vnfcs);
@@ -108,11 +103,11 @@ async fn resolve<C: Cloud>(
     let adjusted = match hot {
         Some(hot) if !configuration_only => {
             let current =
-                adjusted::current(e, hot, stack, vnfcs, &cluster.req.ext_virtual_links).await?;
+                adjusted::current(e, hot, stack, vnfcs, &inst.req.ext_virtual_links).await?;
             Some(
                 plan::individual::decide(
                     &hot.base,
-                    &cluster.pkg.vnfd,
+                    &inst.pkg.vnfd,
                     &current,
                     &known,
                     heat::Operation::Heal(&req),
@@ -122,293 +117,110 @@ async fn resolve<C: Cloud>(
         }
         _ => None,
     };
-    let plan = HealPlan {
+    Ok(HealPlan {
         targets,
         configuration_only,
         recreate_volumes: extra.and_then(|a| a.all).unwrap_or(false),
         adjusted,
-    };
-    let json = serde_json::to_string(&plan).unwrap_or_default();
-    match &plan.adjusted {
-        Some(a) => adjusted::store(e, op, &json, a)?,
-        None => e.db.write(|tx| tx.set_operation_plan(&op.id, &json))?,
+        stages: Vec::new(),
+    })
+}
+
+/// The stages of a decided heal.
+fn stages<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    inst: &Instance,
+    hot: Option<&adjusted::Hot>,
+    before: &[VnfcRow],
+    p: &HealPlan,
+) -> Result<Vec<Stage>, EngineError> {
+    let mut list = StageList::default();
+    if !p.configuration_only {
+        let individual = match (&p.adjusted, hot) {
+            (Some(a), Some(h)) => Some((a, h)),
+            (Some(_), None) => {
+                return Err(StepFailure::input(
+                    "plan",
+                    "the stored plan uses an adjusted HOT, but the package's BaseHOT no longer has an individually managed VDU",
+                )
+                .into());
+            }
+            (None, _) => None,
+        };
+        let c = HookContext {
+            vnfcs: before,
+            pv_wait: e.limits.pv_wait,
+        };
+        list.append(inst.driver.heal_start(c, &p.targets)?);
+        // Mark the targets' servers (and, if asked, their volumes) unhealthy in the stack that
+        // owns each (an AutoScalingGroup member's nested stack).
+        let mut marks = Vec::new();
+        for v in before.iter().filter(|v| p.targets.contains(&v.id)) {
+            let mark = |resource: String| Mark {
+                stack_name: v.stack_name.clone(),
+                stack_id: v.stack_id.clone(),
+                resource,
+            };
+            marks.push(mark(v.resource_name.clone()));
+            if p.recreate_volumes {
+                let vols: Vec<AttachedVolume> = v
+                    .volumes
+                    .as_deref()
+                    .and_then(|t| serde_json::from_str(t).ok())
+                    .unwrap_or_default();
+                marks.extend(vols.into_iter().filter_map(|a| a.resource).map(mark));
+            }
+        }
+        list.cloud(CloudAction::MarkUnhealthy {
+            marks,
+            reason: format!("healed by vnfkeeper (VnfLcmOpOcc {})", op.id),
+        });
+        // Converge: Heat replaces exactly the marked resources (with the adjusted HOT, a full
+        // update whose only change is the healed VNFCs' image, if any).
+        match individual {
+            Some((a, h)) => list.cloud(CloudAction::UpdateStack(adjusted::document(h, a))),
+            None => list.cloud(CloudAction::PatchStack {
+                parameters: serde_json::Map::new(),
+            }),
+        };
+        list.cloud(CloudAction::WaitUpdate)
+            .cloud(CloudAction::ReadVnfcs(ReadCheck {
+                adjusted: individual.map(|(a, _)| adjusted::planned(a)),
+                ..ReadCheck::default()
+            }));
     }
-    Ok(plan)
+    list.wave(|w| vec![Stage::expand(w, Hook::HealEnd)]);
+    Ok(list.into_stages())
 }
 
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
-    let cluster = Cluster::of_instance(e, &op.vnf_instance_id)?;
-    let (_, stack) = super::cluster::instance_stack(e, &op.vnf_instance_id)?;
+    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let (_, stack) = instance_stack(e, &op.vnf_instance_id)?;
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
-    let hot = adjusted::load(&cluster.pkg, &cluster.req.flavour_id)?;
-    let plan = resolve(e, op, &cluster, hot.as_ref(), &stack, &before).await?;
-    let individual = match (&plan.adjusted, &hot) {
-        (Some(a), Some(h)) => Some((a, h)),
-        (Some(_), None) => {
-            return Err(StepFailure::input(
-                "plan",
-                "the stored plan uses an adjusted HOT, but the package's BaseHOT no longer has an individually managed VDU",
-            )
-            .into());
+    let plan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
+        Some(text) => serde_json::from_str::<HealPlan>(&text)
+            .map_err(|_| StepFailure::input("plan", "stored heal plan does not parse"))?,
+        None => {
+            let hot = adjusted::load(&inst.pkg, &inst.req.flavour_id)?;
+            decide(e, op, &inst, hot.as_ref(), &stack, &before).await?
         }
-        (None, _) => None,
     };
-    let targets: BTreeSet<&str> = plan.targets.iter().map(String::as_str).collect();
-    let is_target = |v: &VnfcRow| targets.contains(v.id.as_str());
-
-    let mut roles = Vec::new();
-    for v in &before {
-        roles.push((v, cluster.role(&v.vdu_id)?));
-    }
-    let storage_targeted = roles
-        .iter()
-        .any(|(v, r)| *r == Role::StorageServer && is_target(v));
-    let node_targets: Vec<&VnfcRow> = roles
-        .iter()
-        .filter(|(v, r)| matches!(r, Role::Master | Role::Worker) && is_target(v))
-        .map(|(v, _)| *v)
-        .collect();
-    // A master that is not healed runs kubectl for the others; without one, the first master.
-    let surviving_master = roles
-        .iter()
-        .find(|(v, r)| *r == Role::Master && !is_target(v))
-        .map(|(v, _)| *v);
-    let pv_names = if storage_targeted {
-        cluster.pv_names()?
+    let plan = if plan.stages.is_empty() {
+        let hot = adjusted::load(&inst.pkg, &inst.req.flavour_id)?;
+        let mut p = plan;
+        p.stages = stages(e, op, &inst, hot.as_ref(), &before, &p)?;
+        let json = serde_json::to_string(&p).unwrap_or_default();
+        let text = adjusted::store(e, op, &json, p.adjusted.as_ref(), p.stages.len())?;
+        serde_json::from_str::<HealPlan>(&text)
+            .map_err(|_| StepFailure::input("plan", "stored heal plan does not parse"))?
     } else {
-        Vec::new()
+        plan
     };
-
-    // N of "step k/N".
-    let cloud_steps = if plan.configuration_only { 0 } else { 4 };
-    let pre = if plan.configuration_only || cluster.k8s.is_none() {
-        0
-    } else {
-        let pv = if storage_targeted && !pv_names.is_empty() {
-            1 + pv_names.len()
-        } else {
-            0
-        };
-        let nodes = if surviving_master.is_some() {
-            node_targets.len()
-        } else {
-            0
-        };
-        pv + nodes
+    let x = Exec {
+        instance: Some(&inst),
+        adjusted: plan.adjusted.as_ref(),
+        subjects: Subjects::Listed(plan.targets.clone()),
     };
-    let post = post_stage_count(&cluster, !node_targets.is_empty(), storage_targeted);
-    e.db.write(|tx| tx.set_steps_total(&op.id, (pre + cloud_steps + post) as i64))?;
-
-    let mut no = 1;
-    let done = e.done_steps(op)?;
-    let done_cloud = |n: i64| done.contains(&(n, String::new()));
-    let vnfcs = if plan.configuration_only {
-        before.clone()
-    } else {
-        // 1. PersistentVolumes: refuse while Bound, then unregister.
-        if cluster.k8s.is_some() && storage_targeted && !pv_names.is_empty() {
-            let master_row = surviving_master
-                .or_else(|| {
-                    roles
-                        .iter()
-                        .find(|(_, r)| *r == Role::Master)
-                        .map(|(v, _)| *v)
-                })
-                .ok_or_else(|| {
-                    StepFailure::input("plan", "no master to check PersistentVolumes on")
-                })?;
-            let master = cluster.host(master_row, Role::Master)?;
-            e.stage(
-                op,
-                no,
-                vec![(
-                    recipes::pv::not_bound(&master.vnfc_id, &pv_names),
-                    master.clone(),
-                )],
-            )
-            .await?;
-            no += 1;
-            for name in &pv_names {
-                let step = recipes::pv::unregister(&master.vnfc_id, name, e.limits.pv_wait);
-                e.stage(op, no, vec![(step, master.clone())]).await?;
-                no += 1;
-            }
-        }
-        // 2. Nodes out of the cluster while a master survives to do it.
-        if cluster.k8s.is_some()
-            && let Some(m) = surviving_master
-        {
-            let master = cluster.host(m, Role::Master)?;
-            for v in &node_targets {
-                let addr = cluster.host(v, cluster.role(&v.vdu_id)?)?.target.address;
-                let step = recipes::k8s_remove_node(
-                    &master.vnfc_id,
-                    &addr.to_string(),
-                    HEAL_DRAIN,
-                    DrainPolicy::Lenient,
-                );
-                e.stage(op, no, vec![(step, master.clone())]).await?;
-                no += 1;
-            }
-        }
-        // 3. Mark the targets' servers (and, if asked, their volumes) unhealthy.
-        if !done_cloud(no) {
-            let marks: Vec<(StackRef, String)> = before
-                .iter()
-                .filter(|v| is_target(v))
-                .flat_map(|v| {
-                    let owner = StackRef {
-                        name: v.stack_name.clone(),
-                        id: v.stack_id.clone(),
-                    };
-                    let mut out = vec![(owner.clone(), v.resource_name.clone())];
-                    if plan.recreate_volumes {
-                        let vols: Vec<crate::plan::vnfcs::AttachedVolume> = v
-                            .volumes
-                            .as_deref()
-                            .and_then(|t| serde_json::from_str(t).ok())
-                            .unwrap_or_default();
-                        out.extend(
-                            vols.into_iter()
-                                .filter_map(|a| a.resource)
-                                .map(|r| (owner.clone(), r)),
-                        );
-                    }
-                    out
-                })
-                .collect();
-            let reason = format!("healed by vnfkeeper (VnfLcmOpOcc {})", op.id);
-            e.cloud_step(
-                op,
-                no,
-                "heat.mark_unhealthy",
-                || async {
-                    for (owner, resource) in &marks {
-                        e.cloud.mark_unhealthy(owner, resource, &reason).await?;
-                    }
-                    Ok(())
-                },
-                |_| Ok(()),
-            )
-            .await?;
-        }
-        no += 1;
-        // 4.–6. Converge: Heat replaces exactly the marked resources (with the adjusted HOT, a
-        // full update whose only change is the healed VNFCs' image, if any); the new servers.
-        let (after, next) = update_and_read(
-            e,
-            op,
-            &cluster.pkg,
-            &stack,
-            serde_json::json!({}),
-            individual,
-            no,
-        )
-        .await?;
-        no = next;
-        after
-    };
-
-    // 7. Configure the targets.
-    if cluster.k8s.is_some() {
-        configure_targets(
-            e,
-            op,
-            &cluster,
-            &vnfcs,
-            &targets,
-            surviving_master.map(|m| m.id.as_str()),
-            no,
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-/// Stages [`configure_targets`] runs.
-fn post_stage_count(cluster: &Cluster, nodes: bool, storage: bool) -> usize {
-    if cluster.k8s.is_none() {
-        return 0;
-    }
-    let mut n = 0;
-    if nodes {
-        n += 2; // install/join, then the other targets in parallel
-        if cluster.storage_stage_count() > 0 {
-            n += 1; // NFS clients
-        }
-    }
-    if storage {
-        n += cluster.storage_stage_count() + 2 * cluster.pv_count();
-    }
-    n
-}
-
-/// Configures the healed VNFCs: nodes (re)join the cluster — through a surviving master, or the
-/// first healed master creates it again — and get the NFS client; the storage server mounts its
-/// kept volume, serves the exports, and the PersistentVolumes are registered again.
-async fn configure_targets<C: Cloud>(
-    e: &Engine<C>,
-    op: &OperationRow,
-    cluster: &Cluster,
-    vnfcs: &[VnfcRow],
-    targets: &BTreeSet<&str>,
-    surviving_master: Option<&str>,
-    mut no: i64,
-) -> Result<i64, EngineError> {
-    let masters = cluster.hosts(vnfcs, Role::Master)?;
-    let workers = cluster.hosts(vnfcs, Role::Worker)?;
-    let storage = cluster.hosts(vnfcs, Role::StorageServer)?;
-    let targeted = |h: &&Host| targets.contains(h.vnfc_id.as_str());
-    let node_targets: Vec<(&Host, Role)> = masters
-        .iter()
-        .filter(targeted)
-        .map(|h| (h, Role::Master))
-        .chain(workers.iter().filter(targeted).map(|h| (h, Role::Worker)))
-        .collect();
-    // The master everybody joins: a surviving one, else the first (healed) master.
-    let anchor = surviving_master
-        .and_then(|id| masters.iter().find(|m| m.vnfc_id == id))
-        .or_else(|| masters.first())
-        .cloned()
-        .ok_or_else(|| StepFailure::input("plan", "the stack has no master VNFC"))?;
-    let master_ip = anchor.target.address.to_string();
-
-    if !node_targets.is_empty() {
-        // The anchor first when it is itself healed (it creates the cluster again).
-        let (first, rest): (Vec<_>, Vec<_>) = node_targets
-            .iter()
-            .partition(|(h, _)| h.vnfc_id == anchor.vnfc_id);
-        let mut stage = Vec::new();
-        for (h, role) in first {
-            stage.push((cluster.install(h, role, &master_ip)?, h.clone()));
-        }
-        e.stage(op, no, stage).await?;
-        no += 1;
-        let mut stage = Vec::new();
-        for (h, role) in rest {
-            stage.push((cluster.install(h, role, &master_ip)?, h.clone()));
-        }
-        e.stage(op, no, stage).await?;
-        no += 1;
-        if cluster.storage_stage_count() > 0 {
-            let clients = node_targets
-                .iter()
-                .map(|(h, _)| (recipes::nfs_client(&h.vnfc_id), (*h).clone()))
-                .collect();
-            e.stage(op, no, clients).await?;
-            no += 1;
-        }
-    }
-    if let Some(server) = storage.iter().find(targeted) {
-        let row = vnfcs
-            .iter()
-            .find(|v| v.id == server.vnfc_id)
-            .ok_or_else(|| StepFailure::input("plan", "the storage server VNFC vanished"))?;
-        for step in cluster.storage_steps(server, row, &op.vnf_instance_id)? {
-            e.stage(op, no, vec![(step, server.clone())]).await?;
-            no += 1;
-        }
-        no = register_pvs(e, op, cluster, vnfcs, &anchor, no).await?;
-    }
-    Ok(no)
+    e.execute(op, plan.stages.clone(), &x).await
 }

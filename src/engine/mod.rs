@@ -8,8 +8,9 @@
 //! State machine: SOL003 §5.6.2.2 (see [`crate::model::OperationState`]).
 
 mod adjusted;
-mod cluster;
+mod executor;
 mod heal;
+mod instance;
 mod instantiate;
 mod scale;
 mod steps;
@@ -17,6 +18,8 @@ mod terminate;
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use tracing::Instrument as _;
 
 use crate::cloud::Cloud;
 use crate::model::{LcmOperationType, OperationState, Timestamp};
@@ -64,6 +67,12 @@ pub enum EngineError {
     /// The database failed; the operation is left as it is and resumes later.
     #[error("{0}")]
     Store(#[from] StoreError),
+}
+
+impl From<crate::flavour::FlavourError> for EngineError {
+    fn from(e: crate::flavour::FlavourError) -> Self {
+        EngineError::Step(e.into())
+    }
 }
 
 /// Runs operations. One `Engine` serves the whole daemon; `run` is called once per operation
@@ -119,7 +128,10 @@ impl<C: Cloud> Engine<C> {
             return Ok(OperationState::Failed);
         };
         let span = tracing::info_span!("operation", vnf_instance_id = %op.vnf_instance_id, vnf_lcm_op_occ_id = %op.id, operation = %op.operation);
-        let _enter = span.enter();
+        self.run_op(op).instrument(span).await
+    }
+
+    async fn run_op(&self, op: OperationRow) -> Result<OperationState, StoreError> {
         match (op.operation_state, op.pending_task.as_deref()) {
             (OperationState::Starting, _) | (OperationState::FailedTemp, Some("RETRY")) => {
                 self.transition(&op, OperationState::Processing, None, "processing")?;
@@ -152,20 +164,27 @@ impl<C: Cloud> Engine<C> {
                 Ok(OperationState::Completed)
             }
             Err(EngineError::Store(e)) => Err(e),
-            Err(EngineError::Step(f)) => {
-                let problem = f.problem();
-                tracing::error!(
-                    message_id = crate::daemon::logging::MSG_OPERATION_FAILED,
-                    step = %f.step,
-                    host = %f.host,
-                    "operation failed: {}",
-                    problem.detail
-                );
-                let json = serde_json::to_string(&problem).unwrap_or_default();
-                self.transition(op, OperationState::FailedTemp, Some(&json), &problem.detail)?;
-                Ok(OperationState::FailedTemp)
-            }
+            Err(EngineError::Step(f)) => self.record_failure(op, &f),
         }
+    }
+
+    /// Records a failed step: FAILED_TEMP with its ProblemDetails, and the journal record.
+    fn record_failure(
+        &self,
+        op: &OperationRow,
+        f: &StepFailure,
+    ) -> Result<OperationState, StoreError> {
+        let problem = f.problem();
+        tracing::error!(
+            message_id = crate::daemon::logging::MSG_OPERATION_FAILED,
+            step = %f.step,
+            host = %f.host,
+            "operation failed: {}",
+            problem.detail
+        );
+        let json = serde_json::to_string(&problem).unwrap_or_default();
+        self.transition(op, OperationState::FailedTemp, Some(&json), &problem.detail)?;
+        Ok(OperationState::FailedTemp)
     }
 
     async fn roll_back(&self, op: &OperationRow) -> Result<OperationState, StoreError> {

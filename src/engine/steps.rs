@@ -1,15 +1,15 @@
-//! Running journaled steps: remote check-then-apply steps fanned out over hosts, and cloud
-//! steps, each with retries for transient failures.
+//! Running one journaled step: a cloud call or a remote check-then-apply step (fanned out over
+//! the hosts of a wave), each with retries for transient failures.
 
-use std::collections::BTreeSet;
 use std::future::Future;
 
 use futures::StreamExt as _;
+use tracing::Instrument as _;
 
 use super::{Engine, EngineError, backoff, now};
 use crate::cloud::{Cloud, CloudError};
 use crate::intake::wire::Secret;
-use crate::model::{LcmOperationType, ProblemDetails};
+use crate::model::{LcmOperationType, ProblemDetails, StepState};
 use crate::recipes::{EXIT_NEEDED, EXIT_REFUSED, Step};
 use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
 use crate::store::{OperationRow, StoreError};
@@ -106,7 +106,12 @@ impl Host {
 
 impl<C: Cloud> Engine<C> {
     /// Shows "step k/N: what" in `vnfkeeper ops`.
-    fn step_status(&self, op: &OperationRow, step_no: i64, what: &str) -> Result<(), StoreError> {
+    pub(super) fn step_status(
+        &self,
+        op: &OperationRow,
+        step_no: i64,
+        what: &str,
+    ) -> Result<(), StoreError> {
         let total = self.db.with(|s| s.reader().steps_total(&op.id))?;
         let k = total
             .map(|n| format!("{step_no}/{n}"))
@@ -114,25 +119,14 @@ impl<C: Cloud> Engine<C> {
         self.status(op, &format!("step {k}: {what}"))
     }
 
-    /// `(step_no, host)` pairs already `DONE` in the journal of `op`.
-    pub(super) fn done_steps(
-        &self,
-        op: &OperationRow,
-    ) -> Result<BTreeSet<(i64, String)>, StoreError> {
-        let rows = self.db.with(|s| s.reader().journal(&op.id))?;
-        Ok(rows
-            .into_iter()
-            .filter(|r| r.state == "DONE")
-            .map(|r| (r.step_no, r.host))
-            .collect())
-    }
-
-    /// Runs a cloud step (journaled under host `""`), retrying transient errors. `persist`
-    /// records what the step learned (stack id, VNFC rows) before the step is journaled DONE, so
-    /// a crash between the two cannot leave a DONE step whose result was never stored.
+    /// Runs a cloud step (journaled under its stage key, host `""`), retrying transient errors.
+    /// `persist` records what the step learned (stack id, VNFC rows) and checks it before the
+    /// step is journaled DONE, so a crash between the two cannot leave a DONE step whose result
+    /// was never stored; a failed check journals the step FAILED.
     pub(super) async fn cloud_step<T, F, Fut, P>(
         &self,
         op: &OperationRow,
+        key: &str,
         step_no: i64,
         name: &str,
         f: F,
@@ -145,14 +139,28 @@ impl<C: Cloud> Engine<C> {
     {
         self.step_status(op, step_no, name)?;
         self.db
-            .write(|tx| tx.journal_start(&op.id, step_no, name, "", now()))?;
+            .write(|tx| tx.journal_start(&op.id, key, step_no, name, "", now()))?;
         let mut attempt = 1;
         loop {
             match f().await {
                 Ok(v) => {
-                    persist(&v)?;
+                    if let Err(err) = persist(&v) {
+                        if let EngineError::Step(f) = &err {
+                            self.db.write(|tx| {
+                                tx.journal_finish(
+                                    &op.id,
+                                    key,
+                                    StepState::Failed,
+                                    None,
+                                    &f.reason,
+                                    now(),
+                                )
+                            })?;
+                        }
+                        return Err(err);
+                    }
                     self.db.write(|tx| {
-                        tx.journal_finish(&op.id, step_no, "", "DONE", None, "done", now())
+                        tx.journal_finish(&op.id, key, StepState::Done, None, "done", now())
                     })?;
                     crate::failpoint::hit("engine-step-done");
                     return Ok(v);
@@ -166,7 +174,7 @@ impl<C: Cloud> Engine<C> {
                 Err(e) => {
                     let f = StepFailure::cloud(name, &e);
                     self.db.write(|tx| {
-                        tx.journal_finish(&op.id, step_no, "", "FAILED", None, &f.reason, now())
+                        tx.journal_finish(&op.id, key, StepState::Failed, None, &f.reason, now())
                     })?;
                     return Err(f.into());
                 }
@@ -174,43 +182,38 @@ impl<C: Cloud> Engine<C> {
         }
     }
 
-    /// Runs one stage: `steps` (each on its own host) in parallel, at most
-    /// `max_parallel_hosts` at once, skipping those already DONE. All run to their end before
-    /// the first failure (if any) is returned, so the journal is complete.
-    pub(super) async fn stage(
+    /// Runs remote stages `(step_no, key, step, host)` of one wave in parallel, at most
+    /// `max_parallel_hosts` at once. All run to their end before the first failure (if any) is
+    /// returned, so the journal is complete.
+    pub(super) async fn fan_out(
         &self,
         op: &OperationRow,
-        step_no: i64,
-        steps: Vec<(Step, Host)>,
+        stages: Vec<(i64, String, Step, Host)>,
     ) -> Result<(), EngineError> {
-        if steps.is_empty() {
-            return Ok(());
-        }
-        let done = self.done_steps(op)?;
-        let name = steps[0].0.name;
-        self.step_status(op, step_no, &format!("{name} on {} host(s)", steps.len()))?;
-        let results: Vec<Result<(), EngineError>> = futures::stream::iter(steps)
-            .filter(|(_, h)| std::future::ready(!done.contains(&(step_no, h.vnfc_id.clone()))))
-            .map(|(step, host)| async move { self.remote_step(op, step_no, &step, &host).await })
+        let results: Vec<Result<(), EngineError>> = futures::stream::iter(stages)
+            .map(|(step_no, key, step, host)| {
+                let span = tracing::info_span!("step", step = step.name, vnfc_id = %host.vnfc_id, host = %host.target.address);
+                async move { self.remote_step(op, &key, step_no, &step, &host).await }
+                    .instrument(span)
+            })
             .buffer_unordered(self.limits.max_parallel_hosts.max(1))
             .collect()
             .await;
         results.into_iter().collect()
     }
 
-    /// check → (upload, apply, check again) on one host, journaled, with retries for
-    /// transient SSH failures.
+    /// check → (upload, apply, check again) on one host, journaled under `key`, with retries
+    /// for transient SSH failures.
     async fn remote_step(
         &self,
         op: &OperationRow,
+        key: &str,
         step_no: i64,
         step: &Step,
         host: &Host,
     ) -> Result<(), EngineError> {
-        let span = tracing::info_span!("step", step = step.name, vnfc_id = %host.vnfc_id, host = %host.target.address);
-        let _e = span.enter();
         self.db
-            .write(|tx| tx.journal_start(&op.id, step_no, step.name, &host.vnfc_id, now()))?;
+            .write(|tx| tx.journal_start(&op.id, key, step_no, step.name, &host.vnfc_id, now()))?;
         let mut attempt = 1;
         let outcome = loop {
             match self.check_apply(step, host).await {
@@ -255,15 +258,7 @@ impl<C: Cloud> Engine<C> {
             Ok(detail) => {
                 tracing::info!(detail = %detail, "step done");
                 self.db.write(|tx| {
-                    tx.journal_finish(
-                        &op.id,
-                        step_no,
-                        &host.vnfc_id,
-                        "DONE",
-                        Some(0),
-                        &detail,
-                        now(),
-                    )
+                    tx.journal_finish(&op.id, key, StepState::Done, Some(0), &detail, now())
                 })?;
                 crate::failpoint::hit("engine-step-done");
                 Ok(())
@@ -272,9 +267,8 @@ impl<C: Cloud> Engine<C> {
                 self.db.write(|tx| {
                     tx.journal_finish(
                         &op.id,
-                        step_no,
-                        &host.vnfc_id,
-                        "FAILED",
+                        key,
+                        StepState::Failed,
                         f.exit_status,
                         &f.reason,
                         now(),

@@ -1,75 +1,72 @@
-//! TERMINATE (SOL003 §5.4.8 TerminateVnfRequest): 1. `heat.delete` of the instance's stack (found
-//! by id, else by name; already gone is fine), 2. `heat.wait_delete`; then the VNFCs are forgotten
-//! and the instance is `NOT_INSTANTIATED`, its history and audit rows kept. Nothing runs on the
-//! servers (Tacker's terminate_end only deregisters the VIM, `research/tacker-anchor.md` §1.1).
+//! TERMINATE (SOL003 §5.4.8 TerminateVnfRequest): the flavour's `terminate_start` stages, then
+//! `heat.delete` of the instance's stack (found by id, else by name; already gone is fine) and
+//! `heat.wait_delete`; then the VNFCs are forgotten and the instance is `NOT_INSTANTIATED`, its
+//! history and audit rows kept. Nothing runs on the servers for the kubeadm cluster (Tacker's
+//! `terminate_end` only deregisters the VIM).
 //!
 //! GRACEFUL vs FORCEFUL concerns the operations queued ahead of the TERMINATE; the daemon's runner
 //! applies it (see `daemon::runner`).
 
+use serde::{Deserialize, Serialize};
+
+use super::executor::{Exec, Subjects};
+use super::instance::{Instance, instance_row, stack_name};
 use super::{Engine, EngineError, StepFailure, now};
-use crate::cloud::{Cloud, ErrorKind, StackRef};
+use crate::cloud::Cloud;
+use crate::flavour::HookContext;
 use crate::model::InstantiationState;
+use crate::plan::stages::{CloudAction, Stage, StageList};
 use crate::store::OperationRow;
 
+/// The plan of a TERMINATE, as stored.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct TerminatePlan {
+    /// The stages.
+    #[serde(default)]
+    stages: Vec<Stage>,
+}
+
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
-    e.db.write(|tx| tx.set_steps_total(&op.id, 2))?;
-    let instance =
-        e.db.with(|s| s.reader().instances())?
-            .into_iter()
-            .find(|i| i.id == op.vnf_instance_id)
-            .ok_or_else(|| StepFailure::input("plan", "VNF instance vanished"))?;
+    let instance = instance_row(e, &op.vnf_instance_id)?;
+    // A TERMINATE after a failed INSTANTIATE has no flavour to ask: only the stack goes.
+    let inst = Instance::of_instance(e, &op.vnf_instance_id).ok();
+    let stored: TerminatePlan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|_| StepFailure::input("plan", "stored terminate plan does not parse"))?,
+        None => TerminatePlan::default(),
+    };
+    let plan = if stored.stages.is_empty() {
+        let rows = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
+        let c = HookContext {
+            vnfcs: &rows,
+            pv_wait: e.limits.pv_wait,
+        };
+        let mut list = StageList::default();
+        if let Some(inst) = &inst {
+            list.append(inst.driver.terminate_start(c)?);
+        }
+        list.cloud(CloudAction::DeleteStack)
+            .cloud(CloudAction::WaitDelete);
+        let p = TerminatePlan {
+            stages: list.into_stages(),
+        };
+        let json = serde_json::to_string(&p).unwrap_or_default();
+        let text = super::adjusted::store(e, op, &json, None, p.stages.len())?;
+        serde_json::from_str(&text)
+            .map_err(|_| StepFailure::input("plan", "stored terminate plan does not parse"))?
+    } else {
+        stored
+    };
+    let x = Exec {
+        instance: inst.as_ref(),
+        adjusted: None,
+        subjects: Subjects::None,
+    };
+    e.execute(op, plan.stages.clone(), &x).await?;
     let name = instance
         .stack_name
         .clone()
-        .unwrap_or_else(|| format!("vnf-{}", op.vnf_instance_id));
-    let done = e.done_steps(op)?;
-    let done_cloud = |n: i64| done.contains(&(n, String::new()));
-    let known = instance.stack_id.clone().map(|id| StackRef {
-        name: name.clone(),
-        id,
-    });
-    let stack = if done_cloud(1) {
-        known
-    } else {
-        e.cloud_step(
-            op,
-            1,
-            "heat.delete",
-            || async {
-                let stack = match &known {
-                    Some(s) => Some(s.clone()),
-                    None => e.cloud.find_stack(&name).await?,
-                };
-                if let Some(s) = &stack {
-                    e.cloud.delete_stack(s).await?;
-                }
-                Ok(stack)
-            },
-            |_| Ok(()),
-        )
-        .await?
-    };
-    if !done_cloud(2)
-        && let Some(s) = &stack
-    {
-        e.cloud_step(
-            op,
-            2,
-            "heat.wait_delete",
-            || async {
-                match e
-                    .cloud
-                    .wait_stack(s, &["DELETE_COMPLETE"], e.limits.stack_timeout)
-                    .await
-                {
-                    Err(err) if matches!(err.kind(), ErrorKind::NotFound) => Ok(()),
-                    other => other.map(|_| ()),
-                }
-            },
-            |_| Ok(()),
-        )
-        .await?;
-    }
+        .unwrap_or_else(|| stack_name(&op.vnf_instance_id));
     e.db.write(|tx| {
         tx.delete_vnfcs(&op.vnf_instance_id)?;
         tx.set_instance_stack(&op.vnf_instance_id, &name, None, now())?;

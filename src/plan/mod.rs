@@ -3,8 +3,8 @@
 
 pub mod individual;
 pub mod nfv;
-pub mod roles;
 pub mod scale;
+pub mod stages;
 pub mod terminate;
 pub mod vnfcs;
 

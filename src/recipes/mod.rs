@@ -16,7 +16,41 @@ use std::time::Duration;
 
 const COMMON: &str = include_str!("scripts/common.sh");
 
-/// One check-then-apply step on one host.
+/// Every step script by step name: what a stored plan's step names resolve to.
+const SCRIPTS: &[(&str, &str)] = &[
+    (
+        "storage.filesystem",
+        include_str!("scripts/storage_filesystem.sh"),
+    ),
+    ("storage.mount", include_str!("scripts/storage_mount.sh")),
+    ("nfs.server", include_str!("scripts/nfs_server.sh")),
+    ("nfs.exports", include_str!("scripts/nfs_exports.sh")),
+    ("nfs.client", include_str!("scripts/nfs_client.sh")),
+    ("k8s.install", include_str!("scripts/k8s_install.sh")),
+    (
+        "k8s.remove_node",
+        include_str!("scripts/k8s_remove_node.sh"),
+    ),
+    ("pv.register", include_str!("scripts/pv_register.sh")),
+    ("pv.available", include_str!("scripts/pv_available.sh")),
+    ("pv.not_bound", include_str!("scripts/pv_not_bound.sh")),
+    ("pv.unregister", include_str!("scripts/pv_unregister.sh")),
+];
+
+/// The step name and script text of the step called `name`, if there is one.
+pub fn script(name: &str) -> Option<(&'static str, &'static str)> {
+    SCRIPTS.iter().find(|(n, _)| *n == name).copied()
+}
+
+/// `(name, script)` of a step this module defines; panics on a name missing from `SCRIPTS`,
+/// which the unit tests exercise for every constructor.
+fn known(name: &str) -> (&'static str, &'static str) {
+    script(name).unwrap_or_else(|| panic!("step `{name}` has no script"))
+}
+
+/// One check-then-apply step on one host. Stored in an operation's plan as JSON: the script is
+/// named by the step name (resolved through the scripts compiled into this binary), uploads are
+/// base64.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
     /// Stable name, e.g. `storage.filesystem`; with `host` it identifies the step in the journal.
@@ -36,14 +70,84 @@ pub struct Step {
 }
 
 /// A file to put on the host before a step runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Upload {
     /// Absolute path on the host.
     pub path: String,
-    /// Content.
+    /// Content (base64 when stored).
+    #[serde(with = "base64_bytes")]
     pub bytes: Vec<u8>,
     /// File mode, e.g. `0o600`.
     pub mode: u32,
+}
+
+/// The stored form of a [`Step`].
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredStep {
+    name: String,
+    host: String,
+    args: Vec<String>,
+    #[serde(default)]
+    uploads: Vec<Upload>,
+    sudo: bool,
+    timeout_secs: u64,
+}
+
+impl From<Step> for StoredStep {
+    fn from(s: Step) -> Self {
+        Self {
+            name: s.name.to_owned(),
+            host: s.host,
+            args: s.args,
+            uploads: s.uploads,
+            sudo: s.sudo,
+            timeout_secs: s.timeout.as_secs(),
+        }
+    }
+}
+
+impl TryFrom<StoredStep> for Step {
+    type Error = String;
+
+    fn try_from(s: StoredStep) -> Result<Self, String> {
+        let (name, script) = script(&s.name).ok_or_else(|| format!("unknown step `{}`", s.name))?;
+        Ok(Self {
+            name,
+            host: s.host,
+            script,
+            args: s.args,
+            uploads: s.uploads,
+            sudo: s.sudo,
+            timeout: Duration::from_secs(s.timeout_secs),
+        })
+    }
+}
+
+impl serde::Serialize for Step {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        StoredStep::from(self.clone()).serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Step {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Step::try_from(StoredStep::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Serde for upload content as standard base64 text.
+mod base64_bytes {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+
+    pub fn serialize<S: serde::Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(d)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
 }
 
 impl Step {
@@ -94,18 +198,18 @@ pub fn storage_volumes(host: &str, volumes: &[VolumeSetup]) -> Vec<Step> {
     let mut steps = Vec::new();
     for v in volumes {
         steps.push(Step {
-            name: "storage.filesystem",
+            name: known("storage.filesystem").0,
             host: host.into(),
-            script: include_str!("scripts/storage_filesystem.sh"),
+            script: known("storage.filesystem").1,
             args: vec![v.device.clone(), v.volume_id.clone()],
             uploads: Vec::new(),
             sudo: true,
             timeout: Duration::from_secs(600),
         });
         steps.push(Step {
-            name: "storage.mount",
+            name: known("storage.mount").0,
             host: host.into(),
-            script: include_str!("scripts/storage_mount.sh"),
+            script: known("storage.mount").1,
             args: vec![v.device.clone(), v.volume_id.clone(), v.mount_to.clone()],
             uploads: Vec::new(),
             sudo: true,
@@ -140,18 +244,18 @@ pub fn nfs_server(host: &str, vnf_instance_id: &str, exports: &[Export]) -> Vec<
     args.extend(exports.iter().map(|e| e.dir.clone()));
     vec![
         Step {
-            name: "nfs.server",
+            name: known("nfs.server").0,
             host: host.into(),
-            script: include_str!("scripts/nfs_server.sh"),
+            script: known("nfs.server").1,
             args: Vec::new(),
             uploads: Vec::new(),
             sudo: true,
             timeout: Duration::from_secs(900),
         },
         Step {
-            name: "nfs.exports",
+            name: known("nfs.exports").0,
             host: host.into(),
-            script: include_str!("scripts/nfs_exports.sh"),
+            script: known("nfs.exports").1,
             args,
             uploads: Vec::new(),
             sudo: true,
@@ -163,9 +267,9 @@ pub fn nfs_server(host: &str, vnf_instance_id: &str, exports: &[Export]) -> Vec<
 /// A Kubernetes node: the NFS client installed.
 pub fn nfs_client(host: &str) -> Step {
     Step {
-        name: "nfs.client",
+        name: known("nfs.client").0,
         host: host.into(),
-        script: include_str!("scripts/nfs_client.sh"),
+        script: known("nfs.client").1,
         args: Vec::new(),
         uploads: Vec::new(),
         sudo: true,
@@ -180,9 +284,9 @@ pub fn k8s_install(host: &str, script: &str, body: Vec<u8>, args: Vec<String>) -
     let mut all = vec![script.to_owned()];
     all.extend(args);
     Step {
-        name: "k8s.install",
+        name: known("k8s.install").0,
         host: host.into(),
-        script: include_str!("scripts/k8s_install.sh"),
+        script: known("k8s.install").1,
         args: all,
         uploads: vec![Upload {
             path: script.into(),
@@ -200,9 +304,9 @@ pub fn k8s_install(host: &str, script: &str, body: Vec<u8>, args: Vec<String>) -
 /// bounded drain and the node found by address instead of by parsing `kubectl get nodes`.
 pub fn k8s_remove_node(host: &str, address: &str, drain: Duration, policy: DrainPolicy) -> Step {
     Step {
-        name: "k8s.remove_node",
+        name: known("k8s.remove_node").0,
         host: host.into(),
-        script: include_str!("scripts/k8s_remove_node.sh"),
+        script: known("k8s.remove_node").1,
         args: vec![
             address.into(),
             drain.as_secs().to_string(),

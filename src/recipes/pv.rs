@@ -95,9 +95,9 @@ pub fn register(host: &str, dir: &str, pv: &PvManifest, server: &str, wait: Dura
     let manifest = format!("{dir}/{}.yaml", pv.name);
     vec![
         Step {
-            name: "pv.register",
+            name: super::known("pv.register").0,
             host: host.into(),
-            script: include_str!("scripts/pv_register.sh"),
+            script: super::known("pv.register").1,
             args: vec![
                 pv.name.clone(),
                 manifest.clone(),
@@ -113,9 +113,9 @@ pub fn register(host: &str, dir: &str, pv: &PvManifest, server: &str, wait: Dura
             timeout: Duration::from_secs(120),
         },
         Step {
-            name: "pv.available",
+            name: super::known("pv.available").0,
             host: host.into(),
-            script: include_str!("scripts/pv_available.sh"),
+            script: super::known("pv.available").1,
             args: vec![pv.name.clone(), wait.as_secs().to_string()],
             uploads: Vec::new(),
             sudo: false,
@@ -130,9 +130,9 @@ pub fn register(host: &str, dir: &str, pv: &PvManifest, server: &str, wait: Dura
 /// done here before anything else is touched.
 pub fn not_bound(host: &str, names: &[String]) -> Step {
     Step {
-        name: "pv.not_bound",
+        name: super::known("pv.not_bound").0,
         host: host.into(),
-        script: include_str!("scripts/pv_not_bound.sh"),
+        script: super::known("pv.not_bound").1,
         args: names.to_vec(),
         uploads: Vec::new(),
         sudo: false,
@@ -144,9 +144,9 @@ pub fn not_bound(host: &str, names: &[String]) -> Step {
 /// to `wait` for it to disappear.
 pub fn unregister(host: &str, name: &str, wait: Duration) -> Step {
     Step {
-        name: "pv.unregister",
+        name: super::known("pv.unregister").0,
         host: host.into(),
-        script: include_str!("scripts/pv_unregister.sh"),
+        script: super::known("pv.unregister").1,
         args: vec![name.into(), wait.as_secs().to_string()],
         uploads: Vec::new(),
         sudo: false,

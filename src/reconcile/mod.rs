@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::cloud::Cloud;
+use crate::flavour;
 use crate::intake::wire::sol003::InstantiateVnfRequest;
 use crate::model::{InstantiationState, LcmOperationType, Timestamp};
 use crate::package::VnfPackage;
@@ -230,14 +231,20 @@ impl<C: Cloud> Reconciler<C> {
         let mut packages: HashMap<String, Option<Arc<VnfPackage>>> = HashMap::new();
         let mut clusters: HashMap<String, Cluster> = HashMap::new();
         for v in &snap.vnfs {
-            let k8s = v
+            let Some(req) = v
                 .instantiate
                 .as_deref()
                 .and_then(|p| serde_json::from_str::<InstantiateVnfRequest>(p).ok())
-                .and_then(|r| r.additional_params?.k8s_cluster_installation_param);
-            let (Some(k8s), Some(path)) = (k8s, v.instance.vnf_package.as_deref()) else {
+            else {
                 continue;
             };
+            let Some(path) = v.instance.vnf_package.as_deref() else {
+                continue;
+            };
+            let files = flavour::package_files(&req);
+            if files.is_empty() {
+                continue;
+            }
             let pkg = packages
                 .entry(path.to_owned())
                 .or_insert_with(|| match VnfPackage::load(std::path::Path::new(path)) {
@@ -248,9 +255,18 @@ impl<C: Cloud> Reconciler<C> {
                     }
                 })
                 .clone();
-            if let Some(pkg) = pkg {
-                clusters.insert(v.instance.id.clone(), Cluster { k8s, pkg });
-            }
+            let Some(pkg) = pkg else { continue };
+            let files = files
+                .into_iter()
+                .filter_map(|f| pkg.read(&f).ok().map(|b| (f, b)))
+                .collect();
+            let driver = flavour::select(flavour::Inputs {
+                vnf_instance_id: v.instance.id.clone(),
+                req,
+                vnfd: pkg.vnfd.clone(),
+                files,
+            });
+            clusters.insert(v.instance.id.clone(), Cluster { driver });
         }
         let roles: HashMap<String, HashMap<String, policy::Role>> = snap
             .vnfs
@@ -307,7 +323,8 @@ impl<C: Cloud> Reconciler<C> {
             let mut findings = probed.remove(id).unwrap_or_default();
             let has_pvs = clusters
                 .get(id)
-                .is_some_and(|c| !c.k8s.pv_registration_params.is_empty());
+                // Names that cannot be read count as PersistentVolumes (fail closed).
+                .is_some_and(|c| c.driver.pv_names().map_or(true, |n| !n.is_empty()));
             let pvs = if !has_pvs {
                 PvView::NotApplicable
             } else if let Some(b) = findings.pv_bound.take() {

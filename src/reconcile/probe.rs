@@ -3,8 +3,8 @@
 //!
 //! Each probe is an existing recipe script in `check` mode (exit 0 = in place, 10 = drift; any
 //! other exit, an SSH failure or a timeout = unknown), so a probe and the configuration step that
-//! repairs it can never disagree about what "in place" means. What is probed follows from the
-//! instance's INSTANTIATE request (`k8s_cluster_installation_param`, seeds/pv-k8s-cluster):
+//! repairs it can never disagree about what "in place" means. What is probed is the flavour's
+//! choice (`MgmtDriver::probes`); for the kubeadm cluster with NFS PersistentVolumes:
 //! - storage server: each volume mounted (`storage.mount`), NFS server installed (`nfs.server`),
 //!   exactly the requested exports written and served (`nfs.exports`);
 //! - masters and workers: cluster joined (`k8s.install`), NFS client installed (`nfs.client`,
@@ -24,11 +24,10 @@ use futures::StreamExt as _;
 use serde_json::Value;
 
 use super::policy::{Finding, Role, Verdict};
+use crate::flavour::{self, HookContext, MgmtDriver, Probe};
 use crate::intake::wire::Secret;
-use crate::intake::wire::params::K8sClusterInstallationParam;
-use crate::package::VnfPackage;
-use crate::plan::{self, roles::ClusterRole};
-use crate::recipes::{self, EXIT_NEEDED, Step};
+use crate::plan;
+use crate::recipes::{EXIT_NEEDED, Step};
 use crate::remote::{Auth, HostKeyPolicy, Remote, RemoteCommand, Target};
 use crate::store::VnfcRow;
 
@@ -41,31 +40,29 @@ pub struct ProbeSettings {
     pub max_parallel_hosts: usize,
 }
 
-/// The intended configuration of one clustered VNF: its request's cluster parameters, the
-/// package (VNFD for roles, PV manifests) and the role of each VNFC.
+/// The intended configuration of one VNF: its flavour (from the last completed INSTANTIATE and
+/// its package), which says the role of each VNFC, how to reach it and what to probe.
 #[derive(Debug)]
 pub struct Cluster {
-    /// `k8s_cluster_installation_param` of the last completed INSTANTIATE.
-    pub k8s: K8sClusterInstallationParam,
-    /// The VNF package.
-    pub pkg: std::sync::Arc<VnfPackage>,
+    /// The flavour's driver.
+    pub driver: Box<dyn MgmtDriver>,
 }
 
-/// Roles of the VNFCs (vnfc id → role) by the VDU owning each role's `ssh_cp_name`; the first
-/// master is the first master VNFC in the store's order (as the engine chooses it).
+/// Roles of the VNFCs (vnfc id → role) as the flavour assigns them; the first master is the
+/// first master VNFC in the store's order (as the engine chooses it).
 pub fn roles(vnfcs: &[VnfcRow], cluster: Option<&Cluster>) -> HashMap<String, Role> {
     let mut out: HashMap<String, Role> =
         vnfcs.iter().map(|v| (v.id.clone(), Role::Other)).collect();
     let Some(c) = cluster else { return out };
     let mut first = true;
     for v in vnfcs {
-        let role = match plan::roles::role_of_vdu(&c.pkg.vnfd, &c.k8s, &v.vdu_id) {
-            Ok(ClusterRole::StorageServer) => Role::StorageServer,
-            Ok(ClusterRole::Master) if std::mem::take(&mut first) => Role::FirstMaster,
-            Ok(ClusterRole::Master) => Role::Master,
-            Ok(ClusterRole::Worker) => Role::Worker,
+        let role = match c.driver.role(&v.vdu_id) {
+            Ok(flavour::Role::StorageServer) => Role::StorageServer,
+            Ok(flavour::Role::Master) if std::mem::take(&mut first) => Role::FirstMaster,
+            Ok(flavour::Role::Master) => Role::Master,
+            Ok(flavour::Role::Worker) => Role::Worker,
             // A role naming a CP the VNFD lacks was refused when the VNF was instantiated.
-            Ok(ClusterRole::Other) | Err(_) => Role::Other,
+            Ok(flavour::Role::Other) | Err(_) => Role::Other,
         };
         out.insert(v.id.clone(), role);
     }
@@ -215,52 +212,29 @@ fn plan_jobs(
     Vec<(String, Option<IpAddr>)>,
     Vec<String>,
 ) {
-    let k8s = &t.cluster.k8s;
-    let pkg = &t.cluster.pkg;
+    let driver = &t.cluster.driver;
+    let c = HookContext {
+        vnfcs: t.vnfcs,
+        pv_wait: Duration::ZERO,
+    };
     let mut jobs = Vec::new();
     let mut unprobed = Vec::new();
     let mut nodes = Vec::new();
-    let cp_addr = plan::roles::cp_addresses(t.vnfcs);
-    let script = plan::roles::install_script_path(&k8s.script_path);
-    // PV manifests (names, server, path) — read from the package once per VNF.
-    let mut pvs = Vec::new();
-    for p in &k8s.pv_registration_params {
-        let Some(server) = cp_addr.get(&p.nfs_server_cp) else {
-            continue;
-        };
-        if let Ok(text) = pkg.read_text(&p.pv_manifest_file_path)
-            && let Ok(pv) = recipes::pv::with_nfs_server(&p.pv_manifest_file_path, &text, server)
-        {
-            pvs.push((pv, server.clone()));
-        }
-    }
-    let pv_names: Vec<String> = pvs.iter().map(|(p, _)| p.name.clone()).collect();
-    let storage_vnfc = t
-        .vnfcs
-        .iter()
-        .find(|v| t.roles.get(&v.id) == Some(&Role::StorageServer))
-        .map(|v| v.id.clone());
+    let pv_names = driver.pv_names().unwrap_or_default();
     for v in t.vnfcs {
         let role = t.roles.get(&v.id).copied().unwrap_or(Role::Other);
-        let (cp, user, password) = match role {
-            Role::FirstMaster | Role::Master => (
-                &k8s.master_node.ssh_cp_name,
-                &k8s.master_node.username,
-                &k8s.master_node.password,
-            ),
-            Role::Worker => (
-                &k8s.worker_node.ssh_cp_name,
-                &k8s.worker_node.username,
-                &k8s.worker_node.password,
-            ),
-            Role::StorageServer => match &k8s.storage_server {
-                Some(s) => (&s.ssh_cp_name, &s.username, &s.password),
-                None => continue,
-            },
+        let flavour_role = match role {
+            Role::FirstMaster | Role::Master => flavour::Role::Master,
+            Role::Worker => flavour::Role::Worker,
+            Role::StorageServer => flavour::Role::StorageServer,
             Role::Other => continue,
         };
-        let addr = plan::roles::cp_address(v, cp);
-        if matches!(role, Role::FirstMaster | Role::Master | Role::Worker) {
+        let Ok(access) = driver.access(flavour_role) else {
+            continue;
+        };
+        let cp = &access.cp;
+        let addr = plan::vnfcs::cp_address(v, cp);
+        if flavour_role.is_node() {
             nodes.push((v.id.clone(), addr));
         }
         if !t.probe.contains(&v.id.as_str()) {
@@ -277,63 +251,27 @@ fn plan_jobs(
             ));
             continue;
         };
-        let mut checks = Vec::new();
-        match role {
-            Role::StorageServer => {
-                let ss = k8s
-                    .storage_server
-                    .as_ref()
-                    .expect("storage role has params");
-                let setup = crate::plan::roles::storage_setup(ss, v);
-                checks.extend(
-                    recipes::storage_volumes(&v.id, &setup.volumes)
-                        .into_iter()
-                        .filter(|s| s.name == "storage.mount")
-                        .map(Check::Script),
-                );
-                checks.extend(
-                    recipes::nfs_server(&v.id, t.vnf_instance_id, &setup.exports)
-                        .into_iter()
-                        .map(Check::Script),
-                );
-            }
-            _ => {
-                checks.push(Check::Script(recipes::k8s_install(
-                    &v.id,
-                    &script,
-                    Vec::new(),
-                    Vec::new(),
-                )));
-                if k8s.storage_server.is_some() {
-                    checks.push(Check::Script(recipes::nfs_client(&v.id)));
-                }
-                if role == Role::FirstMaster {
-                    checks.push(Check::Kubectl("nodes"));
-                    checks.push(Check::Kubectl("pv"));
-                    for (pv, server) in &pvs {
-                        let dir = format!("/tmp/vnfkeeper-{}", t.vnf_instance_id);
-                        let mut step =
-                            recipes::pv::register(&v.id, &dir, pv, server, Duration::ZERO)
-                                .remove(0);
-                        // Reported as drift of the storage server (its heal re-registers PVs).
-                        step.host = storage_vnfc.clone().unwrap_or_else(|| v.id.clone());
-                        checks.push(Check::Script(step));
-                    }
-                }
-            }
-        }
+        let checks = driver
+            .probes(c, v, flavour_role, role == Role::FirstMaster)
+            .into_iter()
+            .map(|p| match p {
+                Probe::Script(step) => Check::Script(step),
+                Probe::Kubectl(kind) => Check::Kubectl(kind),
+            })
+            .collect();
+        let (user, password) = (access.username, access.password);
         jobs.push(Job {
             vnf: t.vnf_instance_id.to_owned(),
             vnfc: v.id.clone(),
             target: Target {
                 address,
                 port: 22,
-                username: user.clone(),
+                username: user,
                 auth: Auth::Password(password.clone()),
                 host_key: HostKeyPolicy::Pinned(key),
                 label: v.id.clone(),
             },
-            secrets: vec![password.clone()],
+            secrets: vec![password],
             checks,
         });
     }

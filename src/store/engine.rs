@@ -3,21 +3,23 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{NewEvent, OperationRow, ReaderRef, Result, Tx, VnfcRow, collect_checked};
-use crate::model::{InstantiationState, OperationState, Timestamp};
+use super::{NewEvent, OperationRow, ReaderRef, Result, StoreError, Tx, VnfcRow, collect_checked};
+use crate::model::{InstantiationState, OperationState, StepState, Timestamp};
 use crate::plan::vnfcs::ObservedVnfc;
 
-/// One `step_journal` row.
+/// One `step_journal` row: how one stage of an operation's plan went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalRow {
-    /// 1-based position in the plan.
+    /// The stage's stable key in the plan, e.g. `k8s.install@<vnfcInstanceId>`.
+    pub stage_key: String,
+    /// 1-based position of the stage in the plan.
     pub step_no: i64,
     /// Step name, e.g. `storage.mount`.
     pub name: String,
     /// VNFC the step ran on (empty for cloud steps).
     pub host: String,
-    /// `PENDING`, `STARTED`, `DONE`, `SKIPPED` or `FAILED`.
-    pub state: String,
+    /// Where the stage is.
+    pub state: StepState,
     /// Attempts so far.
     pub attempts: i64,
     /// Remote exit status of the last attempt.
@@ -27,23 +29,39 @@ pub struct JournalRow {
 }
 
 impl ReaderRef<'_> {
-    /// The journal of an operation, in plan order.
+    /// The journal of an operation, in plan order. Errors: [`super::StoreError::Corrupt`] for a
+    /// state outside the schema's list.
     pub fn journal(&self, op_id: &str) -> Result<Vec<JournalRow>> {
         let mut st = self.conn.prepare(
-            "SELECT step_no, name, COALESCE(host, ''), state, attempts, exit_status, detail
-             FROM step_journal WHERE vnf_lcm_op_occ_id = ?1 ORDER BY step_no, host",
+            "SELECT stage_key, step_no, name, host, state, attempts, exit_status, detail
+             FROM step_journal WHERE vnf_lcm_op_occ_id = ?1 ORDER BY step_no, stage_key",
         )?;
         let rows = st.query_map([op_id], |r| {
-            Ok(JournalRow {
-                step_no: r.get(0)?,
-                name: r.get(1)?,
-                host: r.get(2)?,
-                state: r.get(3)?,
-                attempts: r.get(4)?,
-                exit_status: r.get(5)?,
-                detail: r.get(6)?,
-            })
+            let key: String = r.get(0)?;
+            let state: String = r.get(4)?;
+            let Some(state) = StepState::parse(&state) else {
+                return Ok(Err(corrupt_state(op_id, &key, state)));
+            };
+            Ok(Ok(JournalRow {
+                stage_key: key,
+                step_no: r.get(1)?,
+                name: r.get(2)?,
+                host: r.get(3)?,
+                state,
+                attempts: r.get(5)?,
+                exit_status: r.get(6)?,
+                detail: r.get(7)?,
+            }))
         })?;
+        collect_checked(rows)
+    }
+
+    /// Keys of the stages of `op_id` journaled DONE.
+    pub fn done_stages(&self, op_id: &str) -> Result<std::collections::BTreeSet<String>> {
+        let mut st = self.conn.prepare(
+            "SELECT stage_key FROM step_journal WHERE vnf_lcm_op_occ_id = ?1 AND state = 'DONE'",
+        )?;
+        let rows = st.query_map([op_id], |r| r.get::<_, String>(0))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
@@ -119,45 +137,45 @@ impl ReaderRef<'_> {
 }
 
 impl Tx<'_> {
-    /// Journals that a step starts (attempt + 1).
+    /// Journals that the stage `key` (position `step_no`, step `name` on `host`) starts
+    /// (attempt + 1).
     pub fn journal_start(
         &mut self,
         op_id: &str,
+        key: &str,
         step_no: i64,
         name: &str,
         host: &str,
         now: Timestamp,
     ) -> Result<()> {
         self.tx.execute(
-            "INSERT INTO step_journal (vnf_lcm_op_occ_id, step_no, name, host, state, attempts, started_at)
-             VALUES (?1, ?2, ?3, ?4, 'STARTED', 1, ?5)
-             ON CONFLICT (vnf_lcm_op_occ_id, step_no, host) DO UPDATE
-             SET state = 'STARTED', attempts = attempts + 1, started_at = ?5, finished_at = NULL",
-            params![op_id, step_no, name, host, now.to_rfc3339()],
+            "INSERT INTO step_journal (vnf_lcm_op_occ_id, stage_key, step_no, name, host, state, attempts, started_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'STARTED', 1, ?6)
+             ON CONFLICT (vnf_lcm_op_occ_id, stage_key) DO UPDATE
+             SET state = 'STARTED', attempts = attempts + 1, step_no = ?3, started_at = ?6,
+                 finished_at = NULL",
+            params![op_id, key, step_no, name, host, now.to_rfc3339()],
         )?;
         Ok(())
     }
 
-    /// Journals how a step ended: `DONE` or `FAILED`, with exit status and detail.
-    #[allow(clippy::too_many_arguments)]
+    /// Journals how the stage `key` ended, with exit status and detail.
     pub fn journal_finish(
         &mut self,
         op_id: &str,
-        step_no: i64,
-        host: &str,
-        state: &str,
+        key: &str,
+        state: StepState,
         exit_status: Option<u32>,
         detail: &str,
         now: Timestamp,
     ) -> Result<()> {
         self.tx.execute(
-            "UPDATE step_journal SET state = ?4, exit_status = ?5, detail = ?6, finished_at = ?7
-             WHERE vnf_lcm_op_occ_id = ?1 AND step_no = ?2 AND host = ?3",
+            "UPDATE step_journal SET state = ?3, exit_status = ?4, detail = ?5, finished_at = ?6
+             WHERE vnf_lcm_op_occ_id = ?1 AND stage_key = ?2",
             params![
                 op_id,
-                step_no,
-                host,
-                state,
+                key,
+                state.as_str(),
                 exit_status,
                 detail,
                 now.to_rfc3339()
@@ -377,5 +395,12 @@ impl Tx<'_> {
             params![vnfc_id, key, now.to_rfc3339()],
         )?;
         Ok(())
+    }
+}
+
+fn corrupt_state(op_id: &str, key: &str, value: String) -> StoreError {
+    StoreError::Corrupt {
+        column: "step_journal.state",
+        value: format!("{value} (operation {op_id}, stage {key})"),
     }
 }

@@ -1,0 +1,523 @@
+//! The one executor of stored plans: runs an operation's stages wave by wave, skipping the stages
+//! the journal has DONE, expanding a flavour hook's placeholder once (and storing the result
+//! before running it), and carrying out cloud actions and remote steps.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::instance::{Instance, instance_row, stack_name};
+use super::steps::Host;
+use super::{Engine, EngineError, StepFailure, now};
+use crate::cloud::{Cloud, ErrorKind, StackCreate, StackRef};
+use crate::flavour::{FlavourError, HookContext};
+use crate::plan::individual::AdjustedPlan;
+use crate::plan::stages::{self, Action, CloudAction, Hook, ReadCheck, StackDocument, Stage};
+use crate::remote::{Auth, HostKeyPolicy, Target};
+use crate::store::{OperationRow, VnfcRow};
+
+/// What the executor needs besides the stages: the instance and the operation's adjusted HOT.
+pub(super) struct Exec<'a> {
+    /// The instance (flavour driver for access and hooks, VNFD for reading VNFCs); `None` when
+    /// the instance has no completed INSTANTIATE (a TERMINATE after a failed one).
+    pub instance: Option<&'a Instance>,
+    /// The operation's adjusted HOT (individual VNFC management): VNFC parameters.
+    pub adjusted: Option<&'a AdjustedPlan>,
+    /// The VNFCs a hook is about (SCALE_OUT: computed after the stack changed; HEAL: targets).
+    pub subjects: Subjects,
+}
+
+/// Which VNFCs a flavour hook is given.
+pub(super) enum Subjects {
+    /// None (INSTANTIATE).
+    None,
+    /// These VNFC ids (HEAL targets, SCALE_IN victims).
+    Listed(Vec<String>),
+    /// The VNFCs created at or after this time (SCALE_OUT: the operation's start).
+    CreatedSince(crate::model::Timestamp),
+}
+
+impl Exec<'_> {
+    fn instance(&self) -> Result<&Instance, StepFailure> {
+        self.instance.ok_or_else(|| {
+            StepFailure::input("plan", "the VNF instance has no completed INSTANTIATE")
+        })
+    }
+}
+
+impl From<FlavourError> for StepFailure {
+    fn from(e: FlavourError) -> Self {
+        StepFailure::input(e.step, e.reason)
+    }
+}
+
+impl<C: Cloud> Engine<C> {
+    /// Runs `stages` (the operation's stored plan) to their end. A placeholder is expanded by its
+    /// hook over the VNFC rows as stored when it is reached; the expanded list is stored (and
+    /// `steps_total` set to its length) before any of it runs.
+    pub(super) async fn execute(
+        &self,
+        op: &OperationRow,
+        mut stages: Vec<Stage>,
+        x: &Exec<'_>,
+    ) -> Result<(), EngineError> {
+        let mut i = 0;
+        while i < stages.len() {
+            let wave = stages[i].wave;
+            let end = stages[i..]
+                .iter()
+                .position(|s| s.wave != wave)
+                .map_or(stages.len(), |n| i + n);
+            if let Action::Expand(hook) = stages[i].action {
+                let rows = self.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
+                let expansion = self.hook(hook, &rows, x)?;
+                stages::expand(&mut stages, hook, expansion);
+                stages::check(&stages)
+                    .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+                self.save_stages(op, &stages)?;
+                continue;
+            }
+            let done = self.db.with(|s| s.reader().done_stages(&op.id))?;
+            let todo: Vec<(usize, &Stage)> = (i..end)
+                .map(|n| (n, &stages[n]))
+                .filter(|(_, s)| !done.contains(&s.key))
+                .collect();
+            if !todo.is_empty() {
+                self.run_wave(op, &todo, x).await?;
+            }
+            i = end;
+        }
+        Ok(())
+    }
+
+    fn hook(&self, hook: Hook, rows: &[VnfcRow], x: &Exec<'_>) -> Result<Vec<Stage>, StepFailure> {
+        let c = HookContext {
+            vnfcs: rows,
+            pv_wait: self.limits.pv_wait,
+        };
+        let subjects: Vec<String> = match &x.subjects {
+            Subjects::None => Vec::new(),
+            Subjects::Listed(ids) => ids.clone(),
+            Subjects::CreatedSince(t) => rows
+                .iter()
+                .filter(|v| crate::model::Timestamp::parse(&v.created_at).is_ok_and(|c| c >= *t))
+                .map(|v| v.id.clone())
+                .collect(),
+        };
+        let d = &x.instance()?.driver;
+        Ok(match hook {
+            Hook::InstantiateEnd => d.instantiate_end(c)?,
+            Hook::ScaleEnd => d.scale_end(c, &subjects)?,
+            Hook::HealEnd => d.heal_end(c, &subjects)?,
+        })
+    }
+
+    /// Writes `stages` into the operation's stored plan (the other keys of the plan are kept)
+    /// and sets `steps_total` to their number.
+    pub(super) fn save_stages(
+        &self,
+        op: &OperationRow,
+        stages: &[Stage],
+    ) -> Result<(), EngineError> {
+        let list = serde_json::to_value(stages)
+            .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+        self.db.write(|tx| {
+            let mut plan: Value = tx
+                .reader()
+                .operation_plan(&op.id)?
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .filter(Value::is_object)
+                .unwrap_or_else(|| Value::Object(Default::default()));
+            plan["stages"] = list;
+            tx.set_operation_plan(&op.id, &plan.to_string())?;
+            tx.set_steps_total(&op.id, stages.len() as i64)
+        })?;
+        Ok(())
+    }
+
+    /// One wave: a cloud stage alone, or remote stages on their hosts at once (bounded). Every
+    /// remote stage runs to its end before the first failure is returned.
+    async fn run_wave(
+        &self,
+        op: &OperationRow,
+        todo: &[(usize, &Stage)],
+        x: &Exec<'_>,
+    ) -> Result<(), EngineError> {
+        let mut remote = Vec::new();
+        let rows = self.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
+        for (n, stage) in todo {
+            let step_no = *n as i64 + 1;
+            match &stage.action {
+                Action::Cloud(action) => self.cloud_stage(op, step_no, stage, action, x).await?,
+                Action::Remote(r) => {
+                    let host = self.host(&rows, &r.step.host, r.role, x)?;
+                    remote.push((step_no, stage.key.clone(), r.step.clone(), host));
+                }
+                Action::Expand(_) => {
+                    return Err(StepFailure::input(
+                        "plan",
+                        format!("placeholder `{}` shares a wave", stage.key),
+                    )
+                    .into());
+                }
+            }
+        }
+        if remote.is_empty() {
+            return Ok(());
+        }
+        let first = remote[0].2.name;
+        self.step_status(
+            op,
+            remote[0].0,
+            &format!("{first} on {} host(s)", remote.len()),
+        )?;
+        self.fan_out(op, remote).await
+    }
+
+    /// How to reach VNFC `vnfc` in `role` now: the address of the role's CP in its current row,
+    /// its pinned host key (trust on first use when none is pinned yet).
+    fn host(
+        &self,
+        rows: &[VnfcRow],
+        vnfc: &str,
+        role: crate::model::Role,
+        x: &Exec<'_>,
+    ) -> Result<Host, StepFailure> {
+        let row = rows.iter().find(|v| v.id == vnfc).ok_or_else(|| {
+            StepFailure::input("plan", format!("VNFC {vnfc} is not a VNFC of the instance"))
+        })?;
+        let access = x.instance()?.driver.access(role)?;
+        let address = crate::plan::vnfcs::cp_address(row, &access.cp).ok_or_else(|| {
+            StepFailure::input(
+                "plan",
+                format!("VNFC {} has no address on CP `{}`", row.id, access.cp),
+            )
+        })?;
+        Ok(Host {
+            vnfc_id: row.id.clone(),
+            target: Target {
+                address,
+                port: 22,
+                username: access.username,
+                auth: Auth::Password(access.password.clone()),
+                host_key: row
+                    .host_key
+                    .clone()
+                    .map(HostKeyPolicy::Pinned)
+                    .unwrap_or(HostKeyPolicy::TrustOnFirstUse),
+                label: row.id.clone(),
+            },
+            secrets: vec![access.password],
+        })
+    }
+
+    fn stack_request(&self, name: &str, doc: &StackDocument) -> StackCreate {
+        StackCreate {
+            stack_name: name.to_owned(),
+            template: doc.template.clone(),
+            files: doc.files.clone(),
+            parameters: doc.parameters.clone(),
+            timeout_mins: Some((self.limits.stack_timeout.as_secs() / 60).max(1) as u32),
+            disable_rollback: true,
+        }
+    }
+
+    /// The instance's stack as recorded. Errors: no stack id recorded yet.
+    fn recorded_stack(&self, op: &OperationRow) -> Result<StackRef, EngineError> {
+        Ok(super::instance::instance_stack(self, &op.vnf_instance_id)?.1)
+    }
+
+    async fn cloud_stage(
+        &self,
+        op: &OperationRow,
+        step_no: i64,
+        stage: &Stage,
+        action: &CloudAction,
+        x: &Exec<'_>,
+    ) -> Result<(), EngineError> {
+        let key = stage.key.as_str();
+        let name = action.name();
+        let limits = &self.limits;
+        match action {
+            CloudAction::CreateStack(doc) => {
+                let stack_name = stack_name(&op.vnf_instance_id);
+                let create = self.stack_request(&stack_name, doc);
+                self.cloud_step(
+                    op,
+                    key,
+                    step_no,
+                    name,
+                    || async {
+                        match self.cloud.find_stack(&stack_name).await? {
+                            Some(s) => Ok(s),
+                            None => self.cloud.create_stack(&create).await,
+                        }
+                    },
+                    |s: &StackRef| {
+                        Ok(self.db.write(|tx| {
+                            tx.set_instance_stack(&op.vnf_instance_id, &s.name, Some(&s.id), now())
+                        })?)
+                    },
+                )
+                .await?;
+            }
+            CloudAction::WaitCreate | CloudAction::WaitUpdate => {
+                let stack = self.recorded_stack(op)?;
+                let status = [if matches!(action, CloudAction::WaitCreate) {
+                    "CREATE_COMPLETE"
+                } else {
+                    "UPDATE_COMPLETE"
+                }];
+                self.cloud_step(
+                    op,
+                    key,
+                    step_no,
+                    name,
+                    || self.cloud.wait_stack(&stack, &status, limits.stack_timeout),
+                    |_| Ok(()),
+                )
+                .await?;
+            }
+            CloudAction::PatchStack { parameters } => {
+                let stack = self.recorded_stack(op)?;
+                let body = Value::Object(parameters.clone());
+                self.cloud_step(
+                    op,
+                    key,
+                    step_no,
+                    name,
+                    || self.cloud.update_stack_patch(&stack, body.clone()),
+                    |_| Ok(()),
+                )
+                .await?;
+            }
+            CloudAction::UpdateStack(doc) => {
+                let stack = self.recorded_stack(op)?;
+                let req = self.stack_request(&stack.name, doc);
+                self.cloud_step(
+                    op,
+                    key,
+                    step_no,
+                    name,
+                    || self.cloud.update_stack(&stack, &req),
+                    |_| Ok(()),
+                )
+                .await?;
+            }
+            CloudAction::ReadVnfcs(check) => {
+                let stack = self.recorded_stack(op)?;
+                self.read_vnfcs(op, key, step_no, &stack, check, x).await?;
+            }
+            CloudAction::MarkUnhealthy { marks, reason } => {
+                self.cloud_step(
+                    op,
+                    key,
+                    step_no,
+                    name,
+                    || async {
+                        for m in marks {
+                            let owner = StackRef {
+                                name: m.stack_name.clone(),
+                                id: m.stack_id.clone(),
+                            };
+                            self.cloud
+                                .mark_unhealthy(&owner, &m.resource, reason)
+                                .await?;
+                        }
+                        Ok(())
+                    },
+                    |_| Ok(()),
+                )
+                .await?;
+            }
+            CloudAction::MarkGroupMembers { victims, reason } => {
+                let stack = self.recorded_stack(op)?;
+                self.cloud_step(
+                    op,
+                    key,
+                    step_no,
+                    name,
+                    || async {
+                        // The group's member is the resource whose nested stack holds the server.
+                        let resources = self.cloud.stack_resources(&stack, 5).await?;
+                        for v in victims {
+                            let (owner, resource) = resources
+                                .iter()
+                                .find(|r| {
+                                    r.nested_stack.as_ref().is_some_and(|n| n.id == v.stack_id)
+                                })
+                                .map(|r| (r.stack.clone(), r.resource_name.clone()))
+                                .unwrap_or_else(|| {
+                                    let own = StackRef {
+                                        name: v.stack_name.clone(),
+                                        id: v.stack_id.clone(),
+                                    };
+                                    (own, v.resource.clone())
+                                });
+                            self.cloud.mark_unhealthy(&owner, &resource, reason).await?;
+                        }
+                        Ok(())
+                    },
+                    |_| Ok(()),
+                )
+                .await?;
+            }
+            CloudAction::DeleteStack => {
+                let known = self.known_stack(op)?;
+                self.cloud_step(
+                    op,
+                    key,
+                    step_no,
+                    name,
+                    || async {
+                        let stack = match &known {
+                            Some(s) => Some(s.clone()),
+                            None => {
+                                self.cloud
+                                    .find_stack(&stack_name(&op.vnf_instance_id))
+                                    .await?
+                            }
+                        };
+                        if let Some(s) = &stack {
+                            self.cloud.delete_stack(s).await?;
+                        }
+                        Ok(())
+                    },
+                    |_| Ok(()),
+                )
+                .await?;
+            }
+            CloudAction::WaitDelete => {
+                let known = self.known_stack(op)?;
+                self.cloud_step(
+                    op,
+                    key,
+                    step_no,
+                    name,
+                    || async {
+                        let stack = match &known {
+                            Some(s) => Some(s.clone()),
+                            None => {
+                                self.cloud
+                                    .find_stack(&stack_name(&op.vnf_instance_id))
+                                    .await?
+                            }
+                        };
+                        let Some(s) = stack else { return Ok(()) };
+                        match self
+                            .cloud
+                            .wait_stack(&s, &["DELETE_COMPLETE"], limits.stack_timeout)
+                            .await
+                        {
+                            Err(err) if matches!(err.kind(), ErrorKind::NotFound) => Ok(()),
+                            other => other.map(|_| ()),
+                        }
+                    },
+                    |_| Ok(()),
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The stack recorded for the instance, if an id was recorded.
+    fn known_stack(&self, op: &OperationRow) -> Result<Option<StackRef>, EngineError> {
+        let row = instance_row(self, &op.vnf_instance_id)?;
+        let name = row
+            .stack_name
+            .clone()
+            .unwrap_or_else(|| stack_name(&op.vnf_instance_id));
+        Ok(row.stack_id.map(|id| StackRef { name, id }))
+    }
+
+    /// `heat.read_vnfcs`: lists the stack's resources, servers, ports and volumes, records the
+    /// VNFCs (with an adjusted HOT, each individually managed VNFC with its index and
+    /// `parameters`), then checks them against `check`.
+    async fn read_vnfcs(
+        &self,
+        op: &OperationRow,
+        key: &str,
+        step_no: i64,
+        stack: &StackRef,
+        check: &ReadCheck,
+        x: &Exec<'_>,
+    ) -> Result<(), EngineError> {
+        let vnfd = &x.instance()?.pkg.vnfd;
+        let mut stored = Vec::new();
+        self.cloud_step(
+            op,
+            key,
+            step_no,
+            "heat.read_vnfcs",
+            || async {
+                let resources = self.cloud.stack_resources(stack, 5).await?;
+                let servers = self.cloud.servers().await?;
+                let ports = self.cloud.ports().await?;
+                let volumes = self.cloud.volumes().await?;
+                let mut observed =
+                    crate::plan::vnfcs::observe(vnfd, &resources, &servers, &ports, &volumes);
+                if let Some(a) = x.adjusted {
+                    a.annotate(&mut observed);
+                }
+                Ok(observed)
+            },
+            |observed| {
+                stored = self
+                    .db
+                    .write(|tx| tx.sync_vnfcs(&op.vnf_instance_id, observed, now()))?;
+                verify(&stored, check)?;
+                Ok(())
+            },
+        )
+        .await?;
+        // A new or replaced server may answer at an address a pooled session still points to.
+        for v in stored.iter().filter(|v| v.host_key.is_none()) {
+            let cps = crate::plan::vnfcs::cp_addresses(std::slice::from_ref(v));
+            for addr in cps.values().filter_map(|a| a.parse().ok()) {
+                let _ = self.remote.forget_address(addr).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The stack holds what the plan expects: exactly the planned individually managed VNFCs, the
+/// planned number per VDU, none of the removed ones.
+fn verify(rows: &[VnfcRow], check: &ReadCheck) -> Result<(), StepFailure> {
+    if let Some(planned) = &check.adjusted {
+        let found: BTreeSet<String> = rows
+            .iter()
+            .filter_map(|r| {
+                r.vnfc_index
+                    .map(|i| crate::heat::template::indexed(&r.vdu_id, i as u32))
+            })
+            .collect();
+        if planned != &found {
+            return Err(StepFailure::input(
+                "heat.read_vnfcs",
+                format!(
+                    "the stack holds VNFCs [{}], the adjusted HOT plans [{}]",
+                    found.into_iter().collect::<Vec<_>>().join(", "),
+                    planned.iter().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+    }
+    for (vdu, want) in &check.capacities {
+        let have = rows.iter().filter(|v| &v.vdu_id == vdu).count();
+        if have != *want as usize {
+            return Err(StepFailure::input(
+                "heat.read_vnfcs",
+                format!("VDU `{vdu}` has {have} VNFC(s) after the update, {want} planned"),
+            ));
+        }
+    }
+    if let Some(left) = rows.iter().find(|v| check.absent.contains(&v.id)) {
+        return Err(StepFailure::input(
+            "heat.read_vnfcs",
+            format!("VNFC {} chosen for removal is still there", left.id),
+        ));
+    }
+    Ok(())
+}

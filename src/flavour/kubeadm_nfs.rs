@@ -1,0 +1,657 @@
+//! The kubeadm-script flavour: a Kubernetes cluster installed by the VNF package's install
+//! script (`k8s_cluster_installation_param`), optionally with an NFS storage server whose Cinder
+//! volumes are formatted (only when empty), mounted and exported, and PersistentVolumes
+//! registered from the package's manifests.
+//!
+//! Roles: the VDU owning `master_node`, `worker_node` or `storage_server`'s `ssh_cp_name`.
+//! Hooks (Tacker `kubernetes_mgmt.py` and its PV variant, with their defects removed):
+//! - `instantiate_end`: install on the first master, then on the other masters and the workers
+//!   at once; storage server: filesystem and mount per volume, NFS server, exports; NFS client
+//!   on every node; each PersistentVolume applied on the first master, then waited for.
+//! - `scale_start`: each SCALE_IN victim drained (strictly: its pods must move) and deleted on a
+//!   master that stays; `scale_end`: the new nodes join and get the NFS client.
+//! - `heal_start`: storage server targeted → refuse while a PersistentVolume is Bound, then
+//!   unregister them; nodes targeted → removed (leniently: they may be dead) through a master
+//!   that survives; `heal_end`: nodes join again (the first healed master creates the cluster
+//!   when none survived), the storage server mounts its kept volume and serves again, the
+//!   PersistentVolumes are registered again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role};
+use crate::intake::wire::params::{K8sClusterInstallationParam, StorageServer};
+use crate::package::Vnfd;
+use crate::plan::stages::{Stage, StageList};
+use crate::plan::vnfcs::AttachedVolume;
+use crate::recipes::{self, DrainPolicy, Export, Step, VolumeSetup, pv::PvManifest};
+use crate::store::VnfcRow;
+
+/// Where the package's install script is put on every node (the engine uploads it there; the
+/// reconcile probes check the node with it).
+pub const SCRIPT_DIR: &str = "/usr/local/lib/vnfkeeper";
+
+/// Longest drain of a node removed by SCALE_IN.
+const SCALE_IN_DRAIN: Duration = Duration::from_secs(300);
+
+/// Longest drain of a node being replaced before it is deleted anyway.
+const HEAL_DRAIN: Duration = Duration::from_secs(60);
+
+/// The package files this flavour reads: the install script and the PV manifests.
+pub(super) fn package_files(k: &K8sClusterInstallationParam) -> Vec<String> {
+    let mut out = vec![k.script_path.clone()];
+    if k.storage_server.is_some() {
+        out.extend(
+            k.pv_registration_params
+                .iter()
+                .map(|p| p.pv_manifest_file_path.clone()),
+        );
+    }
+    out
+}
+
+/// `SCRIPT_DIR/<file name of script_path>`.
+pub fn install_script_path(script_path: &str) -> String {
+    let name = std::path::Path::new(script_path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{SCRIPT_DIR}/{name}")
+}
+
+/// The role of `vdu`: the VDU owning `master_node`, `worker_node` or `storage_server`'s
+/// `ssh_cp_name` (checked in that order). Errors: the role (`master_node`, …) whose
+/// `ssh_cp_name` is not a CP of the VNFD, with that CP.
+pub fn role_of_vdu(
+    vnfd: &Vnfd,
+    k8s: &K8sClusterInstallationParam,
+    vdu: &str,
+) -> Result<Role, (&'static str, String)> {
+    let owner = |cp: &str, what: &'static str| {
+        vnfd.cps
+            .get(cp)
+            .map(|c| c.vdu.clone())
+            .ok_or_else(|| (what, cp.to_owned()))
+    };
+    if owner(&k8s.master_node.ssh_cp_name, "master_node")? == vdu {
+        return Ok(Role::Master);
+    }
+    if owner(&k8s.worker_node.ssh_cp_name, "worker_node")? == vdu {
+        return Ok(Role::Worker);
+    }
+    if let Some(ss) = &k8s.storage_server
+        && owner(&ss.ssh_cp_name, "storage_server")? == vdu
+    {
+        return Ok(Role::StorageServer);
+    }
+    Ok(Role::Other)
+}
+
+/// What the storage server must serve, from `storage_server` and the volumes attached to its VNFC
+/// (`vnfc.volumes`): each `cinder_volume_setup_params` entry whose `volume_resource_id` is
+/// attached becomes a [`VolumeSetup`] (device from the attachment, `/dev/vdb` when Cinder gave
+/// none); the others are listed in `missing` by resource id; `nfs_server_setup_params` become the
+/// [`Export`]s. Shared by the hooks (which refuse when something is missing) and the reconcile
+/// probes (which check what is there; a lost volume is the cloud pass's finding).
+pub fn storage_setup(ss: &StorageServer, vnfc: &VnfcRow) -> StorageSetup {
+    let attached: Vec<AttachedVolume> = vnfc
+        .volumes
+        .as_deref()
+        .and_then(|v| serde_json::from_str(v).ok())
+        .unwrap_or_default();
+    let mut out = StorageSetup::default();
+    for c in &ss.cinder_volume_setup_params {
+        match attached
+            .iter()
+            .find(|a| a.resource.as_deref() == Some(c.volume_resource_id.as_str()))
+        {
+            Some(a) => out.volumes.push(VolumeSetup {
+                volume_id: a.volume_id.clone(),
+                device: a.device.clone().unwrap_or_else(|| "/dev/vdb".into()),
+                mount_to: c.mount_to.clone(),
+            }),
+            None => out.missing.push(c.volume_resource_id.clone()),
+        }
+    }
+    out.exports = ss
+        .nfs_server_setup_params
+        .iter()
+        .map(|x| Export {
+            dir: x.export_dir.clone(),
+            to: x.export_to.clone(),
+        })
+        .collect();
+    out
+}
+
+/// The result of [`storage_setup`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StorageSetup {
+    /// Volumes to format (only if empty) and mount.
+    pub volumes: Vec<VolumeSetup>,
+    /// `volume_resource_id`s the request names that are not attached to the server.
+    pub missing: Vec<String>,
+    /// Exports to serve.
+    pub exports: Vec<Export>,
+}
+
+/// The kubeadm-script cluster of one instance.
+#[derive(Debug)]
+pub(super) struct KubeadmNfs {
+    inputs: Inputs,
+    k8s: K8sClusterInstallationParam,
+}
+
+/// A VNFC as a hook places it: its row, role and SSH address.
+#[derive(Debug, Clone)]
+struct Node<'a> {
+    row: &'a VnfcRow,
+    role: Role,
+    address: IpAddr,
+}
+
+impl KubeadmNfs {
+    pub(super) fn new(inputs: Inputs, k8s: K8sClusterInstallationParam) -> Self {
+        Self { inputs, k8s }
+    }
+
+    fn file(&self, path: &str, step: &'static str) -> Result<&[u8], FlavourError> {
+        self.inputs
+            .files
+            .get(path)
+            .map(Vec::as_slice)
+            .ok_or_else(|| FlavourError::new(step, format!("package file `{path}` was not read")))
+    }
+
+    /// The VNFCs in `role`, in store order, with their SSH addresses.
+    fn nodes<'a>(&self, vnfcs: &'a [VnfcRow], role: Role) -> Result<Vec<Node<'a>>, FlavourError> {
+        let mut out = Vec::new();
+        for row in vnfcs {
+            if self.role(&row.vdu_id)? != role {
+                continue;
+            }
+            let cp = self.access(role)?.cp;
+            let address = crate::plan::vnfcs::cp_address(row, &cp).ok_or_else(|| {
+                FlavourError::new(
+                    "plan",
+                    format!("VNFC {} has no address on CP `{cp}`", row.id),
+                )
+            })?;
+            out.push(Node { row, role, address });
+        }
+        Ok(out)
+    }
+
+    /// `k8s.install` on `node`, joining (or, for the first master, creating) the cluster whose
+    /// first master answers at `master`. Arguments per the README's install script contract:
+    /// masters `-i <master> [-p <pod CIDR>]`, workers `-w <own> -i <master>`.
+    fn install(&self, node: &Node<'_>, master: IpAddr) -> Result<Stage, FlavourError> {
+        let body = self.file(&self.k8s.script_path, "k8s.install")?.to_vec();
+        let args = match node.role {
+            Role::Worker => vec![
+                "-w".to_owned(),
+                node.address.to_string(),
+                "-i".to_owned(),
+                master.to_string(),
+            ],
+            _ => {
+                let mut a = vec!["-i".to_owned(), master.to_string()];
+                if let Some(p) = &self.k8s.master_node.pod_cidr {
+                    a.extend(["-p".to_owned(), p.clone()]);
+                }
+                a
+            }
+        };
+        let step = recipes::k8s_install(
+            &node.row.id,
+            &install_script_path(&self.k8s.script_path),
+            body,
+            args,
+        );
+        Ok(Stage::remote(0, &node.row.id, node.role, step))
+    }
+
+    fn has_storage(&self) -> bool {
+        self.k8s.storage_server.is_some()
+    }
+
+    /// The storage server's stages, one wave each: a filesystem (only if none) and a persistent
+    /// mount per volume, the NFS server, exactly the requested exports. Errors: a
+    /// `volume_resource_id` not attached to the server.
+    fn storage_stages(&self, server: &Node<'_>, list: &mut StageList) -> Result<(), FlavourError> {
+        let Some(ss) = &self.k8s.storage_server else {
+            return Ok(());
+        };
+        let setup = storage_setup(ss, server.row);
+        if let Some(missing) = setup.missing.first() {
+            return Err(FlavourError::new(
+                "storage",
+                format!("volume resource `{missing}` is not attached to the storage server"),
+            ));
+        }
+        let volume_steps = recipes::storage_volumes(&server.row.id, &setup.volumes);
+        for (step, v) in volume_steps
+            .into_iter()
+            .zip(setup.volumes.iter().flat_map(|v| [v, v]))
+        {
+            list.wave(|w| vec![Stage::remote(w, &v.volume_id, Role::StorageServer, step)]);
+        }
+        for step in
+            recipes::nfs_server(&server.row.id, &self.inputs.vnf_instance_id, &setup.exports)
+        {
+            list.wave(|w| vec![Stage::remote(w, &server.row.id, Role::StorageServer, step)]);
+        }
+        Ok(())
+    }
+
+    /// The PersistentVolume manifests with `spec.nfs.server` set to the address of each one's
+    /// `nfs_server_cp` among `vnfcs`. Errors: a CP without an address, a manifest that does not
+    /// parse.
+    fn pv_manifests(&self, vnfcs: &[VnfcRow]) -> Result<Vec<PvManifest>, FlavourError> {
+        if !self.has_storage() {
+            return Ok(Vec::new());
+        }
+        let cp_addr = crate::plan::vnfcs::cp_addresses(vnfcs);
+        let mut out = Vec::new();
+        for p in &self.k8s.pv_registration_params {
+            let server_ip = cp_addr.get(&p.nfs_server_cp).ok_or_else(|| {
+                FlavourError::new(
+                    "pv.register",
+                    format!(
+                        "nfs_server_cp `{}` has no address in the stack",
+                        p.nfs_server_cp
+                    ),
+                )
+            })?;
+            out.push(self.manifest(&p.pv_manifest_file_path, server_ip)?);
+        }
+        Ok(out)
+    }
+
+    fn manifest(&self, path: &str, server: &str) -> Result<PvManifest, FlavourError> {
+        let text = String::from_utf8(self.file(path, "pv.register")?.to_vec())
+            .map_err(|_| FlavourError::new("pv.register", format!("`{path}` is not UTF-8 text")))?;
+        recipes::pv::with_nfs_server(path, &text, server)
+            .map_err(|err| FlavourError::new("pv.register", err.to_string()))
+    }
+
+    /// Every PersistentVolume registered on `master`: apply, then wait for Available, one wave
+    /// each.
+    fn pv_stages(
+        &self,
+        vnfcs: &[VnfcRow],
+        master: &Node<'_>,
+        wait: Duration,
+        list: &mut StageList,
+    ) -> Result<(), FlavourError> {
+        let dir = format!("/tmp/vnfkeeper-{}", self.inputs.vnf_instance_id);
+        for pv in self.pv_manifests(vnfcs)? {
+            let server = pv.server.clone();
+            for step in recipes::pv::register(&master.row.id, &dir, &pv, &server, wait) {
+                list.wave(|w| vec![Stage::remote(w, &pv.name, Role::Master, step)]);
+            }
+        }
+        Ok(())
+    }
+
+    fn nfs_clients(&self, nodes: &[&Node<'_>]) -> Vec<Stage> {
+        if !self.has_storage() {
+            return Vec::new();
+        }
+        nodes
+            .iter()
+            .map(|n| Stage::remote(0, &n.row.id, n.role, recipes::nfs_client(&n.row.id)))
+            .collect()
+    }
+
+    /// `k8s.remove_node` of each of `leaving`, run on `master`, one wave each.
+    fn remove_nodes(
+        &self,
+        master: &Node<'_>,
+        leaving: &[Node<'_>],
+        drain: Duration,
+        policy: DrainPolicy,
+        list: &mut StageList,
+    ) {
+        for n in leaving {
+            let step =
+                recipes::k8s_remove_node(&master.row.id, &n.address.to_string(), drain, policy);
+            list.wave(|w| vec![Stage::remote(w, &n.row.id, Role::Master, step)]);
+        }
+    }
+}
+
+/// `stages` with every wave number set to `w`.
+fn at(w: u32, stages: Vec<Stage>) -> Vec<Stage> {
+    stages
+        .into_iter()
+        .map(|mut s| {
+            s.wave = w;
+            s
+        })
+        .collect()
+}
+
+fn targeted(targets: &[String]) -> BTreeSet<&str> {
+    targets.iter().map(String::as_str).collect()
+}
+
+impl MgmtDriver for KubeadmNfs {
+    fn role(&self, vdu: &str) -> Result<Role, FlavourError> {
+        role_of_vdu(&self.inputs.vnfd, &self.k8s, vdu).map_err(|(what, cp)| {
+            FlavourError::new(
+                "plan",
+                format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
+            )
+        })
+    }
+
+    fn access(&self, role: Role) -> Result<Access, FlavourError> {
+        let k = &self.k8s;
+        let (cp, user, password) = match role {
+            Role::Master => (
+                &k.master_node.ssh_cp_name,
+                &k.master_node.username,
+                &k.master_node.password,
+            ),
+            Role::Worker => (
+                &k.worker_node.ssh_cp_name,
+                &k.worker_node.username,
+                &k.worker_node.password,
+            ),
+            Role::StorageServer => {
+                let ss = k.storage_server.as_ref().ok_or_else(|| {
+                    FlavourError::new("plan", "the VNF has no storage_server parameters")
+                })?;
+                (&ss.ssh_cp_name, &ss.username, &ss.password)
+            }
+            Role::Other => {
+                return Err(FlavourError::new(
+                    "plan",
+                    "a VNFC without a role in the cluster is not configured",
+                ));
+            }
+        };
+        Ok(Access {
+            cp: cp.clone(),
+            username: user.clone(),
+            password: password.clone(),
+        })
+    }
+
+    fn instantiate_end(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
+        let masters = self.nodes(c.vnfcs, Role::Master)?;
+        let workers = self.nodes(c.vnfcs, Role::Worker)?;
+        let first = masters
+            .first()
+            .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
+        let mut list = StageList::default();
+        let create = self.install(first, first.address)?;
+        list.wave(|w| at(w, vec![create]));
+        let mut joins = Vec::new();
+        for n in masters.iter().skip(1).chain(workers.iter()) {
+            joins.push(self.install(n, first.address)?);
+        }
+        list.wave(|w| at(w, joins));
+        if self.has_storage() {
+            let server = self
+                .nodes(c.vnfcs, Role::StorageServer)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| FlavourError::new("plan", "the stack has no storage server VNFC"))?;
+            self.storage_stages(&server, &mut list)?;
+            let nodes: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
+            let clients = self.nfs_clients(&nodes);
+            list.wave(|w| at(w, clients));
+            self.pv_stages(c.vnfcs, first, c.pv_wait, &mut list)?;
+        }
+        Ok(list.into_stages())
+    }
+
+    fn scale_start(
+        &self,
+        c: HookContext<'_>,
+        victims: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let leaving = targeted(victims);
+        let mut gone = Vec::new();
+        for role in [Role::Master, Role::Worker] {
+            gone.extend(
+                self.nodes(c.vnfcs, role)?
+                    .into_iter()
+                    .filter(|n| leaving.contains(n.row.id.as_str())),
+            );
+        }
+        if gone.is_empty() {
+            return Ok(Vec::new());
+        }
+        let master = self
+            .nodes(c.vnfcs, Role::Master)?
+            .into_iter()
+            .find(|n| !leaving.contains(n.row.id.as_str()))
+            .ok_or_else(|| FlavourError::new("plan", "no master stays to drain nodes on"))?;
+        // Store order: VDU, index, creation — the victims in the order the request chose them.
+        gone.sort_by_key(|n| victims.iter().position(|v| *v == n.row.id));
+        let mut list = StageList::default();
+        self.remove_nodes(
+            &master,
+            &gone,
+            SCALE_IN_DRAIN,
+            DrainPolicy::Strict,
+            &mut list,
+        );
+        Ok(list.into_stages())
+    }
+
+    fn scale_end(
+        &self,
+        c: HookContext<'_>,
+        created: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let new = targeted(created);
+        let masters = self.nodes(c.vnfcs, Role::Master)?;
+        let first = masters
+            .first()
+            .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
+        let workers = self.nodes(c.vnfcs, Role::Worker)?;
+        let joining: Vec<&Node<'_>> = masters
+            .iter()
+            .chain(workers.iter())
+            .filter(|n| new.contains(n.row.id.as_str()))
+            .collect();
+        let mut joins = Vec::new();
+        for n in &joining {
+            joins.push(self.install(n, first.address)?);
+        }
+        let clients = self.nfs_clients(&joining);
+        let mut list = StageList::default();
+        list.wave(|w| at(w, joins));
+        list.wave(|w| at(w, clients));
+        Ok(list.into_stages())
+    }
+
+    fn heal_start(
+        &self,
+        c: HookContext<'_>,
+        targets: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let healed = targeted(targets);
+        let masters = self.nodes(c.vnfcs, Role::Master)?;
+        let surviving = masters.iter().find(|n| !healed.contains(n.row.id.as_str()));
+        let storage = self.nodes(c.vnfcs, Role::StorageServer)?;
+        let storage_targeted = storage.iter().find(|n| healed.contains(n.row.id.as_str()));
+        let mut list = StageList::default();
+        // 1. PersistentVolumes: refuse while Bound, then unregister.
+        if let Some(server) = storage_targeted {
+            let names = self.pv_names()?;
+            if !names.is_empty() {
+                let master = surviving.or(masters.first()).ok_or_else(|| {
+                    FlavourError::new("plan", "no master to check PersistentVolumes on")
+                })?;
+                let check = recipes::pv::not_bound(&master.row.id, &names);
+                list.wave(|w| vec![Stage::remote(w, &server.row.id, Role::Master, check)]);
+                for name in &names {
+                    let step = recipes::pv::unregister(&master.row.id, name, c.pv_wait);
+                    list.wave(|w| vec![Stage::remote(w, name, Role::Master, step)]);
+                }
+            }
+        }
+        // 2. Nodes out of the cluster while a master survives to do it.
+        if let Some(master) = surviving {
+            let mut leaving = Vec::new();
+            for role in [Role::Master, Role::Worker] {
+                leaving.extend(
+                    self.nodes(c.vnfcs, role)?
+                        .into_iter()
+                        .filter(|n| healed.contains(n.row.id.as_str())),
+                );
+            }
+            // In the store's order, as the VNFC rows list them.
+            leaving.sort_by_key(|n| c.vnfcs.iter().position(|v| v.id == n.row.id));
+            self.remove_nodes(
+                master,
+                &leaving,
+                HEAL_DRAIN,
+                DrainPolicy::Lenient,
+                &mut list,
+            );
+        }
+        Ok(list.into_stages())
+    }
+
+    fn heal_end(&self, c: HookContext<'_>, targets: &[String]) -> Result<Vec<Stage>, FlavourError> {
+        let healed = targeted(targets);
+        let masters = self.nodes(c.vnfcs, Role::Master)?;
+        let workers = self.nodes(c.vnfcs, Role::Worker)?;
+        // The master everybody joins: a surviving one, else the first (healed) master.
+        let anchor = masters
+            .iter()
+            .find(|n| !healed.contains(n.row.id.as_str()))
+            .or(masters.first())
+            .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
+        let nodes: Vec<&Node<'_>> = masters
+            .iter()
+            .chain(workers.iter())
+            .filter(|n| healed.contains(n.row.id.as_str()))
+            .collect();
+        let mut list = StageList::default();
+        if !nodes.is_empty() {
+            // The anchor first when it is itself healed (it creates the cluster again).
+            let (first, rest): (Vec<&Node<'_>>, Vec<&Node<'_>>) =
+                nodes.iter().partition(|n| n.row.id == anchor.row.id);
+            let mut wave = Vec::new();
+            for n in first {
+                wave.push(self.install(n, anchor.address)?);
+            }
+            list.wave(|w| at(w, wave));
+            let mut wave = Vec::new();
+            for n in rest {
+                wave.push(self.install(n, anchor.address)?);
+            }
+            list.wave(|w| at(w, wave));
+            let clients = self.nfs_clients(&nodes);
+            list.wave(|w| at(w, clients));
+        }
+        let storage = self.nodes(c.vnfcs, Role::StorageServer)?;
+        if let Some(server) = storage.iter().find(|n| healed.contains(n.row.id.as_str())) {
+            self.storage_stages(server, &mut list)?;
+            self.pv_stages(c.vnfcs, anchor, c.pv_wait, &mut list)?;
+        }
+        Ok(list.into_stages())
+    }
+
+    fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
+        // Tacker's terminate_end only deregisters the cluster as a VIM; nothing runs on the
+        // servers before the stack goes.
+        Ok(Vec::new())
+    }
+
+    fn probes(
+        &self,
+        c: HookContext<'_>,
+        vnfc: &VnfcRow,
+        role: Role,
+        first_master: bool,
+    ) -> Vec<Probe> {
+        let mut out = Vec::new();
+        match role {
+            Role::StorageServer => {
+                let Some(ss) = &self.k8s.storage_server else {
+                    return out;
+                };
+                let setup = storage_setup(ss, vnfc);
+                out.extend(
+                    recipes::storage_volumes(&vnfc.id, &setup.volumes)
+                        .into_iter()
+                        .filter(|s| s.name == "storage.mount")
+                        .map(Probe::Script),
+                );
+                out.extend(
+                    recipes::nfs_server(&vnfc.id, &self.inputs.vnf_instance_id, &setup.exports)
+                        .into_iter()
+                        .map(Probe::Script),
+                );
+            }
+            Role::Master | Role::Worker => {
+                let script = install_script_path(&self.k8s.script_path);
+                out.push(Probe::Script(recipes::k8s_install(
+                    &vnfc.id,
+                    &script,
+                    Vec::new(),
+                    Vec::new(),
+                )));
+                if self.has_storage() {
+                    out.push(Probe::Script(recipes::nfs_client(&vnfc.id)));
+                }
+                if first_master {
+                    out.push(Probe::Kubectl("nodes"));
+                    out.push(Probe::Kubectl("pv"));
+                    out.extend(self.pv_probes(c, vnfc));
+                }
+            }
+            Role::Other => {}
+        }
+        out
+    }
+
+    fn pv_names(&self) -> Result<Vec<String>, FlavourError> {
+        if !self.has_storage() {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        for p in &self.k8s.pv_registration_params {
+            // The NFS server address does not matter for the name.
+            out.push(self.manifest(&p.pv_manifest_file_path, "0.0.0.0")?.name);
+        }
+        Ok(out)
+    }
+}
+
+impl KubeadmNfs {
+    /// `pv.register` in check mode for every PersistentVolume whose server address is known,
+    /// reported as drift of the storage server (its configuration-only heal re-registers them).
+    fn pv_probes(&self, c: HookContext<'_>, master: &VnfcRow) -> Vec<Probe> {
+        let storage_vnfc = c
+            .vnfcs
+            .iter()
+            .find(|v| self.role(&v.vdu_id).ok() == Some(Role::StorageServer))
+            .map(|v| v.id.clone());
+        let cp_addr: BTreeMap<String, String> = crate::plan::vnfcs::cp_addresses(c.vnfcs);
+        let dir = format!("/tmp/vnfkeeper-{}", self.inputs.vnf_instance_id);
+        let mut out = Vec::new();
+        for p in &self.k8s.pv_registration_params {
+            let Some(server) = cp_addr.get(&p.nfs_server_cp) else {
+                continue;
+            };
+            let Ok(pv) = self.manifest(&p.pv_manifest_file_path, server) else {
+                continue;
+            };
+            let mut step: Step =
+                recipes::pv::register(&master.id, &dir, &pv, server, Duration::ZERO).remove(0);
+            step.host = storage_vnfc.clone().unwrap_or_else(|| master.id.clone());
+            out.push(Probe::Script(step));
+        }
+        out
+    }
+}

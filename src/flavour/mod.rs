@@ -1,0 +1,165 @@
+//! The flavour seam: what a kind of VNF (a Kubernetes cluster installed by the package's script
+//! with NFS PersistentVolumes; later kubespray, the registry VNF, …) adds to the cloud part of an
+//! LCM operation. A flavour is one module behind [`MgmtDriver`], shaped like Tacker's MgmtDriver
+//! hooks (`tacker/vnfm/mgmt_drivers/vnflcm_abstract_driver.py`: `instantiate_end`,
+//! `scale_start`/`scale_end`, `heal_start`/`heal_end`, `terminate_start`): each hook returns the
+//! stages to run as data (`plan::stages`); the engine stores and runs them. A flavour also says
+//! what role each VDU plays, how a VNFC is reached over SSH, and what reconcile probes on it.
+//!
+//! Pure: no I/O, no clock. The package files a flavour needs ([`MgmtDriver::package_files`]) are
+//! read by the caller and handed over in [`Inputs::files`].
+
+mod kubeadm_nfs;
+mod plain;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::intake::wire::Secret;
+use crate::intake::wire::sol003::InstantiateVnfRequest;
+use crate::package::Vnfd;
+use crate::plan::stages::Stage;
+use crate::recipes::Step;
+use crate::store::VnfcRow;
+
+pub use crate::model::Role;
+
+/// How a VNFC in some role is reached: the CP whose address is used, and the credentials.
+#[derive(Debug, Clone)]
+pub struct Access {
+    /// The CP (`ssh_cp_name`).
+    pub cp: String,
+    /// SSH user.
+    pub username: String,
+    /// SSH and sudo password.
+    pub password: Secret<String>,
+}
+
+/// A flavour's refusal: the step (or `plan`) it concerns and why; the engine reports it as a
+/// 422 ProblemDetails.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{step}: {reason}")]
+pub struct FlavourError {
+    /// Step name or `plan`.
+    pub step: &'static str,
+    /// What is wrong (never a secret).
+    pub reason: String,
+}
+
+impl FlavourError {
+    fn new(step: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            step,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Everything a flavour decides from: the INSTANTIATE request of the instance, its VNFD and the
+/// package files it asked for.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// vnfInstanceId.
+    pub vnf_instance_id: String,
+    /// The InstantiateVnfRequest as accepted.
+    pub req: InstantiateVnfRequest,
+    /// The VNF package's VNFD.
+    pub vnfd: Vnfd,
+    /// Package-relative path → content, for every path of [`MgmtDriver::package_files`].
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+/// What a hook sees: the instance's VNFCs as stored now and the engine's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct HookContext<'a> {
+    /// The instance's VNFC rows (store order: VDU, index, creation).
+    pub vnfcs: &'a [VnfcRow],
+    /// Longest wait for a PersistentVolume to change phase.
+    pub pv_wait: Duration,
+}
+
+/// A reconcile probe of one VNFC: a recipe step in check mode, or a `kubectl get … -o json` read.
+#[derive(Debug, Clone)]
+pub enum Probe {
+    /// The step's script with `MODE=check` (0 in place, 10 drift).
+    Script(Step),
+    /// `kubectl get <kind> -o json` on a master (`nodes`, `pv`).
+    Kubectl(&'static str),
+}
+
+/// One flavour: roles, access and the MgmtDriver hooks as stage lists. Hook stages use waves
+/// from 0 on; the caller places them. Every stage key is unique within one hook's result.
+pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
+    /// The role of the VNFCs of `vdu`. Errors: the request names a CP the VNFD lacks.
+    fn role(&self, vdu: &str) -> Result<Role, FlavourError>;
+
+    /// How a VNFC in `role` is reached. Errors: the role is not managed over SSH.
+    fn access(&self, role: Role) -> Result<Access, FlavourError>;
+
+    /// Stages after the stack was created (Tacker `instantiate_end`).
+    fn instantiate_end(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError>;
+
+    /// Stages before a SCALE_IN changes the stack: `victims` leave (Tacker `scale_start`).
+    fn scale_start(
+        &self,
+        c: HookContext<'_>,
+        victims: &[String],
+    ) -> Result<Vec<Stage>, FlavourError>;
+
+    /// Stages after a SCALE_OUT: `created` are new (Tacker `scale_end`).
+    fn scale_end(&self, c: HookContext<'_>, created: &[String])
+    -> Result<Vec<Stage>, FlavourError>;
+
+    /// Stages before a HEAL replaces `targets` (Tacker `heal_start`); may refuse (409 by a step).
+    fn heal_start(
+        &self,
+        c: HookContext<'_>,
+        targets: &[String],
+    ) -> Result<Vec<Stage>, FlavourError>;
+
+    /// Stages after `targets` were replaced or, for a configuration-only heal, as they are
+    /// (Tacker `heal_end`).
+    fn heal_end(&self, c: HookContext<'_>, targets: &[String]) -> Result<Vec<Stage>, FlavourError>;
+
+    /// Stages before the stack is deleted (Tacker `terminate_start`).
+    fn terminate_start(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError>;
+
+    /// Reconcile probes of one VNFC in `role` (`first_master`: the master that also reads the
+    /// cluster's nodes and PersistentVolumes).
+    fn probes(
+        &self,
+        c: HookContext<'_>,
+        vnfc: &VnfcRow,
+        role: Role,
+        first_master: bool,
+    ) -> Vec<Probe>;
+
+    /// Names of the PersistentVolumes the VNF registers (empty for none).
+    fn pv_names(&self) -> Result<Vec<String>, FlavourError>;
+}
+
+/// The package files the flavour of `req` reads (package-relative paths).
+pub fn package_files(req: &InstantiateVnfRequest) -> Vec<String> {
+    match k8s(req) {
+        Some(k) => kubeadm_nfs::package_files(k),
+        None => Vec::new(),
+    }
+}
+
+/// The flavour of an instance, from its INSTANTIATE request: `k8s_cluster_installation_param`
+/// selects the kubeadm-script cluster (with storage server and PersistentVolumes when given);
+/// without it, a VNF whose VNFCs vnfkeeper does not configure.
+pub fn select(inputs: Inputs) -> Box<dyn MgmtDriver> {
+    match k8s(&inputs.req).cloned() {
+        Some(k) => Box::new(kubeadm_nfs::KubeadmNfs::new(inputs, k)),
+        None => Box::new(plain::Plain),
+    }
+}
+
+fn k8s(
+    req: &InstantiateVnfRequest,
+) -> Option<&crate::intake::wire::params::K8sClusterInstallationParam> {
+    req.additional_params
+        .as_ref()
+        .and_then(|a| a.k8s_cluster_installation_param.as_ref())
+}

@@ -1,0 +1,36 @@
+//! Roles of VNFCs: what a VNFC is to the flavour that configures it (a Kubernetes master or
+//! worker, the NFS storage server), with the traits the engine and reconcile act on.
+
+use serde::{Deserialize, Serialize};
+
+/// What a VNFC is to its flavour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A Kubernetes control-plane node.
+    Master,
+    /// A Kubernetes worker node.
+    Worker,
+    /// The NFS storage server (holds the data volumes).
+    StorageServer,
+    /// A VDU the flavour does not manage.
+    Other,
+}
+
+impl Role {
+    /// Holds data that a rebuild must keep (a heal keeps its volumes; PersistentVolumes in use
+    /// block its heal).
+    pub fn is_stateful(self) -> bool {
+        matches!(self, Role::StorageServer)
+    }
+
+    /// Can run `kubectl` for the cluster (drain, delete node, PersistentVolumes).
+    pub fn runs_kubectl(self) -> bool {
+        matches!(self, Role::Master)
+    }
+
+    /// A Kubernetes node (joins the cluster).
+    pub fn is_node(self) -> bool {
+        matches!(self, Role::Master | Role::Worker)
+    }
+}

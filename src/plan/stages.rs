@@ -1,0 +1,422 @@
+//! Operation plans as data: the ordered stages an LCM operation runs, decided once by pure
+//! functions (the flavour's hooks and the cloud part of each operation), stored in the
+//! operation's `plan` before anything acts on them, and replayed by resume and RETRY.
+//!
+//! A stage has a stable key (`heat.create`, `k8s.install@<vnfcInstanceId>`,
+//! `storage.filesystem@<volumeId>`, `pv.register@<PersistentVolume>`): the step journal is keyed
+//! by it, so which stages a resumed operation skips depends only on the stored list and the
+//! journal, never on a package or VNFC row that changed in between. Stages with the same `wave`
+//! run concurrently (bounded fan-out over hosts); waves run in order. An [`Action::Expand`] stands
+//! for the stages of a flavour hook whose inputs exist only later (the VNFCs Heat creates): the
+//! executor replaces it once, when it is reached, and stores the result before running it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::recipes::Step;
+
+/// One stage of an operation's plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stage {
+    /// Stable key, unique within the plan; the step journal's key.
+    pub key: String,
+    /// Stages of one wave run concurrently; waves run in ascending order.
+    pub wave: u32,
+    /// What the stage does.
+    pub action: Action,
+}
+
+/// What a stage does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// A call to the cloud (Heat), journaled under host `""`.
+    Cloud(CloudAction),
+    /// A check-then-apply step on one VNFC over SSH.
+    Remote(RemoteStage),
+    /// The stages of a flavour hook, computed when this stage is reached.
+    Expand(Hook),
+}
+
+/// A remote stage: `step` on the VNFC `step.host`, reached as `role`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteStage {
+    /// How the VNFC is reached (which CP, which credentials).
+    pub role: crate::model::Role,
+    /// The step (script, arguments, uploads).
+    pub step: Step,
+}
+
+/// The flavour hooks whose stages follow the cloud part of an operation (Tacker's MgmtDriver
+/// `instantiate_end`, `scale_end`, `heal_end`; `tacker/vnfm/mgmt_drivers/vnflcm_abstract_driver.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Hook {
+    /// Configure the new cluster (INSTANTIATE).
+    InstantiateEnd,
+    /// Configure the VNFCs a SCALE_OUT created.
+    ScaleEnd,
+    /// Configure the healed VNFCs.
+    HealEnd,
+}
+
+impl Hook {
+    /// Key of the placeholder stage, e.g. `instantiate_end`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Hook::InstantiateEnd => "instantiate_end",
+            Hook::ScaleEnd => "scale_end",
+            Hook::HealEnd => "heal_end",
+        }
+    }
+}
+
+/// A Heat stack request body: the top-level template, nested files and parameters (Heat
+/// Orchestration API v1, `POST /stacks` and `PUT /stacks/{name}/{id}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StackDocument {
+    /// The top-level template (HOT) as JSON.
+    pub template: Value,
+    /// Nested templates by the name the template references them with.
+    pub files: BTreeMap<String, String>,
+    /// Stack parameters, e.g. `{"nfv": {…}}`.
+    pub parameters: Map<String, Value>,
+}
+
+/// A resource to mark unhealthy: `resource` in the stack `stack_name`/`stack_id` (Heat
+/// `PATCH /stacks/{name}/{id}/resources/{resource}` with `mark_unhealthy`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    /// Owner stack name.
+    pub stack_name: String,
+    /// Owner stack id.
+    pub stack_id: String,
+    /// Resource name in that stack.
+    pub resource: String,
+}
+
+/// What `heat.read_vnfcs` checks after reading (a failed check fails the stage with 422).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadCheck {
+    /// Exactly this many VNFCs per VDU (SCALE).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub capacities: BTreeMap<String, u32>,
+    /// VNFCs that must be gone (SCALE_IN victims).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub absent: Vec<String>,
+    /// The individually managed VNFCs (`<VDU>-<index>`) the adjusted HOT plans: the rows get
+    /// their parameters from the operation's adjusted plan and must be exactly these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adjusted: Option<BTreeSet<String>>,
+}
+
+/// A call to the cloud. The stack is the instance's (`vnf-<vnfInstanceId>` or the recorded one).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CloudAction {
+    /// `heat.create`: create the stack, or adopt the one of that name a crashed attempt created.
+    CreateStack(StackDocument),
+    /// `heat.wait_create`: until `CREATE_COMPLETE`.
+    WaitCreate,
+    /// `heat.update`: PATCH update with these parameters (`{}` replaces what is marked
+    /// unhealthy).
+    PatchStack {
+        /// The `parameters` of the PATCH body.
+        parameters: Map<String, Value>,
+    },
+    /// `heat.update`: full update (PUT) with the adjusted documents.
+    UpdateStack(StackDocument),
+    /// `heat.wait_update`: until `UPDATE_COMPLETE`.
+    WaitUpdate,
+    /// `heat.read_vnfcs`: stack resources, servers, ports, volumes → VNFC rows, then `check`.
+    ReadVnfcs(ReadCheck),
+    /// `heat.mark_unhealthy` of known resources (HEAL).
+    MarkUnhealthy {
+        /// The resources.
+        marks: Vec<Mark>,
+        /// Heat's `resource_status_reason`.
+        reason: String,
+    },
+    /// `heat.mark_unhealthy` of the AutoScalingGroup members whose nested stack holds these
+    /// VNFCs' servers (SCALE_IN: Heat removes failed members first), found when run.
+    MarkGroupMembers {
+        /// The VNFCs (by their server's stack).
+        victims: Vec<Mark>,
+        /// Heat's `resource_status_reason`.
+        reason: String,
+    },
+    /// `heat.delete` of the stack (found by name when no id was recorded; gone is fine).
+    DeleteStack,
+    /// `heat.wait_delete`: until `DELETE_COMPLETE` or gone.
+    WaitDelete,
+}
+
+impl CloudAction {
+    /// The step name journaled for this action, e.g. `heat.update`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CloudAction::CreateStack(_) => "heat.create",
+            CloudAction::WaitCreate => "heat.wait_create",
+            CloudAction::PatchStack { .. } | CloudAction::UpdateStack(_) => "heat.update",
+            CloudAction::WaitUpdate => "heat.wait_update",
+            CloudAction::ReadVnfcs(_) => "heat.read_vnfcs",
+            CloudAction::MarkUnhealthy { .. } | CloudAction::MarkGroupMembers { .. } => {
+                "heat.mark_unhealthy"
+            }
+            CloudAction::DeleteStack => "heat.delete",
+            CloudAction::WaitDelete => "heat.wait_delete",
+        }
+    }
+}
+
+impl Stage {
+    /// A cloud stage in its own wave; its key is the action's name.
+    pub fn cloud(wave: u32, action: CloudAction) -> Self {
+        Self {
+            key: action.name().to_owned(),
+            wave,
+            action: Action::Cloud(action),
+        }
+    }
+
+    /// A remote stage keyed `<step name>@<subject>` (the VNFC, volume or PersistentVolume the
+    /// step is about).
+    pub fn remote(wave: u32, subject: &str, role: crate::model::Role, step: Step) -> Self {
+        Self {
+            key: format!("{}@{subject}", step.name),
+            wave,
+            action: Action::Remote(RemoteStage { role, step }),
+        }
+    }
+
+    /// The placeholder for `hook`'s stages.
+    pub fn expand(wave: u32, hook: Hook) -> Self {
+        Self {
+            key: hook.key().to_owned(),
+            wave,
+            action: Action::Expand(hook),
+        }
+    }
+
+    /// The step name journaled for this stage (`heat.create`, `k8s.install`, …).
+    pub fn name(&self) -> &str {
+        match &self.action {
+            Action::Cloud(c) => c.name(),
+            Action::Remote(r) => r.step.name,
+            Action::Expand(h) => h.key(),
+        }
+    }
+
+    /// The VNFC the stage runs on (`""` for cloud stages and placeholders).
+    pub fn host(&self) -> &str {
+        match &self.action {
+            Action::Remote(r) => &r.step.host,
+            _ => "",
+        }
+    }
+}
+
+/// Stages built wave by wave: each `wave` call opens the next wave number, so callers never
+/// count by hand.
+#[derive(Debug, Default)]
+pub struct StageList {
+    stages: Vec<Stage>,
+    next_wave: u32,
+}
+
+impl StageList {
+    /// An empty list whose first wave is `first_wave`.
+    pub fn starting_at(first_wave: u32) -> Self {
+        Self {
+            stages: Vec::new(),
+            next_wave: first_wave,
+        }
+    }
+
+    /// Adds one wave of stages built by `f(wave)`; an empty wave takes no number.
+    pub fn wave(&mut self, f: impl FnOnce(u32) -> Vec<Stage>) -> &mut Self {
+        let stages = f(self.next_wave);
+        if !stages.is_empty() {
+            self.next_wave += 1;
+            self.stages.extend(stages);
+        }
+        self
+    }
+
+    /// Adds a cloud stage as its own wave.
+    pub fn cloud(&mut self, action: CloudAction) -> &mut Self {
+        self.wave(|w| vec![Stage::cloud(w, action)])
+    }
+
+    /// Appends a hook's stages (their waves from 0 on) after the waves so far, keeping their
+    /// relative order.
+    pub fn append(&mut self, stages: Vec<Stage>) -> &mut Self {
+        let Some(min) = stages.iter().map(|s| s.wave).min() else {
+            return self;
+        };
+        let base = self.next_wave;
+        for mut s in stages {
+            s.wave = s.wave - min + base;
+            self.next_wave = self.next_wave.max(s.wave + 1);
+            self.stages.push(s);
+        }
+        self
+    }
+
+    /// The stages, in order.
+    pub fn into_stages(self) -> Vec<Stage> {
+        self.stages
+    }
+}
+
+/// Why a list of stages cannot be a plan.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StagesError {
+    /// Two stages share a key (the journal could not tell them apart).
+    #[error("stage key `{0}` appears twice in the plan")]
+    DuplicateKey(String),
+    /// Waves must not decrease along the list.
+    #[error("stage `{0}` is out of wave order")]
+    WaveOrder(String),
+}
+
+/// Checks that keys are unique and waves ascend.
+pub fn check(stages: &[Stage]) -> Result<(), StagesError> {
+    let mut seen = BTreeSet::new();
+    let mut wave = 0;
+    for s in stages {
+        if !seen.insert(s.key.as_str()) {
+            return Err(StagesError::DuplicateKey(s.key.clone()));
+        }
+        if s.wave < wave {
+            return Err(StagesError::WaveOrder(s.key.clone()));
+        }
+        wave = s.wave;
+    }
+    Ok(())
+}
+
+/// Replaces the placeholder `hook` in `stages` by `expansion` (its waves shifted to follow the
+/// placeholder's, later waves shifted after them). Returns `false` when no placeholder of `hook`
+/// is left (already expanded).
+pub fn expand(stages: &mut Vec<Stage>, hook: Hook, expansion: Vec<Stage>) -> bool {
+    let Some(at) = stages.iter().position(|s| s.action == Action::Expand(hook)) else {
+        return false;
+    };
+    let base = stages[at].wave;
+    let min = expansion.iter().map(|s| s.wave).min().unwrap_or(0);
+    let width = expansion
+        .iter()
+        .map(|s| s.wave - min + 1)
+        .max()
+        .unwrap_or(0);
+    let tail: Vec<Stage> = stages.split_off(at + 1);
+    stages.pop();
+    stages.extend(expansion.into_iter().map(|mut s| {
+        s.wave = s.wave - min + base;
+        s
+    }));
+    stages.extend(tail.into_iter().map(|mut s| {
+        s.wave = s.wave + width - 1;
+        s
+    }));
+    true
+}
+
+/// Groups stages by wave, in order.
+pub fn waves(stages: &[Stage]) -> Vec<&[Stage]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in 1..=stages.len() {
+        if i == stages.len() || stages[i].wave != stages[start].wave {
+            out.push(&stages[start..i]);
+            start = i;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Role;
+
+    fn remote(wave: u32, host: &str) -> Stage {
+        Stage::remote(wave, host, Role::Worker, crate::recipes::nfs_client(host))
+    }
+
+    #[test]
+    fn expansion_replaces_the_placeholder_and_shifts_later_waves() {
+        let mut stages = StageList::default();
+        stages.cloud(CloudAction::WaitCreate);
+        stages.wave(|w| vec![Stage::expand(w, Hook::InstantiateEnd)]);
+        stages.cloud(CloudAction::WaitUpdate);
+        let mut stages = stages.into_stages();
+        assert!(
+            expand(
+                &mut stages,
+                Hook::InstantiateEnd,
+                vec![remote(0, "a"), remote(0, "b"), remote(1, "c")]
+            ),
+            "expanded"
+        );
+        let keys: Vec<(&str, u32)> = stages.iter().map(|s| (s.key.as_str(), s.wave)).collect();
+        assert_eq!(
+            keys,
+            [
+                ("heat.wait_create", 0),
+                ("nfs.client@a", 1),
+                ("nfs.client@b", 1),
+                ("nfs.client@c", 2),
+                ("heat.wait_update", 3)
+            ]
+        );
+        check(&stages).unwrap();
+        assert!(!expand(&mut stages, Hook::InstantiateEnd, Vec::new()));
+        assert_eq!(waves(&stages).len(), 4);
+    }
+
+    #[test]
+    fn an_empty_expansion_removes_the_placeholder() {
+        let mut stages = vec![
+            Stage::expand(0, Hook::HealEnd),
+            Stage::cloud(1, CloudAction::WaitUpdate),
+        ];
+        assert!(expand(&mut stages, Hook::HealEnd, Vec::new()));
+        assert_eq!(stages.len(), 1);
+        assert_eq!(stages[0].wave, 0);
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused() {
+        let stages = vec![remote(0, "a"), remote(1, "a")];
+        assert_eq!(
+            check(&stages),
+            Err(StagesError::DuplicateKey("nfs.client@a".into()))
+        );
+    }
+
+    #[test]
+    fn stages_round_trip_through_json() {
+        let stages = vec![
+            Stage::cloud(
+                0,
+                CloudAction::MarkUnhealthy {
+                    marks: vec![Mark {
+                        stack_name: "s".into(),
+                        stack_id: "1".into(),
+                        resource: "VDU1".into(),
+                    }],
+                    reason: "r".into(),
+                },
+            ),
+            remote(1, "a"),
+            Stage::expand(2, Hook::ScaleEnd),
+        ];
+        let text = serde_json::to_string(&stages).unwrap();
+        let back: Vec<Stage> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, stages);
+    }
+}
