@@ -267,6 +267,11 @@ impl Analysis {
         Ok(Self { file, modes, refs })
     }
 
+    /// The `nfv` references owned by `vdu` (none for a VDU without any).
+    pub fn refs_of(&self, vdu: &str) -> &[NfvRef] {
+        self.refs.get(vdu).map_or(&[], Vec::as_slice)
+    }
+
     /// Whether `vdu` is managed per VNFC.
     pub fn individual(&self, vdu: &str) -> bool {
         self.modes.get(vdu) == Some(&Mode::Individual)
