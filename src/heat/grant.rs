@@ -47,7 +47,8 @@ pub struct Grant {
     /// `extVirtualLinks` (0..N): external VLs; take precedence over the request's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ext_virtual_links: Vec<ExtVirtualLinkData>,
-    /// `additionalParams` (0..1): `nfv` in it is merged like the request's (tacker-anchor §3.6).
+    /// `additionalParams` (0..1): `nfv` in it is merged after the request's, as Tacker's
+    /// `userdata_standard.py` does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub additional_params: Option<Map<String, Value>>,
     /// Other attributes, kept as given.

@@ -1,7 +1,7 @@
 //! BaseHOT analysis and expansion: which VDU is managed per VNFC (a top-level resource named
 //! after the VDU) and which through an `OS::Heat::AutoScalingGroup`, every `get_param` path into
 //! the `nfv` parameter with its owner, and the copy of a VDU resource for one VNFC with those
-//! paths re-pointed at the indexed entries (tacker-anchor §3.2–§3.3, seed "调整后的 HOT").
+//! paths re-pointed at the indexed entries (as Tacker's `userdata_standard.py` names them).
 
 use std::collections::BTreeMap;
 
@@ -267,6 +267,11 @@ impl Analysis {
         Ok(Self { file, modes, refs })
     }
 
+    /// The `nfv` references owned by `vdu` (none for a VDU without any).
+    pub fn refs_of(&self, vdu: &str) -> &[NfvRef] {
+        self.refs.get(vdu).map_or(&[], Vec::as_slice)
+    }
+
     /// Whether `vdu` is managed per VNFC.
     pub fn individual(&self, vdu: &str) -> bool {
         self.modes.get(vdu) == Some(&Mode::Individual)
@@ -370,8 +375,8 @@ pub fn indexed(name: &str, index: u32) -> String {
 
 /// A copy of `resource` (the BaseHOT resource of one VDU) for the VNFC with `index`: every
 /// `get_param: [nfv, VDU|CP, <name>, …]` at any depth re-pointed at `<name>-<index>`
-/// (Tacker re-points only direct property values, tacker-anchor §3.3). References to shared
-/// resources (`get_resource` of an internal VL, a server group) stay shared.
+/// (Tacker's `userdata_standard.py` re-points only direct property values). References to
+/// shared resources (`get_resource` of an internal VL, a server group) stay shared.
 pub fn copy_for_vnfc(resource: &Value, index: u32) -> Value {
     match resource {
         Value::Object(m) => {

@@ -235,7 +235,8 @@ fn two_vdu_fixture_golden_sequence() {
         ["VDU1-0", "VDU1-1", "VDU1-2", "VDU2-0"]
     );
 
-    // A gap {0, 2}: scale-out makes VDU1-3, never a second VDU1-2 (tacker-anchor §3.4).
+    // A gap {0, 2}: scale-out makes VDU1-3, never a second VDU1-2 (which Tacker's count-based
+    // allocation would make).
     let gap: Current = serde_json::from_value(read_json(&dir.join("gap.vnfcs.json"))).unwrap();
     let s1: ScaleVnfRequest =
         serde_json::from_value(read_json(&dir.join("scale-out-1.json"))).unwrap();
@@ -574,4 +575,95 @@ fn additional_params_for_untouched_vnfcs_are_ignored_with_a_warning() {
     // The fixture request's own overrides apply (zone-x / m1.large + zone-y).
     assert_eq!(a.nfv["VDU"]["VDU1-0"]["locationConstraints"], "zone-x");
     assert_eq!(a.nfv["VDU"]["VDU1-1"]["computeFlavourId"], "m1.large");
+}
+
+/// `base_parameters` derives its values where `adjust` does: for a BaseHOT without per-VNFC
+/// VDUs they are the `nfv` that `adjust` gives at instantiate, the Grant's external VLs first.
+#[test]
+fn base_parameters_are_what_adjust_fills_for_non_indexed_vdus() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/packages/pv-k8s-cluster");
+    let pkg = VnfPackage::load(&root).unwrap();
+    let base = pkg.base_hot("simple").unwrap();
+    let req = instantiate_request(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"),
+    );
+    let current = Current::default();
+    let input = Input {
+        base: &base,
+        vnfd: &pkg.vnfd,
+        current: &current,
+    };
+    let mut g = Grant::derived(&grant_request(input, Operation::Instantiate(&req)).unwrap());
+    g.ext_virtual_links = serde_json::from_value(json!([
+        {"id": "g1", "resourceId": "net-from-grant", "extCps": [{"cpdId": "storage_server_CP"}]}
+    ]))
+    .unwrap();
+    let a = adjust(input, Operation::Instantiate(&req), &g).unwrap();
+    assert_eq!(
+        a.nfv["CP"]["storage_server_CP"]["network"],
+        "net-from-grant"
+    );
+    assert_eq!(base_parameters(input, &req, &g).unwrap(), a.nfv);
+}
+
+/// A fixed address is refused for a CP whose VDU has several VNFCs, wherever the `get_param`
+/// points into `fixed_ips`; a subnet alone is not an address, whatever its id.
+#[test]
+fn a_fixed_address_shared_by_several_vnfcs_is_refused_a_subnet_is_not() {
+    let (pkg, base) = load("two-vdus");
+    let req = instantiate_request(&root().join("two-vdus/instantiate.json"));
+    let current = Current::default();
+    let with_ref = |path: Value| {
+        with_top(&base, |t| {
+            t["resources"]["VDU1"]["properties"]["fixed"] = json!({ "get_param": path });
+        })
+    };
+    let grant_with = |input: Input<'_>, address: Value| {
+        let mut g = Grant::derived(&grant_request(input, Operation::Instantiate(&req)).unwrap());
+        g.ext_virtual_links = serde_json::from_value(json!([{
+            "id": "g1", "resourceId": "net-g", "extCps": [{"cpdId": "VDU1_CP1", "cpConfig": {"c": {
+                "cpProtocolData": [{"layerProtocol": "IP_OVER_ETHERNET",
+                    "ipOverEthernet": {"ipAddresses": [address]}}]}}}]
+        }]))
+        .unwrap();
+        g
+    };
+    let shared = HeatError::Grant {
+        pointer: "/extVirtualLinks/0/extCps/0".into(),
+        reason: "a fixed address for CP `VDU1_CP1` would be shared by the 2 VNFCs of VDU `VDU1`"
+            .into(),
+    };
+    let address = json!({"type": "IPV4", "fixedAddresses": ["10.0.0.9"], "subnetId": "s"});
+    for path in [
+        json!(["nfv", "CP", "VDU1_CP1", "fixed_ips"]),
+        json!(["nfv", "CP", "VDU1_CP1", "fixed_ips", 0]),
+        json!(["nfv", "CP", "VDU1_CP1", "fixed_ips", 0, "ip_address"]),
+    ] {
+        let b = with_ref(path.clone());
+        let input = Input {
+            base: &b,
+            vnfd: &pkg.vnfd,
+            current: &current,
+        };
+        let g = grant_with(input, address.clone());
+        let e = adjust(input, Operation::Instantiate(&req), &g).unwrap_err();
+        assert_eq!(e, shared, "{path}");
+    }
+    // Only a subnet (even one whose id reads `ip_address`): every VNFC gets it.
+    let b = with_ref(json!(["nfv", "CP", "VDU1_CP1", "fixed_ips", 0, "subnet"]));
+    let input = Input {
+        base: &b,
+        vnfd: &pkg.vnfd,
+        current: &current,
+    };
+    let g = grant_with(input, json!({"type": "IPV4", "subnetId": "ip_address"}));
+    let a = adjust(input, Operation::Instantiate(&req), &g).unwrap();
+    assert_eq!(
+        a.nfv["CP"]["VDU1_CP1-1"]["fixed_ips"],
+        json!([{"subnet": "ip_address"}])
+    );
+    // With an address beside it, the `subnet` path still selects only the subnet.
+    let g = grant_with(input, address);
+    assert!(adjust(input, Operation::Instantiate(&req), &g).is_ok());
 }

@@ -1,0 +1,635 @@
+//! The `nfv` parameter after the operation: removed VNFCs lose their entries; created VNFCs (and,
+//! at instantiate, the non-indexed VDUs) get zones, images, flavours and networks; healed VNFCs
+//! get the granted image; `additionalParams.nfv` of the request and the Grant is merged into the
+//! entries touched; every referenced key of those entries must then have a value. The value of
+//! one referenced key is derived in one place, [`Sources::value`], which [`super::base_parameters`]
+//! uses as well.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value, json};
+
+use super::grant_check::Granted;
+use super::membership::Plan;
+use super::template::{Analysis, Mode, NfvRef, Section, indexed};
+use super::{Current, Grant, HeatError, Input, Vnfc, grant_err};
+use crate::intake::wire::sol003::{CpConfigs, ExtVirtualLinkData};
+use crate::package::Vnfd;
+
+/// Keys whose absence is harmless (Heat's `get_param` yields `''`, which Nova and Heat treat as
+/// "not given"); any other referenced key must get a value.
+const OPTIONAL_KEYS: &[&str] = &["locationConstraints", "name", "computeName", "fixed_ips"];
+
+/// Where a piece of CP network data came from: whom an error about it blames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// The Grant ([`HeatError::Grant`]).
+    Grant,
+    /// The LCM request ([`HeatError::Request`]).
+    Request,
+    /// The instance's current state ([`HeatError::Current`]).
+    Current,
+}
+
+impl Origin {
+    /// The error about `pointer` (RFC 6901, into this origin's document).
+    fn error(self, pointer: String, reason: String) -> HeatError {
+        match self {
+            Self::Grant => HeatError::Grant { pointer, reason },
+            Self::Request => HeatError::Request { pointer, reason },
+            Self::Current => HeatError::Current { pointer, reason },
+        }
+    }
+
+    /// Pointer of this origin's `extVirtualLinks`.
+    fn ext_virtual_links(self) -> &'static str {
+        match self {
+            Self::Request => "/request/extVirtualLinks",
+            Self::Grant | Self::Current => "/extVirtualLinks",
+        }
+    }
+}
+
+/// External VLs of one origin.
+struct VlSource<'a> {
+    links: &'a [ExtVirtualLinkData],
+    origin: Origin,
+}
+
+/// What the first external VL listing a CP gives it.
+struct CpLink {
+    /// The VL's `resourceId` (Neutron network).
+    network: String,
+    /// `[{subnet?, ip_address?}]` from the extCp's `cpProtocolData.ipOverEthernet.ipAddresses`
+    /// (`subnetId`, first of `fixedAddresses`).
+    fixed_ips: Vec<Value>,
+    /// Pointer of the extCp.
+    pointer: String,
+    /// Whom that pointer is into.
+    origin: Origin,
+}
+
+/// Everything a value of an `nfv` entry is derived from.
+pub(super) struct Sources<'a> {
+    grant: &'a Grant,
+    vnfd: &'a Vnfd,
+    /// External VLs by precedence: the Grant's, the request's, the instance's.
+    links: [VlSource<'a>; 3],
+    /// The stack's `nfv` before the operation (`{}` at instantiate).
+    current_nfv: &'a Value,
+}
+
+impl<'a> Sources<'a> {
+    /// The sources of an operation: `grant`, `vnfd`, the request's external VLs `request_vls`,
+    /// the instance's `current` VLs and its `current_nfv`.
+    pub fn new(
+        grant: &'a Grant,
+        vnfd: &'a Vnfd,
+        request_vls: &'a [ExtVirtualLinkData],
+        current: &'a Current,
+        current_nfv: &'a Value,
+    ) -> Self {
+        Self {
+            grant,
+            vnfd,
+            links: [
+                VlSource {
+                    links: &grant.ext_virtual_links,
+                    origin: Origin::Grant,
+                },
+                VlSource {
+                    links: request_vls,
+                    origin: Origin::Request,
+                },
+                VlSource {
+                    links: &current.ext_virtual_links,
+                    origin: Origin::Current,
+                },
+            ],
+            current_nfv,
+        }
+    }
+
+    /// The value of the key `r` references for target `t`, whose entry for `r` is named `entry`
+    /// (`<name>-<index>` or `<name>`): `computeName` = `entry`; `computeFlavourId` from the
+    /// Grant's `vimAssets`, else the VNFD; `vcImageId` (of the VDU or a virtual storage) likewise;
+    /// `locationConstraints` = the granted zone; `desired_capacity` (non-indexed only) = the
+    /// VDU's VNFC count; a CP's `network` and `fixed_ips` from the first external VL listing it
+    /// (a scale-out without one: the `network` of the lowest remaining VNFC of the VDU). `None`:
+    /// no value. Errors: a fixed address that several VNFCs of the VDU would share, blaming the
+    /// extCp that gives it.
+    fn value(&self, r: &NfvRef, t: &Target<'_>, entry: &str) -> Result<Option<Value>, HeatError> {
+        let key = r.rest.first().and_then(Value::as_str);
+        Ok(match (r.section, r.name == t.vdu, key) {
+            (Section::Vdu, true, Some("computeName")) => Some(entry.into()),
+            (Section::Vdu, true, Some("computeFlavourId")) => self
+                .grant
+                .flavour(t.vdu)
+                .map(str::to_owned)
+                .or_else(|| self.vnfd.vdus[t.vdu].flavour.clone())
+                .map(Value::from),
+            (Section::Vdu, _, Some("vcImageId")) => self
+                .grant
+                .image(&r.name)
+                .map(str::to_owned)
+                .or_else(|| self.vnfd.vdus.get(&r.name).and_then(|v| v.image.clone()))
+                .or_else(|| self.vnfd.storage_images.get(&r.name).cloned())
+                .map(Value::from),
+            (Section::Vdu, true, Some("locationConstraints")) => t.zone.map(Value::from),
+            (Section::Vdu, true, Some("desired_capacity")) if t.index.is_none() => {
+                Some(t.count.into())
+            }
+            (Section::Cp, _, Some("network")) => match self.cp_link(&r.name) {
+                Some(link) => Some(link.network.into()),
+                // Scale-out without VL data: the network of an existing VNFC's same CP.
+                None => t.sibling.and_then(|s| {
+                    get_path(
+                        self.current_nfv,
+                        &["CP".into(), indexed(&r.name, s).into(), "network".into()],
+                    )
+                    .cloned()
+                }),
+            },
+            (Section::Cp, _, Some("fixed_ips")) => match self.cp_link(&r.name) {
+                Some(link) => {
+                    let v = get_path(&Value::Array(link.fixed_ips), &r.rest[1..]).cloned();
+                    let has_ip = v.as_ref().is_some_and(|v| {
+                        r.rest.last().and_then(Value::as_str) == Some("ip_address")
+                            || has_key(v, "ip_address")
+                    });
+                    if has_ip && t.count > 1 {
+                        return Err(link.origin.error(
+                            link.pointer,
+                            format!(
+                                "a fixed address for CP `{}` would be shared by the {} VNFCs of VDU `{}`",
+                                r.name, t.count, t.vdu
+                            ),
+                        ));
+                    }
+                    v
+                }
+                None => None,
+            },
+            _ => None,
+        })
+    }
+
+    /// The network and fixed IPs of CP `cp` from the first source whose VLs list it.
+    fn cp_link(&self, cp: &str) -> Option<CpLink> {
+        for s in &self.links {
+            for (l, link) in s.links.iter().enumerate() {
+                for (c, ext) in link.ext_cps.iter().enumerate() {
+                    if ext.cpd_id != cp {
+                        continue;
+                    }
+                    let mut fixed = Vec::new();
+                    for pd in ext
+                        .cp_config
+                        .as_ref()
+                        .map(CpConfigs::ip_over_ethernet)
+                        .unwrap_or_default()
+                    {
+                        for a in pd["ipAddresses"].as_array().into_iter().flatten() {
+                            let mut e = Map::new();
+                            if let Some(s) = a["subnetId"].as_str() {
+                                e.insert("subnet".into(), s.into());
+                            }
+                            if let Some(ip) = a["fixedAddresses"].get(0).and_then(Value::as_str) {
+                                e.insert("ip_address".into(), ip.into());
+                            }
+                            fixed.push(Value::Object(e));
+                        }
+                    }
+                    return Some(CpLink {
+                        network: link.resource_id.clone(),
+                        fixed_ips: fixed,
+                        pointer: format!("{}/{l}/extCps/{c}", s.origin.ext_virtual_links()),
+                        origin: s.origin,
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+/// The entries being filled: one VNFC (`index` Some) or a VDU whose entries are not indexed.
+struct Target<'a> {
+    vdu: &'a str,
+    index: Option<u32>,
+    /// The granted zone.
+    zone: Option<&'a str>,
+    /// VNFCs of the VDU after the operation.
+    count: usize,
+    /// Index of the lowest current VNFC of the VDU that stays (network fallback at scale-out).
+    sibling: Option<u32>,
+}
+
+/// Creates the entries `refs` name for target `t` in `nfv` (an object) and sets each referenced
+/// key that has a value. Errors: as [`Sources::value`]; `nfv.<section>` not an object.
+fn fill_target(
+    nfv: &mut Value,
+    refs: &[NfvRef],
+    sources: &Sources<'_>,
+    t: &Target<'_>,
+) -> Result<(), HeatError> {
+    for r in refs {
+        let entry = match t.index {
+            Some(i) => indexed(&r.name, i),
+            None => r.name.clone(),
+        };
+        let value = sources.value(r, t, &entry)?;
+        let sec = nfv
+            .as_object_mut()
+            .expect("nfv is an object")
+            .entry(r.section.key())
+            .or_insert_with(|| json!({}));
+        let e = sec
+            .as_object_mut()
+            .ok_or_else(|| HeatError::Current {
+                pointer: format!("/nfv/{}", r.section.key()),
+                reason: "not an object".to_owned(),
+            })?
+            .entry(entry)
+            .or_insert_with(|| json!({}));
+        if let Some(v) = value {
+            set_path(e, &r.rest, v);
+        }
+    }
+    Ok(())
+}
+
+/// Fills the non-indexed entries of `vdu` (an AutoScalingGroup or single-resource VDU at
+/// instantiate; every VDU of the BaseHOT as written) into `nfv`: the zone of its first granted
+/// VNFC, `count` its VNFCs after the operation. Errors: as [`fill_target`].
+pub(super) fn fill_unindexed(
+    nfv: &mut Value,
+    analysis: &Analysis,
+    sources: &Sources<'_>,
+    granted: &Granted<'_>,
+    vdu: &str,
+    count: usize,
+) -> Result<(), HeatError> {
+    let target = Target {
+        vdu,
+        index: None,
+        zone: granted.vdu_zone(vdu),
+        count,
+        sibling: None,
+    };
+    fill_target(nfv, analysis.refs_of(vdu), sources, &target)
+}
+
+/// Entry names `(section, name)` of one VNFC of `vdu` (`<name>-<i>`) or of its non-indexed
+/// entries (`i` None): the VDU, its virtual storages, its CPs.
+pub(super) fn entries(vnfd: &Vnfd, vdu: &str, i: Option<u32>) -> Vec<(Section, String)> {
+    let n = |s: &str| match i {
+        Some(i) => indexed(s, i),
+        None => s.to_owned(),
+    };
+    let mut out = vec![(Section::Vdu, n(vdu))];
+    for s in &vnfd.vdus[vdu].storages {
+        out.push((Section::Vdu, n(s)));
+    }
+    for (cp, c) in &vnfd.cps {
+        if c.vdu == vdu {
+            out.push((Section::Cp, n(cp)));
+        }
+    }
+    out
+}
+
+/// The `nfv` parameter after the operation, with what happened on the way.
+pub(super) struct Filled {
+    /// The whole parameter.
+    pub nfv: Value,
+    /// `<VDU>-<index>` of the VNFCs whose image changed.
+    pub image_changed: Vec<String>,
+    /// `additionalParams.nfv` entries ignored, and why.
+    pub warnings: Vec<String>,
+}
+
+/// The `nfv` parameter after the operation, from `current_nfv` (`{}` at instantiate), for the
+/// VNFCs `after` it. Errors ([`HeatError`]): a fixed address several VNFCs would share; a
+/// change of image without a granted image; an `additionalParams.nfv` that is not an object; a
+/// referenced key of a touched entry that gets no value (named by its `get_param` path).
+pub(super) fn fill(
+    input: Input<'_>,
+    analysis: &Analysis,
+    plan: &Plan,
+    grant: &Grant,
+    granted: &Granted<'_>,
+    current_nfv: &Value,
+    after: &[Vnfc],
+) -> Result<Filled, HeatError> {
+    let vnfd = input.vnfd;
+    let mut nfv = current_nfv.clone();
+    if !nfv.is_object() {
+        nfv = json!({});
+    }
+    let count_after = |vdu: &str| after.iter().filter(|c| c.vdu_id == vdu).count();
+
+    // Removed VNFCs lose their entries.
+    for (v, i) in &granted.remove {
+        if analysis.individual(v) {
+            for (sec, name) in entries(vnfd, v, Some(*i)) {
+                if let Some(m) = nfv.get_mut(sec.key()).and_then(Value::as_object_mut) {
+                    m.remove(&name);
+                }
+            }
+        }
+    }
+
+    // Created VNFCs and the VDUs whose entries are not indexed.
+    let sources = Sources::new(grant, vnfd, &plan.request_vls, input.current, current_nfv);
+    let mut affected: BTreeSet<(Section, String)> = BTreeSet::new();
+    for (v, i) in &granted.create {
+        if analysis.individual(v) {
+            let sibling = input
+                .current
+                .vnfcs
+                .iter()
+                .filter(|c| c.vdu_id == *v)
+                .filter(|c| !granted.remove.contains(&(c.vdu_id.clone(), c.index)))
+                .map(|c| c.index)
+                .min();
+            let target = Target {
+                vdu: v,
+                index: Some(*i),
+                zone: granted.zone(v, *i),
+                count: count_after(v),
+                sibling,
+            };
+            fill_target(&mut nfv, analysis.refs_of(v), &sources, &target)?;
+            affected.extend(entries(vnfd, v, Some(*i)));
+        }
+    }
+    for (vdu, mode) in &analysis.modes {
+        if *mode != Mode::Individual {
+            if plan.instantiate {
+                fill_unindexed(&mut nfv, analysis, &sources, granted, vdu, count_after(vdu))?;
+                affected.extend(entries(vnfd, vdu, None));
+            } else if analysis
+                .refs_of(vdu)
+                .iter()
+                .any(|r| r.rest.first().and_then(Value::as_str) == Some("desired_capacity"))
+            {
+                set_path(
+                    &mut nfv,
+                    &["VDU".into(), vdu.clone().into(), "desired_capacity".into()],
+                    count_after(vdu).into(),
+                );
+            }
+        }
+    }
+
+    let image_changed = heal_images(
+        &mut nfv,
+        analysis,
+        vnfd,
+        plan,
+        grant,
+        granted,
+        &mut affected,
+    )?;
+    let warnings = merge_additional(&mut nfv, plan, grant, &affected)?;
+    check_values(&nfv, analysis, after, &affected)?;
+    Ok(Filled {
+        nfv,
+        image_changed,
+        warnings,
+    })
+}
+
+/// Heal and change of image: only the image, only when the Grant gives one (an
+/// AutoScalingGroup member is rebuilt by Heat with its parameters unchanged). Adds the healed
+/// VNFCs' entries to `affected`; returns `<VDU>-<index>` of those whose image changed. Errors:
+/// a change of image for which the Grant gives no image of the VDU.
+fn heal_images(
+    nfv: &mut Value,
+    analysis: &Analysis,
+    vnfd: &Vnfd,
+    plan: &Plan,
+    grant: &Grant,
+    granted: &Granted<'_>,
+    affected: &mut BTreeSet<(Section, String)>,
+) -> Result<Vec<String>, HeatError> {
+    let mut image_changed = Vec::new();
+    for (v, i) in &granted.heal {
+        if let Mode::Asg(_) = analysis.modes[v] {
+            continue;
+        }
+        // Single mode: the one VNFC's entries are not indexed.
+        let ix = |name: &str| {
+            if analysis.individual(v) {
+                indexed(name, *i)
+            } else {
+                name.to_owned()
+            }
+        };
+        let mut names = vec![v.clone()];
+        if plan.heal_storage {
+            names.extend(vnfd.vdus[v].storages.iter().cloned());
+        }
+        let mut changed = false;
+        for name in &names {
+            let uses_image = analysis.refs_of(v).iter().any(|r| {
+                r.section == Section::Vdu
+                    && r.name == *name
+                    && r.rest.first().and_then(Value::as_str) == Some("vcImageId")
+            });
+            let img = grant.image(name);
+            if plan.require_image && name == v && img.is_none() {
+                return Err(grant_err(
+                    "/vimAssets/softwareImages",
+                    format!(
+                        "change of image of {}: no entry with vnfdSoftwareImageId `{name}`",
+                        indexed(v, *i)
+                    ),
+                ));
+            }
+            if let (true, Some(img)) = (uses_image, img) {
+                let path = ["VDU".into(), ix(name).into(), "vcImageId".into()];
+                if get_path(nfv, &path).and_then(Value::as_str) != Some(img) {
+                    set_path(nfv, &path, img.into());
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            image_changed.push(indexed(v, *i));
+        }
+        affected.extend(entries(vnfd, v, analysis.individual(v).then_some(*i)));
+    }
+    Ok(image_changed)
+}
+
+/// Merges `additionalParams.nfv` of the request, then of the Grant (RFC 7386), into the
+/// `affected` entries; returns a warning for each section or entry ignored. Errors: an
+/// `additionalParams.nfv` that is not an object.
+fn merge_additional(
+    nfv: &mut Value,
+    plan: &Plan,
+    grant: &Grant,
+    affected: &BTreeSet<(Section, String)>,
+) -> Result<Vec<String>, HeatError> {
+    let grant_nfv = grant.additional_params.as_ref().and_then(|a| a.get("nfv"));
+    let extras = [
+        (
+            Origin::Request,
+            "/request/additionalParams/nfv",
+            plan.request_nfv.as_ref(),
+        ),
+        (Origin::Grant, "/additionalParams/nfv", grant_nfv),
+    ];
+    let mut warnings = Vec::new();
+    for (origin, pointer, extra) in extras {
+        let Some(extra) = extra else { continue };
+        let Some(obj) = extra.as_object() else {
+            // The Grant's reason repeats the pointer; the request's does not.
+            let reason = match origin {
+                Origin::Request => "not an object".to_owned(),
+                Origin::Grant | Origin::Current => format!("{pointer}: not an object"),
+            };
+            return Err(origin.error(pointer.to_owned(), reason));
+        };
+        for (sec_key, entries_v) in obj {
+            let sec = match sec_key.as_str() {
+                "VDU" => Section::Vdu,
+                "CP" => Section::Cp,
+                _ => {
+                    warnings.push(format!(
+                        "{pointer}/{sec_key} ignored: the BaseHOT uses only nfv.VDU and nfv.CP"
+                    ));
+                    continue;
+                }
+            };
+            for (name, v) in entries_v.as_object().into_iter().flatten() {
+                if affected.contains(&(sec, name.clone())) {
+                    let target = nfv
+                        .as_object_mut()
+                        .expect("nfv is an object")
+                        .entry(sec.key())
+                        .or_insert_with(|| json!({}));
+                    let slot = target
+                        .as_object_mut()
+                        .expect("section is an object")
+                        .entry(name.clone())
+                        .or_insert_with(|| json!({}));
+                    json_patch::merge(slot, v);
+                } else {
+                    warnings.push(format!(
+                        "{pointer}/{sec_key}/{name} ignored: this operation creates or heals no VNFC with that entry"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(warnings)
+}
+
+/// Every referenced key of an `affected` entry must have a value unless it is optional
+/// ([`OPTIONAL_KEYS`]). Errors: [`HeatError::Template`] at the `get_param`'s template path.
+fn check_values(
+    nfv: &Value,
+    analysis: &Analysis,
+    after: &[Vnfc],
+    affected: &BTreeSet<(Section, String)>,
+) -> Result<(), HeatError> {
+    for (vdu, refs) in &analysis.refs {
+        for r in refs {
+            let key = r.rest.first().and_then(Value::as_str);
+            if key.is_none_or(|k| OPTIONAL_KEYS.contains(&k)) {
+                continue;
+            }
+            let names: Vec<String> = if analysis.individual(vdu) {
+                after
+                    .iter()
+                    .filter(|c| c.vdu_id == *vdu)
+                    .map(|c| indexed(&r.name, c.index))
+                    .collect()
+            } else {
+                vec![r.name.clone()]
+            };
+            for name in names {
+                if !affected.contains(&(r.section, name.clone())) {
+                    continue;
+                }
+                let mut path = vec![Value::from(r.section.key()), Value::from(name.clone())];
+                path.extend(r.rest.iter().cloned());
+                if get_path(nfv, &path).is_none() {
+                    return Err(HeatError::Template {
+                        file: analysis.file.clone(),
+                        at: r.at.clone(),
+                        reason: format!(
+                            "get_param into nfv.{}.{name}.{} which gets no value: vnfkeeper fills \
+                             computeName, computeFlavourId, vcImageId, locationConstraints, \
+                             desired_capacity (ASG) and a CP's network and fixed_ips from the \
+                             VNFD, the Grant and the external virtual links; give other keys in \
+                             additionalParams.nfv",
+                            r.section.key(),
+                            r.rest
+                                .iter()
+                                .map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_owned))
+                                .collect::<Vec<_>>()
+                                .join(".")
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `v` holds an object with key `key` at any depth.
+fn has_key(v: &Value, key: &str) -> bool {
+    match v {
+        Value::Object(m) => m.contains_key(key) || m.values().any(|x| has_key(x, key)),
+        Value::Array(a) => a.iter().any(|x| has_key(x, key)),
+        _ => false,
+    }
+}
+
+/// Sets `v` at `path` below `target` (strings are keys, integers array positions; missing
+/// containers are created, array gaps filled with `{}`).
+fn set_path(target: &mut Value, path: &[Value], v: Value) {
+    let Some((first, rest)) = path.split_first() else {
+        *target = v;
+        return;
+    };
+    if let Some(i) = first.as_u64() {
+        let i = i as usize;
+        if !target.is_array() {
+            *target = Value::Array(Vec::new());
+        }
+        let a = target.as_array_mut().expect("just made an array");
+        while a.len() <= i {
+            a.push(json!({}));
+        }
+        set_path(&mut a[i], rest, v);
+    } else {
+        let key = match first {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if !target.is_object() {
+            *target = json!({});
+        }
+        let m = target.as_object_mut().expect("just made an object");
+        set_path(m.entry(key).or_insert(Value::Null), rest, v);
+    }
+}
+
+/// The value at `path` below `v`, if present and not null.
+fn get_path<'v>(v: &'v Value, path: &[Value]) -> Option<&'v Value> {
+    let mut cur = v;
+    for p in path {
+        cur = match p {
+            Value::String(s) => cur.get(s)?,
+            Value::Number(n) => cur.get(n.as_u64()? as usize)?,
+            _ => return None,
+        };
+    }
+    (!cur.is_null()).then_some(cur)
+}
