@@ -1,4 +1,6 @@
 //! Intake: where requests enter vnfkeeper. Validates completely, persists, and only then acknowledges.
 
+mod admission;
+mod maildir;
 pub mod spool;
 pub mod wire;

@@ -1,6 +1,6 @@
 //! SOL003 request envelopes as they arrive in the spool: serde types and complete validation.
 //!
-//! CONTRACT (used by `intake::spool`; keep these signatures):
+//! CONTRACT (used by `intake::admission`; keep these signatures):
 //! - [`parse_envelope`] takes the raw file bytes and returns either a [`Parsed`] envelope with
 //!   warnings, or every defect found as a [`FieldError`] naming its JSON pointer.
 //! - Reasons never contain the value of a secret field (passwords, proxy URLs with credentials).

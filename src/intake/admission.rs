@@ -1,0 +1,1174 @@
+//! Admission rules: whether a request file is accepted, a duplicate of an earlier request, or
+//! rejected, and the record of that outcome in the batch's transaction. A file is first examined
+//! on its own (size, envelope, VNF package contents), then decided against the database: the
+//! instance's state once its queued operations are done, scale level bounds, HEAL targets, and
+//! the preconditions of RETRY, FAIL and ROLLBACK.
+//!
+//! The rules are pure functions of the examined request and the rows read for it; the functions
+//! that read the rows, and those that record an outcome, go through the store's [`Tx`].
+//! Duplicates (same content as an accepted request) are accepted idempotently: an `intake` row
+//! and an event, no new operation.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::maildir::Destination;
+use super::spool::{IntakeContext, Outcome};
+use super::wire::{self, Envelope, FieldError, LcmEnvelope, TaskEnvelope, TaskOperation};
+use crate::model::{
+    FieldProblem, InstantiationState, LcmOperationType, OperationState, ProblemDetails, Timestamp,
+};
+use crate::package::Vnfd;
+use crate::store::{
+    InstanceRow, IntakeRow, NewEvent, NewIntake, NewOperation, OperationRow, StoreError, Tx,
+    VnfcRow,
+};
+
+/// A request file examined on its own, before the database is consulted.
+pub(super) struct Examined {
+    /// File name in `new/`.
+    pub name: String,
+    /// Hex SHA-256 of the content: the identity of a request for duplicates and recovery.
+    pub sha256: String,
+    /// What the content is.
+    pub verdict: Verdict,
+}
+
+/// What a request file's content is.
+pub(super) enum Verdict {
+    /// A valid INSTANTIATE, SCALE, HEAL or TERMINATE.
+    Lcm(LcmRequest),
+    /// A valid RETRY, FAIL or ROLLBACK.
+    Task(TaskEnvelope),
+    /// Rejected without consulting the database.
+    Invalid {
+        /// vnfInstanceId, if the file names a plausible one.
+        vnf_instance_id: Option<String>,
+        /// Why.
+        problem: ProblemDetails,
+    },
+}
+
+/// A valid LCM request with what was derived from it.
+pub(super) struct LcmRequest {
+    env: LcmEnvelope,
+    /// The SOL003 body as JSON text, stored verbatim.
+    raw_request: String,
+    /// Canonical package directory (INSTANTIATE).
+    package: Option<PathBuf>,
+    warnings: Vec<FieldProblem>,
+}
+
+/// Examines the content `bytes` of the file `name`: at most [`wire::MAX_REQUEST_BYTES`] (413
+/// otherwise), a valid envelope (400 with every defect otherwise), and for a request naming a
+/// `vnfPackage`, every file it references inside that package (422 otherwise). Reads the
+/// package directory, nothing else.
+pub(super) fn examine(name: String, bytes: &[u8], ctx: &IntakeContext<'_>) -> Examined {
+    let sha256 = hex(&Sha256::digest(bytes));
+    let verdict = if bytes.len() > wire::MAX_REQUEST_BYTES {
+        Verdict::Invalid {
+            vnf_instance_id: None,
+            problem: ProblemDetails::new(
+                413,
+                format!(
+                    "request file is {} bytes; the limit is {} bytes",
+                    bytes.len(),
+                    wire::MAX_REQUEST_BYTES
+                ),
+                vec![FieldProblem {
+                    pointer: String::new(),
+                    reason: format!("file larger than {} bytes", wire::MAX_REQUEST_BYTES),
+                }],
+            ),
+        }
+    } else {
+        match wire::parse_envelope(bytes) {
+            Err(errors) => Verdict::Invalid {
+                vnf_instance_id: sniff_instance_id(bytes),
+                problem: invalid_request(errors),
+            },
+            Ok(parsed) => match parsed.envelope {
+                Envelope::Task(env) => Verdict::Task(env),
+                Envelope::Lcm(env) => match check_package(&env, ctx) {
+                    Err(problem) => Verdict::Invalid {
+                        vnf_instance_id: Some(env.vnf_instance_id.clone()),
+                        problem,
+                    },
+                    Ok(package) => {
+                        let raw_request = env.request.to_string();
+                        Verdict::Lcm(LcmRequest {
+                            env,
+                            raw_request,
+                            package,
+                            warnings: parsed.warnings,
+                        })
+                    }
+                },
+            },
+        }
+    };
+    Examined {
+        name,
+        sha256,
+        verdict,
+    }
+}
+
+fn invalid_request(errors: Vec<FieldError>) -> ProblemDetails {
+    let n = errors.len();
+    let first = errors
+        .first()
+        .map(|e| format!("{}: {}", pointer_text(&e.pointer), e.reason));
+    let detail = match (n, first) {
+        (1, Some(f)) => format!("invalid request: {f}"),
+        (_, Some(f)) => format!("invalid request: {n} defects, first {f}"),
+        _ => "invalid request".to_owned(),
+    };
+    ProblemDetails::new(400, detail, errors)
+}
+
+fn pointer_text(p: &str) -> &str {
+    if p.is_empty() { "(whole file)" } else { p }
+}
+
+/// Best effort: the `vnfInstanceId` of an invalid file, for the audit trail and logs.
+fn sniff_instance_id(bytes: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let id = v.get("vnfInstanceId")?.as_str()?;
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    ok.then(|| id.to_owned())
+}
+
+/// Resolves `vnfPackage` (relative paths against `ctx.packages_dir`, `..` refused) to its
+/// canonical directory and checks that every file the request references is a file inside it.
+/// `Ok(None)` when the envelope names no package. Errors: 422 naming each defective field.
+fn check_package(
+    env: &LcmEnvelope,
+    ctx: &IntakeContext<'_>,
+) -> Result<Option<PathBuf>, ProblemDetails> {
+    let Some(pkg) = env.vnf_package.as_deref() else {
+        return Ok(None);
+    };
+    let unprocessable = |pointer: &str, reason: String| {
+        ProblemDetails::new(
+            422,
+            format!("{pointer}: {reason}"),
+            vec![FieldProblem {
+                pointer: pointer.into(),
+                reason,
+            }],
+        )
+    };
+    let path = Path::new(pkg);
+    if path.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(unprocessable("/vnfPackage", "must not contain `..`".into()));
+    }
+    let path = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        ctx.packages_dir.join(path)
+    };
+    let root = match fs::canonicalize(&path) {
+        Ok(p) if p.is_dir() => p,
+        Ok(_) => {
+            return Err(unprocessable(
+                "/vnfPackage",
+                format!(
+                    "{} is not a directory (unpack .zip packages into a directory)",
+                    path.display()
+                ),
+            ));
+        }
+        Err(e) => {
+            return Err(unprocessable(
+                "/vnfPackage",
+                format!("{}: {e}", path.display()),
+            ));
+        }
+    };
+    let mut errors = Vec::new();
+    for (pointer, rel) in env.package_paths() {
+        let rel = rel.strip_prefix("./").unwrap_or(&rel);
+        match fs::canonicalize(root.join(rel)) {
+            Ok(p) if p.starts_with(&root) && p.is_file() => {}
+            Ok(p) if !p.starts_with(&root) => errors.push(FieldProblem {
+                pointer,
+                reason: format!("`{rel}` resolves outside the VNF package"),
+            }),
+            Ok(_) => errors.push(FieldProblem {
+                pointer,
+                reason: format!("`{rel}` is not a file in the VNF package"),
+            }),
+            Err(_) => errors.push(FieldProblem {
+                pointer,
+                reason: format!("`{rel}` not found in the VNF package {}", root.display()),
+            }),
+        }
+    }
+    if errors.is_empty() {
+        Ok(Some(root))
+    } else {
+        let detail = format!(
+            "{} file(s) referenced by the request are missing from the VNF package",
+            errors.len()
+        );
+        Err(ProblemDetails::new(422, detail, errors))
+    }
+}
+
+/// Where the outcome committed for this very file (same name and content, among `earlier`: the
+/// `intake` rows with its content hash) puts it, or `None` when nothing was committed for it (or
+/// the committed row cannot say where). A file found in `new/` with a committed outcome was
+/// committed before a crash but never moved.
+pub(super) fn committed_destination(earlier: &[IntakeRow], req: &Examined) -> Option<Destination> {
+    let prev = earlier
+        .iter()
+        .find(|r| r.file_name.as_deref() == Some(req.name.as_str()))?;
+    match (prev.outcome.as_str(), prev.vnf_lcm_op_occ_id.as_deref()) {
+        ("ACCEPTED" | "DUPLICATE", Some(op)) => {
+            let op = op.to_owned();
+            Some(match &req.verdict {
+                Verdict::Task(env) => Destination::Task {
+                    op,
+                    task: env.operation,
+                    intake_id: prev.id,
+                },
+                _ if prev.outcome == "DUPLICATE" => Destination::Duplicate {
+                    op,
+                    intake_id: prev.id,
+                },
+                _ => Destination::Accepted { op },
+            })
+        }
+        ("REJECTED", _) => prev
+            .problem
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p).ok())
+            .map(|problem| Destination::Rejected { problem }),
+        _ => None,
+    }
+}
+
+/// Decides `req` against the database inside the batch transaction and records the outcome: an
+/// `intake` row and an event, plus the new operation (accepted LCM request) or the task's effect
+/// (accepted RETRY/FAIL/ROLLBACK). `earlier` are the `intake` rows with the same content hash.
+/// Returns what intake reports and where the file goes. Errors: database only.
+pub(super) fn decide(
+    tx: &mut Tx<'_>,
+    req: &Examined,
+    earlier: &[IntakeRow],
+    ctx: &IntakeContext<'_>,
+    now: Timestamp,
+) -> Result<(Outcome, Destination), StoreError> {
+    match &req.verdict {
+        Verdict::Invalid {
+            vnf_instance_id,
+            problem,
+        } => record_rejection(tx, req, vnf_instance_id.as_deref(), problem, now),
+        Verdict::Task(env) => {
+            let op = tx.reader().operation(&env.vnf_lcm_op_occ_id)?;
+            match check_task(env, op.as_ref()) {
+                Ok(op) => record_task(tx, req, env, op, now),
+                Err((vnf_instance_id, problem)) => {
+                    record_rejection(tx, req, vnf_instance_id, &problem, now)
+                }
+            }
+        }
+        Verdict::Lcm(lcm) => {
+            let env = &lcm.env;
+            if let Some(op) = duplicate_of(earlier) {
+                return record_duplicate(tx, req, &env.vnf_instance_id, &op, now);
+            }
+            if let Some(rid) = env.request_id.as_deref()
+                && let Some(op) = tx.operation_by_request_id(rid)?
+            {
+                let problem = request_id_reused(rid, &op);
+                return record_rejection(tx, req, Some(&env.vnf_instance_id), &problem, now);
+            }
+            if let Err(problem) = check_instance(tx, env)? {
+                return record_rejection(tx, req, Some(&env.vnf_instance_id), &problem, now);
+            }
+            record_acceptance(tx, req, lcm, ctx, now)
+        }
+    }
+}
+
+/// Same content as an accepted request: the operation that request created (the copy is an
+/// idempotent duplicate).
+fn duplicate_of(earlier: &[IntakeRow]) -> Option<String> {
+    earlier
+        .iter()
+        .find(|r| r.outcome == "ACCEPTED")
+        .map(|r| r.vnf_lcm_op_occ_id.clone().unwrap_or_default())
+}
+
+/// 409: the `requestId` was already used by `op` for a request with different content.
+fn request_id_reused(rid: &str, op: &OperationRow) -> ProblemDetails {
+    conflict(
+        409,
+        "/requestId",
+        format!(
+            "requestId `{rid}` was already used by VnfLcmOpOcc {} for a different request",
+            op.id
+        ),
+    )
+}
+
+/// RETRY, FAIL and ROLLBACK (SOL003 §5.4.14–16) apply to a known occurrence (404 otherwise) in
+/// `FAILED_TEMP` with no task pending (409 otherwise). Returns the occurrence, or the rejection
+/// with the vnfInstanceId it concerns.
+fn check_task<'r>(
+    env: &TaskEnvelope,
+    op: Option<&'r OperationRow>,
+) -> Result<&'r OperationRow, (Option<&'r str>, ProblemDetails)> {
+    let Some(op) = op else {
+        let problem = conflict(
+            404,
+            "/vnfLcmOpOccId",
+            format!("VnfLcmOpOcc `{}` is unknown", env.vnf_lcm_op_occ_id),
+        );
+        return Err((None, problem));
+    };
+    if op.operation_state != OperationState::FailedTemp || op.pending_task.is_some() {
+        let why = match &op.pending_task {
+            Some(p) => format!("VnfLcmOpOcc {} already has a pending {p}", op.id),
+            None => format!(
+                "{} needs FAILED_TEMP, but VnfLcmOpOcc {} is {}",
+                task_name(env.operation),
+                op.id,
+                op.operation_state
+            ),
+        };
+        let problem = conflict(409, "/vnfLcmOpOccId", why);
+        return Err((Some(&op.vnf_instance_id), problem));
+    }
+    Ok(op)
+}
+
+fn task_name(task: TaskOperation) -> &'static str {
+    match task {
+        TaskOperation::Retry => "RETRY",
+        TaskOperation::Fail => "FAIL",
+        TaskOperation::Rollback => "ROLLBACK",
+    }
+}
+
+/// Checks an LCM request against its instance's state once the instance's queued operations are
+/// done, reading the rows the rules need.
+fn check_instance(
+    tx: &Tx<'_>,
+    env: &LcmEnvelope,
+) -> Result<Result<(), ProblemDetails>, StoreError> {
+    let op = LcmOperationType::from(env.operation);
+    let Some(instance) = tx.instance(&env.vnf_instance_id)? else {
+        return Ok(check_unknown_instance(env));
+    };
+    let queued = tx.unfinished_operations(&instance.id)?;
+    if let Err(problem) = check_state(env, &instance, &queued) {
+        return Ok(Err(problem));
+    }
+    if op == LcmOperationType::Scale
+        && let Err(problem) = check_scale_level(tx, env, &instance, &queued)?
+    {
+        return Ok(Err(problem));
+    }
+    if op == LcmOperationType::Heal
+        && instance.instantiation_state == InstantiationState::Instantiated
+    {
+        let vnfcs = tx.reader().vnfcs(&instance.id)?;
+        return Ok(check_heal_targets(env, &vnfcs));
+    }
+    Ok(Ok(()))
+}
+
+/// An instance the database does not know: only INSTANTIATE creates one (404 otherwise).
+fn check_unknown_instance(env: &LcmEnvelope) -> Result<(), ProblemDetails> {
+    if LcmOperationType::from(env.operation) == LcmOperationType::Instantiate {
+        return Ok(());
+    }
+    Err(conflict(
+        404,
+        "/vnfInstanceId",
+        format!("VNF instance `{}` is unknown", env.vnf_instance_id),
+    ))
+}
+
+/// The instantiation state the instance will have once `queued` (its unfinished operations, in
+/// arrival order) are done must allow the operation: INSTANTIATE needs NOT_INSTANTIATED, the
+/// others INSTANTIATED (SOL003 §5.4.4–5.4.9: 409 Conflict otherwise).
+fn check_state(
+    env: &LcmEnvelope,
+    instance: &InstanceRow,
+    queued: &[OperationRow],
+) -> Result<(), ProblemDetails> {
+    let op = LcmOperationType::from(env.operation);
+    let id = &env.vnf_instance_id;
+    let prospective = instance
+        .instantiation_state
+        .after(queued.iter().map(|o| o.operation));
+    if prospective.allows(op) {
+        return Ok(());
+    }
+    let why = match (op, queued.last()) {
+        (LcmOperationType::Instantiate, Some(last)) => format!(
+            "VNF instance `{id}` will be INSTANTIATED once VnfLcmOpOcc {} ({}) completes; TERMINATE it first",
+            last.id, last.operation
+        ),
+        (LcmOperationType::Instantiate, None) => {
+            format!("VNF instance `{id}` is already INSTANTIATED; TERMINATE it first")
+        }
+        (_, Some(last)) => format!(
+            "VNF instance `{id}` will be NOT_INSTANTIATED once VnfLcmOpOcc {} ({}) completes",
+            last.id, last.operation
+        ),
+        (_, None) => format!("VNF instance `{id}` is NOT_INSTANTIATED; INSTANTIATE it first"),
+    };
+    Err(conflict(409, "/vnfInstanceId", why))
+}
+
+/// HEAL of named VNFCs: each `vnfcInstanceId` must be one of `vnfcs` (the instance's VNFCs),
+/// named by its id, or by `<VDU>-<index>` when it is managed individually (adjusted HOT). 404
+/// naming each unknown entry otherwise.
+fn check_heal_targets(env: &LcmEnvelope, vnfcs: &[VnfcRow]) -> Result<(), ProblemDetails> {
+    let id = &env.vnf_instance_id;
+    let known: Vec<String> = vnfcs
+        .iter()
+        .flat_map(|v| {
+            let name = v
+                .vnfc_index
+                .map(|i| crate::heat::template::indexed(&v.vdu_id, i as u32));
+            std::iter::once(v.id.clone()).chain(name)
+        })
+        .collect();
+    let wanted = env.request.get("vnfcInstanceId").and_then(|v| v.as_array());
+    let mut errors = Vec::new();
+    for (i, v) in wanted.into_iter().flatten().enumerate() {
+        if let Some(vnfc) = v.as_str()
+            && !known.iter().any(|k| k == vnfc)
+        {
+            errors.push(FieldProblem {
+                pointer: format!("/request/vnfcInstanceId/{i}"),
+                reason: format!("VNFC `{vnfc}` is not a VNFC of VNF instance `{id}`"),
+            });
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ProblemDetails::new(404, "HEAL names unknown VNFCs", errors))
+    }
+}
+
+/// Which INSTANTIATE defines the VNFD a SCALE is checked against.
+#[derive(Debug, PartialEq, Eq)]
+enum ScaleBase<'a> {
+    /// The instance's last completed INSTANTIATE.
+    Completed,
+    /// An INSTANTIATE queued ahead of the SCALE (its vnfLcmOpOccId).
+    Queued(&'a str),
+    /// A TERMINATE is queued ahead: nothing to check against.
+    Terminated,
+}
+
+/// What the queue ahead of a SCALE leaves for its level check.
+#[derive(Debug, PartialEq, Eq)]
+struct ScaleStart<'a> {
+    base: ScaleBase<'a>,
+    /// The levels to start from (empty: those right after the base INSTANTIATE).
+    levels: BTreeMap<String, u32>,
+    /// The SCALEs queued after the base, in order (vnfLcmOpOccIds).
+    pending: Vec<&'a str>,
+}
+
+/// Replays `queued` (the instance's unfinished operations, in arrival order) over the instance:
+/// a queued INSTANTIATE becomes the base and resets the levels, a TERMINATE leaves no base, a
+/// SCALE is applied before the one being checked.
+fn scale_start<'a>(instance: &InstanceRow, queued: &'a [OperationRow]) -> ScaleStart<'a> {
+    let mut start = ScaleStart {
+        base: ScaleBase::Completed,
+        levels: instance.scale_status.clone(),
+        pending: Vec::new(),
+    };
+    for q in queued {
+        match q.operation {
+            LcmOperationType::Instantiate => {
+                start.base = ScaleBase::Queued(&q.id);
+                start.levels.clear();
+                start.pending.clear();
+            }
+            LcmOperationType::Terminate => {
+                start.base = ScaleBase::Terminated;
+                start.pending.clear();
+            }
+            LcmOperationType::Scale => start.pending.push(&q.id),
+            LcmOperationType::Heal => {}
+        }
+    }
+    start
+}
+
+/// SCALE: reads the base INSTANTIATE's request and package and the pending SCALEs for
+/// [`check_scale_bounds`]. A base without package, an unreadable package or an unparsable stored
+/// request is not this check's to report (the engine reports it).
+fn check_scale_level(
+    tx: &Tx<'_>,
+    env: &LcmEnvelope,
+    instance: &InstanceRow,
+    queued: &[OperationRow],
+) -> Result<Result<(), ProblemDetails>, StoreError> {
+    let reader = tx.reader();
+    let start = scale_start(instance, queued);
+    let base = match start.base {
+        ScaleBase::Completed => reader.instantiate_request(&instance.id)?,
+        ScaleBase::Queued(id) => reader.operation_params(id)?,
+        ScaleBase::Terminated => None,
+    };
+    let Some((params, Some(package))) = base else {
+        return Ok(Ok(()));
+    };
+    let Ok(pkg) = crate::package::VnfPackage::load(Path::new(&package)) else {
+        return Ok(Ok(())); // the engine reports an unreadable package with its own error
+    };
+    let instantiate = serde_json::from_str::<wire::InstantiateVnfRequest>(&params).ok();
+    let mut pending = Vec::with_capacity(start.pending.len());
+    for id in &start.pending {
+        if let Some((p, _)) = reader.operation_params(id)?
+            && let Ok(r) = serde_json::from_str::<wire::ScaleVnfRequest>(&p)
+        {
+            pending.push(r);
+        }
+    }
+    let Ok(req) = serde_json::from_value::<wire::ScaleVnfRequest>(env.request.clone()) else {
+        return Ok(Ok(()));
+    };
+    Ok(check_scale_bounds(
+        &pkg.vnfd,
+        start.levels,
+        instantiate.as_ref(),
+        &pending,
+        &req,
+        !queued.is_empty(),
+    ))
+}
+
+/// SCALE: the aspect exists in the VNFD and the level after every SCALE queued before this one
+/// (`pending`; one that would fail is skipped, as it will fail) and this one stays within
+/// `0..=max_scale_level` (SOL003 §5.4.5.3.1: 422 otherwise). `levels` empty means "right after
+/// `instantiate`" (its instantiation level's scale levels). `behind_others`: other operations are
+/// queued ahead, which the reason then says.
+fn check_scale_bounds(
+    vnfd: &Vnfd,
+    mut levels: BTreeMap<String, u32>,
+    instantiate: Option<&wire::InstantiateVnfRequest>,
+    pending: &[wire::ScaleVnfRequest],
+    req: &wire::ScaleVnfRequest,
+    behind_others: bool,
+) -> Result<(), ProblemDetails> {
+    if levels.is_empty()
+        && let Some(inst) = instantiate
+    {
+        levels = crate::plan::scale::initial_levels(vnfd, inst.instantiation_level_id.as_deref());
+    }
+    for r in pending {
+        if let Ok(next) = crate::plan::scale::apply(vnfd, &levels, r) {
+            levels = next;
+        }
+    }
+    let Err(e) = crate::plan::scale::apply(vnfd, &levels, req) else {
+        return Ok(());
+    };
+    let pointer = e.pointer.clone().unwrap_or_else(|| "/request".into());
+    let reason = if behind_others {
+        format!("{} (counting the operations queued before it)", e.reason)
+    } else {
+        e.reason.clone()
+    };
+    Err(ProblemDetails::new(
+        422,
+        format!("{pointer}: {reason}"),
+        vec![FieldProblem { pointer, reason }],
+    ))
+}
+
+/// Why an accepted operation waits: behind the last of `ahead` (the instance's unfinished
+/// operations), for a cloud when none is configured, else for the engine.
+fn waiting_reason(ahead: &[OperationRow], cloud_configured: bool) -> String {
+    match ahead.last() {
+        Some(prev) => format!(
+            "queued behind VnfLcmOpOcc {} ({} {})",
+            prev.id, prev.operation, prev.operation_state
+        ),
+        None if !cloud_configured => {
+            "waiting for a cloud: the configuration has no [cloud] section".to_owned()
+        }
+        None => "waiting for the operation engine".to_owned(),
+    }
+}
+
+fn conflict(status: u16, pointer: &str, reason: String) -> ProblemDetails {
+    ProblemDetails::new(
+        status,
+        format!("{pointer}: {reason}"),
+        vec![FieldProblem {
+            pointer: pointer.into(),
+            reason,
+        }],
+    )
+}
+
+/// Records an accepted LCM request: the instance if new, the operation in `STARTING` with why it
+/// waits, the `intake` row and a `REQUEST_ACCEPTED` event.
+fn record_acceptance(
+    tx: &mut Tx<'_>,
+    req: &Examined,
+    lcm: &LcmRequest,
+    ctx: &IntakeContext<'_>,
+    now: Timestamp,
+) -> Result<(Outcome, Destination), StoreError> {
+    let LcmRequest {
+        env,
+        raw_request,
+        package,
+        warnings,
+    } = lcm;
+    let op_id = uuid::Uuid::new_v4().to_string();
+    let operation = LcmOperationType::from(env.operation);
+    tx.create_instance_if_missing(&env.vnf_instance_id, now)?;
+    let ahead = tx.unfinished_operations(&env.vnf_instance_id)?;
+    let status_detail = waiting_reason(&ahead, ctx.cloud_configured);
+    let package_text = package.as_ref().map(|p| p.display().to_string());
+    tx.insert_operation(
+        &NewOperation {
+            id: &op_id,
+            vnf_instance_id: &env.vnf_instance_id,
+            operation,
+            operation_params: raw_request,
+            vnf_package: package_text.as_deref(),
+            request_id: env.request_id.as_deref(),
+            is_automatic_invocation: false,
+            status_detail: Some(&status_detail),
+        },
+        now,
+    )?;
+    let warnings_json = (!warnings.is_empty()).then(|| json(&warnings));
+    let intake_id = tx.insert_intake(
+        &NewIntake {
+            file_name: &req.name,
+            content_sha256: &req.sha256,
+            request_id: env.request_id.as_deref(),
+            outcome: "ACCEPTED",
+            vnf_instance_id: Some(&env.vnf_instance_id),
+            vnf_lcm_op_occ_id: Some(&op_id),
+            problem: None,
+            warnings: warnings_json.as_deref(),
+        },
+        now,
+    )?;
+    let message = format!("{operation} request accepted from spool file {}", req.name);
+    let evidence = serde_json::json!({"file": req.name, "sha256": req.sha256, "intakeId": intake_id, "warnings": warnings});
+    tx.append_event(
+        &NewEvent {
+            kind: "REQUEST_ACCEPTED",
+            vnf_instance_id: Some(&env.vnf_instance_id),
+            vnf_lcm_op_occ_id: Some(&op_id),
+            vnfc_id: None,
+            message: &message,
+            evidence: Some(&evidence.to_string()),
+        },
+        now,
+    )?;
+    Ok((
+        Outcome::Accepted {
+            file: req.name.clone(),
+            vnf_lcm_op_occ_id: op_id.clone(),
+            vnf_instance_id: env.vnf_instance_id.clone(),
+            operation: operation.as_str().to_owned(),
+            status_detail: Some(status_detail),
+            warnings: warnings.to_vec(),
+        },
+        Destination::Accepted { op: op_id },
+    ))
+}
+
+/// Records an accepted task on `op`: FAIL is a state change only (to `FAILED`); RETRY and
+/// ROLLBACK become the occurrence's pending task, carried out by the engine. Then the `intake`
+/// row and a `TASK_ACCEPTED` event.
+fn record_task(
+    tx: &mut Tx<'_>,
+    req: &Examined,
+    env: &TaskEnvelope,
+    op: &OperationRow,
+    now: Timestamp,
+) -> Result<(Outcome, Destination), StoreError> {
+    let task = task_name(env.operation);
+    if env.operation == TaskOperation::Fail {
+        tx.set_operation_state(&op.id, OperationState::Failed, None, now)?;
+    } else {
+        tx.set_pending_task(&op.id, task)?;
+    }
+    let intake_id = tx.insert_intake(
+        &NewIntake {
+            file_name: &req.name,
+            content_sha256: &req.sha256,
+            request_id: env.request_id.as_deref(),
+            outcome: "ACCEPTED",
+            vnf_instance_id: Some(&op.vnf_instance_id),
+            vnf_lcm_op_occ_id: Some(&op.id),
+            problem: None,
+            warnings: None,
+        },
+        now,
+    )?;
+    let message = format!(
+        "{task} of VnfLcmOpOcc {} accepted from spool file {}",
+        op.id, req.name
+    );
+    tx.append_event(
+        &NewEvent {
+            kind: "TASK_ACCEPTED",
+            vnf_instance_id: Some(&op.vnf_instance_id),
+            vnf_lcm_op_occ_id: Some(&op.id),
+            vnfc_id: None,
+            message: &message,
+            evidence: Some(
+                &serde_json::json!({"file": req.name, "task": task, "intakeId": intake_id})
+                    .to_string(),
+            ),
+        },
+        now,
+    )?;
+    Ok((
+        Outcome::Accepted {
+            file: req.name.clone(),
+            vnf_lcm_op_occ_id: op.id.clone(),
+            vnf_instance_id: op.vnf_instance_id.clone(),
+            operation: task.to_owned(),
+            status_detail: None,
+            warnings: Vec::new(),
+        },
+        Destination::Task {
+            op: op.id.clone(),
+            task: env.operation,
+            intake_id,
+        },
+    ))
+}
+
+/// Records a duplicate of the request that created `op_id`: the `intake` row and a
+/// `REQUEST_DUPLICATE` event, no operation.
+fn record_duplicate(
+    tx: &mut Tx<'_>,
+    req: &Examined,
+    vnf_instance_id: &str,
+    op_id: &str,
+    now: Timestamp,
+) -> Result<(Outcome, Destination), StoreError> {
+    let intake_id = tx.insert_intake(
+        &NewIntake {
+            file_name: &req.name,
+            content_sha256: &req.sha256,
+            request_id: None,
+            outcome: "DUPLICATE",
+            vnf_instance_id: Some(vnf_instance_id),
+            vnf_lcm_op_occ_id: Some(op_id),
+            problem: None,
+            warnings: None,
+        },
+        now,
+    )?;
+    let message = format!(
+        "spool file {} repeats the request of VnfLcmOpOcc {op_id}; no new operation",
+        req.name
+    );
+    tx.append_event(
+        &NewEvent {
+            kind: "REQUEST_DUPLICATE",
+            vnf_instance_id: Some(vnf_instance_id),
+            vnf_lcm_op_occ_id: Some(op_id),
+            vnfc_id: None,
+            message: &message,
+            evidence: Some(
+                &serde_json::json!({"file": req.name, "sha256": req.sha256, "intakeId": intake_id})
+                    .to_string(),
+            ),
+        },
+        now,
+    )?;
+    Ok((
+        Outcome::Duplicate {
+            file: req.name.clone(),
+            vnf_lcm_op_occ_id: op_id.to_owned(),
+        },
+        Destination::Duplicate {
+            op: op_id.to_owned(),
+            intake_id,
+        },
+    ))
+}
+
+/// Records a rejection: the `intake` row with the problem and a `REQUEST_REJECTED` event.
+fn record_rejection(
+    tx: &mut Tx<'_>,
+    req: &Examined,
+    vnf_instance_id: Option<&str>,
+    problem: &ProblemDetails,
+    now: Timestamp,
+) -> Result<(Outcome, Destination), StoreError> {
+    let problem_json = json(problem);
+    tx.insert_intake(
+        &NewIntake {
+            file_name: &req.name,
+            content_sha256: &req.sha256,
+            request_id: None,
+            outcome: "REJECTED",
+            vnf_instance_id,
+            vnf_lcm_op_occ_id: None,
+            problem: Some(&problem_json),
+            warnings: None,
+        },
+        now,
+    )?;
+    let message = format!("spool file {} rejected: {}", req.name, problem.detail);
+    tx.append_event(
+        &NewEvent {
+            kind: "REQUEST_REJECTED",
+            vnf_instance_id,
+            vnf_lcm_op_occ_id: None,
+            vnfc_id: None,
+            message: &message,
+            evidence: Some(&problem_json),
+        },
+        now,
+    )?;
+    Ok((
+        Outcome::Rejected {
+            file: req.name.clone(),
+            vnf_instance_id: vnf_instance_id.map(str::to_owned),
+            problem: problem.clone(),
+        },
+        Destination::Rejected {
+            problem: problem.clone(),
+        },
+    ))
+}
+
+fn json<T: serde::Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl From<wire::LcmOperation> for LcmOperationType {
+    fn from(op: wire::LcmOperation) -> Self {
+        match op {
+            wire::LcmOperation::Instantiate => Self::Instantiate,
+            wire::LcmOperation::Scale => Self::Scale,
+            wire::LcmOperation::Heal => Self::Heal,
+            wire::LcmOperation::Terminate => Self::Terminate,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    fn now() -> Timestamp {
+        Timestamp::parse("2026-11-21T06:00:00Z").unwrap()
+    }
+
+    fn temp_store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).unwrap();
+        (dir, store)
+    }
+
+    /// The rules read only the operation, the instance and the body.
+    fn lcm(operation: wire::LcmOperation, request: serde_json::Value) -> LcmEnvelope {
+        LcmEnvelope {
+            operation,
+            vnf_instance_id: "vnf-1".into(),
+            vnf_package: None,
+            request_id: None,
+            request,
+        }
+    }
+
+    fn task(operation: TaskOperation, op: &str) -> TaskEnvelope {
+        TaskEnvelope {
+            operation,
+            vnf_lcm_op_occ_id: op.into(),
+            request_id: None,
+        }
+    }
+
+    fn queue(tx: &mut Tx<'_>, id: &str, operation: LcmOperationType) -> Result<(), StoreError> {
+        tx.create_instance_if_missing("vnf-1", now())?;
+        tx.insert_operation(
+            &NewOperation {
+                id,
+                vnf_instance_id: "vnf-1",
+                operation,
+                operation_params: "{}",
+                vnf_package: None,
+                request_id: None,
+                is_automatic_invocation: false,
+                status_detail: None,
+            },
+            now(),
+        )
+    }
+
+    fn instance_and_queue(store: &Store) -> (InstanceRow, Vec<OperationRow>) {
+        let instance = store.reader().instances().unwrap().remove(0);
+        let queued = store.reader().operations(Some("vnf-1")).unwrap();
+        (instance, queued)
+    }
+
+    fn scale(steps: u32, out: bool) -> wire::ScaleVnfRequest {
+        serde_json::from_value(serde_json::json!({
+            "type": if out { "SCALE_OUT" } else { "SCALE_IN" },
+            "aspectId": "worker_instance",
+            "numberOfSteps": steps,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_request_is_checked_against_the_state_its_queue_leaves() {
+        use wire::LcmOperation::{Instantiate, Scale, Terminate};
+        let unknown = check_unknown_instance(&lcm(Scale, serde_json::json!({}))).unwrap_err();
+        assert_eq!(
+            (unknown.status, unknown.errors[0].pointer.as_str()),
+            (404, "/vnfInstanceId")
+        );
+        assert!(check_unknown_instance(&lcm(Instantiate, serde_json::json!({}))).is_ok());
+
+        let (_dir, mut store) = temp_store();
+        store
+            .write(|tx| queue(tx, "op-1", LcmOperationType::Instantiate))
+            .unwrap();
+        let (instance, queued) = instance_and_queue(&store);
+        let again = check_state(&lcm(Instantiate, serde_json::json!({})), &instance, &queued);
+        let again = again.unwrap_err();
+        assert_eq!(again.status, 409);
+        assert!(
+            again
+                .detail
+                .contains("will be INSTANTIATED once VnfLcmOpOcc op-1 (INSTANTIATE)"),
+            "{}",
+            again.detail
+        );
+        assert!(check_state(&lcm(Scale, serde_json::json!({})), &instance, &queued).is_ok());
+
+        store
+            .write(|tx| queue(tx, "op-2", LcmOperationType::Terminate))
+            .unwrap();
+        let (instance, queued) = instance_and_queue(&store);
+        let scale = check_state(&lcm(Scale, serde_json::json!({})), &instance, &queued);
+        assert!(
+            scale
+                .unwrap_err()
+                .detail
+                .contains("will be NOT_INSTANTIATED once VnfLcmOpOcc op-2 (TERMINATE)")
+        );
+        assert!(check_state(&lcm(Terminate, serde_json::json!({})), &instance, &queued).is_err());
+        assert!(check_state(&lcm(Instantiate, serde_json::json!({})), &instance, &queued).is_ok());
+    }
+
+    #[test]
+    fn a_scale_start_follows_the_last_instantiate_or_terminate_queued() {
+        let (_dir, mut store) = temp_store();
+        store
+            .write(|tx| {
+                queue(tx, "s1", LcmOperationType::Scale)?;
+                let levels = BTreeMap::from([("worker_instance".to_owned(), 2)]);
+                tx.set_scale_status("vnf-1", Some(&levels), now())
+            })
+            .unwrap();
+        let (instance, queued) = instance_and_queue(&store);
+        let start = scale_start(&instance, &queued);
+        assert_eq!(start.base, ScaleBase::Completed);
+        assert_eq!(start.levels, instance.scale_status);
+        assert_eq!(start.pending, ["s1"]);
+
+        store
+            .write(|tx| {
+                queue(tx, "i1", LcmOperationType::Instantiate)?;
+                queue(tx, "s2", LcmOperationType::Scale)?;
+                queue(tx, "h1", LcmOperationType::Heal)
+            })
+            .unwrap();
+        let (instance, queued) = instance_and_queue(&store);
+        let start = scale_start(&instance, &queued);
+        assert_eq!(start.base, ScaleBase::Queued("i1"));
+        assert!(start.levels.is_empty());
+        assert_eq!(start.pending, ["s2"]);
+
+        store
+            .write(|tx| queue(tx, "t1", LcmOperationType::Terminate))
+            .unwrap();
+        let (instance, queued) = instance_and_queue(&store);
+        let start = scale_start(&instance, &queued);
+        assert_eq!(start.base, ScaleBase::Terminated);
+        assert!(start.pending.is_empty());
+    }
+
+    #[test]
+    fn scale_bounds_count_the_scales_queued_before_and_skip_those_that_will_fail() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/packages/pv-k8s-cluster");
+        let vnfd = crate::package::VnfPackage::load(&root).unwrap().vnfd;
+        let levels = crate::plan::scale::initial_levels(&vnfd, None);
+        let max = vnfd.aspects["worker_instance"].max_scale_level;
+        let room = max - levels["worker_instance"];
+        // A SCALE_IN below 0 fails and is skipped; the SCALE_OUTs fill the room to the maximum.
+        let pending = [scale(max + 1, false), scale(room, true)];
+        let one_more = scale(1, true);
+        let e = check_scale_bounds(&vnfd, levels.clone(), None, &pending, &one_more, true);
+        let e = e.unwrap_err();
+        assert_eq!(e.status, 422);
+        assert_eq!(e.errors[0].pointer, "/request/numberOfSteps");
+        assert!(
+            e.errors[0]
+                .reason
+                .ends_with("(counting the operations queued before it)"),
+            "{}",
+            e.errors[0].reason
+        );
+        let back = scale(room, false);
+        assert!(check_scale_bounds(&vnfd, levels, None, &pending, &back, true).is_ok());
+    }
+
+    #[test]
+    fn tasks_need_a_failed_temp_occurrence_without_a_pending_task() {
+        let retry = task(TaskOperation::Retry, "op-1");
+        let (vnf, unknown) = check_task(&retry, None).unwrap_err();
+        assert_eq!((vnf, unknown.status), (None, 404));
+
+        let (_dir, mut store) = temp_store();
+        store
+            .write(|tx| queue(tx, "op-1", LcmOperationType::Instantiate))
+            .unwrap();
+        let op = store.reader().operation("op-1").unwrap().unwrap();
+        let (vnf, starting) = check_task(&retry, Some(&op)).unwrap_err();
+        assert_eq!((vnf, starting.status), (Some("vnf-1"), 409));
+        assert!(
+            starting
+                .detail
+                .contains("RETRY needs FAILED_TEMP, but VnfLcmOpOcc op-1 is STARTING"),
+            "{}",
+            starting.detail
+        );
+
+        store
+            .write(|tx| {
+                tx.set_operation_state("op-1", OperationState::Processing, None, now())?;
+                tx.set_operation_state("op-1", OperationState::FailedTemp, None, now())?;
+                Ok(())
+            })
+            .unwrap();
+        let op = store.reader().operation("op-1").unwrap().unwrap();
+        assert_eq!(check_task(&retry, Some(&op)).unwrap().id, "op-1");
+
+        store
+            .write(|tx| tx.set_pending_task("op-1", "ROLLBACK"))
+            .unwrap();
+        let op = store.reader().operation("op-1").unwrap().unwrap();
+        let fail = task(TaskOperation::Fail, "op-1");
+        let (_, pending) = check_task(&fail, Some(&op)).unwrap_err();
+        assert!(pending.detail.contains("already has a pending ROLLBACK"));
+    }
+
+    #[test]
+    fn heal_targets_name_each_unknown_vnfc_by_its_position() {
+        let env = lcm(
+            wire::LcmOperation::Heal,
+            serde_json::json!({"vnfcInstanceId": ["workerNode-0", 7, "gone"]}),
+        );
+        let e = check_heal_targets(&env, &[]).unwrap_err();
+        assert_eq!(e.status, 404);
+        let pointers: Vec<_> = e.errors.iter().map(|f| f.pointer.as_str()).collect();
+        assert_eq!(
+            pointers,
+            ["/request/vnfcInstanceId/0", "/request/vnfcInstanceId/2"]
+        );
+        let whole = lcm(wire::LcmOperation::Heal, serde_json::json!({}));
+        assert!(check_heal_targets(&whole, &[]).is_ok());
+    }
+
+    #[test]
+    fn a_committed_file_goes_back_where_its_outcome_put_it() {
+        let (_dir, mut store) = temp_store();
+        let problem = ProblemDetails::new(400, "invalid request", Vec::new());
+        let problem_json = json(&problem);
+        let rows = [
+            ("a.json", "ACCEPTED", Some("op-1"), None),
+            ("b.json", "DUPLICATE", Some("op-1"), None),
+            ("c.json", "REJECTED", None, Some(problem_json.as_str())),
+        ];
+        let ids = store
+            .write(|tx| {
+                queue(tx, "op-1", LcmOperationType::Instantiate)?;
+                let mut ids = Vec::new();
+                for (file_name, outcome, op, problem) in rows {
+                    let row = NewIntake {
+                        file_name,
+                        content_sha256: "5ha",
+                        request_id: None,
+                        outcome,
+                        vnf_instance_id: None,
+                        vnf_lcm_op_occ_id: op,
+                        problem,
+                        warnings: None,
+                    };
+                    ids.push(tx.insert_intake(&row, now())?);
+                }
+                Ok(ids)
+            })
+            .unwrap();
+        let earlier = store.write(|tx| tx.intake_by_sha256("5ha")).unwrap();
+        let examined = |name: &str, verdict| Examined {
+            name: name.into(),
+            sha256: "5ha".into(),
+            verdict,
+        };
+        let invalid = || Verdict::Invalid {
+            vnf_instance_id: None,
+            problem: problem.clone(),
+        };
+        let at = |name, verdict| committed_destination(&earlier, &examined(name, verdict));
+        let op = || "op-1".to_owned();
+        assert_eq!(
+            at("a.json", invalid()),
+            Some(Destination::Accepted { op: op() })
+        );
+        let dup = Destination::Duplicate {
+            op: op(),
+            intake_id: ids[1],
+        };
+        assert_eq!(at("b.json", invalid()), Some(dup));
+        let rejected = Destination::Rejected {
+            problem: problem.clone(),
+        };
+        assert_eq!(at("c.json", invalid()), Some(rejected));
+        assert_eq!(at("d.json", invalid()), None);
+        let retry = Verdict::Task(task(TaskOperation::Retry, "op-1"));
+        let retried = Destination::Task {
+            op: op(),
+            task: TaskOperation::Retry,
+            intake_id: ids[0],
+        };
+        assert_eq!(at("a.json", retry), Some(retried));
+        assert_eq!(duplicate_of(&earlier), Some(op()));
+    }
+}
