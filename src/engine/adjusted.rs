@@ -102,7 +102,7 @@ pub(super) fn store<C: Cloud>(
         if has_stages && let Some(text) = before {
             return Ok(text);
         }
-        tx.set_operation_plan(&op.id, plan_json)?;
+        tx.replace_operation_plan(&op.id, plan_json)?;
         tx.set_steps_total(&op.id, steps_total as i64)?;
         if let (None, Some(a)) = (&before, adjusted) {
             let (message, evidence) = hot_adjusted_event(a);

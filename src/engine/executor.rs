@@ -129,7 +129,7 @@ impl<C: Cloud> Engine<C> {
                 .filter(Value::is_object)
                 .unwrap_or_else(|| Value::Object(Default::default()));
             plan["stages"] = list;
-            tx.set_operation_plan(&op.id, &plan.to_string())?;
+            tx.replace_operation_plan(&op.id, &plan.to_string())?;
             tx.set_steps_total(&op.id, stages.len() as i64)
         })?;
         Ok(())

@@ -295,6 +295,17 @@ impl Tx<'_> {
         Ok(())
     }
 
+    /// Replaces the operation's plan (JSON). Only for a plan that grows: the executor storing
+    /// the expansion of a flavour hook's placeholder, and a plan stored by an earlier version
+    /// without stages getting them. Every decision already in the plan is kept by the caller.
+    pub fn replace_operation_plan(&mut self, op_id: &str, plan: &str) -> Result<()> {
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET plan = ?2 WHERE id = ?1",
+            params![op_id, plan],
+        )?;
+        Ok(())
+    }
+
     /// Records the scale level of each aspect (`scaleStatus`), replacing what was there; `None`
     /// clears it (TERMINATE).
     pub fn set_scale_status(
