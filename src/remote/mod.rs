@@ -27,12 +27,14 @@ pub use crate::intake::wire::Secret;
 pub mod fake;
 mod pool;
 mod quote;
+mod session;
 mod ssh;
 
-pub use pool::{SessionPool, SshConfig};
+pub use pool::SessionPool;
 pub use quote::{
     DEFAULT_TIMEOUT, KILL_AFTER, QuoteError, RemoteCommand, Rendered, SudoMode, join, quote,
 };
+pub use session::SshConfig;
 pub use ssh::SshRemote;
 
 /// How to log in (RFC 4252 `password` or `publickey`).
