@@ -1,7 +1,9 @@
 //! Remote execution on VNFC hosts: [`Remote`] (trait), [`SshRemote`] (russh + russh-sftp) and
 //! [`fake::FakeRemote`] (scripted, for engine tests).
 //!
-//! Compared with Tacker's MgmtDrivers (shared/research/tacker-anchor.md §2), this module:
+//! Compared with Tacker's MgmtDrivers, which run commands through `tacker/common/cmd_executer.py`
+//! (paramiko `WarningPolicy`: any host key accepted; the timeout bounds only the connect; commands
+//! and results logged whole), this module:
 //! - **verifies host keys**: a pinned key (one per VNFC, kept in SQLite) must match exactly
 //!   ([`HostKeyPolicy::Pinned`]); trust on first use returns the learned key for the caller to pin;
 //! - keeps **secrets out of argv, logs, errors and `Debug`**: passwords travel in the SSH auth
@@ -27,12 +29,14 @@ pub use crate::intake::wire::Secret;
 pub mod fake;
 mod pool;
 mod quote;
+mod session;
 mod ssh;
 
-pub use pool::{SessionPool, SshConfig};
+pub use pool::SessionPool;
 pub use quote::{
     DEFAULT_TIMEOUT, KILL_AFTER, QuoteError, RemoteCommand, Rendered, SudoMode, join, quote,
 };
+pub use session::SshConfig;
 pub use ssh::SshRemote;
 
 /// How to log in (RFC 4252 `password` or `publickey`).

@@ -5,46 +5,12 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use russh::client;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::ssh::{self, Session};
-use super::{HostKeyPolicy, RemoteError, Target, key_fingerprint, parse_public_key};
-
-/// Tunables of the SSH transport.
-#[derive(Debug, Clone)]
-pub struct SshConfig {
-    /// Limit for TCP connect + key exchange + authentication (russh has none of its own).
-    /// Default 10 s.
-    pub connect_timeout: Duration,
-    /// Interval of `keepalive@openssh.com` requests on an idle session. Default 15 s.
-    pub keepalive_interval: Duration,
-    /// Unanswered keepalives after which the session counts as dead. Default 3.
-    pub keepalive_max: usize,
-    /// Concurrent channels (commands, SFTP) per host; OpenSSH's `MaxSessions` defaults to 10.
-    /// Default 8.
-    pub max_channels_per_host: usize,
-    /// Extra time the client waits beyond a command's remote deadline and [`super::KILL_AFTER`]
-    /// before giving up itself. Default 5 s.
-    pub client_grace: Duration,
-    /// Per-request SFTP response timeout (whole seconds). Default 30 s.
-    pub sftp_timeout: Duration,
-}
-
-impl Default for SshConfig {
-    fn default() -> Self {
-        Self {
-            connect_timeout: Duration::from_secs(10),
-            keepalive_interval: Duration::from_secs(15),
-            keepalive_max: 3,
-            max_channels_per_host: 8,
-            client_grace: Duration::from_secs(5),
-            sftp_timeout: Duration::from_secs(30),
-        }
-    }
-}
+use super::session::{self, Session, SshConfig};
+use super::{RemoteError, Target};
 
 type PoolKey = (IpAddr, u16, String);
 
@@ -75,16 +41,7 @@ pub(crate) struct Lease {
 impl SessionPool {
     /// An empty pool.
     pub fn new(config: SshConfig) -> Self {
-        let russh = Arc::new(client::Config {
-            // No inactivity limit: a command may legitimately print nothing for minutes. Dead
-            // peers are found by keepalives instead (interval × max), then `is_closed()` is true
-            // and the next lease reconnects.
-            inactivity_timeout: None,
-            keepalive_interval: Some(config.keepalive_interval),
-            keepalive_max: config.keepalive_max,
-            nodelay: true,
-            ..Default::default()
-        });
+        let russh = Arc::new(session::client_config(&config));
         Self {
             config,
             russh,
@@ -128,12 +85,12 @@ impl SessionPool {
         if let Some(s) = guard.as_ref()
             && !s.handle.is_closed()
         {
-            check_pin(target, s)?;
+            s.check_pin(target)?;
             return Ok((s.clone(), false));
         }
         *guard = None;
         self.handshakes.fetch_add(1, Ordering::Relaxed);
-        let s = Arc::new(ssh::connect(&self.config, self.russh.clone(), target).await?);
+        let s = Arc::new(session::connect(&self.config, self.russh.clone(), target).await?);
         *guard = Some(s.clone());
         Ok((s, true))
     }
@@ -202,23 +159,4 @@ async fn disconnect(slots: Vec<Arc<HostSlot>>) {
                 .await;
         }
     }
-}
-
-/// A reused session must still satisfy the caller's pin (a session opened under trust on first
-/// use may be reused once the key is pinned, but only with that key).
-fn check_pin(target: &Target, s: &Session) -> Result<(), RemoteError> {
-    if let HostKeyPolicy::Pinned(line) = &target.host_key {
-        let pinned = parse_public_key(line).map_err(|reason| RemoteError::BadPinnedKey {
-            label: target.label.clone(),
-            reason,
-        })?;
-        if pinned.key_data() != s.host_key.key_data() {
-            return Err(RemoteError::HostKeyChanged {
-                label: target.label.clone(),
-                expected_fingerprint: key_fingerprint(&pinned),
-                got_fingerprint: key_fingerprint(&s.host_key),
-            });
-        }
-    }
-    Ok(())
 }

@@ -8,7 +8,7 @@
 //! On top of the command itself, [`RemoteCommand::render`] adds:
 //! - a **remote deadline**: `timeout -k KILL_AFTER SECONDS` (GNU coreutils `timeout`, which signals
 //!   the command's whole process group), because closing the SSH channel does not stop the remote
-//!   process (measured in shared/research/rust-deps.md §5);
+//!   process (without a pty, sshd sends it no signal: a remote `sleep` outlives its channel);
 //! - **sudo** when asked for, with the password (if any) written to stdin, never to argv
 //!   (`sudo -S -p ''`, sudo(8)), or `sudo -n` when no password is needed;
 //! - **secret environment variables** read from stdin by a small prelude (`IFS= read -r NAME`), so a
