@@ -7,17 +7,13 @@ mod support;
 use std::time::{Duration, Instant};
 
 use support::bed::{Bed, fast_limits};
-use support::is_root;
 use vnfkeeper::engine::EngineLimits;
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::model::{OperationState, StepState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, loop devices)");
-        return;
-    }
     let bed = Bed::new("vke", 60, fast_limits()).await;
     let (op, vnf) = bed.submit_instantiate();
     let (op, vnf, db, farm, tb, engine, dir) = (
@@ -219,11 +215,8 @@ async fn fail_at_storage(bed: &Bed) -> (String, String, String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn retry_after_a_transient_fault_resumes_at_the_failed_step() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, loop devices)");
-        return;
-    }
     let bed = Bed::new(
         "vkt",
         63,
@@ -276,11 +269,8 @@ async fn retry_after_a_transient_fault_resumes_at_the_failed_step() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn rollback_of_a_failed_instantiate_leaves_no_stack_and_no_server() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, loop devices)");
-        return;
-    }
     let bed = Bed::new(
         "vkb",
         62,

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
-use support::is_root;
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::model::OperationState;
 use vnfkeeper::store::VnfcRow;
@@ -115,11 +114,8 @@ fn heal_of(vnfc_ids: &[&str], request_id: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn scale_out_and_in_by_one_worker_then_terminate() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, loop devices)");
-        return;
-    }
     let bed = Bed::new("vkl", 65, fast_limits()).await;
     let vnf = instantiate(&bed).await;
     let before = vnfcs(&bed, &vnf);
@@ -216,11 +212,8 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_worker_heal() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, loop devices)");
-        return;
-    }
     let bed = Bed::new("vkm", 66, fast_limits()).await;
     let vnf = instantiate(&bed).await;
     let before = vnfcs(&bed, &vnf);
@@ -333,11 +326,8 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, loop devices)");
-        return;
-    }
     let bed = Bed::new("vkn", 67, fast_limits()).await;
     let vnf = instantiate(&bed).await;
     let before = vnfcs(&bed, &vnf);

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use support::bed::{Bed, fast_limits};
-use support::is_root;
 use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
 use vnfkeeper::reconcile::policy::Policy;
 use vnfkeeper::reconcile::probe::ProbeSettings;
@@ -34,11 +33,8 @@ async fn pass(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn a_deleted_export_line_is_repaired_without_rebuilding_the_server() {
-    if !is_root() {
-        eprintln!("skipped: needs root (network namespaces, loop devices)");
-        return;
-    }
     let bed = Bed::new("vkq", 90, fast_limits()).await;
     let (op, vnf) = bed.submit_instantiate();
     assert_eq!(

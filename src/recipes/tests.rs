@@ -1,6 +1,6 @@
 //! The step scripts run for real with `sh`, locally: exports rewriting with a recording `exportfs`,
 //! and filesystem creation on a loop device with a counting `mkfs.ext4`. Root is needed (chown,
-//! losetup); without it these tests say so and return.
+//! losetup): these tests are ignored unless `--include-ignored`.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -8,14 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::*;
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout == b"0\n")
-        .unwrap_or(false)
-}
 
 /// Runs `step` in `mode` locally with `bin` prepended to PATH; returns (exit code, stdout+stderr).
 fn run(step: &Step, mode: &str, bin: &Path) -> (i32, String) {
@@ -48,16 +40,14 @@ fn script(dir: &Path, name: &str, body: &str) {
 }
 
 #[test]
+#[ignore = "needs root (chown nobody)"]
 fn exports_are_rewritten_declaratively_and_verified() {
-    if !is_root() {
-        eprintln!("skipped: needs root (chown nobody)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
     fs::create_dir(&bin).unwrap();
     let exports = dir.path().join("exports");
     fs::write(&exports, "/srv/other 10.0.0.0/8(ro)\n").unwrap();
+    fs::set_permissions(&exports, fs::Permissions::from_mode(0o640)).unwrap();
     // A recording exportfs: "-ra" logs, no argument lists the directories of the file.
     let log = dir.path().join("exportfs.log");
     script(
@@ -100,6 +90,9 @@ fn exports_are_rewritten_declaratively_and_verified() {
         d("pv2")
     )));
     assert!(dir.path().join("pv1").is_dir());
+    // Replaced by a rename: the mode is kept and no temporary file is left behind.
+    assert_eq!(mode(&exports), 0o640);
+    assert_eq!(leftovers(dir.path()), Vec::<String>::new());
     assert_eq!(
         fs::read_to_string(&log).unwrap().lines().count(),
         1,
@@ -114,6 +107,70 @@ fn exports_are_rewritten_declaratively_and_verified() {
     let text = fs::read_to_string(&exports).unwrap();
     assert!(!text.contains(&d("pv2")), "{text}");
     assert_eq!(text.lines().count(), 4, "{text}");
+}
+
+/// Permission bits of `p`.
+fn mode(p: &Path) -> u32 {
+    fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// Names of the temporary files `replace_file` may leave in `dir` (`.<name>.vnfkeeper.XXXXXX`).
+fn leftovers(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".vnfkeeper."))
+        .collect()
+}
+
+/// A step whose script is `printf 'new\n' | replace_file FILE` (the prelude's helper).
+fn replace_step(file: &Path) -> Step {
+    Step {
+        name: "test.replace_file",
+        host: "h".into(),
+        script: "printf 'new\\n' | replace_file \"$1\"\necho replaced",
+        args: vec![file.display().to_string()],
+        uploads: Vec::new(),
+        sudo: false,
+        timeout: Duration::from_secs(10),
+    }
+}
+
+#[test]
+fn replace_file_renames_over_the_target_keeping_its_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+
+    // An existing file: new content, same mode, nothing else in the directory.
+    let file = dir.path().join("fstab");
+    fs::write(&file, "old\n").unwrap();
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+    let (code, out) = run(&replace_step(&file), "apply", &bin);
+    assert_eq!((code, out.as_str()), (0, "replaced\n"));
+    assert_eq!(fs::read_to_string(&file).unwrap(), "new\n");
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+
+    // A new file is created readable by all (0644), like /etc/exports.
+    let fresh = dir.path().join("exports");
+    assert_eq!(run(&replace_step(&fresh), "apply", &bin).0, 0);
+    assert_eq!(fs::read_to_string(&fresh).unwrap(), "new\n");
+    assert_eq!(mode(&fresh), 0o644);
+
+    // A target that cannot be replaced (a directory): exit 3, the target unchanged, no temporary
+    // file left.
+    let taken = dir.path().join("taken");
+    fs::create_dir(&taken).unwrap();
+    let (code, out) = run(&replace_step(&taken), "apply", &bin);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("could not replace"), "{out}");
+    assert!(taken.is_dir() && fs::read_dir(&taken).unwrap().next().is_none());
+    assert_eq!(leftovers(dir.path()), Vec::<String>::new());
+
+    // No directory to put the temporary file in: exit 3.
+    let nowhere = dir.path().join("missing/fstab");
+    assert_eq!(run(&replace_step(&nowhere), "apply", &bin).0, 3);
 }
 
 /// A loop device over a sparse file, detached on drop.
@@ -150,11 +207,8 @@ impl Drop for Loop {
 }
 
 #[test]
+#[ignore = "needs root (losetup)"]
 fn filesystem_is_created_once_and_never_over_existing_data() {
-    if !is_root() {
-        eprintln!("skipped: needs root (losetup)");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let bin: PathBuf = dir.path().join("bin");
     fs::create_dir(&bin).unwrap();

@@ -233,15 +233,6 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
-/// Whether the tests run as root (namespace hosts and loop devices need it).
-pub fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| o.stdout == b"0\n")
-        .unwrap_or(false)
-}
-
 /// Removes every testbed leftover with a name prefix when dropped (also on panic).
 pub struct Cleanup(pub &'static str);
 

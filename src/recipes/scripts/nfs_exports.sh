@@ -1,6 +1,6 @@
 # nfs.exports EXPORTS_FILE OWNER BLOCK DIR... — exactly the requested exports: the block between
 # "# BEGIN vnfkeeper OWNER" and "# END vnfkeeper OWNER" in EXPORTS_FILE is rewritten whole (other
-# lines are kept), each DIR exists, and `exportfs` serves each DIR.
+# lines are kept; the file is replaced atomically), each DIR exists, and `exportfs` serves each DIR.
 file=$1; owner=$2; block=$3; shift 3
 begin="# BEGIN vnfkeeper $owner"; end="# END vnfkeeper $owner"
 current=$(awk -v b="$begin" -v e="$end" '$0==e{on=0} on{print} $0==b{on=1}' "$file" 2>/dev/null || true)
@@ -10,10 +10,8 @@ if [ "$current" = "$block" ] && served "$@"; then
 fi
 needed "exports differ from the request or are not served"
 for d in "$@"; do mkdir -p "$d"; chown nobody:nogroup "$d" 2>/dev/null || chown nobody "$d"; done
-tmp=$(mktemp "$(dirname "$file")/.exports.vnfkeeper.XXXXXX")
 { awk -v b="$begin" -v e="$end" '$0==b{skip=1} !skip{print} $0==e{skip=0}' "$file" 2>/dev/null || true
-  printf '%s\n%s\n%s\n' "$begin" "$block" "$end"; } > "$tmp"
-cat "$tmp" > "$file"; rm -f "$tmp"
+  printf '%s\n%s\n%s\n' "$begin" "$block" "$end"; } | replace_file "$file"
 exportfs -ra
 served "$@" || fail "exportfs does not list every export after exportfs -ra"
 echo "exports written and served: $*"

@@ -1,5 +1,5 @@
 # storage.mount DEVICE VOLUME_ID MOUNT_TO — the volume mounted at MOUNT_TO now and at boot
-# (one /etc/fstab line by UUID, rewritten whole: never duplicated).
+# (one /etc/fstab line by UUID, the file replaced whole and atomically: never duplicated).
 dev=$(volume_device "$1" "$2"); mnt=$3
 uuid=$(blkid -p -o value -s UUID "$dev" 2>/dev/null || true)
 [ -n "$uuid" ] || fail "$dev has no filesystem UUID; run storage.filesystem first"
@@ -11,9 +11,7 @@ if [ "$have" = "$want" ] && [ "$(mounted_dev || true)" = "$(mountpoint -x "$dev"
 fi
 needed "fstab line or mount of $mnt missing"
 mkdir -p "$mnt"
-tmp=$(mktemp /etc/.fstab.vnfkeeper.XXXXXX)
-{ awk -v m="$mnt" '$1 ~ /^#/ || $2 != m' /etc/fstab 2>/dev/null || true; echo "$want"; } > "$tmp"
-cat "$tmp" > /etc/fstab; rm -f "$tmp"
+{ awk -v m="$mnt" '$1 ~ /^#/ || $2 != m' /etc/fstab 2>/dev/null || true; echo "$want"; } | replace_file /etc/fstab
 cur=$(mounted_dev || true)
 if [ -z "$cur" ]; then
     mount "$mnt"

@@ -24,6 +24,7 @@ fn farm_is_send_sync(f: &HostFarm, s: testbed::hosts::HostSpec) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn hosts_die_with_the_harness() {
     if let Ok(dir) = std::env::var(CHILD_ENV) {
         // child: start a farm with one host (with a volume) and wait to be killed
@@ -56,6 +57,7 @@ async fn hosts_die_with_the_harness() {
         .args([
             "--exact",
             "hosts_die_with_the_harness",
+            "--include-ignored",
             "--nocapture",
             "--test-threads=1",
         ])
@@ -92,6 +94,7 @@ async fn hosts_die_with_the_harness() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn hosts_farm_drop_cleans_up() {
     testbed::hosts::setup_packages().await.unwrap();
     let _ = down_all("tbt10").await;

@@ -17,6 +17,7 @@ fn vol(id: &str) -> Vec<VolumeSpec> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn hosts_three_hosts_ssh_isolation_sftp() {
     let g = Guard::new("tbt1", 1).await;
     let (a, b, c) = tokio::join!(
@@ -162,6 +163,7 @@ async fn hosts_three_hosts_ssh_isolation_sftp() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn hosts_volume_mkfs_nfs_and_rebuild() {
     let g = Guard::new("tbt2", 2).await;
     let storage = g
@@ -267,6 +269,7 @@ async fn hosts_volume_mkfs_nfs_and_rebuild() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn hosts_faults_sshd_hang_hostkey() {
     let g = Guard::new("tbt3", 3).await;
     let h = g
@@ -344,6 +347,7 @@ async fn hosts_faults_sshd_hang_hostkey() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn hosts_standins_kubectl_apt_systemctl() {
     let g = Guard::new("tbt4", 4).await;
     let m = g
@@ -522,6 +526,7 @@ async fn hosts_standins_kubectl_apt_systemctl() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn hosts_down_all_after_crash() {
     let g = Guard::new("tbt6", 6).await;
     g.farm
@@ -551,6 +556,7 @@ async fn hosts_down_all_after_crash() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn hosts_nfs_export_of_a_root_fs_directory() {
     // without a volume: the export lives on the host's copy-on-write root (overlay with nfs_export)
     let g = Guard::new("tbt8", 8).await;

@@ -7,6 +7,7 @@ use std::time::Instant;
 use hosts_common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn hosts_twenty_up_and_down() {
     let g = Guard::new("tbt5", 5).await;
     let t = Instant::now();

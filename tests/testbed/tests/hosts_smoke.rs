@@ -5,6 +5,7 @@ mod hosts_common;
 use hosts_common::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
 async fn hosts_smoke_one_host() {
     let g = Guard::new("tbt0", 10).await;
     let info = g

@@ -43,7 +43,7 @@ done
 mount -t proc tb-proc "$R/proc"
 mount -t sysfs tb-sys "$R/sys"
 mount -t tmpfs -o mode=0755 tb-run "$R/run"
-mkdir -p -m 0755 "$R/run/sshd" "$R/run/testbed" "$R/run/lock"
+mkdir -m 0755 "$R/run/sshd" "$R/run/testbed" "$R/run/lock"
 mount -t tmpfs -o mode=1777 tb-tmp "$R/tmp"
 mkdir -p "$R/var/log/testbed" "$R/var/lib/testbed-kube"
 mount --bind "$TB_LOG_DIR" "$R/var/log/testbed"
