@@ -1,12 +1,15 @@
-//! Domain types and their invariants: operation states and legal transitions, instances, times.
+//! Domain types and their invariants: operation states and legal transitions, pending tasks,
+//! instances, intake outcomes, times.
 //! No I/O, not async, never reads the clock (the caller passes `now`).
 
 mod instance;
+mod intake;
 mod operation;
 mod problem;
 mod time;
 
 pub use instance::InstantiationState;
-pub use operation::{IllegalTransition, LcmOperationType, OperationState};
+pub use intake::IntakeOutcome;
+pub use operation::{IllegalTransition, LcmOperationType, OperationState, PendingTask};
 pub use problem::{FieldProblem, ProblemDetails};
 pub use time::Timestamp;
