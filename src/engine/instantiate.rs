@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::adjusted;
 use super::cluster::{Cluster, Role};
 use super::{Engine, EngineError, StepFailure, now};
-use crate::cloud::{Cloud, StackCreate, StackRef};
+use crate::cloud::{Cloud, StackCreate, StackRef, StackStatus};
 use crate::heat;
 use crate::model::InstantiationState;
 use crate::package::VnfPackage;
@@ -162,8 +162,11 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             2,
             "heat.wait_create",
             || {
-                e.cloud
-                    .wait_stack(&stack, &["CREATE_COMPLETE"], e.limits.stack_timeout)
+                e.cloud.wait_stack(
+                    &stack,
+                    &[StackStatus::CreateComplete],
+                    e.limits.stack_timeout,
+                )
             },
             |_| Ok(()),
         )
@@ -373,8 +376,11 @@ pub(super) async fn update_and_read<C: Cloud>(
             no,
             "heat.wait_update",
             || {
-                e.cloud
-                    .wait_stack(stack, &["UPDATE_COMPLETE"], e.limits.stack_timeout)
+                e.cloud.wait_stack(
+                    stack,
+                    &[StackStatus::UpdateComplete],
+                    e.limits.stack_timeout,
+                )
             },
             |_| Ok(()),
         )
@@ -413,7 +419,11 @@ pub(super) async fn roll_back<C: Cloud>(
             .map_err(|err| StepFailure::cloud("heat.delete", &err))?;
         let gone = e
             .cloud
-            .wait_stack(&stack, &["DELETE_COMPLETE"], e.limits.stack_timeout)
+            .wait_stack(
+                &stack,
+                &[StackStatus::DeleteComplete],
+                e.limits.stack_timeout,
+            )
             .await;
         if let Err(err) = gone
             && !matches!(err.kind(), crate::cloud::ErrorKind::NotFound)

@@ -7,7 +7,7 @@
 //! applies it (see `daemon::runner`).
 
 use super::{Engine, EngineError, StepFailure, now};
-use crate::cloud::{Cloud, ErrorKind, StackRef};
+use crate::cloud::{Cloud, ErrorKind, StackRef, StackStatus};
 use crate::model::InstantiationState;
 use crate::store::OperationRow;
 
@@ -59,7 +59,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             || async {
                 match e
                     .cloud
-                    .wait_stack(s, &["DELETE_COMPLETE"], e.limits.stack_timeout)
+                    .wait_stack(s, &[StackStatus::DeleteComplete], e.limits.stack_timeout)
                     .await
                 {
                     Err(err) if matches!(err.kind(), ErrorKind::NotFound) => Ok(()),
