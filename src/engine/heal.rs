@@ -263,14 +263,10 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
                     };
                     let mut out = vec![(owner.clone(), v.resource_name.clone())];
                     if plan.recreate_volumes {
-                        let vols: Vec<crate::plan::vnfcs::AttachedVolume> = v
-                            .volumes
-                            .as_deref()
-                            .and_then(|t| serde_json::from_str(t).ok())
-                            .unwrap_or_default();
                         out.extend(
-                            vols.into_iter()
-                                .filter_map(|a| a.resource)
+                            v.volumes
+                                .iter()
+                                .filter_map(|a| a.resource.clone())
                                 .map(|r| (owner.clone(), r)),
                         );
                     }

@@ -325,12 +325,7 @@ pub(super) async fn read_vnfcs<C: Cloud>(
     .await?;
     // A new or replaced server may answer at an address a pooled session still points to.
     for v in stored.iter().filter(|v| v.host_key.is_none()) {
-        let cps: std::collections::BTreeMap<String, String> = v
-            .cp_addresses
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default();
-        for addr in cps.values().filter_map(|a| a.parse().ok()) {
+        for addr in v.cp_addresses.values().filter_map(|a| a.parse().ok()) {
             let _ = e.remote.forget_address(addr).await;
         }
     }

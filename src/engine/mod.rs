@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cloud::Cloud;
-use crate::model::{LcmOperationType, OperationState, Timestamp};
+use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 use crate::remote::Remote;
 use crate::store::{Db, NewEvent, OperationRow, StoreError};
 
@@ -120,8 +120,9 @@ impl<C: Cloud> Engine<C> {
         };
         let span = tracing::info_span!("operation", vnf_instance_id = %op.vnf_instance_id, vnf_lcm_op_occ_id = %op.id, operation = %op.operation);
         let _enter = span.enter();
-        match (op.operation_state, op.pending_task.as_deref()) {
-            (OperationState::Starting, _) | (OperationState::FailedTemp, Some("RETRY")) => {
+        match (op.operation_state, op.pending_task) {
+            (OperationState::Starting, _)
+            | (OperationState::FailedTemp, Some(PendingTask::Retry)) => {
                 self.transition(&op, OperationState::Processing, None, "processing")?;
                 self.process(&op).await
             }
@@ -129,7 +130,7 @@ impl<C: Cloud> Engine<C> {
                 tracing::info!("resuming after a restart at the first unfinished step");
                 self.process(&op).await
             }
-            (OperationState::FailedTemp, Some("ROLLBACK")) => {
+            (OperationState::FailedTemp, Some(PendingTask::Rollback)) => {
                 self.transition(&op, OperationState::RollingBack, None, "rolling back")?;
                 self.roll_back(&op).await
             }

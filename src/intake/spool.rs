@@ -16,7 +16,8 @@ use sha2::{Digest, Sha256};
 
 use super::wire::{self, Envelope, FieldError, LcmEnvelope, TaskEnvelope, TaskOperation};
 use crate::model::{
-    FieldProblem, InstantiationState, LcmOperationType, OperationState, ProblemDetails, Timestamp,
+    FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
+    ProblemDetails, Timestamp,
 };
 
 use crate::store::{NewEvent, NewIntake, NewOperation, Store, StoreError, Tx};
@@ -479,9 +480,10 @@ fn decide(
         .iter()
         .find(|r| r.file_name.as_deref() == Some(&c.name))
     {
-        match (prev.outcome.as_str(), prev.vnf_lcm_op_occ_id.as_deref()) {
-            ("ACCEPTED" | "DUPLICATE", Some(op)) => {
-                let to = accepted_path(spool, op, prev.outcome == "DUPLICATE", prev.id, &c.verdict);
+        match (prev.outcome, prev.vnf_lcm_op_occ_id.as_deref()) {
+            (IntakeOutcome::Accepted | IntakeOutcome::Duplicate, Some(op)) => {
+                let duplicate = prev.outcome == IntakeOutcome::Duplicate;
+                let to = accepted_path(spool, op, duplicate, prev.id, &c.verdict);
                 if !to.exists() {
                     return Ok((
                         Outcome::Recovered {
@@ -492,12 +494,8 @@ fn decide(
                     ));
                 }
             }
-            ("REJECTED", _) if !spool.rejected_dir().join(&c.name).exists() => {
-                if let Some(problem) = prev
-                    .problem
-                    .as_deref()
-                    .and_then(|p| serde_json::from_str(p).ok())
-                {
+            (IntakeOutcome::Rejected, _) if !spool.rejected_dir().join(&c.name).exists() => {
+                if let Some(problem) = prev.problem.clone() {
                     let to = spool.rejected_dir().join(&c.name);
                     return Ok((
                         Outcome::Recovered {
@@ -520,7 +518,10 @@ fn decide(
         Verdict::Lcm(lcm) => {
             let env = &lcm.env;
             // Same content as an accepted request: idempotent duplicate.
-            if let Some(prev) = earlier.iter().find(|r| r.outcome == "ACCEPTED") {
+            if let Some(prev) = earlier
+                .iter()
+                .find(|r| r.outcome == IntakeOutcome::Accepted)
+            {
                 let op = prev.vnf_lcm_op_occ_id.clone().unwrap_or_default();
                 return record_duplicate(spool, tx, c, &env.vnf_instance_id, &op, now);
             }
@@ -812,7 +813,11 @@ fn decide_task(
     if env.operation == TaskOperation::Fail {
         tx.set_operation_state(&op.id, OperationState::Failed, None, now)?;
     } else {
-        tx.set_pending_task(&op.id, task)?;
+        let pending = match env.operation {
+            TaskOperation::Retry => PendingTask::Retry,
+            _ => PendingTask::Rollback,
+        };
+        tx.set_pending_task(&op.id, pending)?;
     }
     let intake_id = tx.insert_intake(
         &NewIntake {

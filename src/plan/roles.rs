@@ -7,7 +7,6 @@ use std::net::IpAddr;
 
 use crate::intake::wire::{K8sClusterInstallationParam, StorageServer};
 use crate::package::Vnfd;
-use crate::plan::vnfcs::AttachedVolume;
 use crate::recipes::{Export, VolumeSetup};
 use crate::store::VnfcRow;
 
@@ -16,30 +15,15 @@ pub fn vdu_of_cp(vnfd: &Vnfd, cp: &str) -> Option<String> {
     vnfd.cps.get(cp).map(|c| c.vdu.clone())
 }
 
-/// The address of CP `cp` of one VNFC (from its `cp_addresses` JSON), if recorded and an IP.
+/// The address of CP `cp` of one VNFC, if recorded and an IP.
 pub fn cp_address(vnfc: &VnfcRow, cp: &str) -> Option<IpAddr> {
-    let cps: BTreeMap<String, serde_json::Value> = vnfc
-        .cp_addresses
-        .as_deref()
-        .and_then(|c| serde_json::from_str(c).ok())
-        .unwrap_or_default();
-    cps.get(cp)
-        .and_then(serde_json::Value::as_str)
-        .and_then(|a| a.parse::<IpAddr>().ok())
+    vnfc.cp_addresses.get(cp)?.parse().ok()
 }
 
-/// CP name → address over every VNFC (e.g. `nfs_server_cp` of a PV registration).
+/// CP name → address over every VNFC (e.g. `nfs_server_cp` of a PV registration); a CP
+/// recorded on several VNFCs keeps the address of the last one.
 pub fn cp_addresses(vnfcs: &[VnfcRow]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for v in vnfcs {
-        let map: BTreeMap<String, String> = v
-            .cp_addresses
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default();
-        out.extend(map);
-    }
-    out
+    vnfcs.iter().flat_map(|v| v.cp_addresses.clone()).collect()
 }
 
 /// What the storage server must serve, from `storage_server` and the volumes attached to its VNFC
@@ -49,14 +33,10 @@ pub fn cp_addresses(vnfcs: &[VnfcRow]) -> BTreeMap<String, String> {
 /// [`Export`]s. Shared by the engine (which refuses when something is missing) and the reconcile
 /// probes (which check what is there; a lost volume is the cloud pass's finding).
 pub fn storage_setup(ss: &StorageServer, vnfc: &VnfcRow) -> StorageSetup {
-    let attached: Vec<AttachedVolume> = vnfc
-        .volumes
-        .as_deref()
-        .and_then(|v| serde_json::from_str(v).ok())
-        .unwrap_or_default();
     let mut out = StorageSetup::default();
     for c in &ss.cinder_volume_setup_params {
-        match attached
+        match vnfc
+            .volumes
             .iter()
             .find(|a| a.resource.as_deref() == Some(c.volume_resource_id.as_str()))
         {
