@@ -147,7 +147,11 @@ async fn make_vnf(cloud: &OpenStackCloud, i: usize) {
         .await
         .unwrap();
     cloud
-        .wait_stack(&s, &["CREATE_COMPLETE"], Duration::from_secs(120))
+        .wait_stack(
+            &s,
+            &[vnfkeeper::cloud::StackStatus::CreateComplete],
+            Duration::from_secs(120),
+        )
         .await
         .unwrap();
 }

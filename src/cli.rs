@@ -242,20 +242,16 @@ fn open_db(settings: &Settings) -> Result<crate::store::Reader, Failure> {
 
 /// SOL003 VnfLcmOpOcc JSON of a row, plus `statusDetail` (vnfkeeper: why it waits / what it does).
 pub fn operation_json(op: &OperationRow) -> Value {
-    let error = op
-        .error
-        .as_deref()
-        .and_then(|e| serde_json::from_str::<Value>(e).ok());
     json!({
         "id": op.id,
         "operationState": op.operation_state.as_str(),
-        "stateEnteredTime": op.state_entered_time,
-        "startTime": op.start_time,
+        "stateEnteredTime": op.state_entered_time.to_rfc3339(),
+        "startTime": op.start_time.to_rfc3339(),
         "vnfInstanceId": op.vnf_instance_id,
         "operation": op.operation.as_str(),
         "isAutomaticInvocation": op.is_automatic_invocation,
         "isCancelPending": false,
-        "error": error,
+        "error": op.error,
         "statusDetail": op.status_detail,
     })
 }
@@ -284,10 +280,7 @@ fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
             op.operation.as_str().into(),
             op.operation_state.as_str().into(),
             op.vnf_instance_id.clone(),
-            op.start_time
-                .get(..19)
-                .unwrap_or(&op.start_time)
-                .replace('T', " "),
+            op.start_time.0.format("%Y-%m-%d %H:%M:%S").to_string(),
             if op.is_automatic_invocation {
                 "yes"
             } else {
@@ -328,8 +321,8 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 "flavourId": i.flavour_id,
                 "vnfPackage": i.vnf_package,
                 "stackId": i.stack_id,
-                "createdAt": i.created_at,
-                "updatedAt": i.updated_at,
+                "createdAt": i.created_at.to_rfc3339(),
+                "updatedAt": i.updated_at.to_rfc3339(),
                 "unfinishedOperations": unfinished,
                 "vnfcs": vnfcs,
             }));

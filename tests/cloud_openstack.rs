@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use testbed::cloud::{CLOUD_NAME, CloudOptions, FaultRule, Testbed};
 use vnfkeeper::cloud::{
     Cloud, CloudError, ErrorKind, OpenStackCloud, PollPolicy, StackCreate, StackRef, StackResource,
+    StackStatus,
 };
 
 // Note: `FaultRule::default()` has `probability: 0.0` (derived Default; only serde defaults it to
@@ -105,10 +106,10 @@ async fn lifecycle_create_observe_scale_heal_delete() {
         .expect("create");
     assert_eq!(stack.name, "pv");
     let st = cloud
-        .wait_stack(&stack, &["CREATE_COMPLETE"], WAIT)
+        .wait_stack(&stack, &[StackStatus::CreateComplete], WAIT)
         .await
         .expect("create completes");
-    assert_eq!(st.stack_status, "CREATE_COMPLETE");
+    assert_eq!(st.stack_status, StackStatus::CreateComplete);
     assert_eq!(st.id, stack.id);
     assert_eq!(
         st.parameter_json("nfv").unwrap()["VDU"]["workerNode"]["desired_capacity"],
@@ -202,7 +203,7 @@ async fn lifecycle_create_observe_scale_heal_delete() {
         .await
         .expect("patch");
     let st = cloud
-        .wait_stack(&stack, &["UPDATE_COMPLETE"], WAIT)
+        .wait_stack(&stack, &[StackStatus::UpdateComplete], WAIT)
         .await
         .expect("scale completes");
     assert_eq!(
@@ -243,7 +244,7 @@ async fn lifecycle_create_observe_scale_heal_delete() {
         .await
         .expect("heal patch");
     cloud
-        .wait_stack(&stack, &["UPDATE_COMPLETE"], WAIT)
+        .wait_stack(&stack, &[StackStatus::UpdateComplete], WAIT)
         .await
         .expect("heal completes");
     let healed = cloud.servers().await.unwrap();
@@ -265,10 +266,10 @@ async fn lifecycle_create_observe_scale_heal_delete() {
     // Delete.
     cloud.delete_stack(&stack).await.expect("delete");
     let st = cloud
-        .wait_stack(&stack, &["DELETE_COMPLETE"], WAIT)
+        .wait_stack(&stack, &[StackStatus::DeleteComplete], WAIT)
         .await
         .expect("delete completes");
-    assert_eq!(st.stack_status, "DELETE_COMPLETE");
+    assert_eq!(st.stack_status, StackStatus::DeleteComplete);
     assert!(cloud.servers().await.unwrap().is_empty());
     assert!(cloud.ports().await.unwrap().is_empty());
     assert!(cloud.volumes().await.unwrap().is_empty());
@@ -286,7 +287,7 @@ async fn pagination_counts_only_pages() {
     let cloud = connect(&tb).await;
     let stack = cloud.create_stack(&pv_request("pv", 2)).await.unwrap();
     cloud
-        .wait_stack(&stack, &["CREATE_COMPLETE"], WAIT)
+        .wait_stack(&stack, &[StackStatus::CreateComplete], WAIT)
         .await
         .unwrap();
 
@@ -368,15 +369,15 @@ async fn errors_are_classified() {
         .await
         .expect("404 on delete = already gone");
     let e = cloud
-        .wait_stack(&missing, &["CREATE_COMPLETE"], WAIT)
+        .wait_stack(&missing, &[StackStatus::CreateComplete], WAIT)
         .await
         .unwrap_err();
     assert!(e.is_not_found(), "{e}");
     let gone = cloud
-        .wait_stack(&missing, &["DELETE_COMPLETE"], WAIT)
+        .wait_stack(&missing, &[StackStatus::DeleteComplete], WAIT)
         .await
         .unwrap();
-    assert_eq!(gone.stack_status, "DELETE_COMPLETE");
+    assert_eq!(gone.stack_status, StackStatus::DeleteComplete);
 
     // Injected 5xx on each service: transient, with status and message.
     for (service, call) in [
@@ -481,10 +482,10 @@ async fn errors_are_classified() {
         },
     );
     let st = cloud
-        .wait_stack(&stack, &["CREATE_COMPLETE"], WAIT)
+        .wait_stack(&stack, &[StackStatus::CreateComplete], WAIT)
         .await
         .expect("survives 5xx while polling");
-    assert_eq!(st.stack_status, "CREATE_COMPLETE");
+    assert_eq!(st.stack_status, StackStatus::CreateComplete);
     assert!(
         tb.cloud()
             .api_faults()
@@ -512,12 +513,12 @@ async fn failed_stack_and_wait_deadline() {
         .await
         .unwrap();
     let e = cloud
-        .wait_stack(&stack, &["CREATE_COMPLETE"], WAIT)
+        .wait_stack(&stack, &[StackStatus::CreateComplete], WAIT)
         .await
         .unwrap_err();
     match &e {
         CloudError::StackFailed { status, reason, .. } => {
-            assert_eq!(status, "CREATE_FAILED");
+            assert_eq!(*status, StackStatus::CreateFailed);
             assert!(!reason.is_empty());
         }
         other => panic!("expected StackFailed, got {other:?}"),
@@ -534,7 +535,7 @@ async fn failed_stack_and_wait_deadline() {
         .await
         .expect("put");
     cloud
-        .wait_stack(&stack, &["UPDATE_COMPLETE"], WAIT)
+        .wait_stack(&stack, &[StackStatus::UpdateComplete], WAIT)
         .await
         .expect("update completes");
     let res = cloud.stack_resources(&stack, 0).await.unwrap();
@@ -553,7 +554,11 @@ async fn failed_stack_and_wait_deadline() {
         },
     );
     let e = cloud
-        .wait_stack(&pv, &["NEVER_COMPLETE"], Duration::from_millis(200))
+        .wait_stack(
+            &pv,
+            &[StackStatus::Other("NEVER_COMPLETE".into())],
+            Duration::from_millis(200),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WaitTimeout, "{e}");

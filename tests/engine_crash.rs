@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{Install, wait_until};
-use vnfkeeper::cloud::{Cloud as _, OpenStackCloud, StackRef};
+use vnfkeeper::cloud::{Cloud as _, OpenStackCloud, StackRef, StackStatus};
 
 const PREFIX: &str = "vkc";
 
@@ -120,7 +120,7 @@ async fn abort_at_every_step_boundary_converges_and_mkfs_runs_once() {
         let _ = cloud
             .wait_stack(
                 &StackRef { ..stack },
-                &["DELETE_COMPLETE"],
+                &[StackStatus::DeleteComplete],
                 Duration::from_secs(60),
             )
             .await;

@@ -156,7 +156,10 @@ fn kill_9_while_files_arrive_loses_nothing_and_duplicates_nothing() {
     let store = vnfkeeper::store::Store::open(&install.database).unwrap();
     assert_eq!(store.integrity_check().unwrap(), vec!["ok".to_string()]);
     let intake = store.reader().intake().unwrap();
-    let accepted_rows = intake.iter().filter(|r| r.outcome == "ACCEPTED").count();
+    let accepted_rows = intake
+        .iter()
+        .filter(|r| r.outcome == vnfkeeper::model::IntakeOutcome::Accepted)
+        .count();
     assert_eq!(
         accepted_rows,
         good.len(),

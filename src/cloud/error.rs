@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::StackStatus;
+
 /// Coarse class of a [`CloudError`], for callers that branch on it (retry, treat as gone, alert).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorKind {
@@ -101,17 +103,17 @@ pub enum CloudError {
         /// `name/id` of the stack.
         stack: String,
         /// Heat `stack_status`, e.g. `CREATE_FAILED`.
-        status: String,
+        status: StackStatus,
         /// Heat `stack_status_reason`.
         reason: String,
     },
     /// The stack did not reach one of the awaited statuses before the deadline.
-    #[error("stack {stack}: still {status} after {waited:?} (waiting for {wanted})")]
+    #[error("stack {stack}: still {} after {waited:?} (waiting for {wanted})", status.as_ref().map_or("", StackStatus::as_str))]
     WaitTimeout {
         /// `name/id` of the stack.
         stack: String,
-        /// Last status seen (empty if none could be read).
-        status: String,
+        /// Last status seen (`None` if none could be read).
+        status: Option<StackStatus>,
         /// How long the wait lasted.
         waited: Duration,
         /// The awaited statuses, comma-separated.

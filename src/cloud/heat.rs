@@ -11,9 +11,9 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::CloudError;
 use super::openstack::{ORCHESTRATION, OpenStackCloud};
 use super::types::{RawResource, Stack, StackCreate, StackRef, StackResource};
+use super::{CloudError, StackStatus};
 
 /// `{"stack": {...}}`.
 #[derive(Deserialize)]
@@ -69,18 +69,22 @@ impl OpenStackCloud {
     pub(crate) async fn heat_wait(
         &self,
         s: &StackRef,
-        done: &[&str],
+        done: &[StackStatus],
         deadline: Duration,
     ) -> Result<Stack, CloudError> {
         let started = tokio::time::Instant::now();
         let end = started + deadline;
-        let wanted = done.join(",");
-        let mut last_status = String::new();
+        let wanted = done
+            .iter()
+            .map(StackStatus::as_str)
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut last_status = None;
         let mut n = 0u32;
         loop {
             match self.heat_show(s).await {
                 Ok(st) => {
-                    if done.contains(&st.stack_status.as_str()) {
+                    if done.contains(&st.stack_status) {
                         tracing::debug!(stack = %s, status = %st.stack_status, "stack wait done");
                         return Ok(st);
                     }
@@ -91,13 +95,13 @@ impl OpenStackCloud {
                             reason: st.stack_status_reason,
                         });
                     }
-                    last_status = st.stack_status;
+                    last_status = Some(st.stack_status);
                 }
-                Err(e) if e.is_not_found() && done.contains(&"DELETE_COMPLETE") => {
+                Err(e) if e.is_not_found() && done.contains(&StackStatus::DeleteComplete) => {
                     return Ok(Stack {
                         id: s.id.clone(),
                         stack_name: s.name.clone(),
-                        stack_status: "DELETE_COMPLETE".into(),
+                        stack_status: StackStatus::DeleteComplete,
                         stack_status_reason: "stack not found (deleted)".into(),
                         ..Stack::default()
                     });
@@ -262,7 +266,7 @@ impl OpenStackCloud {
             };
         }
         let st = reply.json::<StackRoot>()?.stack;
-        if st.stack_status == "DELETE_COMPLETE" {
+        if st.stack_status == StackStatus::DeleteComplete {
             return Ok(None);
         }
         let name = if st.stack_name.is_empty() {

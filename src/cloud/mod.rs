@@ -14,6 +14,7 @@ mod config;
 mod error;
 mod heat;
 mod openstack;
+mod status;
 pub mod types;
 
 use std::future::Future;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 pub use error::{CloudError, ErrorKind};
 pub use openstack::{OpenStackCloud, PollPolicy};
+pub use status::StackStatus;
 pub use types::{
     FixedIp, Inventory, Port, Server, ServerAddress, Stack, StackCreate, StackOutput, StackRef,
     StackResource, Volume, VolumeAttachment,
@@ -49,7 +51,8 @@ pub trait Cloud: Send + Sync {
     /// status, reason, outputs, parameters. Errors: 404 (kind `NotFound`).
     fn stack(&self, s: &StackRef) -> impl Future<Output = Result<Stack, CloudError>> + Send;
 
-    /// Polls [`Cloud::stack`] until `stack_status` is one of `done` (e.g. `["CREATE_COMPLETE"]`),
+    /// Polls [`Cloud::stack`] until `stack_status` is one of `done` (e.g.
+    /// `[StackStatus::CreateComplete]`),
     /// with exponential backoff and jitter (see [`PollPolicy`]), for at most `deadline`.
     ///
     /// `*_FAILED` and `ROLLBACK_COMPLETE` (unless listed in `done`) end the wait with
@@ -62,7 +65,7 @@ pub trait Cloud: Send + Sync {
     fn wait_stack(
         &self,
         s: &StackRef,
-        done: &[&str],
+        done: &[StackStatus],
         deadline: Duration,
     ) -> impl Future<Output = Result<Stack, CloudError>> + Send;
 

@@ -27,7 +27,7 @@ use serde_json::Value;
 use super::config::{self, Credentials, Project};
 use super::error::error_message;
 use super::types::{Port, Server, Stack, StackCreate, StackRef, StackResource, Volume};
-use super::{Cloud, CloudError};
+use super::{Cloud, CloudError, StackStatus};
 
 /// A catalog service type with its discovery setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -625,7 +625,7 @@ impl Cloud for OpenStackCloud {
     async fn wait_stack(
         &self,
         s: &StackRef,
-        done: &[&str],
+        done: &[StackStatus],
         deadline: Duration,
     ) -> Result<Stack, CloudError> {
         self.heat_wait(s, done, deadline).await

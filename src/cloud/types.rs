@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
+use super::StackStatus;
+
 /// `null` or missing → `T::default()`.
 fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
 where
@@ -195,7 +197,7 @@ pub struct Stack {
     pub stack_name: String,
     /// `stack_status`, `<ACTION>_<STATE>`, e.g. `CREATE_COMPLETE`, `UPDATE_IN_PROGRESS`.
     #[serde(default, deserialize_with = "nullable")]
-    pub stack_status: String,
+    pub stack_status: StackStatus,
     /// `stack_status_reason`.
     #[serde(default, deserialize_with = "lenient_string")]
     pub stack_status_reason: String,
@@ -241,15 +243,14 @@ impl Stack {
         })
     }
 
-    /// True while the status ends in `_IN_PROGRESS`.
+    /// True while the status ends in `_IN_PROGRESS` (see [`StackStatus::is_in_progress`]).
     pub fn is_in_progress(&self) -> bool {
-        self.stack_status.ends_with("_IN_PROGRESS")
+        self.stack_status.is_in_progress()
     }
 
-    /// True for `*_FAILED` and for `ROLLBACK_*` terminal statuses (a rollback means the action
-    /// failed).
+    /// True for `*_FAILED` and for `ROLLBACK_COMPLETE` (see [`StackStatus::is_failed`]).
     pub fn is_failed(&self) -> bool {
-        self.stack_status.ends_with("_FAILED") || self.stack_status == "ROLLBACK_COMPLETE"
+        self.stack_status.is_failed()
     }
 }
 

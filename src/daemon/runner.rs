@@ -192,7 +192,7 @@ impl Runner {
                 .and_then(|req| {
                     crate::plan::terminate::supersedes_ahead(
                         &req,
-                        &term.start_time,
+                        term.start_time,
                         chrono::Utc::now(),
                     )
                 })

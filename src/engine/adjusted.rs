@@ -44,10 +44,7 @@ pub(super) fn known(rows: &[VnfcRow]) -> Vec<Known> {
             id: r.id.clone(),
             vdu_id: r.vdu_id.clone(),
             index: r.vnfc_index.and_then(|i| u32::try_from(i).ok()),
-            parameters: r
-                .parameters
-                .as_deref()
-                .and_then(|p| serde_json::from_str(p).ok()),
+            parameters: r.parameters.clone(),
             server_id: r.server_id.clone(),
         })
         .collect()

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::instance::{Instance, instance_row, stack_name};
 use super::steps::Host;
 use super::{Engine, EngineError, StepFailure, now};
-use crate::cloud::{Cloud, ErrorKind, StackCreate, StackRef};
+use crate::cloud::{Cloud, ErrorKind, StackCreate, StackRef, StackStatus};
 use crate::flavour::{FlavourError, HookContext};
 use crate::plan::individual::AdjustedPlan;
 use crate::plan::stages::{self, Action, CloudAction, Hook, ReadCheck, StackDocument, Stage};
@@ -100,7 +100,7 @@ impl<C: Cloud> Engine<C> {
             Subjects::Listed(ids) => ids.clone(),
             Subjects::CreatedSince(t) => rows
                 .iter()
-                .filter(|v| crate::model::Timestamp::parse(&v.created_at).is_ok_and(|c| c >= *t))
+                .filter(|v| v.created_at >= *t)
                 .map(|v| v.id.clone())
                 .collect(),
         };
@@ -264,9 +264,9 @@ impl<C: Cloud> Engine<C> {
             CloudAction::WaitCreate | CloudAction::WaitUpdate => {
                 let stack = self.recorded_stack(op)?;
                 let status = [if matches!(action, CloudAction::WaitCreate) {
-                    "CREATE_COMPLETE"
+                    StackStatus::CreateComplete
                 } else {
-                    "UPDATE_COMPLETE"
+                    StackStatus::UpdateComplete
                 }];
                 self.cloud_step(
                     op,
@@ -406,7 +406,7 @@ impl<C: Cloud> Engine<C> {
                         let Some(s) = stack else { return Ok(()) };
                         match self
                             .cloud
-                            .wait_stack(&s, &["DELETE_COMPLETE"], limits.stack_timeout)
+                            .wait_stack(&s, &[StackStatus::DeleteComplete], limits.stack_timeout)
                             .await
                         {
                             Err(err) if matches!(err.kind(), ErrorKind::NotFound) => Ok(()),

@@ -39,7 +39,6 @@ use crate::intake::wire::sol003::HealVnfRequest;
 use crate::plan;
 use crate::plan::individual::AdjustedPlan;
 use crate::plan::stages::{CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
-use crate::plan::vnfcs::AttachedVolume;
 use crate::store::{OperationRow, VnfcRow};
 
 /// What the heal decided once (kept in the operation's `plan` across a crash or RETRY).
@@ -164,12 +163,7 @@ fn stages<C: Cloud>(
             };
             marks.push(mark(v.resource_name.clone()));
             if p.recreate_volumes {
-                let vols: Vec<AttachedVolume> = v
-                    .volumes
-                    .as_deref()
-                    .and_then(|t| serde_json::from_str(t).ok())
-                    .unwrap_or_default();
-                marks.extend(vols.into_iter().filter_map(|a| a.resource).map(mark));
+                marks.extend(v.volumes.iter().filter_map(|a| a.resource.clone()).map(mark));
             }
         }
         list.cloud(CloudAction::MarkUnhealthy {

@@ -164,7 +164,11 @@ pub(super) async fn roll_back<C: Cloud>(
             .map_err(|err| StepFailure::cloud("heat.delete", &err))?;
         let gone = e
             .cloud
-            .wait_stack(&stack, &["DELETE_COMPLETE"], e.limits.stack_timeout)
+            .wait_stack(
+                &stack,
+                &[crate::cloud::StackStatus::DeleteComplete],
+                e.limits.stack_timeout,
+            )
             .await;
         if let Err(err) = gone
             && !matches!(err.kind(), crate::cloud::ErrorKind::NotFound)

@@ -22,7 +22,7 @@ use std::time::Duration;
 use tracing::Instrument as _;
 
 use crate::cloud::Cloud;
-use crate::model::{LcmOperationType, OperationState, Timestamp};
+use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 use crate::remote::Remote;
 use crate::store::{Db, NewEvent, OperationRow, StoreError};
 
@@ -132,8 +132,9 @@ impl<C: Cloud> Engine<C> {
     }
 
     async fn run_op(&self, op: OperationRow) -> Result<OperationState, StoreError> {
-        match (op.operation_state, op.pending_task.as_deref()) {
-            (OperationState::Starting, _) | (OperationState::FailedTemp, Some("RETRY")) => {
+        match (op.operation_state, op.pending_task) {
+            (OperationState::Starting, _)
+            | (OperationState::FailedTemp, Some(PendingTask::Retry)) => {
                 self.transition(&op, OperationState::Processing, None, "processing")?;
                 self.process(&op).await
             }
@@ -141,7 +142,7 @@ impl<C: Cloud> Engine<C> {
                 tracing::info!("resuming after a restart at the first unfinished step");
                 self.process(&op).await
             }
-            (OperationState::FailedTemp, Some("ROLLBACK")) => {
+            (OperationState::FailedTemp, Some(PendingTask::Rollback)) => {
                 self.transition(&op, OperationState::RollingBack, None, "rolling back")?;
                 self.roll_back(&op).await
             }

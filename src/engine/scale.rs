@@ -239,10 +239,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     let x = Exec {
         instance: Some(&i.inst),
         adjusted: plan.adjusted.as_ref(),
-        subjects: Subjects::CreatedSince(
-            crate::model::Timestamp::parse(&op.start_time)
-                .map_err(|_| StepFailure::input("plan", "operation start time does not parse"))?,
-        ),
+        subjects: Subjects::CreatedSince(op.start_time),
     };
     e.execute(op, plan.stages.clone(), &x).await?;
     e.db.write(|tx| tx.set_scale_status(&op.vnf_instance_id, Some(&plan.levels), now()))?;

@@ -24,7 +24,6 @@ use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role};
 use crate::intake::wire::params::{K8sClusterInstallationParam, StorageServer};
 use crate::package::Vnfd;
 use crate::plan::stages::{Stage, StageList};
-use crate::plan::vnfcs::AttachedVolume;
 use crate::recipes::{self, DrainPolicy, Export, Step, VolumeSetup, pv::PvManifest};
 use crate::store::VnfcRow;
 
@@ -95,14 +94,10 @@ pub fn role_of_vdu(
 /// [`Export`]s. Shared by the hooks (which refuse when something is missing) and the reconcile
 /// probes (which check what is there; a lost volume is the cloud pass's finding).
 pub fn storage_setup(ss: &StorageServer, vnfc: &VnfcRow) -> StorageSetup {
-    let attached: Vec<AttachedVolume> = vnfc
-        .volumes
-        .as_deref()
-        .and_then(|v| serde_json::from_str(v).ok())
-        .unwrap_or_default();
     let mut out = StorageSetup::default();
     for c in &ss.cinder_volume_setup_params {
-        match attached
+        match vnfc
+            .volumes
             .iter()
             .find(|a| a.resource.as_deref() == Some(c.volume_resource_id.as_str()))
         {

@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use super::maildir::Destination;
 use super::spool::{IntakeContext, Outcome};
 use super::wire::{self, Envelope, FieldError, LcmEnvelope, TaskEnvelope, TaskOperation};
-use crate::model::{
+use crate::model::{IntakeOutcome, PendingTask, 
     FieldProblem, InstantiationState, LcmOperationType, OperationState, ProblemDetails, Timestamp,
 };
 use crate::package::Vnfd;
@@ -231,8 +231,8 @@ pub(super) fn committed_destination(earlier: &[IntakeRow], req: &Examined) -> Op
     let prev = earlier
         .iter()
         .find(|r| r.file_name.as_deref() == Some(req.name.as_str()))?;
-    match (prev.outcome.as_str(), prev.vnf_lcm_op_occ_id.as_deref()) {
-        ("ACCEPTED" | "DUPLICATE", Some(op)) => {
+    match (prev.outcome, prev.vnf_lcm_op_occ_id.as_deref()) {
+        (IntakeOutcome::Accepted | IntakeOutcome::Duplicate, Some(op)) => {
             let op = op.to_owned();
             Some(match &req.verdict {
                 Verdict::Task(env) => Destination::Task {
@@ -240,17 +240,16 @@ pub(super) fn committed_destination(earlier: &[IntakeRow], req: &Examined) -> Op
                     task: env.operation,
                     intake_id: prev.id,
                 },
-                _ if prev.outcome == "DUPLICATE" => Destination::Duplicate {
+                _ if prev.outcome == IntakeOutcome::Duplicate => Destination::Duplicate {
                     op,
                     intake_id: prev.id,
                 },
                 _ => Destination::Accepted { op },
             })
         }
-        ("REJECTED", _) => prev
+        (IntakeOutcome::Rejected, _) => prev
             .problem
-            .as_deref()
-            .and_then(|p| serde_json::from_str(p).ok())
+            .clone()
             .map(|problem| Destination::Rejected { problem }),
         _ => None,
     }
@@ -305,7 +304,7 @@ pub(super) fn decide(
 fn duplicate_of(earlier: &[IntakeRow]) -> Option<String> {
     earlier
         .iter()
-        .find(|r| r.outcome == "ACCEPTED")
+        .find(|r| r.outcome == IntakeOutcome::Accepted)
         .map(|r| r.vnf_lcm_op_occ_id.clone().unwrap_or_default())
 }
 
@@ -707,12 +706,14 @@ fn record_task(
     op: &OperationRow,
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
-    let task = task_name(env.operation);
-    if env.operation == TaskOperation::Fail {
-        tx.set_operation_state(&op.id, OperationState::Failed, None, now)?;
-    } else {
-        tx.set_pending_task(&op.id, task)?;
+    match env.operation {
+        TaskOperation::Fail => {
+            tx.set_operation_state(&op.id, OperationState::Failed, None, now)?;
+        }
+        TaskOperation::Retry => tx.set_pending_task(&op.id, PendingTask::Retry)?,
+        TaskOperation::Rollback => tx.set_pending_task(&op.id, PendingTask::Rollback)?,
     }
+    let task = task_name(env.operation);
     let intake_id = tx.insert_intake(
         &NewIntake {
             file_name: &req.name,
@@ -1081,7 +1082,7 @@ mod tests {
         assert_eq!(check_task(&retry, Some(&op)).unwrap().id, "op-1");
 
         store
-            .write(|tx| tx.set_pending_task("op-1", "ROLLBACK"))
+            .write(|tx| tx.set_pending_task("op-1", PendingTask::Rollback))
             .unwrap();
         let op = store.reader().operation("op-1").unwrap().unwrap();
         let fail = task(TaskOperation::Fail, "op-1");

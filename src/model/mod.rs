@@ -1,7 +1,9 @@
-//! Domain types and their invariants: operation states and legal transitions, instances, times.
+//! Domain types and their invariants: operation states and legal transitions, pending tasks,
+//! instances, intake outcomes, times.
 //! No I/O, not async, never reads the clock (the caller passes `now`).
 
 mod instance;
+mod intake;
 mod operation;
 mod problem;
 mod role;
@@ -9,7 +11,8 @@ mod step;
 mod time;
 
 pub use instance::InstantiationState;
-pub use operation::{IllegalTransition, LcmOperationType, OperationState};
+pub use intake::IntakeOutcome;
+pub use operation::{IllegalTransition, LcmOperationType, OperationState, PendingTask};
 pub use problem::{FieldProblem, ProblemDetails};
 pub use role::Role;
 pub use step::StepState;

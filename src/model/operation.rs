@@ -1,4 +1,5 @@
-//! LCM operation occurrences: operation types and the `operationState` machine of SOL003 §5.6.2.2.
+//! LCM operation occurrences: operation types, the `operationState` machine of SOL003 §5.6.2.2,
+//! and the task operations (RETRY, ROLLBACK) that wait for the engine.
 
 use std::fmt;
 
@@ -147,6 +148,43 @@ impl fmt::Display for OperationState {
     }
 }
 
+/// A task operation waiting for the engine on an occurrence in `FAILED_TEMP` (stored in
+/// `vnf_lcm_op_occ.pending_task`). FAIL is not one: it is a state change done at intake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PendingTask {
+    /// Retry operation task (SOL003 §5.4.14): resume at the failed step (`FAILED_TEMP →
+    /// PROCESSING`).
+    Retry,
+    /// Rollback operation task (SOL003 §5.4.15): undo what the operation created
+    /// (`FAILED_TEMP → ROLLING_BACK`).
+    Rollback,
+}
+
+impl PendingTask {
+    /// The stored spelling: `RETRY` or `ROLLBACK`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Retry => "RETRY",
+            Self::Rollback => "ROLLBACK",
+        }
+    }
+
+    /// Parses the stored spelling; `None` for anything else.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "RETRY" => Some(Self::Retry),
+            "ROLLBACK" => Some(Self::Rollback),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for PendingTask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::OperationState::*;
@@ -161,6 +199,10 @@ mod tests {
         for op in ["INSTANTIATE", "SCALE", "HEAL", "TERMINATE"] {
             assert_eq!(LcmOperationType::parse(op).unwrap().as_str(), op);
         }
+        for t in [PendingTask::Retry, PendingTask::Rollback] {
+            assert_eq!(PendingTask::parse(t.as_str()), Some(t));
+        }
+        assert_eq!(PendingTask::parse("FAIL"), None);
     }
 
     #[test]

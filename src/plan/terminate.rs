@@ -9,20 +9,20 @@
 use chrono::{DateTime, Utc};
 
 use crate::intake::wire::sol003::{TerminateVnfRequest, TerminationType};
+use crate::model::Timestamp;
 
-/// `Some(reason)` when the TERMINATE accepted at `accepted_at` (RFC 3339) no longer waits for the
-/// operations ahead of it at `now`; `None` while it still waits (or the time cannot be read).
+/// `Some(reason)` when the TERMINATE accepted at `accepted_at` no longer waits for the
+/// operations ahead of it at `now`; `None` while it still waits.
 pub fn supersedes_ahead(
     req: &TerminateVnfRequest,
-    accepted_at: &str,
+    accepted_at: Timestamp,
     now: DateTime<Utc>,
 ) -> Option<String> {
     match req.termination_type {
         TerminationType::Forceful => Some("FORCEFUL termination does not wait".into()),
         TerminationType::Graceful => {
             let timeout = req.graceful_termination_timeout?;
-            let since = DateTime::parse_from_rfc3339(accepted_at).ok()?;
-            let waited = (now - since.with_timezone(&Utc)).num_seconds();
+            let waited = (now - accepted_at.0).num_seconds();
             (waited >= timeout as i64).then(|| {
                 format!("GRACEFUL termination waited {waited} s of gracefulTerminationTimeout {timeout} s")
             })
@@ -44,9 +44,9 @@ mod tests {
 
     #[test]
     fn forceful_at_once_graceful_after_its_timeout_or_never() {
-        let at = "2026-11-21T10:00:00.000000Z";
+        let at = Timestamp::parse("2026-11-21T10:00:00.000000Z").unwrap();
         let t = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
-        assert!(supersedes_ahead(&req("FORCEFUL", None), at, t(at)).is_some());
+        assert!(supersedes_ahead(&req("FORCEFUL", None), at, at.0).is_some());
         let g = req("GRACEFUL", Some(120));
         assert!(supersedes_ahead(&g, at, t("2026-11-21T10:01:59Z")).is_none());
         assert!(supersedes_ahead(&g, at, t("2026-11-21T10:02:00Z")).is_some());

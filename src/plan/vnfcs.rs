@@ -153,30 +153,15 @@ pub fn vnfc_index(parent: &str, vdu: &str) -> Option<u32> {
     (crate::heat::template::indexed(vdu, i) == parent).then_some(i)
 }
 
-/// The address of CP `cp` of one VNFC (from its `cp_addresses`), if recorded and an IP.
+/// The address of CP `cp` of one VNFC, if recorded and an IP.
 pub fn cp_address(vnfc: &crate::store::VnfcRow, cp: &str) -> Option<std::net::IpAddr> {
-    let cps: BTreeMap<String, serde_json::Value> = vnfc
-        .cp_addresses
-        .as_deref()
-        .and_then(|c| serde_json::from_str(c).ok())
-        .unwrap_or_default();
-    cps.get(cp)
-        .and_then(serde_json::Value::as_str)
-        .and_then(|a| a.parse().ok())
+    vnfc.cp_addresses.get(cp)?.parse().ok()
 }
 
-/// CP name → address over every VNFC (e.g. `nfs_server_cp` of a PV registration).
+/// CP name → address over every VNFC (e.g. `nfs_server_cp` of a PV registration); a CP
+/// recorded on several VNFCs keeps the address of the last one.
 pub fn cp_addresses(vnfcs: &[crate::store::VnfcRow]) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for v in vnfcs {
-        let map: BTreeMap<String, String> = v
-            .cp_addresses
-            .as_deref()
-            .and_then(|c| serde_json::from_str(c).ok())
-            .unwrap_or_default();
-        out.extend(map);
-    }
-    out
+    vnfcs.iter().flat_map(|v| v.cp_addresses.clone()).collect()
 }
 
 #[cfg(test)]

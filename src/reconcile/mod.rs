@@ -68,8 +68,8 @@ pub struct VnfSnapshot {
     pub vnfcs: Vec<VnfcRow>,
     /// Unfinished operations (vnfLcmOpOccId), oldest first.
     pub unfinished: Vec<String>,
-    /// The last completed InstantiateVnfRequest (JSON text).
-    pub instantiate: Option<String>,
+    /// The last completed InstantiateVnfRequest.
+    pub instantiate: Option<InstantiateVnfRequest>,
 }
 
 /// What a pass reads from the store.
@@ -80,7 +80,7 @@ pub struct Snapshot {
     /// The loop's memory.
     pub states: HashMap<(String, String), ReconcileStateRow>,
     /// VNFC `updated_at` by id.
-    pub vnfc_updated: HashMap<String, String>,
+    pub vnfc_updated: HashMap<String, Timestamp>,
 }
 
 /// Reads what a pass needs: every `INSTANTIATED` instance (or only `only`), its VNFCs,
@@ -153,28 +153,20 @@ impl<C> std::fmt::Debug for Reconciler<C> {
     }
 }
 
-fn parse_ts(s: Option<&str>) -> Option<Timestamp> {
-    s.and_then(|s| Timestamp::parse(s).ok())
-}
-
-fn fmt_ts(t: Option<Timestamp>) -> Option<String> {
-    t.map(Timestamp::to_rfc3339)
-}
-
 fn memory_of(row: Option<&ReconcileStateRow>) -> Memory {
     let Some(r) = row else {
         return Memory::default();
     };
     Memory {
         server_id: r.server_id.clone(),
-        server_since: parse_ts(r.server_since.as_deref()),
+        server_since: r.server_since,
         cloud_failures: r.cloud_failures.max(0) as u32,
-        cloud_first_failure_at: parse_ts(r.cloud_first_failure_at.as_deref()),
+        cloud_first_failure_at: r.cloud_first_failure_at,
         probe_failures: r.probe_failures.max(0) as u32,
-        probe_first_failure_at: parse_ts(r.probe_first_failure_at.as_deref()),
-        healthy_since: parse_ts(r.healthy_since.as_deref()),
+        probe_first_failure_at: r.probe_first_failure_at,
+        healthy_since: r.healthy_since,
         heal_attempts: r.heal_attempts.max(0) as u32,
-        last_heal_at: parse_ts(r.last_heal_at.as_deref()),
+        last_heal_at: r.last_heal_at,
         last_decision: r.last_decision.clone(),
     }
 }
@@ -184,14 +176,14 @@ fn state_row(vnf: &str, vnfc: &str, m: &Memory) -> ReconcileStateRow {
         vnf_instance_id: vnf.into(),
         vnfc_id: vnfc.into(),
         server_id: m.server_id.clone(),
-        server_since: fmt_ts(m.server_since),
+        server_since: m.server_since,
         cloud_failures: m.cloud_failures.into(),
-        cloud_first_failure_at: fmt_ts(m.cloud_first_failure_at),
+        cloud_first_failure_at: m.cloud_first_failure_at,
         probe_failures: m.probe_failures.into(),
-        probe_first_failure_at: fmt_ts(m.probe_first_failure_at),
-        healthy_since: fmt_ts(m.healthy_since),
+        probe_first_failure_at: m.probe_first_failure_at,
+        healthy_since: m.healthy_since,
         heal_attempts: m.heal_attempts.into(),
-        last_heal_at: fmt_ts(m.last_heal_at),
+        last_heal_at: m.last_heal_at,
         last_decision: m.last_decision.clone(),
         pv_bound: None,
         pv_observed_at: None,
@@ -231,11 +223,7 @@ impl<C: Cloud> Reconciler<C> {
         let mut packages: HashMap<String, Option<Arc<VnfPackage>>> = HashMap::new();
         let mut clusters: HashMap<String, Cluster> = HashMap::new();
         for v in &snap.vnfs {
-            let Some(req) = v
-                .instantiate
-                .as_deref()
-                .and_then(|p| serde_json::from_str::<InstantiateVnfRequest>(p).ok())
-            else {
+            let Some(req) = v.instantiate.clone() else {
                 continue;
             };
             let Some(path) = v.instance.vnf_package.as_deref() else {
@@ -334,12 +322,7 @@ impl<C: Cloud> Reconciler<C> {
                     observed_at: now,
                 }
             } else {
-                match vnf_state.and_then(|s| {
-                    Some((
-                        serde_json::from_str::<Vec<String>>(s.pv_bound.as_deref()?).ok()?,
-                        parse_ts(s.pv_observed_at.as_deref())?,
-                    ))
-                }) {
+                match vnf_state.and_then(|s| Some((s.pv_bound.clone()?, s.pv_observed_at?))) {
                     Some((bound, observed_at)) => PvView::Known { bound, observed_at },
                     None => PvView::Unknown,
                 }
@@ -352,8 +335,7 @@ impl<C: Cloud> Reconciler<C> {
                     vdu_id: c.vdu_id.clone(),
                     role: roles[id].get(&c.id).copied().unwrap_or(policy::Role::Other),
                     server_id: c.server_id.clone(),
-                    recorded_at: parse_ts(snap.vnfc_updated.get(&c.id).map(String::as_str))
-                        .unwrap_or(now),
+                    recorded_at: snap.vnfc_updated.get(&c.id).copied().unwrap_or(now),
                     cloud: views[&c.id].clone(),
                     probes: findings.findings.remove(&c.id),
                     memory: memory_of(snap.states.get(&(id.clone(), c.id.clone()))),
@@ -481,8 +463,8 @@ fn write_memory(
         .reconcile_states()?
         .remove(&(vnf.to_owned(), String::new()));
     if let Some(b) = report.pv_bound.get(vnf) {
-        row.pv_bound = Some(serde_json::to_string(b).unwrap_or_default());
-        row.pv_observed_at = Some(report.at.to_rfc3339());
+        row.pv_bound = Some(b.clone());
+        row.pv_observed_at = Some(report.at);
     } else if let Some(old) = old {
         row.pv_bound = old.pv_bound;
         row.pv_observed_at = old.pv_observed_at;

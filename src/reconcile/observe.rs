@@ -12,7 +12,6 @@ use std::collections::HashMap;
 
 use super::policy::CloudView;
 use crate::cloud::{Inventory, Port, Server, Volume};
-use crate::plan::vnfcs::AttachedVolume;
 use crate::store::VnfcRow;
 
 /// Nova statuses in which a server is on its way somewhere: wait, do not judge.
@@ -83,12 +82,7 @@ pub fn view(vnfc: &VnfcRow, index: Result<&Index<'_>, &str>) -> CloudView {
         return CloudView::Suspect(format!("server {server_id} in Nova status {status}"));
     }
     // Ports: every recorded CP address must still be on a port of this server.
-    let cps: std::collections::BTreeMap<String, String> = vnfc
-        .cp_addresses
-        .as_deref()
-        .and_then(|c| serde_json::from_str(c).ok())
-        .unwrap_or_default();
-    for (cp, addr) in &cps {
+    for (cp, addr) in &vnfc.cp_addresses {
         match index.ports_by_ip.get(addr.as_str()) {
             Some(p) if p.device_id == server_id || p.device_id.is_empty() => {}
             Some(p) => {
@@ -103,12 +97,7 @@ pub fn view(vnfc: &VnfcRow, index: Result<&Index<'_>, &str>) -> CloudView {
         }
     }
     // Volumes: every recorded volume must exist and be attached to this server.
-    let vols: Vec<AttachedVolume> = vnfc
-        .volumes
-        .as_deref()
-        .and_then(|v| serde_json::from_str(v).ok())
-        .unwrap_or_default();
-    for v in &vols {
+    for v in &vnfc.volumes {
         match index.volumes.get(v.volume_id.as_str()) {
             Some(vol) if vol.attachments.iter().any(|a| a.server_id == server_id) => {}
             Some(vol) => {
@@ -129,6 +118,8 @@ pub fn view(vnfc: &VnfcRow, index: Result<&Index<'_>, &str>) -> CloudView {
 mod tests {
     use super::*;
     use crate::cloud::{FixedIp, VolumeAttachment};
+    use crate::model::Timestamp;
+    use crate::plan::vnfcs::AttachedVolume;
 
     fn row(server: Option<&str>) -> VnfcRow {
         VnfcRow {
@@ -142,10 +133,14 @@ mod tests {
             server_id: server.map(Into::into),
             server_status: Some("ACTIVE".into()),
             ip_address: Some("10.0.0.5".into()),
-            cp_addresses: Some(r#"{"workerNode_CP2":"10.0.0.5"}"#.into()),
-            volumes: Some(r#"[{"resource":"vol","volumeId":"vol-1","device":"/dev/vdb"}]"#.into()),
+            cp_addresses: [("workerNode_CP2".into(), "10.0.0.5".into())].into(),
+            volumes: vec![AttachedVolume {
+                resource: Some("vol".into()),
+                volume_id: "vol-1".into(),
+                device: Some("/dev/vdb".into()),
+            }],
             host_key: None,
-            created_at: "2026-11-21T00:00:00.000000Z".into(),
+            created_at: Timestamp::parse("2026-11-21T00:00:00.000000Z").unwrap(),
             parameters: None,
         }
     }

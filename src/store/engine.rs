@@ -3,6 +3,7 @@
 
 use rusqlite::{OptionalExtension, params};
 
+use super::decode::to_json;
 use super::{NewEvent, OperationRow, ReaderRef, Result, StoreError, Tx, VnfcRow, collect_checked};
 use crate::model::{InstantiationState, OperationState, StepState, Timestamp};
 use crate::plan::vnfcs::ObservedVnfc;
@@ -258,7 +259,7 @@ impl Tx<'_> {
         };
         let detail = format!("superseded by TERMINATE {terminate_id}: {why}");
         let problem = crate::model::ProblemDetails::new(409, detail.clone(), Vec::new());
-        let json = serde_json::to_string(&problem).unwrap_or_default();
+        let json = to_json("error", &problem)?;
         let path: &[OperationState] = match op.operation_state {
             OperationState::Starting | OperationState::Processing | OperationState::RollingBack => {
                 &[OperationState::FailedTemp, OperationState::Failed]
@@ -314,7 +315,9 @@ impl Tx<'_> {
         scale_status: Option<&std::collections::BTreeMap<String, u32>>,
         now: Timestamp,
     ) -> Result<()> {
-        let text = scale_status.map(|s| serde_json::to_string(s).unwrap_or_default());
+        let text = scale_status
+            .map(|s| to_json("scale_status", s))
+            .transpose()?;
         self.tx.execute(
             "UPDATE vnf_instance SET scale_status = ?2, updated_at = ?3 WHERE id = ?1",
             params![id, text, now.to_rfc3339()],
@@ -344,8 +347,8 @@ impl Tx<'_> {
                 )
                 .optional()?;
             let ip = o.cp_addresses.values().next().cloned();
-            let cps = serde_json::to_string(&o.cp_addresses).unwrap_or_default();
-            let vols = serde_json::to_string(&o.volumes).unwrap_or_default();
+            let cps = to_json("cp_addresses", &o.cp_addresses)?;
+            let vols = to_json("volumes", &o.volumes)?;
             let index = o.index.map(i64::from);
             let parameters = o.parameters.as_ref().map(|p| p.to_string());
             let id = match existing {
@@ -411,7 +414,9 @@ impl Tx<'_> {
 
 fn corrupt_state(op_id: &str, key: &str, value: String) -> StoreError {
     StoreError::Corrupt {
-        column: "step_journal.state",
-        value: format!("{value} (operation {op_id}, stage {key})"),
+        table: "step_journal",
+        row: format!("{op_id}/{key}"),
+        column: "state",
+        reason: format!("`{value}` is not a step state"),
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! The schema is documented in `migrations/V1__init.sql` and in the README ("Audit database").
 
+mod decode;
 mod engine;
 mod reconcile;
 mod rows;
@@ -12,7 +13,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 
-use crate::model::{InstantiationState, LcmOperationType, OperationState, Timestamp};
+use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use engine::JournalRow;
 pub use reconcile::ReconcileStateRow;
@@ -31,13 +32,29 @@ pub enum StoreError {
     /// A migration failed or the database has migrations this binary does not know.
     #[error("database migration: {0}")]
     Migration(#[from] refinery::Error),
-    /// The database holds a value the schema's CHECKs should have prevented.
-    #[error("database holds an unexpected value in {column}: {value}")]
+    /// A stored value does not decode into its type (bad time, unknown spelling, JSON of the
+    /// wrong shape), or a write would break an invariant the store keeps (an illegal operation
+    /// state transition). Display: `corrupt database: table vnfc, row 3f2…, column
+    /// cp_addresses: expected a JSON object of strings (…)`.
+    #[error("corrupt database: table {table}, row {row}, column {column}: {reason}")]
     Corrupt {
-        /// Table.column.
+        /// Table, e.g. `vnfc`.
+        table: &'static str,
+        /// The row's key as text: `id` (`vnf_lcm_op_occ`: the vnfLcmOpOccId; `intake`: the
+        /// integer id), `(vnf_instance_id, vnfc_id)` for `reconcile_state`.
+        row: String,
+        /// Column, e.g. `cp_addresses`.
         column: &'static str,
-        /// The value found.
-        value: String,
+        /// What was expected and found (never a stored JSON document itself).
+        reason: String,
+    },
+    /// A value could not be encoded for storage (JSON serialization failed).
+    #[error("database: cannot encode column {column}: {reason}")]
+    Encode {
+        /// Column, e.g. `cp_addresses`.
+        column: &'static str,
+        /// The serializer's error.
+        reason: String,
     },
     /// Could not create the database's directory or set its mode.
     #[error("database file: {0}")]
@@ -184,7 +201,7 @@ impl ReaderRef<'_> {
             VnfcRow::COLUMNS
         ))?;
         let rows = st.query_map([vnf_instance_id], VnfcRow::from_row)?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        collect_checked(rows)
     }
 
     /// Intake records in order.
@@ -194,7 +211,7 @@ impl ReaderRef<'_> {
             IntakeRow::COLUMNS
         ))?;
         let rows = st.query_map([], IntakeRow::from_row)?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        collect_checked(rows)
     }
 }
 
@@ -331,7 +348,7 @@ impl Tx<'_> {
             IntakeRow::COLUMNS
         ))?;
         let rows = st.query_map([sha256], IntakeRow::from_row)?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        collect_checked(rows)
     }
 
     /// Inserts an operation in `STARTING`.
@@ -371,14 +388,15 @@ impl Tx<'_> {
             [id],
             |r| r.get(0),
         )?;
-        let from = OperationState::parse(&from).ok_or(StoreError::Corrupt {
-            column: "vnf_lcm_op_occ.operation_state",
-            value: from,
-        })?;
-        from.transition(to).map_err(|e| StoreError::Corrupt {
-            column: "vnf_lcm_op_occ.operation_state",
-            value: e.to_string(),
-        })?;
+        let cells = decode::Cells::new("vnf_lcm_op_occ", id);
+        let from = cells.spelling(
+            "operation_state",
+            &from,
+            OperationState::parse,
+            decode::OPERATION_STATES,
+        )?;
+        from.transition(to)
+            .map_err(|e| cells.corrupt("operation_state", e))?;
         self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET operation_state = ?2, state_entered_time = ?3,
                  error = COALESCE(?4, error), pending_task = NULL WHERE id = ?1",
@@ -388,10 +406,10 @@ impl Tx<'_> {
     }
 
     /// Records a RETRY or ROLLBACK for the engine to carry out.
-    pub fn set_pending_task(&mut self, id: &str, task: &str) -> Result<()> {
+    pub fn set_pending_task(&mut self, id: &str, task: PendingTask) -> Result<()> {
         self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET pending_task = ?2 WHERE id = ?1",
-            params![id, task],
+            params![id, task.as_str()],
         )?;
         Ok(())
     }
@@ -434,14 +452,6 @@ impl Tx<'_> {
         )?;
         Ok(())
     }
-}
-
-/// Parses a stored instantiation state. Errors: [`StoreError::Corrupt`].
-fn parse_instantiation_state(s: String) -> Result<InstantiationState> {
-    InstantiationState::parse(&s).ok_or(StoreError::Corrupt {
-        column: "vnf_instance.instantiation_state",
-        value: s,
-    })
 }
 
 #[cfg(test)]

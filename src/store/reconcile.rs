@@ -1,4 +1,4 @@
-//! SQL the reconcile loop needs (issue 5, C5): what to observe (instantiated VNF instances, their
+//! SQL the reconcile loop needs: what to observe (instantiated VNF instances, their
 //! VNFCs and unfinished operations, the INSTANTIATE request that set their intended state) and the
 //! loop's own memory, table `reconcile_state` (`migrations/V3__reconcile.sql`).
 
@@ -6,11 +6,13 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{ReaderRef, Result, Tx};
+use super::decode::{Cells, to_json};
+use super::{ReaderRef, Result, Tx, collect_checked};
+use crate::intake::wire::sol003::InstantiateVnfRequest;
 use crate::model::Timestamp;
 
 /// One `reconcile_state` row: what the loop remembers about a VNFC (or, with `vnfc_id` empty,
-/// about a VNF instance). Times are RFC 3339 text as stored.
+/// about a VNF instance).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReconcileStateRow {
     /// vnfInstanceId.
@@ -20,49 +22,58 @@ pub struct ReconcileStateRow {
     /// Nova server id when last observed.
     pub server_id: Option<String>,
     /// When that server was first seen (start of the startup grace).
-    pub server_since: Option<String>,
+    pub server_since: Option<Timestamp>,
     /// Consecutive failed cloud observations.
     pub cloud_failures: i64,
     /// Time of the first of them.
-    pub cloud_first_failure_at: Option<String>,
+    pub cloud_first_failure_at: Option<Timestamp>,
     /// Consecutive failed probes.
     pub probe_failures: i64,
     /// Time of the first of them.
-    pub probe_first_failure_at: Option<String>,
+    pub probe_first_failure_at: Option<Timestamp>,
     /// Start of the current healthy stretch.
-    pub healthy_since: Option<String>,
+    pub healthy_since: Option<Timestamp>,
     /// Automatic heals since the retry budget was last reset.
     pub heal_attempts: i64,
     /// Time of the last automatic heal.
-    pub last_heal_at: Option<String>,
-    /// Kind and reason of the last decision recorded.
+    pub last_heal_at: Option<Timestamp>,
+    /// The last decision recorded, as the policy keys it for de-duplication (its event kind and
+    /// its reason without digits); only compared for equality, never interpreted.
     pub last_decision: Option<String>,
-    /// VNF row: JSON array of Bound PersistentVolume names.
-    pub pv_bound: Option<String>,
+    /// VNF row: names of the Bound PersistentVolumes (stored as a JSON array).
+    pub pv_bound: Option<Vec<String>>,
     /// VNF row: when `pv_bound` was observed.
-    pub pv_observed_at: Option<String>,
+    pub pv_observed_at: Option<Timestamp>,
 }
 
 const STATE_COLUMNS: &str = "vnf_instance_id, vnfc_id, server_id, server_since, cloud_failures, \
     cloud_first_failure_at, probe_failures, probe_first_failure_at, healthy_since, heal_attempts, \
     last_heal_at, last_decision, pv_bound, pv_observed_at";
 
-fn state_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReconcileStateRow> {
+fn state_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<ReconcileStateRow>> {
+    Ok(decode_state(r))
+}
+
+fn decode_state(r: &rusqlite::Row<'_>) -> Result<ReconcileStateRow> {
+    let vnf_instance_id: String = r.get(0)?;
+    let vnfc_id: String = r.get(1)?;
+    let key = format!("({vnf_instance_id}, {vnfc_id})");
+    let c = Cells::new("reconcile_state", &key);
     Ok(ReconcileStateRow {
-        vnf_instance_id: r.get(0)?,
-        vnfc_id: r.get(1)?,
         server_id: r.get(2)?,
-        server_since: r.get(3)?,
+        server_since: c.opt_time("server_since", r.get(3)?)?,
         cloud_failures: r.get(4)?,
-        cloud_first_failure_at: r.get(5)?,
+        cloud_first_failure_at: c.opt_time("cloud_first_failure_at", r.get(5)?)?,
         probe_failures: r.get(6)?,
-        probe_first_failure_at: r.get(7)?,
-        healthy_since: r.get(8)?,
+        probe_first_failure_at: c.opt_time("probe_first_failure_at", r.get(7)?)?,
+        healthy_since: c.opt_time("healthy_since", r.get(8)?)?,
         heal_attempts: r.get(9)?,
-        last_heal_at: r.get(10)?,
+        last_heal_at: c.opt_time("last_heal_at", r.get(10)?)?,
         last_decision: r.get(11)?,
-        pv_bound: r.get(12)?,
-        pv_observed_at: r.get(13)?,
+        pv_bound: c.json("pv_bound", r.get(12)?, "a JSON array of strings")?,
+        pv_observed_at: c.opt_time("pv_observed_at", r.get(13)?)?,
+        vnf_instance_id,
+        vnfc_id,
     })
 }
 
@@ -73,12 +84,10 @@ impl ReaderRef<'_> {
             .conn
             .prepare(&format!("SELECT {STATE_COLUMNS} FROM reconcile_state"))?;
         let rows = st.query_map([], state_from_row)?;
-        let mut out = HashMap::new();
-        for r in rows {
-            let r = r?;
-            out.insert((r.vnf_instance_id.clone(), r.vnfc_id.clone()), r);
-        }
-        Ok(out)
+        Ok(collect_checked(rows)?
+            .into_iter()
+            .map(|r| ((r.vnf_instance_id.clone(), r.vnfc_id.clone()), r))
+            .collect())
     }
 
     /// Ids of operations not in a final state (`COMPLETED`, `FAILED`, `ROLLED_BACK`), by VNF
@@ -97,27 +106,45 @@ impl ReaderRef<'_> {
         Ok(out)
     }
 
-    /// `operation_params` (the InstantiateVnfRequest, JSON text) of the instance's last
-    /// `COMPLETED` INSTANTIATE, if any: the intended state the loop compares against.
-    pub fn last_completed_instantiate(&self, vnf_instance_id: &str) -> Result<Option<String>> {
-        Ok(self
+    /// The InstantiateVnfRequest (`operation_params`) of the instance's last `COMPLETED`
+    /// INSTANTIATE, if any: the intended state the loop compares against. Errors:
+    /// [`StoreError::Corrupt`](super::StoreError::Corrupt) when the stored body is not an
+    /// InstantiateVnfRequest (SOL003 §5.5.2.4).
+    pub fn last_completed_instantiate(
+        &self,
+        vnf_instance_id: &str,
+    ) -> Result<Option<InstantiateVnfRequest>> {
+        let row: Option<(String, String)> = self
             .conn
             .query_row(
-                "SELECT operation_params FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1
+                "SELECT id, operation_params FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1
                  AND operation = 'INSTANTIATE' AND operation_state = 'COMPLETED'
                  ORDER BY seq DESC LIMIT 1",
                 [vnf_instance_id],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
-            .optional()?)
+            .optional()?;
+        let Some((id, params)) = row else {
+            return Ok(None);
+        };
+        Cells::new("vnf_lcm_op_occ", &id).json(
+            "operation_params",
+            Some(params),
+            "an InstantiateVnfRequest",
+        )
     }
 
-    /// `updated_at` of every VNFC (RFC 3339), by vnfc id: the engine rewrites the row when it
-    /// records a new server, so this is when the current server was recorded.
-    pub fn vnfc_updated_at(&self) -> Result<HashMap<String, String>> {
+    /// `updated_at` of every VNFC, by vnfc id: the engine rewrites the row when it records a new
+    /// server, so this is when the current server was recorded.
+    pub fn vnfc_updated_at(&self) -> Result<HashMap<String, Timestamp>> {
         let mut st = self.conn.prepare("SELECT id, updated_at FROM vnfc")?;
-        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<std::result::Result<_, _>>()?)
+        let rows = st.query_map([], |r| {
+            let (id, text): (String, String) = (r.get(0)?, r.get(1)?);
+            Ok(Cells::new("vnfc", &id)
+                .time("updated_at", &text)
+                .map(|t| (id, t)))
+        })?;
+        Ok(collect_checked(rows)?.into_iter().collect())
     }
 
     /// Id of the instance's most recent automatic HEAL (`is_automatic_invocation = 1`), if any.
@@ -137,6 +164,12 @@ impl ReaderRef<'_> {
 impl Tx<'_> {
     /// Inserts or replaces one `reconcile_state` row.
     pub fn put_reconcile_state(&mut self, s: &ReconcileStateRow, now: Timestamp) -> Result<()> {
+        let time = |t: Option<Timestamp>| t.map(Timestamp::to_rfc3339);
+        let pv_bound = s
+            .pv_bound
+            .as_ref()
+            .map(|b| to_json("pv_bound", b))
+            .transpose()?;
         self.tx.execute(
             &format!(
                 "INSERT OR REPLACE INTO reconcile_state ({STATE_COLUMNS}, updated_at)
@@ -146,17 +179,17 @@ impl Tx<'_> {
                 s.vnf_instance_id,
                 s.vnfc_id,
                 s.server_id,
-                s.server_since,
+                time(s.server_since),
                 s.cloud_failures,
-                s.cloud_first_failure_at,
+                time(s.cloud_first_failure_at),
                 s.probe_failures,
-                s.probe_first_failure_at,
-                s.healthy_since,
+                time(s.probe_first_failure_at),
+                time(s.healthy_since),
                 s.heal_attempts,
-                s.last_heal_at,
+                time(s.last_heal_at),
                 s.last_decision,
-                s.pv_bound,
-                s.pv_observed_at,
+                pv_bound,
+                time(s.pv_observed_at),
                 now.to_rfc3339()
             ],
         )?;

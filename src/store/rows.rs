@@ -1,9 +1,20 @@
-//! Row types: one struct per table, with the column list it is read from.
+//! Row types: one struct per table, with the column list it is read from, decoded once into
+//! types (a value that does not decode is [`StoreError::Corrupt`](super::StoreError::Corrupt)).
+
+use std::collections::BTreeMap;
 
 use rusqlite::Row;
 
-use super::{Result, StoreError, parse_instantiation_state};
-use crate::model::{InstantiationState, LcmOperationType, OperationState};
+use super::Result;
+use super::decode::{Cells, OPERATION_STATES};
+use crate::model::{
+    InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
+    ProblemDetails, Timestamp,
+};
+use crate::plan::vnfcs::AttachedVolume;
+
+/// Shape of `problem`/`error` columns, for decode errors.
+const PROBLEM_DETAILS: &str = "a ProblemDetails JSON object";
 
 /// A `vnf_lcm_op_occ` row (SOL003 VnfLcmOpOcc).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,20 +29,20 @@ pub struct OperationRow {
     pub operation: LcmOperationType,
     /// operationState.
     pub operation_state: OperationState,
-    /// stateEnteredTime (RFC 3339).
-    pub state_entered_time: String,
-    /// startTime (RFC 3339).
-    pub start_time: String,
+    /// stateEnteredTime.
+    pub state_entered_time: Timestamp,
+    /// startTime (when intake accepted the request).
+    pub start_time: Timestamp,
     /// isAutomaticInvocation.
     pub is_automatic_invocation: bool,
     /// Idempotency key.
     pub request_id: Option<String>,
     /// RETRY/ROLLBACK waiting for the engine.
-    pub pending_task: Option<String>,
+    pub pending_task: Option<PendingTask>,
     /// Why it waits / what it does.
     pub status_detail: Option<String>,
-    /// ProblemDetails JSON.
-    pub error: Option<String>,
+    /// Why it failed (`FAILED_TEMP`, `FAILED`).
+    pub error: Option<ProblemDetails>,
 }
 
 impl OperationRow {
@@ -39,35 +50,45 @@ impl OperationRow {
         state_entered_time, start_time, is_automatic_invocation, request_id, pending_task, \
         status_detail, error";
 
+    /// Decodes one row read with [`Self::COLUMNS`]; the outer error is SQLite's, the inner one
+    /// [`StoreError::Corrupt`](super::StoreError::Corrupt).
     pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<Self>> {
-        let operation: String = r.get(3)?;
-        let state: String = r.get(4)?;
-        let Some(operation) = LcmOperationType::parse(&operation) else {
-            return Ok(Err(StoreError::Corrupt {
-                column: "vnf_lcm_op_occ.operation",
-                value: operation,
-            }));
-        };
-        let Some(operation_state) = OperationState::parse(&state) else {
-            return Ok(Err(StoreError::Corrupt {
-                column: "vnf_lcm_op_occ.operation_state",
-                value: state,
-            }));
-        };
-        Ok(Ok(Self {
+        Ok(Self::decode(r))
+    }
+
+    fn decode(r: &Row<'_>) -> Result<Self> {
+        let id: String = r.get(1)?;
+        let c = Cells::new("vnf_lcm_op_occ", &id);
+        let operation = c.spelling(
+            "operation",
+            &r.get::<_, String>(3)?,
+            LcmOperationType::parse,
+            "INSTANTIATE, SCALE, HEAL or TERMINATE",
+        )?;
+        let operation_state = c.spelling(
+            "operation_state",
+            &r.get::<_, String>(4)?,
+            OperationState::parse,
+            OPERATION_STATES,
+        )?;
+        let pending_task = r
+            .get::<_, Option<String>>(9)?
+            .map(|t| c.spelling("pending_task", &t, PendingTask::parse, "RETRY or ROLLBACK"))
+            .transpose()?;
+        Ok(Self {
             seq: r.get(0)?,
-            id: r.get(1)?,
             vnf_instance_id: r.get(2)?,
             operation,
             operation_state,
-            state_entered_time: r.get(5)?,
-            start_time: r.get(6)?,
+            state_entered_time: c.time("state_entered_time", &r.get::<_, String>(5)?)?,
+            start_time: c.time("start_time", &r.get::<_, String>(6)?)?,
             is_automatic_invocation: r.get(7)?,
             request_id: r.get(8)?,
-            pending_task: r.get(9)?,
+            pending_task,
             status_detail: r.get(10)?,
-            error: r.get(11)?,
-        }))
+            error: c.json("error", r.get(11)?, PROBLEM_DETAILS)?,
+            id,
+        })
     }
 }
 
@@ -86,37 +107,49 @@ pub struct InstanceRow {
     pub stack_name: Option<String>,
     /// Heat stack id.
     pub stack_id: Option<String>,
-    /// Creation time (RFC 3339).
-    pub created_at: String,
-    /// Last change (RFC 3339).
-    pub updated_at: String,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last change.
+    pub updated_at: Timestamp,
     /// Scale level per aspect (`scaleStatus`, SOL003 §5.5.3.3), `{aspectId: level}`; empty when
-    /// NOT_INSTANTIATED.
-    pub scale_status: std::collections::BTreeMap<String, u32>,
+    /// NOT_INSTANTIATED (stored `NULL`).
+    pub scale_status: BTreeMap<String, u32>,
 }
 
 impl InstanceRow {
     pub(super) const COLUMNS: &'static str = "id, instantiation_state, flavour_id, vnf_package, stack_name, stack_id, created_at, updated_at, scale_status";
 
+    /// Decodes one row read with [`Self::COLUMNS`]; the outer error is SQLite's, the inner one
+    /// [`StoreError::Corrupt`](super::StoreError::Corrupt).
     pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<Self>> {
-        let state = match parse_instantiation_state(r.get(1)?) {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(Ok(Self {
-            id: r.get(0)?,
-            instantiation_state: state,
+        Ok(Self::decode(r))
+    }
+
+    fn decode(r: &Row<'_>) -> Result<Self> {
+        let id: String = r.get(0)?;
+        let c = Cells::new("vnf_instance", &id);
+        Ok(Self {
+            instantiation_state: c.spelling(
+                "instantiation_state",
+                &r.get::<_, String>(1)?,
+                InstantiationState::parse,
+                "NOT_INSTANTIATED or INSTANTIATED",
+            )?,
             flavour_id: r.get(2)?,
             vnf_package: r.get(3)?,
             stack_name: r.get(4)?,
             stack_id: r.get(5)?,
-            created_at: r.get(6)?,
-            updated_at: r.get(7)?,
-            scale_status: r
-                .get::<_, Option<String>>(8)?
-                .and_then(|t| serde_json::from_str(&t).ok())
+            created_at: c.time("created_at", &r.get::<_, String>(6)?)?,
+            updated_at: c.time("updated_at", &r.get::<_, String>(7)?)?,
+            scale_status: c
+                .json(
+                    "scale_status",
+                    r.get(8)?,
+                    "a JSON object of aspect ids to scale levels",
+                )?
                 .unwrap_or_default(),
-        }))
+            id,
+        })
     }
 }
 
@@ -143,26 +176,34 @@ pub struct VnfcRow {
     pub server_status: Option<String>,
     /// Address used for SSH.
     pub ip_address: Option<String>,
-    /// JSON `{cp: address}`.
-    pub cp_addresses: Option<String>,
-    /// JSON `[{resource, volumeId, device}]`.
-    pub volumes: Option<String>,
+    /// CP name → address (stored as a JSON object; `NULL` → empty).
+    pub cp_addresses: BTreeMap<String, String>,
+    /// Volumes attached to the server (stored as JSON `[{resource, volumeId, device}]`; `NULL`
+    /// → empty).
+    pub volumes: Vec<AttachedVolume>,
     /// Pinned SSH host key.
     pub host_key: Option<String>,
-    /// When the row was created (RFC 3339): the VNFC's first server came up then.
-    pub created_at: String,
-    /// JSON: the VNFC's slice of the stack's `nfv` parameter (`{"VDU": {"<VDU>-<i>": {…}},
-    /// "CP": {"<CP>-<i>": {…}}}`) when its VDU is managed individually (adjusted HOT).
-    pub parameters: Option<String>,
+    /// When the row was created: the VNFC's first server came up then.
+    pub created_at: Timestamp,
+    /// The VNFC's slice of the stack's `nfv` parameter (`{"VDU": {"<VDU>-<i>": {…}}, "CP":
+    /// {"<CP>-<i>": {…}}}`) when its VDU is managed individually (adjusted HOT).
+    pub parameters: Option<serde_json::Value>,
 }
 
 impl VnfcRow {
     pub(super) const COLUMNS: &'static str = "id, vnf_instance_id, vdu_id, vnfc_index, stack_name, stack_id, \
         resource_name, server_id, server_status, ip_address, cp_addresses, volumes, host_key, created_at, parameters";
 
-    pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
+    /// Decodes one row read with [`Self::COLUMNS`]; the outer error is SQLite's, the inner one
+    /// [`StoreError::Corrupt`](super::StoreError::Corrupt).
+    pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<Self>> {
+        Ok(Self::decode(r))
+    }
+
+    fn decode(r: &Row<'_>) -> Result<Self> {
+        let id: String = r.get(0)?;
+        let c = Cells::new("vnfc", &id);
         Ok(Self {
-            id: r.get(0)?,
             vnf_instance_id: r.get(1)?,
             vdu_id: r.get(2)?,
             vnfc_index: r.get(3)?,
@@ -172,11 +213,20 @@ impl VnfcRow {
             server_id: r.get(7)?,
             server_status: r.get(8)?,
             ip_address: r.get(9)?,
-            cp_addresses: r.get(10)?,
-            volumes: r.get(11)?,
+            cp_addresses: c
+                .json("cp_addresses", r.get(10)?, "a JSON object of strings")?
+                .unwrap_or_default(),
+            volumes: c
+                .json(
+                    "volumes",
+                    r.get(11)?,
+                    "a JSON array of {resource, volumeId, device}",
+                )?
+                .unwrap_or_default(),
             host_key: r.get(12)?,
-            created_at: r.get(13)?,
-            parameters: r.get(14)?,
+            created_at: c.time("created_at", &r.get::<_, String>(13)?)?,
+            parameters: c.json("parameters", r.get(14)?, "JSON")?,
+            id,
         })
     }
 }
@@ -192,33 +242,47 @@ pub struct IntakeRow {
     pub content_sha256: String,
     /// Idempotency key.
     pub request_id: Option<String>,
-    /// `ACCEPTED`, `DUPLICATE` or `REJECTED`.
-    pub outcome: String,
+    /// What intake decided.
+    pub outcome: IntakeOutcome,
     /// Instance named by the request.
     pub vnf_instance_id: Option<String>,
     /// Operation created or matched.
     pub vnf_lcm_op_occ_id: Option<String>,
-    /// ProblemDetails JSON.
-    pub problem: Option<String>,
-    /// Commit time (RFC 3339).
-    pub committed_at: String,
+    /// Why it was rejected.
+    pub problem: Option<ProblemDetails>,
+    /// Commit time.
+    pub committed_at: Timestamp,
 }
 
 impl IntakeRow {
     pub(super) const COLUMNS: &'static str = "id, file_name, content_sha256, request_id, outcome, \
         vnf_instance_id, vnf_lcm_op_occ_id, problem, committed_at";
 
-    pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Self> {
+    /// Decodes one row read with [`Self::COLUMNS`]; the outer error is SQLite's, the inner one
+    /// [`StoreError::Corrupt`](super::StoreError::Corrupt).
+    pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<Self>> {
+        Ok(Self::decode(r))
+    }
+
+    fn decode(r: &Row<'_>) -> Result<Self> {
+        let id: i64 = r.get(0)?;
+        let key = id.to_string();
+        let c = Cells::new("intake", &key);
         Ok(Self {
-            id: r.get(0)?,
+            id,
             file_name: r.get(1)?,
             content_sha256: r.get(2)?,
             request_id: r.get(3)?,
-            outcome: r.get(4)?,
+            outcome: c.spelling(
+                "outcome",
+                &r.get::<_, String>(4)?,
+                IntakeOutcome::parse,
+                "ACCEPTED, DUPLICATE or REJECTED",
+            )?,
             vnf_instance_id: r.get(5)?,
             vnf_lcm_op_occ_id: r.get(6)?,
-            problem: r.get(7)?,
-            committed_at: r.get(8)?,
+            problem: c.json("problem", r.get(7)?, PROBLEM_DETAILS)?,
+            committed_at: c.time("committed_at", &r.get::<_, String>(8)?)?,
         })
     }
 }

@@ -105,11 +105,13 @@ impl Bed {
         }
     }
 
+    /// The operation's ProblemDetails as JSON text, if it has one.
     pub fn error_of(&self, op: &str) -> Option<String> {
         self.db
             .with(|s| s.reader().operation(op))
             .unwrap()
             .and_then(|o| o.error)
+            .map(|p| serde_json::to_string(&p).unwrap())
     }
 }
 
