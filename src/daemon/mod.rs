@@ -6,6 +6,7 @@
 //! a periodic full rescan, a short settle timer for files seen by a scan while still fresh,
 //! the watchdog tick, and SIGTERM/SIGINT (stop) and SIGHUP (reload).
 
+mod connect;
 pub mod logging;
 mod reconcile;
 mod runner;
@@ -28,6 +29,7 @@ use crate::config::{EXIT_CONFIG, Settings};
 use crate::intake::spool::{self, IntakeContext, Outcome, Spool};
 use crate::model::Timestamp;
 use crate::store::{Db, Store};
+use connect::Connector;
 use logging::{LogTarget, MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
 use runner::Runner;
 
@@ -108,6 +110,8 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
     };
     intake.scan().context("scanning the spool")?;
     intake.flush().await?;
+    // One cloud connection and one SSH session pool for the engine and reconcile alike.
+    let mut connector = Connector::new();
     let mut runner = Runner::new(db.clone(), &intake.settings);
     let mut schedule_tick = tokio::time::interval(Duration::from_secs(1));
     let mut reconcile = reconcile::ReconcileLoop::new(db.clone(), &intake.settings.spool_dir);
@@ -150,7 +154,8 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
                 notify_systemd(&[NotifyState::Watchdog]);
             }
             _ = schedule_tick.tick() => {
-                runner.schedule(&intake.settings).await;
+                connector.poll(&intake.settings).await;
+                runner.schedule(connector.get());
                 let now = intake.status_line(&runner);
                 if now != status {
                     notify_systemd(&[NotifyState::Status(&now)]);
@@ -158,7 +163,7 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
                 }
             }
             _ = reconcile_tick.tick() => {
-                reconcile.tick(&intake.settings).await;
+                reconcile.tick(&intake.settings, connector.get()).await;
                 intake.last_reconcile = reconcile.last_pass();
             }
             Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
@@ -174,6 +179,7 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
     }
     notify_systemd(&[NotifyState::Stopping]);
     tracing::info!(running = runner.running.len(), "stopping");
+    connector.stop();
     runner.stop().await;
     reconcile.stop().await;
     drop(watcher);

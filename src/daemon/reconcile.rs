@@ -1,8 +1,9 @@
 //! The reconcile loop in the daemon: decides every second whether a pass is due (a trigger file
 //! from `vnfkeeper reconcile --now`, the cron `schedule` for full passes, `cloud_interval_secs`
 //! for cloud-only passes) and runs at most one pass at a time as a task. The pass itself lives in
-//! [`crate::reconcile`]; this file only schedules it, connects to the cloud, and writes through
-//! the daemon's one database connection.
+//! [`crate::reconcile`]; this file only schedules it over the daemon's shared [`Connection`] (the
+//! cloud and the SSH session pool the engine uses too), and writes through the daemon's one
+//! database connection.
 //!
 //! Trigger files: `<spool>/new/.reconcile-now.<unique>` holding a vnfInstanceId or nothing (all).
 //! Intake ignores dotfiles; the daemon deletes the files when it starts the pass.
@@ -13,29 +14,21 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 
+use super::connect::Connection;
 use crate::cloud::OpenStackCloud;
 use crate::config::Settings;
 use crate::model::Timestamp;
 use crate::reconcile::{self, PassKind, Reconciler, probe::ProbeSettings};
-use crate::remote::{Remote, SshConfig, SshRemote};
 use crate::store::Db;
 
 /// Prefix of trigger files in `new/`.
 pub const TRIGGER_PREFIX: &str = ".reconcile-now.";
 
-/// How often an unreachable cloud is tried again by the loop.
-const CLOUD_RETRY: Duration = Duration::from_secs(30);
-
-/// The cloud and remote the passes use (connected lazily, kept across passes).
-type Conn = (Arc<OpenStackCloud>, Arc<dyn Remote>);
-
 /// Scheduler state of the reconcile loop, owned by the main loop.
 pub(super) struct ReconcileLoop {
     db: Db,
     new_dir: PathBuf,
-    conn: Option<Conn>,
-    last_connect: Option<Instant>,
-    task: Option<JoinHandle<Option<Conn>>>,
+    task: Option<JoinHandle<()>>,
     last_cloud_pass: Option<Instant>,
     next_full: Option<chrono::DateTime<chrono::Utc>>,
     /// When the last pass was recorded (for systemd's STATUS line).
@@ -47,8 +40,6 @@ impl ReconcileLoop {
         Self {
             db,
             new_dir: spool_dir.join("new"),
-            conn: None,
-            last_connect: None,
             task: None,
             last_cloud_pass: None,
             next_full: None,
@@ -61,24 +52,21 @@ impl ReconcileLoop {
         *self.last_recorded.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Called every second: collects a finished pass, then starts the next one if due.
-    pub(super) async fn tick(&mut self, settings: &Settings) {
+    /// Called every second: collects a finished pass, then starts the next one if due. `conn`:
+    /// the daemon's connection; while there is none no pass starts and trigger files stay in
+    /// `new/` until one can run.
+    pub(super) async fn tick(&mut self, settings: &Settings, conn: Option<&Connection>) {
         if let Some(t) = &self.task {
             if !t.is_finished() {
                 return;
             }
-            if let Some(t) = self.task.take() {
-                match t.await {
-                    Ok(Some(conn)) => self.conn = Some(conn),
-                    Ok(None) => {}
-                    Err(e) => tracing::error!(error = %e, "reconcile pass ended abnormally"),
-                }
+            if let Some(t) = self.task.take()
+                && let Err(e) = t.await
+            {
+                tracing::error!(error = %e, "reconcile pass ended abnormally");
             }
         }
-        let Some(cloud) = &settings.cloud else { return };
-        // The cloud could not be reached a moment ago: no pass yet, and trigger files stay in
-        // `new/` until one can run.
-        if self.conn.is_none() && self.last_connect.is_some_and(|t| t.elapsed() < CLOUD_RETRY) {
+        if settings.cloud.is_none() {
             return;
         }
         let now = chrono::Utc::now();
@@ -86,6 +74,7 @@ impl ReconcileLoop {
         let next_full = *self
             .next_full
             .get_or_insert_with(|| schedule.after(&now).next().unwrap_or(now));
+        let Some(conn) = conn else { return };
         let (triggered, only) = self.take_triggers();
         let kind = if triggered || (settings.reconcile.enabled && now >= next_full) {
             PassKind::Full
@@ -108,49 +97,21 @@ impl ReconcileLoop {
                 "reconcile --now: full pass requested"
             );
         }
-        let conn = self.conn.take();
-        if conn.is_none() {
-            self.last_connect = Some(Instant::now());
-        }
-        let cloud_settings = cloud.clone();
         let db = self.db.clone();
-        let policy = settings.reconcile.policy.clone();
-        let probes = ProbeSettings {
-            timeout: settings.reconcile.probe_timeout,
-            max_parallel_hosts: settings.limits.max_parallel_hosts as usize,
-        };
-        let ssh_connect_timeout = settings.limits.ssh_connect_timeout;
+        let rec = Reconciler::new(
+            conn.cloud.clone(),
+            conn.remote.clone(),
+            settings.reconcile.policy.clone(),
+            ProbeSettings {
+                timeout: settings.reconcile.probe_timeout,
+                max_parallel_hosts: settings.limits.max_parallel_hosts as usize,
+            },
+        );
         let last_recorded = self.last_recorded.clone();
         self.task = Some(tokio::spawn(async move {
-            let conn = match conn {
-                Some(c) => c,
-                None => {
-                    match OpenStackCloud::connect(
-                        &cloud_settings.clouds_yaml,
-                        &cloud_settings.cloud,
-                        cloud_settings.api_timeout,
-                    )
-                    .await
-                    {
-                        Ok(c) => {
-                            let remote: Arc<dyn Remote> = Arc::new(SshRemote::new(SshConfig {
-                                connect_timeout: ssh_connect_timeout,
-                                ..SshConfig::default()
-                            }));
-                            (Arc::new(c), remote)
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "reconcile: cannot reach the cloud; no pass, retrying in 30 s");
-                            return None;
-                        }
-                    }
-                }
-            };
-            let rec = Reconciler::new(conn.0.clone(), conn.1.clone(), policy, probes);
             if let Some(at) = run_pass(&db, &rec, kind, only.as_deref()).await {
                 *last_recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
             }
-            Some(conn)
         }));
     }
 

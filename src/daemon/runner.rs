@@ -1,39 +1,32 @@
 //! Starts operations: every second (and after intake), the head of each VNF instance's queue is
 //! started if the engine can run it, at most `limits.max_parallel_operations` at once and never
 //! two for one instance. Without a `[cloud]` section (or while the cloud cannot be reached) nothing
-//! starts and operations wait in `STARTING`.
+//! starts and operations wait in `STARTING`. The cloud and the SSH remote are the daemon's shared
+//! [`Connection`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::task::JoinSet;
 
-use crate::cloud::{CloudError, OpenStackCloud};
-use crate::config::{CloudSettings, Settings};
+use super::connect::Connection;
+use crate::cloud::OpenStackCloud;
+use crate::config::Settings;
 use crate::engine::{Engine, EngineLimits};
 use crate::model::OperationState;
-use crate::remote::{SshConfig, SshRemote};
 use crate::store::Db;
 
 /// What an operation task returns: (vnf instance, op id, final state or database error).
 type TaskResult = (String, String, Result<OperationState, String>);
 
-/// How often an unreachable cloud is tried again.
-const CLOUD_RETRY: Duration = Duration::from_secs(30);
-
 /// The operation scheduler of the daemon.
 pub(super) struct Runner {
     db: Db,
-    cloud: Option<CloudSettings>,
+    /// Made from the connection the first time one is there, then kept.
     engine: Option<Arc<Engine<OpenStackCloud>>>,
     limits: EngineLimits,
     max_parallel: usize,
-    last_connect: Option<Instant>,
-    /// A connection attempt in progress. It runs as its own task so that a slow or unreachable
-    /// cloud (each request may take `api_timeout`) never holds up the main loop and its
-    /// watchdog pings.
-    connecting: Option<tokio::task::JoinHandle<Result<OpenStackCloud, CloudError>>>,
     /// Operations in flight; each task returns (vnf instance, op id, outcome).
     pub running: JoinSet<TaskResult>,
     /// VNF instances with an operation in flight, by task.
@@ -44,8 +37,8 @@ pub(super) struct Runner {
 }
 
 impl Runner {
-    /// A scheduler with no engine yet: the first [`Runner::schedule`] connects to the cloud, so
-    /// readiness never waits for it.
+    /// A scheduler with no engine yet: the engine is made by the first [`Runner::schedule`]
+    /// that has a connection, so readiness never waits for the cloud.
     pub(super) fn new(db: Db, settings: &Settings) -> Self {
         let limits = EngineLimits {
             max_parallel_hosts: settings.limits.max_parallel_hosts as usize,
@@ -54,12 +47,9 @@ impl Runner {
         };
         Self {
             db,
-            cloud: settings.cloud.clone(),
             engine: None,
             limits,
             max_parallel: settings.limits.max_parallel_operations as usize,
-            last_connect: None,
-            connecting: None,
             running: JoinSet::new(),
             busy: HashMap::new(),
             busy_vnfs: HashSet::new(),
@@ -67,67 +57,22 @@ impl Runner {
         }
     }
 
-    /// Starts a connection attempt in the background.
-    fn start_connect(&mut self) {
-        let Some(c) = &self.cloud else { return };
-        self.last_connect = Some(Instant::now());
-        let (clouds_yaml, cloud, timeout) = (c.clouds_yaml.clone(), c.cloud.clone(), c.api_timeout);
-        self.connecting = Some(tokio::spawn(async move {
-            OpenStackCloud::connect(&clouds_yaml, &cloud, timeout).await
-        }));
-    }
-
-    /// Takes the result of a finished connection attempt: an engine, or an error logged.
-    async fn finish_connect(&mut self, settings: &Settings) {
-        let Some(handle) = self.connecting.take_if(|h| h.is_finished()) else {
-            return;
-        };
-        let Some(c) = &self.cloud else { return };
-        let result = handle.await.unwrap_or_else(|e| {
-            Err(CloudError::Config {
-                path: c.clouds_yaml.clone(),
-                message: format!("connection task ended abnormally: {e}"),
-            })
-        });
-        match result {
-            Ok(cloud) => {
-                let remote = SshRemote::new(SshConfig {
-                    connect_timeout: settings.limits.ssh_connect_timeout,
-                    ..SshConfig::default()
-                });
-                self.engine = Some(Arc::new(Engine::new(
-                    self.db.clone(),
-                    Arc::new(cloud),
-                    Arc::new(remote),
-                    self.limits.clone(),
-                )));
-                tracing::info!(cloud = %c.cloud, clouds_yaml = %c.clouds_yaml.display(), "cloud connected");
-            }
-            Err(e) => {
-                tracing::error!(cloud = %c.cloud, error = %e, "cannot reach the cloud; operations wait, retrying in 30 s");
-            }
-        }
-    }
-
-    /// Starts every runnable queue head that is not running yet, within the limit; first
-    /// (re)connects to the cloud in the background if that is due.
-    pub(super) async fn schedule(&mut self, settings: &Settings) {
+    /// Starts every runnable queue head that is not running yet, within the limit. `conn`: the
+    /// daemon's connection, `None` while there is none (then only the queue bookkeeping runs).
+    pub(super) fn schedule(&mut self, conn: Option<&Connection>) {
         // Queue bookkeeping needs no cloud: a TERMINATE may end what waits ahead of it.
         if let Ok(heads) = self.db.with(|s| s.reader().heads_of_queues()) {
             self.supersede_for_terminations(&heads);
         }
-        if self.engine.is_none() {
-            self.finish_connect(settings).await;
-            if self.engine.is_none()
-                && self.connecting.is_none()
-                && self.cloud.is_some()
-                && self.last_connect.is_none_or(|t| t.elapsed() >= CLOUD_RETRY)
-            {
-                self.start_connect();
-            }
-            if self.engine.is_none() {
-                return;
-            }
+        if self.engine.is_none()
+            && let Some(c) = conn
+        {
+            self.engine = Some(Arc::new(Engine::new(
+                self.db.clone(),
+                c.cloud.clone(),
+                c.remote.clone(),
+                self.limits.clone(),
+            )));
         }
         let Some(engine) = self.engine.clone() else {
             return;
@@ -256,9 +201,6 @@ impl Runner {
     /// Stops: running operations get a few seconds to finish their current step, then are
     /// aborted; the journal makes them resume at the interrupted step after a restart.
     pub(super) async fn stop(&mut self) {
-        if let Some(h) = self.connecting.take() {
-            h.abort();
-        }
         let deadline = tokio::time::sleep(Duration::from_secs(10));
         tokio::pin!(deadline);
         while !self.running.is_empty() {

@@ -1,4 +1,4 @@
-//! Table tests of the remediation policy.
+//! Table tests of the remediation policy ([`decide`]) and one test per rule of `rules`.
 
 use super::*;
 
@@ -487,4 +487,384 @@ fn repeated_deferrals_are_marked_so_a_lasting_condition_is_one_row() {
     let o3 = decide(&p, &carry(cluster(CloudView::Healthy), &o2), t(30));
     let o4 = decide(&p, &carry(input, &o3), t(45));
     assert!(!o4.decisions[0].repeat, "recorded again after a change");
+}
+
+// One test per rule of `rules`, called directly.
+
+#[test]
+fn rule_follow_server_restarts_counters_but_keeps_budget_and_last_decision() {
+    let mut v = vnfc("w1", Role::Worker, CloudView::Healthy);
+    v.memory = Memory {
+        server_id: Some("srv-old".into()),
+        server_since: Some(t(-5000)),
+        cloud_failures: 3,
+        cloud_first_failure_at: Some(t(-300)),
+        probe_failures: 2,
+        probe_first_failure_at: Some(t(-200)),
+        healthy_since: Some(t(-9000)),
+        heal_attempts: 2,
+        last_heal_at: Some(t(-100)),
+        last_decision: Some("RECONCILE_DEFERRED_GRACE:x".into()),
+    };
+    v.server_id = Some("srv-new".into());
+    v.recorded_at = t(-50);
+    let m = rules::follow_server(&v.memory, &v);
+    assert_eq!(
+        m,
+        Memory {
+            server_id: Some("srv-new".into()),
+            server_since: Some(t(-50)),
+            heal_attempts: 2,
+            last_heal_at: Some(t(-100)),
+            last_decision: Some("RECONCILE_DEFERRED_GRACE:x".into()),
+            ..Memory::default()
+        }
+    );
+    // The same server: the memory as it was.
+    v.server_id = Some("srv-old".into());
+    assert_eq!(rules::follow_server(&v.memory, &v), v.memory);
+}
+
+#[test]
+fn rule_confirmation_needs_two_failures_spanning_the_grace_and_startup_grace_ends() {
+    let p = policy(); // grace 60 s, startup grace 600 s
+    assert!(
+        !rules::confirmed(&p, 1, Some(t(-1000)), t(0)),
+        "one is never enough"
+    );
+    assert!(
+        !rules::confirmed(&p, 2, Some(t(-59)), t(0)),
+        "within the grace"
+    );
+    assert!(rules::confirmed(&p, 2, Some(t(-60)), t(0)));
+    assert!(!rules::confirmed(&p, 5, None, t(0)));
+    let young = Memory {
+        server_since: Some(t(-599)),
+        ..Memory::default()
+    };
+    assert!(rules::in_startup_grace(&p, &young, t(0)));
+    assert!(!rules::in_startup_grace(&p, &young, t(1)));
+    assert!(!rules::in_startup_grace(&p, &Memory::default(), t(0)));
+}
+
+#[test]
+fn rule_cloud_failures_count_and_unknown_or_transitional_change_nothing() {
+    let mut m = Memory::default();
+    rules::count_cloud_observation(&mut m, &CloudView::Suspect("SHUTOFF".into()), t(0));
+    rules::count_cloud_observation(&mut m, &confirmed(), t(10));
+    assert_eq!(
+        (m.cloud_failures, m.cloud_first_failure_at),
+        (2, Some(t(0)))
+    );
+    for neutral in [
+        CloudView::Unknown("503".into()),
+        CloudView::Transitional("BUILD".into()),
+    ] {
+        rules::count_cloud_observation(&mut m, &neutral, t(20));
+        assert_eq!(
+            (m.cloud_failures, m.cloud_first_failure_at),
+            (2, Some(t(0)))
+        );
+    }
+    rules::count_cloud_observation(&mut m, &CloudView::Healthy, t(30));
+    assert_eq!((m.cloud_failures, m.cloud_first_failure_at), (0, None));
+}
+
+#[test]
+fn rule_probes_count_only_on_a_healthy_server_and_unreadable_ones_change_nothing() {
+    let finding = |verdict| Finding {
+        check: "k8s.node_ready".into(),
+        verdict,
+        detail: "d".into(),
+    };
+    let mut v = vnfc("w1", Role::Worker, CloudView::Suspect("SHUTOFF".into()));
+    v.probes = Some(vec![finding(Verdict::Failed)]);
+    assert_eq!(rules::probe_lines(&v), None, "the cloud view decides alone");
+    v.cloud = CloudView::Healthy;
+    let failed = rules::probe_lines(&v).unwrap();
+    assert_eq!(failed.failed, vec!["k8s.node_ready: d".to_string()]);
+    let mut m = Memory::default();
+    rules::count_probe_result(&mut m, Some(&failed), t(0));
+    rules::count_probe_result(&mut m, Some(&failed), t(10));
+    assert_eq!(
+        (m.probe_failures, m.probe_first_failure_at),
+        (2, Some(t(0)))
+    );
+    // Unreadable only, or not probed: unchanged.
+    v.probes = Some(vec![finding(Verdict::Unknown), finding(Verdict::InPlace)]);
+    rules::count_probe_result(&mut m, rules::probe_lines(&v).as_ref(), t(20));
+    rules::count_probe_result(&mut m, None, t(30));
+    assert_eq!(m.probe_failures, 2);
+    // Readable and in place: reset.
+    v.probes = Some(vec![finding(Verdict::InPlace)]);
+    rules::count_probe_result(&mut m, rules::probe_lines(&v).as_ref(), t(40));
+    assert_eq!((m.probe_failures, m.probe_first_failure_at), (0, None));
+}
+
+#[test]
+fn rule_health_fails_closed_and_tells_repair_from_rebuild() {
+    let p = policy();
+    let none = rules::ProbeLines::default();
+    let m = Memory::default();
+    assert_eq!(
+        rules::health(&p, &CloudView::Unknown("503".into()), &m, &none, t(0)),
+        Status::Unknown("503".into())
+    );
+    assert_eq!(
+        rules::health(&p, &confirmed(), &m, &none, t(0)),
+        Status::Needs(Remedy::Rebuild("Nova status ERROR".into()))
+    );
+    let drift = rules::ProbeLines {
+        drift: vec!["nfs.exports: lost".into()],
+        unknown: vec!["nfs.server: timeout".into()],
+        ..Default::default()
+    };
+    assert_eq!(
+        rules::health(&p, &CloudView::Healthy, &m, &drift, t(0)),
+        Status::Needs(Remedy::Repair(vec!["nfs.exports: lost".into()]))
+    );
+    let unknown = rules::ProbeLines {
+        unknown: vec!["nfs.server: timeout".into()],
+        ..Default::default()
+    };
+    assert_eq!(
+        rules::health(&p, &CloudView::Healthy, &m, &unknown, t(0)),
+        Status::Unknown("nfs.server: timeout".into())
+    );
+    // A remembered probe failure, confirmed, needs a new server even in a cloud-only pass.
+    let failing = Memory {
+        probe_failures: 2,
+        probe_first_failure_at: Some(t(-100)),
+        ..Memory::default()
+    };
+    assert_eq!(
+        rules::health(&p, &CloudView::Healthy, &failing, &none, t(0)),
+        Status::Needs(Remedy::Rebuild(
+            "earlier probe failure in 2 consecutive probes".into()
+        ))
+    );
+}
+
+#[test]
+fn rule_healthy_stretch_gives_the_budget_back_and_unknown_keeps_it_running() {
+    let p = policy(); // min_healthy 1000 s
+    let mut m = Memory {
+        heal_attempts: 2,
+        ..Memory::default()
+    };
+    rules::healthy_stretch(&p, &mut m, &Status::Healthy, t(0));
+    assert_eq!(m.healthy_since, Some(t(0)));
+    rules::healthy_stretch(&p, &mut m, &Status::Unknown("503".into()), t(500));
+    assert_eq!(
+        m.healthy_since,
+        Some(t(0)),
+        "unknown neither ends nor restarts it"
+    );
+    rules::healthy_stretch(&p, &mut m, &Status::Healthy, t(999));
+    assert_eq!(m.heal_attempts, 2);
+    rules::healthy_stretch(&p, &mut m, &Status::Healthy, t(1000));
+    assert_eq!(m.heal_attempts, 0);
+    let waiting = Status::Waiting {
+        reason: "BUILD".into(),
+        failing: false,
+    };
+    rules::healthy_stretch(&p, &mut m, &waiting, t(1001));
+    assert_eq!(m.healthy_since, None);
+}
+
+#[test]
+fn rule_storm_control_counts_rebuilds_and_failing_waits_only() {
+    let p = Policy {
+        max_unhealthy: MaxUnhealthy::Count(1),
+        ..policy()
+    };
+    let rebuild = Status::Needs(Remedy::Rebuild("ERROR".into()));
+    let repair = Status::Needs(Remedy::Repair(vec!["drift".into()]));
+    let failing = Status::Waiting {
+        reason: "SHUTOFF".into(),
+        failing: true,
+    };
+    let settling = Status::Waiting {
+        reason: "BUILD".into(),
+        failing: false,
+    };
+    let unknown = Status::Unknown("503".into());
+    let calm = [
+        ("a", &rebuild),
+        ("b", &repair),
+        ("c", &settling),
+        ("d", &unknown),
+    ];
+    assert_eq!(rules::storm_control(&p, &calm, "cloud"), None);
+    let storm = [("a", &rebuild), ("b", &failing), ("c", &repair)];
+    let r = rules::storm_control(&p, &storm, "cloud").unwrap();
+    assert_eq!(r.ruling.kind, DecisionKind::ShortCircuit);
+    assert_eq!(r.evidence["unhealthy"], json!(["a", "b"]));
+    assert_eq!(r.evidence["allowed"], json!(1));
+}
+
+#[test]
+fn rule_retry_budget_and_backoff_doubles_per_attempt() {
+    let p = Policy {
+        retry_budget: 4,
+        ..policy() // backoff 100 s
+    };
+    let after = |attempts: u32, last: Option<Timestamp>, now: i64| {
+        let m = Memory {
+            heal_attempts: attempts,
+            last_heal_at: last,
+            ..Memory::default()
+        };
+        (
+            rules::retry_budget(&p, &m).map(|r| r.kind),
+            rules::backoff(&p, &m, t(now)).map(|r| r.kind),
+        )
+    };
+    // The first attempt never waits, even right after an earlier (reset) heal.
+    assert_eq!(after(0, Some(t(0)), 0), (None, None));
+    // Attempt 2 waits 200 s, attempt 3 400 s, attempt 4 800 s.
+    let deferred = Some(DecisionKind::DeferredBackoff);
+    for (attempts, wait) in [(1, 200), (2, 400), (3, 800)] {
+        assert_eq!(after(attempts, Some(t(0)), wait - 1), (None, deferred));
+        assert_eq!(after(attempts, Some(t(0)), wait), (None, None));
+    }
+    // Budget used up: an alert, whatever the backoff.
+    assert_eq!(
+        after(4, Some(t(0)), 1_000_000).0,
+        Some(DecisionKind::BudgetExhausted)
+    );
+    let mut m = Memory::default();
+    rules::spend_attempt(&mut m, t(7));
+    assert_eq!((m.heal_attempts, m.last_heal_at), (1, Some(t(7))));
+}
+
+#[test]
+fn rule_keep_data_blocks_only_a_storage_server_rebuild() {
+    let bound = PvView::Known {
+        bound: vec!["nfs-pv1".into()],
+        observed_at: t(0),
+    };
+    let rebuild = Remedy::Rebuild("ERROR".into());
+    let repair = Remedy::Repair(vec!["nfs.exports: lost".into()]);
+    let kind =
+        |role, remedy: &Remedy, pvs: &PvView| rules::keep_data(role, remedy, pvs).map(|r| r.kind);
+    assert_eq!(
+        kind(Role::StorageServer, &rebuild, &bound),
+        Some(DecisionKind::PvBoundBlock)
+    );
+    assert_eq!(
+        kind(Role::StorageServer, &rebuild, &PvView::Unknown),
+        Some(DecisionKind::DeferredUnknown)
+    );
+    assert_eq!(
+        kind(Role::StorageServer, &rebuild, &PvView::NotApplicable),
+        None
+    );
+    assert_eq!(
+        kind(Role::StorageServer, &repair, &bound),
+        None,
+        "a repair keeps the data"
+    );
+    assert_eq!(kind(Role::Worker, &rebuild, &bound), None);
+}
+
+#[test]
+fn rule_one_heal_per_vnf_storage_alone_then_rebuilds_then_repairs() {
+    let c = |index, role, remedy: &str| Candidate {
+        index,
+        role,
+        remedy: if remedy == "rebuild" {
+            Remedy::Rebuild(format!("why{index}"))
+        } else {
+            Remedy::Repair(vec![format!("drift{index}")])
+        },
+    };
+    assert_eq!(rules::one_heal_per_vnf(&[]), None);
+    let all = [
+        c(0, Role::Worker, "repair"),
+        c(1, Role::Worker, "rebuild"),
+        c(2, Role::StorageServer, "rebuild"),
+        c(3, Role::Master, "rebuild"),
+    ];
+    let sel = rules::one_heal_per_vnf(&all).unwrap();
+    assert_eq!(sel.chosen, vec![(2, "why2".to_string())]);
+    assert!(!sel.configuration_only);
+    assert_eq!(sel.waiting, vec![1, 3, 0]);
+    let sel = rules::one_heal_per_vnf(&[all[0].clone(), all[1].clone(), all[3].clone()]).unwrap();
+    assert_eq!(sel.chosen, vec![(1, "why1".into()), (3, "why3".into())]);
+    assert_eq!(sel.waiting, vec![0]);
+    let sel =
+        rules::one_heal_per_vnf(&[all[0].clone(), c(4, Role::StorageServer, "repair")]).unwrap();
+    assert_eq!(sel.chosen, vec![(0, "drift0".into()), (4, "drift4".into())]);
+    assert!(sel.configuration_only);
+    assert!(sel.waiting.is_empty());
+}
+
+#[test]
+fn rule_repeats_are_marked_per_vnfc_and_a_started_heal_never_is() {
+    let d = |kind, reason: &str| Decision {
+        vnf_instance_id: "vnf-1".into(),
+        vnfc_id: Some("w1".into()),
+        kind,
+        reason: reason.into(),
+        evidence: Value::Null,
+        repeat: false,
+    };
+    let mut memory = vec![
+        Memory {
+            last_decision: Some("RECONCILE_DEFERRED_GRACE:SHUTOFF: failed observation  of ".into()),
+            ..Memory::default()
+        },
+        Memory {
+            last_decision: Some("RECONCILE_HEAL_STARTED:x".into()),
+            ..Memory::default()
+        },
+        Memory {
+            last_decision: Some("RECONCILE_DEFERRED_UNKNOWN:y".into()),
+            ..Memory::default()
+        },
+    ];
+    let mut decisions = vec![
+        (
+            0,
+            d(
+                DecisionKind::DeferredGrace,
+                "SHUTOFF: failed observation 2 of 2",
+            ),
+        ),
+        (1, d(DecisionKind::HealStarted, "x")),
+    ];
+    rules::mark_repeats(&mut decisions, &mut memory);
+    assert!(decisions[0].1.repeat, "digits aside, the same condition");
+    assert!(!decisions[1].1.repeat);
+    assert_eq!(
+        memory[1].last_decision.as_deref(),
+        Some("RECONCILE_HEAL_STARTED:x")
+    );
+    assert_eq!(
+        memory[2].last_decision, None,
+        "no decision this pass: forgotten"
+    );
+    // VNF level: the same, against the VNF's memory.
+    let mut vnf_memory = Memory::default();
+    let r = rules::VnfRuling {
+        ruling: Ruling::new(DecisionKind::ShortCircuit, "3 of 5".into()),
+        evidence: Value::Null,
+    };
+    assert!(!rules::vnf_decision(&mut vnf_memory, "vnf-1", r.clone()).repeat);
+    assert!(rules::vnf_decision(&mut vnf_memory, "vnf-1", r).repeat);
+}
+
+#[test]
+fn rule_one_operation_per_vnf_names_the_oldest_and_the_servers_not_healthy() {
+    let mut input = cluster(confirmed());
+    assert_eq!(rules::one_operation_per_vnf(&input), None);
+    input.unfinished_operations = vec!["op-1".into(), "op-2".into()];
+    let r = rules::one_operation_per_vnf(&input).unwrap().unwrap();
+    assert_eq!(r.ruling.kind, DecisionKind::InFlight);
+    assert!(r.ruling.reason.contains("op-1"), "{}", r.ruling.reason);
+    assert_eq!(r.evidence["not_healthy"][0]["vnfc_id"], json!("w1"));
+    let mut calm = cluster(CloudView::Healthy);
+    calm.unfinished_operations = vec!["op-1".into()];
+    assert_eq!(rules::one_operation_per_vnf(&calm), Some(None));
 }
