@@ -31,6 +31,8 @@ pub mod flavour;
 pub mod heat;
 /// Where requests enter: spool directory and request validation.
 pub mod intake;
+/// The journald `MESSAGE_ID`s of records an operator alerts on.
+pub mod message_ids;
 /// Domain types and invariants; no I/O.
 pub mod model;
 /// VNF packages: VNFD, BaseHOT and package files.

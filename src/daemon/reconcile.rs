@@ -21,8 +21,7 @@ use crate::model::Timestamp;
 use crate::reconcile::{self, PassKind, Reconciler, probe::ProbeSettings};
 use crate::store::Db;
 
-/// Prefix of trigger files in `new/`.
-pub const TRIGGER_PREFIX: &str = ".reconcile-now.";
+pub use crate::reconcile::cmd::TRIGGER_PREFIX;
 
 /// Scheduler state of the reconcile loop, owned by the main loop.
 pub(super) struct ReconcileLoop {

@@ -163,7 +163,12 @@ fn stages<C: Cloud>(
             };
             marks.push(mark(v.resource_name.clone()));
             if p.recreate_volumes {
-                marks.extend(v.volumes.iter().filter_map(|a| a.resource.clone()).map(mark));
+                marks.extend(
+                    v.volumes
+                        .iter()
+                        .filter_map(|a| a.resource.clone())
+                        .map(mark),
+                );
             }
         }
         list.cloud(CloudAction::MarkUnhealthy {

@@ -177,7 +177,7 @@ impl<C: Cloud> Engine<C> {
     ) -> Result<OperationState, StoreError> {
         let problem = f.problem();
         tracing::error!(
-            message_id = crate::daemon::logging::MSG_OPERATION_FAILED,
+            message_id = crate::message_ids::MSG_OPERATION_FAILED,
             step = %f.step,
             host = %f.host,
             "operation failed: {}",

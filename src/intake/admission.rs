@@ -18,8 +18,9 @@ use sha2::{Digest, Sha256};
 use super::maildir::Destination;
 use super::spool::{IntakeContext, Outcome};
 use super::wire::{self, Envelope, FieldError, LcmEnvelope, TaskEnvelope, TaskOperation};
-use crate::model::{IntakeOutcome, PendingTask, 
-    FieldProblem, InstantiationState, LcmOperationType, OperationState, ProblemDetails, Timestamp,
+use crate::model::{
+    FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
+    ProblemDetails, Timestamp,
 };
 use crate::package::Vnfd;
 use crate::store::{

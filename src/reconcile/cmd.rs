@@ -13,6 +13,9 @@ use crate::model::Timestamp;
 use crate::remote::{SshConfig, SshRemote};
 use crate::store::Store;
 
+/// Prefix of trigger files in `new/`.
+pub const TRIGGER_PREFIX: &str = ".reconcile-now.";
+
 /// Drops a trigger file `<spool>/new/.reconcile-now.<unique>` (content: the VNF id or nothing),
 /// written to `tmp/` and renamed into `new/` like a request. The daemon (the only database
 /// writer) notices it within a second, deletes it and runs a full pass, logging it.
@@ -22,7 +25,7 @@ pub fn request_now(settings: &Settings, vnf: Option<&str>) -> anyhow::Result<std
     let new = settings.spool_dir.join("new");
     let unique = format!(
         "{}{}.{}",
-        crate::daemon::TRIGGER_PREFIX,
+        TRIGGER_PREFIX,
         chrono::Utc::now().timestamp_micros(),
         std::process::id()
     );

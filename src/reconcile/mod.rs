@@ -478,7 +478,7 @@ fn write_memory(
 /// heal started / heal deferred / drift detected / reconcile alert, fields `vnf_instance_id`,
 /// `vnfc_id`, `vnf_lcm_op_occ_id`, `decision`) and one summary line.
 pub fn log(report: &PassReport) {
-    use crate::daemon::logging::{
+    use crate::message_ids::{
         MSG_DRIFT_DETECTED, MSG_HEAL_DEFERRED, MSG_HEAL_STARTED, MSG_RECONCILE_ALERT,
     };
     use policy::DecisionKind as K;

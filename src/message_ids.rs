@@ -1,0 +1,19 @@
+//! The journald `MESSAGE_ID`s of the records an operator alerts on or searches for (systemd
+//! catalog style: 128-bit hex, stable across versions). Any module may log with them; the daemon
+//! maps the `message_id` field to `MESSAGE_ID`.
+
+/// `MESSAGE_ID` of "request accepted".
+pub const MSG_REQUEST_ACCEPTED: &str = "f1f516ae42f74597a8845965bfc74e9d";
+/// `MESSAGE_ID` of "request rejected".
+pub const MSG_REQUEST_REJECTED: &str = "6051f019d8e14722813e7bb1d60bcd7c";
+/// `MESSAGE_ID` of "operation failed".
+pub const MSG_OPERATION_FAILED: &str = "b76179fd677b445c9fa2f4b25f1b29c0";
+/// `MESSAGE_ID` of "heal started".
+pub const MSG_HEAL_STARTED: &str = "88cb856f6c00480f9482cc903f16e290";
+/// `MESSAGE_ID` of "heal deferred".
+pub const MSG_HEAL_DEFERRED: &str = "33b310679f694452aa170f8f7d921441";
+/// `MESSAGE_ID` of "drift detected".
+pub const MSG_DRIFT_DETECTED: &str = "640577c813d74a96a81514a1d8c5a8d7";
+/// `MESSAGE_ID` of "reconcile alert" (max_unhealthy short-circuit, retry budget used up, storage
+/// heal blocked by a Bound PV): an operator must look.
+pub const MSG_RECONCILE_ALERT: &str = "c3d1f0a4b7e94f5c9a2e6d8b1f4a7c30";
