@@ -94,7 +94,7 @@ pub enum Command {
     Hot {
         /// What to do.
         #[command(subcommand)]
-        command: crate::heat::cli::HotCommand,
+        command: crate::hot_adjust::HotCommand,
     },
     /// Configuration commands.
     Config {
@@ -167,7 +167,7 @@ pub fn main() -> ExitCode {
             )?)
         }),
         Command::Hot {
-            command: crate::heat::cli::HotCommand::Adjust(a),
+            command: crate::hot_adjust::HotCommand::Adjust(a),
         } => hot_adjust(&a),
     };
     match result {
@@ -375,8 +375,8 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `hot adjust`: reads the files, lets `heat::cli::run` do the rest.
-fn hot_adjust(a: &crate::heat::cli::AdjustArgs) -> Result<(), Failure> {
+/// `hot adjust`: reads the files, lets `hot_adjust::run` do the rest.
+fn hot_adjust(a: &crate::hot_adjust::AdjustArgs) -> Result<(), Failure> {
     let read = |p: &Path, opt: &str| {
         std::fs::read(p).map_err(|e| anyhow::anyhow!("{opt} {}: cannot read: {e}", p.display()))
     };
@@ -385,14 +385,14 @@ fn hot_adjust(a: &crate::heat::cli::AdjustArgs) -> Result<(), Failure> {
     let request = read(&a.request, "--request")?;
     let grant = a.grant.as_deref().map(|p| read(p, "--grant")).transpose()?;
     let vnfcs = a.vnfcs.as_deref().map(|p| read(p, "--vnfcs")).transpose()?;
-    let files = crate::heat::cli::AdjustFiles {
+    let files = crate::hot_adjust::AdjustFiles {
         vnfd: &pkg.vnfd,
         base: &base,
         request: &request,
         grant: grant.as_deref(),
         vnfcs: vnfcs.as_deref(),
     };
-    let out = crate::heat::cli::run(a, &files)?;
+    let out = crate::hot_adjust::run(a, &files)?;
     for w in &out.warnings {
         eprintln!("vnfkeeper: warning: {w}");
     }

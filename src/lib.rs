@@ -25,25 +25,19 @@ pub mod daemon;
 pub mod engine;
 /// Crash hooks for tests (debug builds only).
 pub mod failpoint;
-/// Flavours (pure): roles, SSH access, MgmtDriver hooks as stages, reconcile probes.
-pub mod flavour;
-/// Individual VNFC management (pure): BaseHOT → adjusted HOT + `nfv` parameters, merge patches.
-pub mod heat;
+/// `vnfkeeper hot adjust`: arguments and rendering over file contents.
+pub mod hot_adjust;
 /// Where requests enter: spool directory and request validation.
 pub mod intake;
 /// The journald `MESSAGE_ID`s of records an operator alerts on.
 pub mod message_ids;
-/// Domain types and invariants; no I/O.
-pub mod model;
-/// VNF packages: VNFD, BaseHOT and package files.
-pub mod package;
-/// Planning (pure): intended + observed state → what to do.
-pub mod plan;
-/// Recipes (pure): actions → idempotent check-then-apply steps with their scripts.
-pub mod recipes;
 /// Reconcile (C5): observe, decide (pure policy), heal or record why not.
 pub mod reconcile;
 /// Remote execution on VNFC hosts: trait Remote, SSH implementation (russh), quoting.
 pub mod remote;
 /// SQLite: the only module with SQL.
 pub mod store;
+
+// The pure core (its own crate, so that the build keeps it free of I/O runtimes), under the
+// paths the rest of the crate uses.
+pub use vnfkeeper_core::{flavour, heat, model, package, plan, recipes};

@@ -14,15 +14,14 @@ mod config;
 mod error;
 mod heat;
 mod openstack;
-mod status;
-pub mod types;
+pub use vnfkeeper_core::cloud as types;
 
 use std::future::Future;
 use std::time::Duration;
 
 pub use error::{CloudError, ErrorKind};
 pub use openstack::{OpenStackCloud, PollPolicy};
-pub use status::StackStatus;
+pub use types::StackStatus;
 pub use types::{
     FixedIp, Inventory, Port, Server, ServerAddress, Stack, StackCreate, StackOutput, StackRef,
     StackResource, Volume, VolumeAttachment,

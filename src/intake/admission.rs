@@ -869,17 +869,6 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-impl From<wire::LcmOperation> for LcmOperationType {
-    fn from(op: wire::LcmOperation) -> Self {
-        match op {
-            wire::LcmOperation::Instantiate => Self::Instantiate,
-            wire::LcmOperation::Scale => Self::Scale,
-            wire::LcmOperation::Heal => Self::Heal,
-            wire::LcmOperation::Terminate => Self::Terminate,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,4 +3,4 @@
 mod admission;
 mod maildir;
 pub mod spool;
-pub mod wire;
+pub use vnfkeeper_core::wire;

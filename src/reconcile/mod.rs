@@ -19,7 +19,7 @@
 
 pub mod cmd;
 pub mod observe;
-pub mod policy;
+pub use vnfkeeper_core::policy;
 pub mod probe;
 
 use std::collections::HashMap;

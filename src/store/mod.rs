@@ -15,9 +15,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 
 use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
+pub use crate::model::VnfcRow;
 pub use engine::JournalRow;
 pub use reconcile::ReconcileStateRow;
-pub use rows::{InstanceRow, IntakeRow, OperationRow, VnfcRow};
+pub use rows::{InstanceRow, IntakeRow, OperationRow};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -198,9 +199,9 @@ impl ReaderRef<'_> {
     pub fn vnfcs(&self, vnf_instance_id: &str) -> Result<Vec<VnfcRow>> {
         let mut st = self.conn.prepare(&format!(
             "SELECT {} FROM vnfc WHERE vnf_instance_id = ?1 ORDER BY vdu_id, vnfc_index, created_at, id",
-            VnfcRow::COLUMNS
+            rows::VnfcColumns::COLUMNS
         ))?;
-        let rows = st.query_map([vnf_instance_id], VnfcRow::from_row)?;
+        let rows = st.query_map([vnf_instance_id], rows::VnfcColumns::from_row)?;
         collect_checked(rows)
     }
 

@@ -9,9 +9,8 @@ use super::Result;
 use super::decode::{Cells, OPERATION_STATES};
 use crate::model::{
     InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
-    ProblemDetails, Timestamp,
+    ProblemDetails, Timestamp, VnfcRow,
 };
-use crate::plan::vnfcs::AttachedVolume;
 
 /// Shape of `problem`/`error` columns, for decode errors.
 const PROBLEM_DETAILS: &str = "a ProblemDetails JSON object";
@@ -153,57 +152,23 @@ impl InstanceRow {
     }
 }
 
-/// A `vnfc` row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VnfcRow {
-    /// vnfcInstanceId.
-    pub id: String,
-    /// vnfInstanceId.
-    pub vnf_instance_id: String,
-    /// VDU the VNFC belongs to.
-    pub vdu_id: String,
-    /// Index in `<VDU>-<index>`.
-    pub vnfc_index: Option<i64>,
-    /// Name of the Heat stack owning the server resource.
-    pub stack_name: String,
-    /// Id of that stack.
-    pub stack_id: String,
-    /// The server resource's name.
-    pub resource_name: String,
-    /// Nova server id.
-    pub server_id: Option<String>,
-    /// Nova status when last observed.
-    pub server_status: Option<String>,
-    /// Address used for SSH.
-    pub ip_address: Option<String>,
-    /// CP name → address (stored as a JSON object; `NULL` → empty).
-    pub cp_addresses: BTreeMap<String, String>,
-    /// Volumes attached to the server (stored as JSON `[{resource, volumeId, device}]`; `NULL`
-    /// → empty).
-    pub volumes: Vec<AttachedVolume>,
-    /// Pinned SSH host key.
-    pub host_key: Option<String>,
-    /// When the row was created: the VNFC's first server came up then.
-    pub created_at: Timestamp,
-    /// The VNFC's slice of the stack's `nfv` parameter (`{"VDU": {"<VDU>-<i>": {…}}, "CP":
-    /// {"<CP>-<i>": {…}}}`) when its VDU is managed individually (adjusted HOT).
-    pub parameters: Option<serde_json::Value>,
-}
+/// Reading `vnfc` rows ([`VnfcRow`] is a core type: the pure planning reads it).
+pub(super) struct VnfcColumns;
 
-impl VnfcRow {
+impl VnfcColumns {
     pub(super) const COLUMNS: &'static str = "id, vnf_instance_id, vdu_id, vnfc_index, stack_name, stack_id, \
         resource_name, server_id, server_status, ip_address, cp_addresses, volumes, host_key, created_at, parameters";
 
     /// Decodes one row read with [`Self::COLUMNS`]; the outer error is SQLite's, the inner one
     /// [`StoreError::Corrupt`](super::StoreError::Corrupt).
-    pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<Self>> {
+    pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Result<VnfcRow>> {
         Ok(Self::decode(r))
     }
 
-    fn decode(r: &Row<'_>) -> Result<Self> {
+    fn decode(r: &Row<'_>) -> Result<VnfcRow> {
         let id: String = r.get(0)?;
         let c = Cells::new("vnfc", &id);
-        Ok(Self {
+        Ok(VnfcRow {
             vnf_instance_id: r.get(1)?,
             vdu_id: r.get(2)?,
             vnfc_index: r.get(3)?,

@@ -5,8 +5,8 @@
 use serde_json::{Map, Value, json};
 
 use super::PlanError;
-use crate::intake::wire::sol003::{CpConfigs, InstantiateVnfRequest};
 use crate::package::Vnfd;
+use crate::wire::sol003::{CpConfigs, InstantiateVnfRequest};
 
 /// Builds the `nfv` parameter for INSTANTIATE: each VDU's flavour and image from the VNFD, its
 /// `desired_capacity` from the instantiation level (`instantiationLevelId`, else the VNFD's
@@ -92,12 +92,12 @@ pub fn instantiate_parameters(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::intake::wire::{Envelope, LcmRequest, parse_envelope};
     use crate::package::VnfPackage;
+    use crate::wire::{Envelope, LcmRequest, parse_envelope};
 
     fn pv_request() -> InstantiateVnfRequest {
         let bytes =
-            include_bytes!("../../fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
+            include_bytes!("../../../fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
         let Envelope::Lcm(env) = parse_envelope(bytes).unwrap().envelope else {
             panic!("not LCM")
         };
@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn pv_seed_request_gives_one_master_two_workers_and_networks_from_ext_virtual_links() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .join("fixtures/packages/pv-k8s-cluster");
         let pkg = VnfPackage::load(&root).unwrap();
         let nfv = instantiate_parameters(&pkg.vnfd, &pv_request()).unwrap();
@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn unknown_level_and_missing_link_are_errors_naming_the_field() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .join("fixtures/packages/pv-k8s-cluster");
         let pkg = VnfPackage::load(&root).unwrap();
         let mut req = pv_request();

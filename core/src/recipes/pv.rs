@@ -159,7 +159,7 @@ mod tests {
     use super::*;
 
     const PV1: &str =
-        include_str!("../../fixtures/packages/pv-k8s-cluster/Files/kubernetes/nfs-pv1.yaml");
+        include_str!("../../../fixtures/packages/pv-k8s-cluster/Files/kubernetes/nfs-pv1.yaml");
 
     #[test]
     fn replaces_only_the_nfs_server_structurally() {

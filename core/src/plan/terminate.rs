@@ -8,8 +8,8 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::intake::wire::sol003::{TerminateVnfRequest, TerminationType};
 use crate::model::Timestamp;
+use crate::wire::sol003::{TerminateVnfRequest, TerminationType};
 
 /// `Some(reason)` when the TERMINATE accepted at `accepted_at` no longer waits for the
 /// operations ahead of it at `now`; `None` while it still waits.

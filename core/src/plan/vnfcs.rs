@@ -154,13 +154,13 @@ pub fn vnfc_index(parent: &str, vdu: &str) -> Option<u32> {
 }
 
 /// The address of CP `cp` of one VNFC, if recorded and an IP.
-pub fn cp_address(vnfc: &crate::store::VnfcRow, cp: &str) -> Option<std::net::IpAddr> {
+pub fn cp_address(vnfc: &crate::model::VnfcRow, cp: &str) -> Option<std::net::IpAddr> {
     vnfc.cp_addresses.get(cp)?.parse().ok()
 }
 
 /// CP name → address over every VNFC (e.g. `nfs_server_cp` of a PV registration); a CP
 /// recorded on several VNFCs keeps the address of the last one.
-pub fn cp_addresses(vnfcs: &[crate::store::VnfcRow]) -> BTreeMap<String, String> {
+pub fn cp_addresses(vnfcs: &[crate::model::VnfcRow]) -> BTreeMap<String, String> {
     vnfcs.iter().flat_map(|v| v.cp_addresses.clone()).collect()
 }
 

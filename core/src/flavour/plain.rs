@@ -2,8 +2,8 @@
 //! VNFCs, so every hook is empty and no VNFC is reached over SSH.
 
 use super::{Access, FlavourError, HookContext, MgmtDriver, Probe, Role};
+use crate::model::VnfcRow;
 use crate::plan::stages::Stage;
-use crate::store::VnfcRow;
 
 /// The flavour of a VNF whose request carries no `k8s_cluster_installation_param`.
 #[derive(Debug)]

@@ -13,7 +13,7 @@ use super::grant::GrantRequest;
 use super::grant_check::Granted;
 use super::template::{Analysis, Mode, indexed};
 use super::{Current, HeatError, Input, Operation, ResourceDefinition, Vnfc, cur_err, req_err};
-use crate::intake::wire::sol003::{ExtVirtualLinkData, ScaleType};
+use crate::wire::sol003::{ExtVirtualLinkData, ScaleType};
 
 /// What an operation asks for, before the Grant: the VNFCs as `(VDU, index)` and the
 /// GrantRequest naming them (resource definitions `add-<name>-<index>`, `remove-<name>-<index>`).

@@ -23,8 +23,8 @@ use crate::heat::{
     self, Analysis, Current, Grant, GrantRequest, HeatError, Input, Mode, Operation,
     ResourceHandle, Vnfc,
 };
-use crate::intake::wire::sol003::ExtVirtualLinkData;
 use crate::package::{BaseHot, Vnfd};
+use crate::wire::sol003::ExtVirtualLinkData;
 
 /// Whether the engine drives this BaseHOT through the adjusted HOT: some VDU is managed
 /// individually (a nested-template resource without AutoScalingGroup). Other BaseHOTs keep the
@@ -248,19 +248,19 @@ pub fn resolve_vnfc<'k>(known: &'k [Known], name: &str) -> Option<&'k Known> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::intake::wire::sol003::{HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest};
     use crate::package::VnfPackage;
+    use crate::wire::sol003::{HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest};
     use serde_json::json;
 
     fn pkg(name: &str) -> VnfPackage {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .join("fixtures/packages")
             .join(name);
         VnfPackage::load(&root).unwrap()
     }
 
     fn request<T: serde::de::DeserializeOwned>(file: &str) -> T {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .join("fixtures/requests/good")
             .join(file);
         let v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use super::StackStatus;
+mod status;
+
+pub use status::StackStatus;
 
 /// `null` or missing → `T::default()`.
 fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -89,7 +91,7 @@ impl std::fmt::Display for StackRef {
 }
 
 /// Decodes `%XX` escapes (invalid escapes are kept as they are).
-pub(crate) fn percent_decode(s: &str) -> String {
+pub fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -148,7 +150,7 @@ impl StackCreate {
     }
 
     /// The JSON body for `POST /stacks` (with `stack_name`) or `PUT` (without).
-    pub(crate) fn body(&self, with_name: bool) -> Value {
+    pub fn body(&self, with_name: bool) -> Value {
         let mut m = serde_json::Map::new();
         if with_name {
             m.insert("stack_name".into(), Value::String(self.stack_name.clone()));
@@ -283,7 +285,7 @@ pub struct StackResource {
 
 /// Wire form of a resource entry (tolerant), converted into [`StackResource`].
 #[derive(Deserialize)]
-pub(crate) struct RawResource {
+pub struct RawResource {
     #[serde(default, deserialize_with = "nullable")]
     resource_name: String,
     #[serde(default, deserialize_with = "nullable")]
@@ -304,19 +306,21 @@ pub(crate) struct RawResource {
     required_by: Vec<String>,
 }
 
-/// A `{"href", "rel"}` link.
+/// A `{"href", "rel"}` link of a Heat API resource entry.
 #[derive(Clone, Debug, Default, Deserialize)]
-pub(crate) struct Link {
+pub struct Link {
+    /// Target URL.
     #[serde(default, deserialize_with = "nullable")]
-    pub(crate) href: String,
+    pub href: String,
+    /// Relation, e.g. `stack`, `nested`.
     #[serde(default, deserialize_with = "nullable")]
-    pub(crate) rel: String,
+    pub rel: String,
 }
 
 impl RawResource {
     /// Converts; `queried` is the stack the listing was asked for (used when the entry has no
     /// `rel=stack` link).
-    pub(crate) fn into_resource(self, queried: &StackRef) -> StackResource {
+    pub fn into_resource(self, queried: &StackRef) -> StackResource {
         let link = |rel: &str| {
             self.links
                 .iter()

@@ -44,7 +44,8 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 fn fixture() -> (VnfPackage, BaseHot) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/heat/two-vdus/package");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .join("fixtures/heat/two-vdus/package");
     let pkg = VnfPackage::load(&root).unwrap();
     let base = pkg.base_hot("simple").unwrap();
     (pkg, base)

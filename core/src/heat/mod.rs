@@ -29,7 +29,6 @@
 //! heals. Only keys the BaseHOT references are set; a key without a value is left out (Heat's
 //! `get_param` then yields `''`), never `null`.
 
-pub mod cli;
 pub mod grant;
 pub mod merge;
 pub mod template;
@@ -55,10 +54,10 @@ pub use grant::{
 };
 pub use template::{Analysis, Mode};
 
-use crate::intake::wire::sol003::{
+use crate::package::{BaseHot, Vnfd};
+use crate::wire::sol003::{
     ExtVirtualLinkData, HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest,
 };
-use crate::package::{BaseHot, Vnfd};
 use template::{Section, indexed};
 
 /// Why an adjusted HOT cannot be made. Each variant names where the problem is.

@@ -15,12 +15,12 @@ mod plain;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::intake::wire::Secret;
-use crate::intake::wire::sol003::InstantiateVnfRequest;
+use crate::model::VnfcRow;
 use crate::package::Vnfd;
 use crate::plan::stages::Stage;
 use crate::recipes::Step;
-use crate::store::VnfcRow;
+use crate::wire::Secret;
+use crate::wire::sol003::InstantiateVnfRequest;
 
 pub use crate::model::Role;
 
@@ -156,9 +156,7 @@ pub fn select(inputs: Inputs) -> Box<dyn MgmtDriver> {
     }
 }
 
-fn k8s(
-    req: &InstantiateVnfRequest,
-) -> Option<&crate::intake::wire::params::K8sClusterInstallationParam> {
+fn k8s(req: &InstantiateVnfRequest) -> Option<&crate::wire::params::K8sClusterInstallationParam> {
     req.additional_params
         .as_ref()
         .and_then(|a| a.k8s_cluster_installation_param.as_ref())

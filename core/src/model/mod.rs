@@ -9,6 +9,7 @@ mod problem;
 mod role;
 mod step;
 mod time;
+mod vnfc;
 
 pub use instance::InstantiationState;
 pub use intake::IntakeOutcome;
@@ -17,3 +18,4 @@ pub use problem::{FieldProblem, ProblemDetails};
 pub use role::Role;
 pub use step::StepState;
 pub use time::Timestamp;
+pub use vnfc::VnfcRow;

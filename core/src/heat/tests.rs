@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::intake::wire::{Envelope, parse_envelope};
 use crate::package::VnfPackage;
+use crate::wire::{Envelope, parse_envelope};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/heat")
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("fixtures/heat")
 }
 
 fn read_json(p: &Path) -> Value {
@@ -29,7 +29,7 @@ fn instantiate_request(p: &Path) -> InstantiateVnfRequest {
         panic!("not LCM")
     };
     match env.typed_request().unwrap() {
-        crate::intake::wire::LcmRequest::Instantiate(r) => *r,
+        crate::wire::LcmRequest::Instantiate(r) => *r,
         other => panic!("{other:?}"),
     }
 }
@@ -256,8 +256,8 @@ fn two_vdu_fixture_golden_sequence() {
 }
 
 fn fixture_input() -> (VnfPackage, BaseHot) {
-    let root =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/packages/individual-vnfc-management");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .join("fixtures/packages/individual-vnfc-management");
     let pkg = VnfPackage::load(&root).unwrap();
     let base = pkg.base_hot("simple").unwrap();
     (pkg, base)
@@ -265,7 +265,7 @@ fn fixture_input() -> (VnfPackage, BaseHot) {
 
 fn fixture_request() -> InstantiateVnfRequest {
     instantiate_request(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
+        &Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .join("fixtures/requests/good/individual-vnfc-management.10-instantiate.json"),
     )
 }
@@ -484,18 +484,19 @@ fn heal_without_a_granted_image_changes_nothing_and_change_image_requires_one() 
 
 #[test]
 fn autoscaling_group_base_hot_keeps_working_with_desired_capacity() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/packages/pv-k8s-cluster");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .join("fixtures/packages/pv-k8s-cluster");
     let pkg = VnfPackage::load(&root).unwrap();
     let base = pkg.base_hot("simple").unwrap();
     let bytes = std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"),
     )
     .unwrap();
     let Envelope::Lcm(env) = parse_envelope(&bytes).unwrap().envelope else {
         panic!()
     };
-    let crate::intake::wire::LcmRequest::Instantiate(req) = env.typed_request().unwrap() else {
+    let crate::wire::LcmRequest::Instantiate(req) = env.typed_request().unwrap() else {
         panic!()
     };
     let current = Current::default();
@@ -581,11 +582,12 @@ fn additional_params_for_untouched_vnfcs_are_ignored_with_a_warning() {
 /// VDUs they are the `nfv` that `adjust` gives at instantiate, the Grant's external VLs first.
 #[test]
 fn base_parameters_are_what_adjust_fills_for_non_indexed_vdus() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/packages/pv-k8s-cluster");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .join("fixtures/packages/pv-k8s-cluster");
     let pkg = VnfPackage::load(&root).unwrap();
     let base = pkg.base_hot("simple").unwrap();
     let req = instantiate_request(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
+        &Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"),
     );
     let current = Current::default();

@@ -13,8 +13,8 @@ use super::grant_check::Granted;
 use super::membership::Plan;
 use super::template::{Analysis, Mode, NfvRef, Section, indexed};
 use super::{Current, Grant, HeatError, Input, Vnfc, grant_err};
-use crate::intake::wire::sol003::{CpConfigs, ExtVirtualLinkData};
 use crate::package::Vnfd;
+use crate::wire::sol003::{CpConfigs, ExtVirtualLinkData};
 
 /// Keys whose absence is harmless (Heat's `get_param` yields `''`, which Nova and Heat treat as
 /// "not given"); any other referenced key must get a value.

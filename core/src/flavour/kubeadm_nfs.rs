@@ -21,11 +21,11 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role};
-use crate::intake::wire::params::{K8sClusterInstallationParam, StorageServer};
+use crate::model::VnfcRow;
 use crate::package::Vnfd;
 use crate::plan::stages::{Stage, StageList};
 use crate::recipes::{self, DrainPolicy, Export, Step, VolumeSetup, pv::PvManifest};
-use crate::store::VnfcRow;
+use crate::wire::params::{K8sClusterInstallationParam, StorageServer};
 
 /// Where the package's install script is put on every node (the engine uploads it there; the
 /// reconcile probes check the node with it).

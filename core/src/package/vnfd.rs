@@ -296,7 +296,7 @@ mod tests {
     fn pv_vnfd() -> Vnfd {
         let mut v = Vnfd::default();
         let text = include_str!(
-            "../../fixtures/packages/pv-k8s-cluster/Definitions/pv_k8s_cluster_vnfd.yaml"
+            "../../../fixtures/packages/pv-k8s-cluster/Definitions/pv_k8s_cluster_vnfd.yaml"
         );
         v.merge_file("pv_k8s_cluster_vnfd.yaml", text).unwrap();
         v

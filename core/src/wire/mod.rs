@@ -357,5 +357,17 @@ fn syntax_message(e: &serde_json::Error) -> String {
     }
 }
 
+/// The operation type an accepted request of this kind creates (SOL003 §5.5.4.5).
+impl From<LcmOperation> for crate::model::LcmOperationType {
+    fn from(op: LcmOperation) -> Self {
+        match op {
+            LcmOperation::Instantiate => Self::Instantiate,
+            LcmOperation::Scale => Self::Scale,
+            LcmOperation::Heal => Self::Heal,
+            LcmOperation::Terminate => Self::Terminate,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

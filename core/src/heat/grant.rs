@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::intake::wire::sol003::ExtVirtualLinkData;
+use crate::wire::sol003::ExtVirtualLinkData;
 
 /// Grant (SOL003 §9.5.2.3): the NFVO's answer to a [`GrantRequest`].
 ///

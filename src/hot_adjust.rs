@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::{Adjusted, Current, Grant, Input, Operation, Vnfc, adjust};
+use crate::heat::{Adjusted, Current, Grant, Input, Operation, Vnfc, adjust};
 use crate::intake::wire::{Envelope, LcmRequest, parse_envelope};
 use crate::package::{BaseHot, Vnfd};
 
@@ -143,17 +143,21 @@ pub fn run(args: &AdjustArgs, files: &AdjustFiles<'_>) -> anyhow::Result<Rendere
             .map(|p| p.display().to_string())
             .unwrap_or_default()
     };
-    let explain = |e: super::HeatError| match &e {
-        super::HeatError::Request { .. } => anyhow::anyhow!("--request {req_name}: {e}"),
-        super::HeatError::Grant { .. } => anyhow::anyhow!("--grant {}: {e}", shown(&args.grant)),
-        super::HeatError::Current { .. } => anyhow::anyhow!("--vnfcs {}: {e}", shown(&args.vnfcs)),
+    let explain = |e: crate::heat::HeatError| match &e {
+        crate::heat::HeatError::Request { .. } => anyhow::anyhow!("--request {req_name}: {e}"),
+        crate::heat::HeatError::Grant { .. } => {
+            anyhow::anyhow!("--grant {}: {e}", shown(&args.grant))
+        }
+        crate::heat::HeatError::Current { .. } => {
+            anyhow::anyhow!("--vnfcs {}: {e}", shown(&args.vnfcs))
+        }
         _ => anyhow::anyhow!("--package {}: {e}", args.package.display()),
     };
     let grant = match files.grant {
         Some(bytes) => serde_json::from_slice::<Grant>(bytes).map_err(|e| {
             anyhow::anyhow!("--grant {}: not a SOL003 Grant: {e}", shown(&args.grant))
         })?,
-        None => Grant::derived(&super::grant_request(input, op).map_err(explain)?),
+        None => Grant::derived(&crate::heat::grant_request(input, op).map_err(explain)?),
     };
     let adjusted = adjust(input, op, &grant).map_err(explain)?;
     Ok(Rendered {

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use super::PlanError;
-use crate::intake::wire::sol003::{ScaleType, ScaleVnfRequest};
 use crate::package::Vnfd;
+use crate::wire::sol003::{ScaleType, ScaleVnfRequest};
 
 /// Scale level per aspect right after INSTANTIATE at `level` (the instantiation level's
 /// `scale_info`, else 0 for every aspect of the VNFD).
@@ -105,7 +105,7 @@ mod tests {
     use crate::package::VnfPackage;
 
     fn vnfd() -> Vnfd {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
             .join("fixtures/packages/pv-k8s-cluster");
         VnfPackage::load(&root).unwrap().vnfd
     }

@@ -1,0 +1,25 @@
+//! vnfkeeper's pure core: everything that decides, nothing that waits. Domain types, the SOL003
+//! wire types and their validation, VNF package parsing, operation plans (stages as data), the
+//! adjusted HOT of individual VNFC management, recipe steps with their scripts, the flavours'
+//! MgmtDriver hooks, and the reconcile policy. No async runtime, no database, no SSH, no clock:
+//! the `vnfkeeper` crate reads and writes, and passes `now`.
+
+/// What the cloud reports, as data: Heat stacks and resources, Nova servers, Neutron ports,
+/// Cinder volumes (tolerant serde structs).
+pub mod cloud;
+/// Flavours: roles, SSH access, MgmtDriver hooks as stages, reconcile probes.
+pub mod flavour;
+/// Individual VNFC management: BaseHOT → adjusted HOT + `nfv` parameters, merge patches.
+pub mod heat;
+/// Domain types and invariants: operation states, instances, VNFC rows, roles, times.
+pub mod model;
+/// VNF packages: VNFD, BaseHOT and package files (reads confined to the package directory).
+pub mod package;
+/// Planning: intended + observed state → what to do; operation plans as stored stages.
+pub mod plan;
+/// Reconcile policy: observations and memory → heal, repair, defer, or alert.
+pub mod policy;
+/// Recipes: actions → idempotent check-then-apply steps with their scripts.
+pub mod recipes;
+/// SOL003 request envelopes and bodies, their validation, and `Secret`.
+pub mod wire;
