@@ -37,6 +37,24 @@ pub(super) fn load(pkg: &VnfPackage, flavour: &str) -> Result<Option<Hot>, StepF
     Ok(individual::uses_adjusted_hot(&analysis).then_some(Hot { base, analysis }))
 }
 
+/// The stored plan's adjusted HOT with the package's BaseHOT, when the plan has one. The stored
+/// plan decides the path: a plan made by the AutoScalingGroup path is finished that way even if
+/// the package changed since. Errors: the plan has an adjusted HOT but the BaseHOT no longer
+/// has an individually managed VDU.
+pub(super) fn pair<'a>(
+    adjusted: Option<&'a AdjustedPlan>,
+    hot: Option<&'a Hot>,
+) -> Result<Option<(&'a AdjustedPlan, &'a Hot)>, StepFailure> {
+    match (adjusted, hot) {
+        (Some(a), Some(h)) => Ok(Some((a, h))),
+        (Some(_), None) => Err(StepFailure::input(
+            "plan",
+            "the stored plan uses an adjusted HOT, but the package's BaseHOT no longer has an individually managed VDU",
+        )),
+        (None, _) => Ok(None),
+    }
+}
+
 /// The rows as [`Known`] VNFCs (index, parsed parameters, server).
 pub(super) fn known(rows: &[VnfcRow]) -> Vec<Known> {
     rows.iter()

@@ -370,15 +370,7 @@ impl<C: Cloud> Engine<C> {
                     step_no,
                     name,
                     || async {
-                        let stack = match &known {
-                            Some(s) => Some(s.clone()),
-                            None => {
-                                self.cloud
-                                    .find_stack(&stack_name(&op.vnf_instance_id))
-                                    .await?
-                            }
-                        };
-                        if let Some(s) = &stack {
+                        if let Some(s) = &self.existing_stack(op, known.as_ref()).await? {
                             self.cloud.delete_stack(s).await?;
                         }
                         Ok(())
@@ -395,15 +387,9 @@ impl<C: Cloud> Engine<C> {
                     step_no,
                     name,
                     || async {
-                        let stack = match &known {
-                            Some(s) => Some(s.clone()),
-                            None => {
-                                self.cloud
-                                    .find_stack(&stack_name(&op.vnf_instance_id))
-                                    .await?
-                            }
+                        let Some(s) = self.existing_stack(op, known.as_ref()).await? else {
+                            return Ok(());
                         };
-                        let Some(s) = stack else { return Ok(()) };
                         match self
                             .cloud
                             .wait_stack(&s, &[StackStatus::DeleteComplete], limits.stack_timeout)
@@ -419,6 +405,23 @@ impl<C: Cloud> Engine<C> {
             }
         }
         Ok(())
+    }
+
+    /// The stack to delete or wait for: the recorded one, else the one of the instance's name
+    /// (a crash between create and recording its id), else none.
+    async fn existing_stack(
+        &self,
+        op: &OperationRow,
+        known: Option<&StackRef>,
+    ) -> Result<Option<StackRef>, crate::cloud::CloudError> {
+        match known {
+            Some(s) => Ok(Some(s.clone())),
+            None => {
+                self.cloud
+                    .find_stack(&stack_name(&op.vnf_instance_id))
+                    .await
+            }
+        }
     }
 
     /// The stack recorded for the instance, if an id was recorded.

@@ -136,17 +136,7 @@ fn stages<C: Cloud>(
 ) -> Result<Vec<Stage>, EngineError> {
     let mut list = StageList::default();
     if !p.configuration_only {
-        let individual = match (&p.adjusted, hot) {
-            (Some(a), Some(h)) => Some((a, h)),
-            (Some(_), None) => {
-                return Err(StepFailure::input(
-                    "plan",
-                    "the stored plan uses an adjusted HOT, but the package's BaseHOT no longer has an individually managed VDU",
-                )
-                .into());
-            }
-            (None, _) => None,
-        };
+        let individual = adjusted::pair(p.adjusted.as_ref(), hot)?;
         let c = HookContext {
             vnfcs: before,
             pv_wait: e.limits.pv_wait,

@@ -134,17 +134,7 @@ fn stages<C: Cloud>(
     p: &ScalePlan,
 ) -> Result<Vec<Stage>, EngineError> {
     let out = i.req.scale_type == ScaleType::ScaleOut;
-    let individual = match (&p.adjusted, hot) {
-        (Some(a), Some(h)) => Some((a, h)),
-        (Some(_), None) => {
-            return Err(StepFailure::input(
-                "plan",
-                "the stored plan uses an adjusted HOT, but the package's BaseHOT no longer has an individually managed VDU",
-            )
-            .into());
-        }
-        (None, _) => None,
-    };
+    let individual = adjusted::pair(p.adjusted.as_ref(), hot)?;
     let mut list = StageList::default();
     if !out {
         let c = HookContext {

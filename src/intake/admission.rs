@@ -16,7 +16,6 @@ use std::path::{Component, Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::maildir::Destination;
-use super::spool::{IntakeContext, Outcome};
 use super::wire::{self, Envelope, FieldError, LcmEnvelope, TaskEnvelope, TaskOperation};
 use crate::model::{
     FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
@@ -27,6 +26,58 @@ use crate::store::{
     InstanceRow, IntakeRow, NewEvent, NewIntake, NewOperation, OperationRow, StoreError, Tx,
     VnfcRow,
 };
+
+/// What intake did with one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// A new operation occurrence was recorded in `STARTING`.
+    Accepted {
+        /// File name in `new/`.
+        file: String,
+        /// The new vnfLcmOpOccId.
+        vnf_lcm_op_occ_id: String,
+        /// vnfInstanceId.
+        vnf_instance_id: String,
+        /// The operation (or task) requested, e.g. `INSTANTIATE`, `RETRY`.
+        operation: String,
+        /// Why it waits, if it does.
+        status_detail: Option<String>,
+        /// Normalisations applied or noticed.
+        warnings: Vec<FieldProblem>,
+    },
+    /// Same request as an earlier one: no new operation.
+    Duplicate {
+        /// File name in `new/`.
+        file: String,
+        /// The operation the earlier copy created.
+        vnf_lcm_op_occ_id: String,
+    },
+    /// Refused; `<name>.error.json` explains why.
+    Rejected {
+        /// File name in `new/`.
+        file: String,
+        /// vnfInstanceId, if the file named one.
+        vnf_instance_id: Option<String>,
+        /// Why.
+        problem: ProblemDetails,
+    },
+    /// Committed before a crash but not yet moved; moved now, nothing recorded twice.
+    Recovered {
+        /// File name in `new/`.
+        file: String,
+        /// Where it went.
+        to: PathBuf,
+    },
+}
+
+/// What intake needs besides the spool and the store.
+#[derive(Debug, Clone)]
+pub struct IntakeContext<'a> {
+    /// Relative `vnfPackage` paths are resolved against this directory.
+    pub packages_dir: &'a Path,
+    /// Whether a cloud is configured (only changes the "why it waits" text).
+    pub cloud_configured: bool,
+}
 
 /// A request file examined on its own, before the database is consulted.
 pub(super) struct Examined {

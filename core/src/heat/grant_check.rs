@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::membership::{Plan, add_id, remove_id};
-use super::{Grant, HeatError, grant_err};
+use super::{Grant, HeatError, Vnfc, grant_err};
 
 /// The part of a [`Plan`] the Grant allows, with the granted zones.
 #[derive(Debug, Clone)]
@@ -130,4 +130,24 @@ fn names<'a>(it: impl Iterator<Item = &'a str>) -> String {
     } else {
         v.join(", ")
     }
+}
+
+/// The VNFCs after the operation, sorted by VDU and index: the current ones without those the
+/// Grant lets go, plus those it lets be created (without `id` and `parameters`).
+pub(super) fn after(current: &[Vnfc], granted: &Granted<'_>) -> Vec<Vnfc> {
+    let mut after: Vec<Vnfc> = current
+        .iter()
+        .filter(|c| !granted.remove.contains(&(c.vdu_id.clone(), c.index)))
+        .cloned()
+        .collect();
+    for (v, i) in &granted.create {
+        after.push(Vnfc {
+            vdu_id: v.clone(),
+            index: *i,
+            id: None,
+            parameters: None,
+        });
+    }
+    after.sort_by(|a, b| (&a.vdu_id, a.index).cmp(&(&b.vdu_id, b.index)));
+    after
 }

@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::grant::GrantRequest;
-use super::grant_check::Granted;
 use super::template::{Analysis, Mode, indexed};
 use super::{Current, HeatError, Input, Operation, ResourceDefinition, Vnfc, cur_err, req_err};
 use crate::wire::sol003::{ExtVirtualLinkData, ScaleType};
@@ -268,26 +267,6 @@ pub(super) fn plan(
         }
     }
     Ok(p)
-}
-
-/// The VNFCs after the operation, sorted by VDU and index: the current ones without those the
-/// Grant lets go, plus those it lets be created (without `id` and `parameters`).
-pub(super) fn after(current: &[Vnfc], granted: &Granted<'_>) -> Vec<Vnfc> {
-    let mut after: Vec<Vnfc> = current
-        .iter()
-        .filter(|c| !granted.remove.contains(&(c.vdu_id.clone(), c.index)))
-        .cloned()
-        .collect();
-    for (v, i) in &granted.create {
-        after.push(Vnfc {
-            vdu_id: v.clone(),
-            index: *i,
-            id: None,
-            parameters: None,
-        });
-    }
-    after.sort_by(|a, b| (&a.vdu_id, a.index).cmp(&(&b.vdu_id, b.index)));
-    after
 }
 
 /// Indices of `vnfcs` by VDU, ascending.

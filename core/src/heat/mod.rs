@@ -302,7 +302,7 @@ pub fn adjust(input: Input<'_>, op: Operation<'_>, grant: &Grant) -> Result<Adju
     check_current(input, &analysis)?;
     let plan = membership::plan(input, &analysis, op)?;
     let granted = grant_check::check(&plan, grant)?;
-    let after = membership::after(&input.current.vnfcs, &granted);
+    let after = grant_check::after(&input.current.vnfcs, &granted);
     let before = if plan.instantiate {
         patches::Stack::empty()
     } else {
@@ -357,7 +357,7 @@ pub fn base_parameters(
     }
     let plan = membership::plan(input, &analysis, Operation::Instantiate(req))?;
     let granted = grant_check::check(&plan, grant)?;
-    let after = membership::after(&input.current.vnfcs, &granted);
+    let after = grant_check::after(&input.current.vnfcs, &granted);
     let no_nfv = json!({});
     let sources =
         nfv_fill::Sources::new(grant, input.vnfd, &plan.request_vls, input.current, &no_nfv);
