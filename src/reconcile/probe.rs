@@ -24,7 +24,7 @@ use futures::StreamExt as _;
 use serde_json::Value;
 
 use super::policy::{Finding, Role, Verdict};
-use crate::flavour::{self, HookContext, MgmtDriver, Probe};
+use crate::flavour::{HookContext, MgmtDriver, Probe};
 use crate::intake::wire::Secret;
 use crate::plan;
 use crate::recipes::{EXIT_NEEDED, Step};
@@ -48,25 +48,18 @@ pub struct Cluster {
     pub driver: Box<dyn MgmtDriver>,
 }
 
-/// Roles of the VNFCs (vnfc id → role) as the flavour assigns them; the first master is the
-/// first master VNFC in the store's order (as the engine chooses it).
+/// Roles of the VNFCs (vnfc id → role) as the flavour assigns them.
 pub fn roles(vnfcs: &[VnfcRow], cluster: Option<&Cluster>) -> HashMap<String, Role> {
-    let mut out: HashMap<String, Role> =
-        vnfcs.iter().map(|v| (v.id.clone(), Role::Other)).collect();
-    let Some(c) = cluster else { return out };
-    let mut first = true;
-    for v in vnfcs {
-        let role = match c.driver.role(&v.vdu_id) {
-            Ok(flavour::Role::StorageServer) => Role::StorageServer,
-            Ok(flavour::Role::Master) if std::mem::take(&mut first) => Role::FirstMaster,
-            Ok(flavour::Role::Master) => Role::Master,
-            Ok(flavour::Role::Worker) => Role::Worker,
+    vnfcs
+        .iter()
+        .map(|v| {
             // A role naming a CP the VNFD lacks was refused when the VNF was instantiated.
-            Ok(flavour::Role::Other) | Err(_) => Role::Other,
-        };
-        out.insert(v.id.clone(), role);
-    }
-    out
+            let role = cluster
+                .and_then(|c| c.driver.role(&v.vdu_id).ok())
+                .unwrap_or(Role::Other);
+            (v.id.clone(), role)
+        })
+        .collect()
 }
 
 /// What one full pass learned about one VNF's configuration.
@@ -221,14 +214,18 @@ fn plan_jobs(
     let mut unprobed = Vec::new();
     let mut nodes = Vec::new();
     let pv_names = driver.pv_names().unwrap_or_default();
+    // The master that also reads the cluster's nodes and PVs: the first in the store's order
+    // (as the engine chooses it).
+    let first_master = t
+        .vnfcs
+        .iter()
+        .find(|v| t.roles.get(&v.id).is_some_and(|r| r.runs_kubectl()))
+        .map(|v| v.id.as_str());
     for v in t.vnfcs {
-        let role = t.roles.get(&v.id).copied().unwrap_or(Role::Other);
-        let flavour_role = match role {
-            Role::FirstMaster | Role::Master => flavour::Role::Master,
-            Role::Worker => flavour::Role::Worker,
-            Role::StorageServer => flavour::Role::StorageServer,
-            Role::Other => continue,
-        };
+        let flavour_role = t.roles.get(&v.id).copied().unwrap_or(Role::Other);
+        if flavour_role == Role::Other {
+            continue;
+        }
         let Ok(access) = driver.access(flavour_role) else {
             continue;
         };
@@ -252,7 +249,7 @@ fn plan_jobs(
             continue;
         };
         let checks = driver
-            .probes(c, v, flavour_role, role == Role::FirstMaster)
+            .probes(c, v, flavour_role, first_master == Some(v.id.as_str()))
             .into_iter()
             .map(|p| match p {
                 Probe::Script(step) => Check::Script(step),

@@ -110,21 +110,9 @@ impl std::fmt::Display for MaxUnhealthy {
     }
 }
 
-/// What a VNFC is, by the VDU that owns its role's `ssh_cp_name` (k8s_cluster_installation_param).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    /// The first (oldest) master: runs kubectl for the cluster.
-    FirstMaster,
-    /// Another master.
-    Master,
-    /// A worker.
-    Worker,
-    /// The NFS storage server (stateful: healed alone, never while a PV is Bound).
-    StorageServer,
-    /// No cluster role (a VNF without k8s_cluster_installation_param, or an unnamed VDU).
-    Other,
-}
+/// What a VNFC is to its flavour; the policy acts on its traits (a stateful VNFC is healed
+/// alone, never while a PersistentVolume is Bound).
+pub use crate::model::Role;
 
 /// What the cloud listings say about a VNFC's server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -384,9 +384,12 @@ pub(super) fn backoff(p: &Policy, m: &Memory, now: Timestamp) -> Option<Ruling> 
 /// is not replaced automatically while one of the cluster's PVs is Bound (`PV_BOUND_BLOCK`
 /// alert), nor while the PV phases are unknown (deferred). Repairs and other roles pass.
 pub(super) fn keep_data(role: Role, remedy: &Remedy, pvs: &PvView) -> Option<Ruling> {
-    let (Role::StorageServer, Remedy::Rebuild(why)) = (role, remedy) else {
+    let Remedy::Rebuild(why) = remedy else {
         return None;
     };
+    if !role.is_stateful() {
+        return None;
+    }
     match pvs {
         PvView::Known { bound, observed_at } if !bound.is_empty() => Some(Ruling::new(
             DecisionKind::PvBoundBlock,
@@ -422,7 +425,7 @@ pub(super) fn one_heal_per_vnf(candidates: &[Candidate]) -> Option<Selection> {
         .iter()
         .filter(|c| matches!(c.remedy, Remedy::Repair(_)))
         .collect();
-    let selection = if let Some(k) = rebuilds.iter().position(|c| c.role == Role::StorageServer) {
+    let selection = if let Some(k) = rebuilds.iter().position(|c| c.role.is_stateful()) {
         let waiting = rebuilds
             .iter()
             .enumerate()

@@ -55,7 +55,7 @@ fn vnf(vnfcs: Vec<VnfcInput>) -> VnfInput {
 fn cluster(w1: CloudView) -> VnfInput {
     vnf(vec![
         vnfc("ss", Role::StorageServer, CloudView::Healthy),
-        vnfc("m0", Role::FirstMaster, CloudView::Healthy),
+        vnfc("m0", Role::Master, CloudView::Healthy),
         vnfc("w1", Role::Worker, w1),
         vnfc("w2", Role::Worker, CloudView::Healthy),
         vnfc("w3", Role::Worker, CloudView::Healthy),
