@@ -121,14 +121,18 @@ impl<C: Cloud> Engine<C> {
     ) -> Result<(), EngineError> {
         let list = serde_json::to_value(stages)
             .map_err(|err| StepFailure::input("plan", err.to_string()))?;
-        self.db.write(|tx| {
-            let mut plan: Value = tx
-                .reader()
-                .operation_plan(&op.id)?
-                .and_then(|t| serde_json::from_str(&t).ok())
+        // One writer per operation (the engine runs one task per VNF): read, then replace.
+        let mut plan: Value = match self.db.with(|s| s.reader().operation_plan(&op.id))? {
+            Some(text) => serde_json::from_str(&text)
+                .ok()
                 .filter(Value::is_object)
-                .unwrap_or_else(|| Value::Object(Default::default()));
-            plan["stages"] = list;
+                .ok_or_else(|| {
+                    StepFailure::input("plan", "the stored plan is not a JSON object")
+                })?,
+            None => Value::Object(Default::default()),
+        };
+        plan["stages"] = list;
+        self.db.write(|tx| {
             tx.replace_operation_plan(&op.id, &plan.to_string())?;
             tx.set_steps_total(&op.id, stages.len() as i64)
         })?;
