@@ -1,6 +1,6 @@
 //! Fan-out benchmark (needs root): one configuration step — make sure `/etc/hosts` holds a registry
-//! entry (check, apply, check again; the C3 "hosts_string" step) — on 50 testbed hosts, run three
-//! ways in one process, each with cold SSH sessions:
+//! entry (check, apply, check again; the private registry's "hosts_string" step) — on 50 testbed
+//! hosts, run three ways in one process, each with cold SSH sessions:
 //!   1. vnfkeeper's bounded-parallel fan-out (all 50 at once, as a stage with
 //!      `max_parallel_hosts = 50` runs it),
 //!   2. the same step host after host (the reference MgmtDrivers' way),

@@ -4,8 +4,9 @@
 //! parameters, so INSTANTIATE and HEAL are cloud steps only). "Start" = the HEAL operation exists
 //! (`vnfkeeper ops --json`, polled every 100 ms). Baseline measured in the same run: the time
 //! until a bare Nova listing shows the server in `ERROR` (the detection floor). Target (not
-//! asserted): ≤ 30 s; Cluster API's MachineHealthCheck typically needs 5 minutes
-//! (`research/peers.md` §1.1). Runs 3 trials (one fresh daemon and VNF each).
+//! asserted): ≤ 30 s; Cluster API's MachineHealthCheck typically needs 5 minutes (its
+//! `unhealthyNodeConditions` are usually `Ready=Unknown/False` for 300 s). Runs 3 trials (one
+//! fresh daemon and VNF each).
 //!
 //! Run: `cargo bench --bench heal_latency`.
 

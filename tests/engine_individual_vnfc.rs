@@ -1,4 +1,4 @@
-//! Individual VNFC management (issue 6 part 3, DESIGN C4) on the testbed (needs root): a VNF from
+//! Individual VNFC management (one Heat resource per VNFC) on the testbed (needs root): a VNF from
 //! `fixtures/packages/individual-vnfc-management` (BaseHOT without AutoScalingGroup) goes through
 //! INSTANTIATE (2 VNFCs), SCALE_OUT by 1, HEAL of one VNFC with a new image, SCALE_IN by 1 and
 //! TERMINATE; requests go through intake, the engine runs them against the simulated cloud whose

@@ -1,7 +1,7 @@
-//! The reconcile loop against the testbed cloud with fault injection (issue 5 part 4): a plain
-//! VNF of the pv-k8s-cluster package (no cluster parameters: cloud steps only, servers without
-//! hosts) is instantiated by the engine; then passes run in-process with an explicit `now`, so
-//! grace periods and backoff are tested without waiting. The engine side of HEAL is not asserted
+//! The reconcile loop against the testbed cloud with fault injection: a plain VNF of the
+//! pv-k8s-cluster package (no cluster parameters: cloud steps only, servers without hosts) is
+//! instantiated by the engine; then passes run in-process with an explicit `now`, so grace
+//! periods and backoff are tested without waiting. The engine side of HEAL is not asserted
 //! here (it is built separately): these tests assert the HEAL operation the loop starts, its
 //! HealVnfRequest and its audit rows.
 

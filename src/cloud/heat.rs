@@ -1,9 +1,11 @@
 //! Heat orchestration calls (Orchestration API v1, `{catalog}/stacks/…`), used by the
 //! [`Cloud`](super::Cloud) implementation of [`OpenStackCloud`].
 //!
-//! Statuses are `<ACTION>_<STATE>` (research/peers.md §5). Heal = `mark_unhealthy` on the
-//! resource in the stack that owns it (a nested stack for ASG members) + a PATCH update; scale =
-//! PATCH with a new `desired_capacity` in the `nfv` parameter.
+//! Statuses are `<ACTION>_<STATE>` (Heat API v1 `stack_status`/`resource_status`: ACTION
+//! `INIT`, `CREATE`, `UPDATE`, `DELETE`, `ROLLBACK`, `CHECK`, …; STATE `IN_PROGRESS`,
+//! `COMPLETE`, `FAILED`). Heal = `mark_unhealthy` on the resource in the stack that owns it (a
+//! nested stack for ASG members) + a PATCH update; scale = PATCH with a new `desired_capacity` in
+//! the `nfv` parameter.
 
 use std::time::Duration;
 

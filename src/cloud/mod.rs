@@ -1,11 +1,12 @@
 //! The OpenStack cloud as the engine and reconcile see it: trait [`Cloud`] and its
 //! implementation [`OpenStackCloud`] (Keystone v3, Nova v2.1, Neutron v2.0, Cinder v3, Heat v1).
 //!
-//! Design (research/rust-deps.md §3): the `openstack` crate (osauth) only authenticates and
-//! resolves endpoints from the catalog; every call is a raw request whose answer is decoded into
-//! our own tolerant structs ([`types`]). Every request has a timeout, is counted
-//! ([`Cloud::request_count`]) and logged at debug level (method, path, status, duration; never a
-//! token or password).
+//! Design: the `openstack` crate (osauth) only authenticates and resolves endpoints from the
+//! catalog; every call is a raw request whose answer is decoded into our own tolerant structs
+//! ([`types`]), because the crate's typed models are strict (one volume with `name: null` fails
+//! the whole listing) and it has no orchestration (Heat) module. Every request has a timeout, is
+//! counted ([`Cloud::request_count`]) and logged at debug level (method, path, status, duration;
+//! never a token or password).
 //!
 //! Observation is a handful of list calls per pass — [`Cloud::servers`], [`Cloud::ports`],
 //! [`Cloud::volumes`], [`Cloud::stack_resources`] — never one call per server.
@@ -92,7 +93,7 @@ pub trait Cloud: Send + Sync {
 
     /// Replaces a stack's template, files and parameters: `PUT /v1/{project}/stacks/{name}/{id}`
     /// (Heat API v1 "Update stack (PUT)"; 202). `req.stack_name` is not sent. Use this when the
-    /// top template changes (the adjusted HOT of individual VNFC management, C4); the nested
+    /// top template changes (the adjusted HOT of individual VNFC management); the nested
     /// templates must be in `req.files` again.
     fn update_stack(
         &self,

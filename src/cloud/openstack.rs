@@ -2,14 +2,19 @@
 //!
 //! Raw requests go through `Session::request(service, method, path)` (token, catalog, region and
 //! interface filters from osauth) and are answered with `send_unchecked`, so we see the status,
-//! the final URL and the body ourselves. Service types (research/rust-deps.md §3):
+//! the final URL and the body ourselves. Service types:
 //!
 //! | service | catalog type | version discovery |
 //! |---|---|---|
 //! | Nova | `compute` | off: the catalog URL (`…/v2.1`) is used verbatim |
 //! | Neutron | `network` | on: the catalog URL is usually unversioned; discovery finds `/v2.0` |
-//! | Cinder | `block-storage`, falling back to `volumev3` | off: `…/v3/{project_id}` verbatim (pitfalls 5, 6) |
+//! | Cinder | `block-storage`, falling back to `volumev3` | off: `…/v3/{project_id}` verbatim |
 //! | Heat | `orchestration` | off: `…/v1/{project_id}` verbatim |
+//!
+//! Cinder: osauth itself looks Cinder up only as `block-storage`, but some clouds register only
+//! `volumev3`; and osauth's version discovery (GET the catalog URL, on 404 its parent, then follow
+//! the version document's `self` link) can turn `…/v3/{project_id}` into project-less URLs
+//! (`…/v3/volumes/detail`) that only recent Cinder releases accept.
 
 use std::collections::HashSet;
 use std::fmt;

@@ -89,7 +89,8 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
     let spool = Spool::open(&settings.spool_dir)
         .with_context(|| format!("opening spool {}", settings.spool_dir.display()))?;
 
-    // Watch first, then scan, so that nothing arriving in between is missed (rust-deps.md §8).
+    // Watch first, then scan, so that nothing arriving in between is missed (a file seen both by
+    // the scan and as an event is queued once: `ready` is a set).
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let mut watcher = notify::recommended_watcher(move |res| {
         let _ = events_tx.send(res);

@@ -1,5 +1,6 @@
-//! The I/O side of individual VNFC management (C4) shared by INSTANTIATE, SCALE and HEAL: whether
-//! the flavour's BaseHOT takes the adjusted-HOT path, the instance's current state for
+//! The I/O side of individual VNFC management (one Heat resource `<VDU>-<index>` per VNFC from a
+//! BaseHOT without AutoScalingGroup) shared by INSTANTIATE, SCALE and HEAL: whether the flavour's
+//! BaseHOT takes the adjusted-HOT path, the instance's current state for
 //! [`plan::individual::current`] (VNFC rows, and the stack's `nfv` as Heat shows it), storing the
 //! operation's plan once with an audit event, the Heat documents of the adjusted HOT and the
 //! VNFCs it plans. The decisions themselves are pure (`plan::individual`, `heat`).

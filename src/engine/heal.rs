@@ -16,11 +16,12 @@
 //!    create when no master survived, NFS client; the storage server mounts its kept volume —
 //!    `mkfs` only if it holds no filesystem —, NFS server and exports; the PVs registered again).
 //!
-//! Individual VNFC management (C4): targets may be named `<VDU>-<index>`; the plan holds the
-//! adjusted HOT of the heal (`heat::adjust`: order and template unchanged, a healed VNFC's
-//! `vcImageId` from the Grant or the request's `additionalParams.nfv`); step 3 marks the `VDU`
-//! server in each target's nested stack, step 4 is a full update (PUT) with the adjusted
-//! documents, so only the targets' servers are rebuilt.
+//! Individual VNFC management (a BaseHOT without AutoScalingGroup, one Heat resource per VNFC):
+//! targets may be named `<VDU>-<index>`; the plan holds the adjusted HOT of the heal
+//! (`heat::adjust`: order and template unchanged, a healed VNFC's `vcImageId` from the Grant or
+//! the request's `additionalParams.nfv`); step 3 marks the `VDU` server in each target's nested
+//! stack, step 4 is a full update (PUT) with the adjusted documents, so only the targets' servers
+//! are rebuilt.
 //!
 //! `additionalParams.configuration_only: true` (vnfkeeper; used by reconcile for drift that needs
 //! no new server, e.g. a lost export line) skips 1–6 and only runs the idempotent configuration

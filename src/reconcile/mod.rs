@@ -1,6 +1,8 @@
-//! Reconcile (C5, issue 5 part 4): observe every instantiated VNF instance, compare with its
-//! intended state, and either start an automatic HEAL or record why not — safely
-//! (DESIGN.md §5, research/peers.md §1, §6, §7).
+//! Reconcile: observe every instantiated VNF instance, compare with its intended state, and
+//! either start an automatic HEAL or record why not — safely: fail closed on observation errors,
+//! short-circuit remediation storms, a retry budget with backoff, keep the storage server's data,
+//! and record the evidence of every decision (the rules are in `policy`; they follow Cluster
+//! API's MachineHealthCheck and KubeadmControlPlane remediation, magnum-auto-healer and Masakari).
 //!
 //! A pass is: [`snapshot`] (read the store) → [`Reconciler::evaluate`] (one cloud inventory of
 //! list calls; on full passes SSH probes; then the pure [`policy::decide`] per VNF) →

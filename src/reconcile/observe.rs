@@ -1,7 +1,8 @@
 //! Cloud observation (shell): one listing of servers, ports and volumes per pass and project
 //! (`Cloud::inventory`, paginated), indexed once, then each VNFC's recorded server, CP addresses
 //! and volumes are compared with it. Requests per pass grow only with pagination, never with the
-//! number of VNFs or servers (issue 5 part 4; research/peers.md §1.3 for how CAPO reads Nova).
+//! number of VNFs or servers (unlike Cluster API Provider OpenStack, whose
+//! `controllers/openstackserver_controller.go` GETs each server by id).
 //!
 //! Verdicts ([`CloudView`]): Nova `ERROR`, or a recorded server missing from a *successful*
 //! listing → confirmed; `BUILD`/`REBUILD`/`REBOOT`/… → transitional; any other non-`ACTIVE`

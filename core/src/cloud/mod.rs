@@ -2,9 +2,10 @@
 //! resources).
 //!
 //! Every field except `id` defaults when missing or `null`, and unknown fields are ignored, so a
-//! cloud that omits an attribute (or Cinder's `name: null`, research/rust-deps.md §3 pitfall 1)
-//! does not break a whole listing. A list item without an `id` still fails the listing: dropping
-//! it silently would make a live server look gone.
+//! cloud that omits an attribute (or Cinder's `name: null` for a volume created without a name,
+//! which the `openstack` crate's typed `Volume` cannot decode) does not break a whole listing. A
+//! list item without an `id` still fails the listing: dropping it silently would make a live
+//! server look gone.
 
 use std::collections::BTreeMap;
 

@@ -100,13 +100,14 @@ fn seed_base_hot_parameters_and_adjusted_hot_reproduce_exactly() {
         vnfd: &pkg.vnfd,
         current: &current,
     };
-    // The BaseHOT's own parameters (seed "BaseHOT / 输入参数").
+    // The BaseHOT's own parameters (Tacker spec individual-vnfc-management, "BaseHOT",
+    // "Input-parameter").
     let base_params = base_parameters(input, &req, &g).unwrap();
     assert_eq!(
         json!({ "nfv": base_params }),
         read_json(&dir.join("base-parameters.json"))
     );
-    // The adjusted HOT and its parameters (seed "调整后的 HOT").
+    // The adjusted HOT and its parameters (same spec, "Adjusted HOT").
     let a = adjust(input, Operation::Instantiate(&req), &g).unwrap();
     assert_eq!(a.template, read_yaml(&dir.join("adjusted-top.yaml")));
     assert_eq!(

@@ -1,5 +1,6 @@
-//! Individual VNFC management in the engine (DESIGN C4): the decisions an INSTANTIATE, SCALE or
-//! HEAL makes when the flavour's BaseHOT has a VDU without AutoScalingGroup ([`Mode::Individual`]).
+//! Individual VNFC management in the engine (one Heat resource per VNFC, as in the tacker-specs
+//! file `specs/zed/individual-vnfc-management.rst`): the decisions an INSTANTIATE, SCALE or HEAL
+//! makes when the flavour's BaseHOT has a VDU without AutoScalingGroup ([`Mode::Individual`]).
 //! Pure: the engine passes what it read (VNFC rows, the stack's `nfv`) and stores what this
 //! returns ([`AdjustedPlan`]) in the operation's `plan` before it sends anything to Heat.
 //!

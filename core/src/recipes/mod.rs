@@ -6,7 +6,8 @@
 //! into the script text. `MODE=check` exits 0 when the step is already done (and says why), 10 when
 //! it is needed; `MODE=apply` converges and exits 0. Applying twice is harmless.
 //!
-//! Source of the remote steps: Tacker's `kubernetes_mgmt.py` (`research/tacker-anchor.md` §1.1),
+//! Source of the remote steps: Tacker's MgmtDriver sample
+//! `samples/mgmt_driver/kubernetes/kubernetes_mgmt.py` (storage server, NFS, PersistentVolumes),
 //! with its defects removed: no unconditional `mkfs`, a persistent mount, `/etc/exports` written
 //! declaratively, structured PV edits, bounded polls.
 
@@ -300,7 +301,7 @@ pub fn k8s_install(host: &str, script: &str, body: Vec<u8>, args: Vec<String>) -
 
 /// On a master: no Kubernetes node has InternalIP `address`; each that has is drained
 /// (`kubectl drain --ignore-daemonsets --delete-emptydir-data --timeout`) and deleted. Source:
-/// Tacker `kubernetes_mgmt.py` scale_start/heal_start (`research/tacker-anchor.md` §1.1), with a
+/// Tacker `samples/mgmt_driver/kubernetes/kubernetes_mgmt.py` `scale_start`/`heal_start`, with a
 /// bounded drain and the node found by address instead of by parsing `kubectl get nodes`.
 pub fn k8s_remove_node(host: &str, address: &str, drain: Duration, policy: DrainPolicy) -> Step {
     Step {

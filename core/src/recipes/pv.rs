@@ -126,8 +126,9 @@ pub fn register(host: &str, dir: &str, pv: &PvManifest, server: &str, wait: Dura
 
 /// On a master, before a storage server is rebuilt: none of the PersistentVolumes `names` is
 /// Bound. Read-only; refuses (exit [`super::EXIT_REFUSED`], 409) naming the Bound ones. Source:
-/// Tacker `_heal_start_storage_server` in-use check (`research/tacker-anchor.md` §1.1, §2.3),
-/// done here before anything else is touched.
+/// the in-use check of `_heal_start_storage_server` in Tacker's
+/// `samples/mgmt_driver/kubernetes/kubernetes_mgmt.py` (a PV of the package's manifests whose
+/// `status.phase` is `Bound` is in use), done here before anything else is touched.
 pub fn not_bound(host: &str, names: &[String]) -> Step {
     Step {
         name: super::known("pv.not_bound").0,

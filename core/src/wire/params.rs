@@ -4,9 +4,9 @@
 //! the specs' parameter tables: `1`, `0..1`, `1..N`, `0..N`.
 //!
 //! Sources: the base guide "How to use Mgmt Driver for deploying Kubernetes Cluster" (script,
-//! master/worker, proxy), `seeds/pv-k8s-cluster.zh.txt` (storage server, PVs),
-//! `seeds/k8s-mgmtdriver-kubespray.txt` (ansible, external LB), `seeds/cir-k8s-cluster.txt`
-//! (private registries).
+//! master/worker, proxy) and the tacker-specs files `specs/xena/pv-k8s-cluster.rst` (storage
+//! server, PVs), `specs/xena/k8s-mgmtdriver-kubespray.rst` (ansible, external LB) and
+//! `specs/xena/cir-k8s-cluster.rst` (private registries).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -241,8 +241,8 @@ pub struct ExternalLbParam {
     pub extra: Map<String, Value>,
 }
 
-/// `connection_type` of a private registry (cir spec): `0` HTTP, `1` HTTPS. The seed writes it
-/// as a string (`"0"`); a JSON integer is accepted too. Serialises as the string form.
+/// `connection_type` of a private registry (cir spec): `0` HTTP, `1` HTTPS. The spec's example
+/// writes it as a string (`"0"`); a JSON integer is accepted too. Serialises as the string form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectionType {
     /// `0`: plain HTTP (an insecure registry for Docker).

@@ -331,7 +331,8 @@ pub fn hosts_line(s: &str) -> Result<(), String> {
 
 /// `http_proxy`/`https_proxy`: `http(s)://[user[:password]@]host[:port][/]`. The URL may carry
 /// credentials, so neither the reason nor the note contains any part of it. A non-numeric
-/// port (the seeds' placeholders `port1`, `port2`) is accepted with a note.
+/// port (the placeholders `port1`, `port2` of the Tacker specs' example requests) is accepted
+/// with a note.
 pub fn proxy_url(s: &str) -> Result<Option<String>, String> {
     const FORM: &str = "http://[user:password@]host:port";
     if s.chars().any(|c| c.is_control() || c.is_whitespace()) {

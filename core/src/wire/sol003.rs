@@ -34,7 +34,7 @@ pub struct InstantiateVnfRequest {
     /// `localizationLanguage` (0..1): RFC 5646 language tag.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub localization_language: Option<String>,
-    /// `additionalParams` (0..1): the MgmtDriver parameters of the seeds.
+    /// `additionalParams` (0..1): the MgmtDriver parameters of Tacker's Kubernetes-cluster specs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub additional_params: Option<InstantiateAdditionalParams>,
     /// `extensions` (0..1, v3): VNF extension attributes, kept as given.
@@ -168,7 +168,8 @@ pub struct ExtManagedVirtualLinkData {
     pub other: Map<String, Value>,
 }
 
-/// `vimConnectionInfo`: list (SOL003 v2.6.1, as in the seeds) or map keyed by id (v3.3.1).
+/// `vimConnectionInfo`: list (SOL003 v2.6.1, as in Tacker's MgmtDriver specs) or map keyed by id
+/// (v3.3.1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum VimConnectionInfos {
@@ -240,7 +241,7 @@ pub struct ScaleVnfRequest {
     /// `numberOfSteps` (0..1): scaling steps, an integer ≥ 1; default 1.
     #[serde(default = "one")]
     pub number_of_steps: u32,
-    /// `additionalParams` (0..1): kept as given (the seeds define none for scale).
+    /// `additionalParams` (0..1): kept as given (Tacker's MgmtDriver specs define none for scale).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub additional_params: Option<Map<String, Value>>,
 }
@@ -284,7 +285,8 @@ pub struct TerminateVnfRequest {
     /// `GRACEFUL`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graceful_termination_timeout: Option<u64>,
-    /// `additionalParams` (0..1): kept as given (the seeds define none for terminate).
+    /// `additionalParams` (0..1): kept as given (Tacker's MgmtDriver specs define none for
+    /// terminate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub additional_params: Option<Map<String, Value>>,
 }

@@ -1,6 +1,7 @@
-//! Heat with an individual-VNFC adjusted HOT (seeds/individual-vnfc-management; the seed's
-//! adjusted HOT from vnfkeeper's `fixtures/heat/seed`): one nested stack per VNFC, per-VNFC
-//! availability zones, and PATCH updates that touch only the target VNFC (no hosts).
+//! Heat with an individual-VNFC adjusted HOT (tacker-specs
+//! `specs/zed/individual-vnfc-management.rst`; its adjusted HOT as reproduced in vnfkeeper's
+//! `fixtures/heat/seed`): one nested stack per VNFC, per-VNFC availability zones, and PATCH
+//! updates that touch only the target VNFC (no hosts).
 
 mod cloud_common;
 

@@ -7,7 +7,8 @@ use cloud_common::{Client, pv_body, start};
 use openstack::session::{ServiceType, Session};
 use serde_json::Value;
 
-/// Heat through the osauth session (discovery off, as in research/rust-deps.md §3).
+/// Heat through the osauth session (version discovery off: Heat's catalog URL already ends in
+/// `/v1/{project_id}`; the `openstack` crate has no orchestration module of its own).
 #[derive(Clone, Copy, Debug)]
 struct Orchestration;
 impl ServiceType for Orchestration {
