@@ -54,7 +54,7 @@ fn known(name: &str) -> (&'static str, &'static str) {
 /// base64.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
-    /// Stable name, e.g. `storage.filesystem`; with `host` it identifies the step in the journal.
+    /// Stable name, e.g. `storage.filesystem` (the stage key adds what the step is about).
     pub name: &'static str,
     /// The VNFC the step runs on (vnfcInstanceId).
     pub host: String,

@@ -264,3 +264,63 @@ fn filesystem_is_created_once_and_never_over_existing_data() {
     let (code, out) = run(&step, "apply", &bin);
     assert_eq!(code, 3, "{out}");
 }
+
+/// Every step a constructor builds names a script of the table, and survives the trip through
+/// a stored plan (JSON) unchanged — script text, arguments, uploads, sudo, timeout.
+#[test]
+fn every_step_round_trips_through_a_stored_plan() {
+    let volume = VolumeSetup {
+        volume_id: "vol-1".into(),
+        device: "/dev/vdb".into(),
+        mount_to: "/volume".into(),
+    };
+    let export = Export {
+        dir: "/volume/nfs".into(),
+        to: "10.0.0.0/24".into(),
+    };
+    let manifest = pv::with_nfs_server(
+        "pv.yaml",
+        "kind: PersistentVolume\nmetadata: {name: pv1}\nspec: {nfs: {path: /volume/nfs, server: 0.0.0.0}}\n",
+        "10.0.0.5",
+    )
+    .unwrap();
+    let mut steps = storage_volumes("ss", std::slice::from_ref(&volume));
+    steps.extend(nfs_server("ss", "vnf-1", std::slice::from_ref(&export)));
+    steps.push(nfs_client("w1"));
+    steps.push(k8s_install(
+        "m1",
+        "/usr/local/lib/vnfkeeper/install.sh",
+        b"#!/bin/sh\n\xff binary-safe\n".to_vec(),
+        vec!["-i".into(), "10.0.0.1".into()],
+    ));
+    steps.push(k8s_remove_node(
+        "m1",
+        "10.0.0.2",
+        std::time::Duration::from_secs(60),
+        DrainPolicy::Lenient,
+    ));
+    steps.extend(pv::register(
+        "m1",
+        "/tmp/x",
+        &manifest,
+        "10.0.0.5",
+        std::time::Duration::from_secs(30),
+    ));
+    steps.push(pv::not_bound("m1", &["pv1".into()]));
+    steps.push(pv::unregister(
+        "m1",
+        "pv1",
+        std::time::Duration::from_secs(30),
+    ));
+    let names: std::collections::BTreeSet<&str> = steps.iter().map(|s| s.name).collect();
+    assert_eq!(names.len(), SCRIPTS.len(), "one constructor per script");
+    for step in steps {
+        assert_eq!(super::script(step.name).map(|(_, s)| s), Some(step.script));
+        let text = serde_json::to_string(&step).unwrap();
+        let back: Step = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, step, "{text}");
+    }
+    let unknown = r#"{"name":"rm.rf","host":"h","args":[],"sudo":true,"timeout_secs":1}"#;
+    let err = serde_json::from_str::<Step>(unknown).unwrap_err();
+    assert!(err.to_string().contains("unknown step `rm.rf`"), "{err}");
+}
