@@ -199,23 +199,6 @@ impl Stage {
             action: Action::Expand(hook),
         }
     }
-
-    /// The step name journaled for this stage (`heat.create`, `k8s.install`, …).
-    pub fn name(&self) -> &str {
-        match &self.action {
-            Action::Cloud(c) => c.name(),
-            Action::Remote(r) => r.step.name,
-            Action::Expand(h) => h.key(),
-        }
-    }
-
-    /// The VNFC the stage runs on (`""` for cloud stages and placeholders).
-    pub fn host(&self) -> &str {
-        match &self.action {
-            Action::Remote(r) => &r.step.host,
-            _ => "",
-        }
-    }
 }
 
 /// Stages built wave by wave: each `wave` call opens the next wave number, so callers never
@@ -227,14 +210,6 @@ pub struct StageList {
 }
 
 impl StageList {
-    /// An empty list whose first wave is `first_wave`.
-    pub fn starting_at(first_wave: u32) -> Self {
-        Self {
-            stages: Vec::new(),
-            next_wave: first_wave,
-        }
-    }
-
     /// Adds one wave of stages built by `f(wave)`; an empty wave takes no number.
     pub fn wave(&mut self, f: impl FnOnce(u32) -> Vec<Stage>) -> &mut Self {
         let stages = f(self.next_wave);
@@ -325,19 +300,6 @@ pub fn expand(stages: &mut Vec<Stage>, hook: Hook, expansion: Vec<Stage>) -> boo
     true
 }
 
-/// Groups stages by wave, in order.
-pub fn waves(stages: &[Stage]) -> Vec<&[Stage]> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for i in 1..=stages.len() {
-        if i == stages.len() || stages[i].wave != stages[start].wave {
-            out.push(&stages[start..i]);
-            start = i;
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,7 +337,6 @@ mod tests {
         );
         check(&stages).unwrap();
         assert!(!expand(&mut stages, Hook::InstantiateEnd, Vec::new()));
-        assert_eq!(waves(&stages).len(), 4);
     }
 
     #[test]
