@@ -1,8 +1,8 @@
 //! Command line: `daemon`, `submit`, `ops`, `status`, `reconcile --now`, `plan`, `config check`,
-//! `hot adjust`.
+//! `hot adjust`, `backup`, `db init`.
 //!
 //! Human output is an aligned table; `--json` output is stable for scripts (SOL003 field names).
-//! Exit status: 0 success, 1 failure, 78 invalid configuration.
+//! Exit status: 0 success, 1 failure, 78 invalid configuration or a refused database.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -96,6 +96,25 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::hot_adjust::HotCommand,
     },
+    /// Copy the database while the daemon runs (SQLite online backup), checked with
+    /// `PRAGMA quick_check`, written atomically with mode 0640.
+    Backup {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Keep only this many `state-*.db` copies in a destination directory (oldest deleted).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        keep: Option<u32>,
+        /// A file, or a directory (existing, or ending in `/`) that receives
+        /// `state-<UTC time>.db`.
+        destination: PathBuf,
+    },
+    /// Database commands.
+    Db {
+        /// What to do with the database.
+        #[command(subcommand)]
+        command: DbCommand,
+    },
     /// Configuration commands.
     Config {
         /// What to do with the configuration.
@@ -109,6 +128,15 @@ pub enum Command {
 pub enum ConfigCommand {
     /// Validate the file and print the effective settings (exit 78 if invalid).
     Check(ConfigArg),
+}
+
+/// `vnfkeeper db …`.
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Create a new empty database on purpose (the daemon refuses to when an earlier one left
+    /// signs). Refuses if a non-empty database exists; moves a 0-byte file and stale
+    /// -wal/-shm/-journal files aside. Run it as the service user (or root).
+    Init(ConfigArg),
 }
 
 /// Writes one line of command output to stdout (see `outln!`). A closed pipe ends the process
@@ -169,11 +197,28 @@ pub fn main() -> ExitCode {
         Command::Hot {
             command: crate::hot_adjust::HotCommand::Adjust(a),
         } => hot_adjust(&a),
+        Command::Backup {
+            config,
+            keep,
+            destination,
+        } => backup(&config.config, &destination, keep),
+        Command::Db {
+            command: DbCommand::Init(c),
+        } => db_init(&c.config),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Config(e)) => {
             eprintln!("vnfkeeper: invalid configuration: {e}");
+            ExitCode::from(EXIT_CONFIG)
+        }
+        Err(Failure::Other(e))
+            if matches!(
+                e.downcast_ref::<crate::store::StoreError>(),
+                Some(crate::store::StoreError::Refused(_))
+            ) =>
+        {
+            eprintln!("vnfkeeper: {e:#}");
             ExitCode::from(EXIT_CONFIG)
         }
         Err(Failure::Other(e)) => {
@@ -229,15 +274,49 @@ fn submit(config: &Path, request: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Opens the database read-only: never creates, never migrates (group members may run this).
 fn open_db(settings: &Settings) -> Result<crate::store::Reader, Failure> {
-    if !settings.database.exists() {
-        return Err(anyhow::anyhow!(
-            "database {} does not exist yet (has the daemon run?)",
-            settings.database.display()
-        )
-        .into());
-    }
     Ok(Store::open_read_only(&settings.database)?)
+}
+
+fn now() -> crate::model::Timestamp {
+    crate::model::Timestamp(chrono::Utc::now())
+}
+
+/// `backup`: one consistent copy, then what was written.
+fn backup(config: &Path, destination: &Path, keep: Option<u32>) -> Result<(), Failure> {
+    let settings = load(config)?;
+    let r = crate::store::backup(
+        &settings.database,
+        destination,
+        keep.map(|k| k as usize),
+        now(),
+    )?;
+    outln!(
+        "backup {}: {} bytes, {} operations, {} events, PRAGMA quick_check ok",
+        r.path.display(),
+        r.bytes,
+        r.operations,
+        r.events
+    );
+    for old in &r.removed {
+        outln!("removed old backup {} (--keep)", old.display());
+    }
+    Ok(())
+}
+
+/// `db init`: a new empty database on purpose.
+fn db_init(config: &Path) -> Result<(), Failure> {
+    let settings = load(config)?;
+    let r = crate::store::init(&settings.database, now())?;
+    for (from, to) in &r.moved {
+        outln!("moved {} aside to {}", from.display(), to.display());
+    }
+    outln!(
+        "created a new empty database {} (mode 0640); the daemon will use it at its next start",
+        settings.database.display()
+    );
+    Ok(())
 }
 
 /// SOL003 VnfLcmOpOcc JSON of a row, plus `statusDetail` (vnfkeeper: why it waits / what it does).

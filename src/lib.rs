@@ -13,7 +13,7 @@ macro_rules! outln {
 }
 
 /// Command line: `daemon`, `submit`, `ops`, `status`, `reconcile --now`, `plan`, `config check`,
-/// `hot adjust`.
+/// `hot adjust`, `backup`, `db init`.
 pub mod cli;
 /// The OpenStack cloud: trait Cloud and its implementation (Keystone, Nova, Neutron, Cinder, Heat).
 pub mod cloud;

@@ -37,7 +37,8 @@ use runner::Runner;
 const SETTLE: Duration = Duration::from_secs(1);
 
 /// Runs the daemon until SIGTERM/SIGINT. Exit status 0 on a clean stop, 78 for an invalid
-/// configuration, 1 for any other fatal error (logged).
+/// configuration or a refused database (missing with signs of an earlier one, empty, failing
+/// `PRAGMA quick_check`: see [`crate::store::Refusal`]), 1 for any other fatal error (logged).
 pub fn main(config_path: &Path) -> ExitCode {
     let sink = logging::init(LogTarget::Auto);
     let settings = match Settings::load(config_path) {
@@ -58,7 +59,27 @@ pub fn main(config_path: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(config_path.to_path_buf(), settings)) {
+    let store = match open_store(&settings) {
+        Ok(s) => s,
+        Err(e @ crate::store::StoreError::Refused(_)) => {
+            tracing::error!(
+                database = %settings.database.display(),
+                error = %e,
+                "refusing to start: {e}"
+            );
+            return ExitCode::from(EXIT_CONFIG);
+        }
+        Err(e) => {
+            tracing::error!(
+                database = %settings.database.display(),
+                error = %e,
+                "vnfkeeper stopped on a fatal error: opening database {}: {e}",
+                settings.database.display()
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(config_path.to_path_buf(), settings, store)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(
@@ -83,9 +104,19 @@ struct Intake {
     last_reconcile: Option<Timestamp>,
 }
 
-async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
-    let store = Store::open(&settings.database)
-        .with_context(|| format!("opening database {}", settings.database.display()))?;
+/// Opens the database for the daemon: the spool's `accepted/` and `rejected/` count as signs
+/// of an earlier database (see [`Store::open_guarded`]).
+fn open_store(settings: &Settings) -> crate::store::Result<Store> {
+    let accepted = settings.spool_dir.join("accepted");
+    let rejected = settings.spool_dir.join("rejected");
+    let dirs = [accepted.as_path(), rejected.as_path()];
+    Store::open_guarded(
+        &settings.database,
+        crate::store::History { dirs: &dirs },
+    )
+}
+
+async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow::Result<()> {
     let spool = Spool::open(&settings.spool_dir)
         .with_context(|| format!("opening spool {}", settings.spool_dir.display()))?;
 

@@ -44,12 +44,6 @@ pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Resul
         .cloud
         .clone()
         .context("no [cloud] section in the configuration: nothing to observe")?;
-    if !settings.database.exists() {
-        anyhow::bail!(
-            "database {} does not exist yet",
-            settings.database.display()
-        );
-    }
     let db = Store::open_read_only(&settings.database)?;
     let snap = super::snapshot(db.queries(), vnf)?;
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -7,6 +7,7 @@ mod decode;
 mod engine;
 mod reconcile;
 mod rows;
+mod startup;
 
 use std::path::Path;
 use std::time::Duration;
@@ -19,6 +20,7 @@ pub use crate::model::VnfcRow;
 pub use engine::JournalRow;
 pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow};
+pub use startup::{BackupReport, DB_MODE, History, InitReport, Refusal, backup, check, init};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -57,9 +59,20 @@ pub enum StoreError {
         /// The serializer's error.
         reason: String,
     },
-    /// Could not create the database's directory or set its mode.
+    /// A file operation on the database, its directory or a copy failed (the message names the
+    /// file where the store adds it). Not a `source`, so that `{:#}` does not repeat it.
     #[error("database file: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+    /// The database must not be used as it is: missing with signs of an earlier one, empty, or
+    /// failing `PRAGMA quick_check`. The daemon exits 78 (`EX_CONFIG`) on it.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        StoreError::Io(e)
+    }
 }
 
 /// Result alias of the store.
@@ -72,20 +85,26 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating if needed, mode 0600) and migrates the database. Errors: [`StoreError`].
+    /// Opens and migrates the database, creating it (mode 0640) only when no earlier database
+    /// left a sign next to it (`-wal`, `-shm`, `-journal`, `backup/`); see [`Store::open_guarded`].
+    /// Errors: [`StoreError`], [`StoreError::Refused`] for a refused file.
     pub fn open(path: &Path) -> Result<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut conn = Connection::open(path)?;
-        restrict_mode(path)?;
+        Self::open_guarded(path, History::default())
+    }
+
+    /// Opens the database at start (daemon, `db` commands): a missing file is created only when
+    /// neither its side files nor `history` (the spool's `accepted/` and `rejected/`) show an
+    /// earlier one; a 0-byte file and a file failing `PRAGMA quick_check` are refused
+    /// ([`Refusal`]); the file and its `-wal`/`-shm` get mode [`DB_MODE`]; then WAL mode and
+    /// migrations. Errors: [`StoreError`].
+    pub fn open_guarded(path: &Path, history: History<'_>) -> Result<Self> {
+        let mut conn = startup::open_or_create(path, history)?;
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {
             tracing::warn!(journal_mode = %mode, "database is not in WAL mode");
         }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.busy_timeout(Duration::from_secs(5))?;
         let report = embedded::migrations::runner().run(&mut conn)?;
         for m in report.applied_migrations() {
             tracing::info!(version = m.version(), name = %m.name(), "database migrated");
@@ -109,8 +128,28 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Read-only access for the CLI (`ops`, `status`) while the daemon runs.
+    /// Read-only access for the CLI (`ops`, `status`, `plan`, `backup`) while the daemon runs or
+    /// not: never creates a file and never migrates. Members of the database's group may use it
+    /// (mode [`DB_MODE`]). Errors: [`StoreError::Io`] naming the file when it is missing or not
+    /// readable by the caller ("permission denied"), else SQLite's error.
     pub fn open_read_only(path: &Path) -> Result<Reader> {
+        let denied = |e: std::io::Error| -> StoreError {
+            let what = match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    "does not exist (has the daemon run? see README \"Restore from backup\")"
+                        .to_string()
+                }
+                std::io::ErrorKind::PermissionDenied => "permission denied (members of the \
+                     database's group, `vnfkeeper`, may read it; `id` shows your groups)"
+                    .to_string(),
+                _ => e.to_string(),
+            };
+            StoreError::Io(std::io::Error::new(
+                e.kind(),
+                format!("{}: {what}", path.display()),
+            ))
+        };
+        std::fs::File::open(path).map_err(denied)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -123,12 +162,6 @@ impl Store {
     pub fn reader(&self) -> ReaderRef<'_> {
         ReaderRef { conn: &self.conn }
     }
-}
-
-#[cfg(unix)]
-fn restrict_mode(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
 }
 
 /// A read-only connection (CLI).
