@@ -408,8 +408,27 @@ pub fn backup(
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         {
-            let b = rusqlite::backup::Backup::new(&source.conn, &mut copy)?;
-            b.run_to_completion(-1, Duration::from_millis(100), None)?;
+            use rusqlite::backup::{Backup, StepResult};
+            // `step(-1)` copies every page in one step (`run_to_completion` wants a positive
+            // page count, and several steps restart when the daemon writes in between).
+            let b = Backup::new(&source.conn, &mut copy)?;
+            let mut tries = 0;
+            loop {
+                match b.step(-1)? {
+                    StepResult::Done => break,
+                    StepResult::More => {}
+                    _ if tries < 300 => {
+                        tries += 1;
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    other => {
+                        return Err(StoreError::Io(std::io::Error::new(
+                            ErrorKind::TimedOut,
+                            format!("{}: still {other:?} after 30 s of retries", src.display()),
+                        )));
+                    }
+                }
+            }
         }
         let _: String = copy.query_row("PRAGMA journal_mode=DELETE", [], |r| r.get(0))?;
         check(&copy).map_err(|problems| Refusal::Corrupt {
