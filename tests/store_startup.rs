@@ -180,9 +180,7 @@ fn fresh_state_directory_starts_with_a_0640_database() {
     let install = Install::new();
     let mut daemon = install.start();
     assert!(
-        daemon
-            .log_text()
-            .contains("created a new empty database"),
+        daemon.log_text().contains("created a new empty database"),
         "{}",
         daemon.log_text()
     );
@@ -245,7 +243,10 @@ fn backup_while_the_daemon_runs_restores_into_a_new_state_directory() {
         fs::metadata(copy).unwrap().permissions().mode() & 0o777,
         0o640
     );
-    assert!(stdout.contains(&format!("backup {}", copy.display())), "{stdout}");
+    assert!(
+        stdout.contains(&format!("backup {}", copy.display())),
+        "{stdout}"
+    );
     let ops_in_copy: usize = stdout
         .split(", ")
         .find_map(|p| p.strip_suffix(" operations"))
@@ -301,10 +302,24 @@ impl Accounts {
         };
         run(&["groupadd", "--system", &a.group]);
         run(&[
-            "useradd", "--system", "-M", "-N", "-g", &a.group, "-s", "/usr/sbin/nologin", &a.member,
+            "useradd",
+            "--system",
+            "-M",
+            "-N",
+            "-g",
+            &a.group,
+            "-s",
+            "/usr/sbin/nologin",
+            &a.member,
         ]);
         run(&[
-            "useradd", "--system", "-M", "-U", "-s", "/usr/sbin/nologin", &a.outsider,
+            "useradd",
+            "--system",
+            "-M",
+            "-U",
+            "-s",
+            "/usr/sbin/nologin",
+            &a.outsider,
         ]);
         a
     }
@@ -349,7 +364,11 @@ fn group_member_reads_the_database_and_an_outsider_gets_permission_denied() {
     let install = Install::new();
     // The state directory as systemd makes it: group of the service, 0750; setgid so that the
     // files root's daemon creates get that group (the service user's primary group in real use).
-    run(&["chgrp", &accounts.group, install.dir.path().to_str().unwrap()]);
+    run(&[
+        "chgrp",
+        &accounts.group,
+        install.dir.path().to_str().unwrap(),
+    ]);
     fs::set_permissions(install.dir.path(), fs::Permissions::from_mode(0o2750)).unwrap();
     fs::set_permissions(&install.config, fs::Permissions::from_mode(0o644)).unwrap();
     // The outsider needs a configuration it can read, outside the state directory.
@@ -394,7 +413,13 @@ fn group_member_reads_the_database_and_an_outsider_gets_permission_denied() {
         let out = accounts.as_user(
             &accounts.outsider,
             &accounts.outsider,
-            &[bin, "ops", "--json", "--config", outside_config.to_str().unwrap()],
+            &[
+                bin,
+                "ops",
+                "--json",
+                "--config",
+                outside_config.to_str().unwrap(),
+            ],
         );
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(!out.status.success(), "{phase}: outsider: {out:?}");

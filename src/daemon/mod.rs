@@ -110,10 +110,7 @@ fn open_store(settings: &Settings) -> crate::store::Result<Store> {
     let accepted = settings.spool_dir.join("accepted");
     let rejected = settings.spool_dir.join("rejected");
     let dirs = [accepted.as_path(), rejected.as_path()];
-    Store::open_guarded(
-        &settings.database,
-        crate::store::History { dirs: &dirs },
-    )
+    Store::open_guarded(&settings.database, crate::store::History { dirs: &dirs })
 }
 
 async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow::Result<()> {

@@ -170,7 +170,12 @@ fn parent_dir(path: &Path) -> &Path {
 
 /// An I/O error that names the file: `<path>: <error>`.
 fn at(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
-    move |e| StoreError::Io(std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+    move |e| {
+        StoreError::Io(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", path.display()),
+        ))
+    }
 }
 
 /// `fsync` of a directory, so that a rename in it is durable.
