@@ -17,3 +17,6 @@ pub const MSG_DRIFT_DETECTED: &str = "640577c813d74a96a81514a1d8c5a8d7";
 /// `MESSAGE_ID` of "reconcile alert" (max_unhealthy short-circuit, retry budget used up, storage
 /// heal blocked by a Bound PV): an operator must look.
 pub const MSG_RECONCILE_ALERT: &str = "c3d1f0a4b7e94f5c9a2e6d8b1f4a7c30";
+/// `MESSAGE_ID` of "database refused" (missing while an earlier one left signs, 0 bytes, failing
+/// `PRAGMA quick_check`): the daemon exited 78 and an operator must restore a backup.
+pub const MSG_DATABASE_REFUSED: &str = "79200eb5844b4909b818b82954dadd8b";

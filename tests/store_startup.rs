@@ -2,7 +2,9 @@
 //! left, a 0-byte file and zeroed pages end the daemon with exit code 78 and a message naming
 //! the file; a fresh state directory starts; `vnfkeeper backup` taken while the daemon runs
 //! restores into a new state directory. As root: a non-root member of the database's group reads
-//! it (`sqlite3 -readonly`, `vnfkeeper ops --json`); a non-member gets "permission denied".
+//! it (`sqlite3 -readonly`, `vnfkeeper ops --json`, `status --json`) with the daemon running and
+//! stopped; a non-member gets "permission denied". The test's group and users have names of their
+//! own (`vkd-g<pid>`…), so that concurrent tests creating a `vnfkeeper` group cannot collide.
 
 mod support;
 
@@ -409,6 +411,14 @@ fn group_member_reads_the_database_and_an_outsider_gets_permission_denied() {
         assert!(out.status.success(), "{phase}: ops: {out:?}");
         let ops: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(ops.len(), 3, "{phase}");
+        let out = accounts.as_user(
+            &accounts.member,
+            &accounts.group,
+            &[bin, "status", "--json", "--config", config],
+        );
+        assert!(out.status.success(), "{phase}: status: {out:?}");
+        let instances: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(instances.len(), 3, "{phase}");
 
         let out = accounts.as_user(
             &accounts.outsider,

@@ -63,8 +63,8 @@ pub fn main(config_path: &Path) -> ExitCode {
         Ok(s) => s,
         Err(e @ crate::store::StoreError::Refused(_)) => {
             tracing::error!(
+                message_id = crate::message_ids::MSG_DATABASE_REFUSED,
                 database = %settings.database.display(),
-                error = %e,
                 "refusing to start: {e}"
             );
             return ExitCode::from(EXIT_CONFIG);
