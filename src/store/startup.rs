@@ -389,7 +389,7 @@ fn is_backup_name(name: &str) -> bool {
 /// that number. The copy is written to a temporary name (mode 0640), checked with
 /// `PRAGMA quick_check`, switched to `journal_mode=DELETE` (one self-contained file), synced and
 /// renamed into place. Errors: SQLite (source missing or unreadable), I/O, a failed check
-/// (`StoreError::Refused(Refusal::Corrupt)`, naming the temporary copy, which is removed).
+/// (`StoreError::Refused(Refusal::Corrupt)` naming `src`; the temporary copy is removed).
 pub fn backup(
     src: &Path,
     dest: &Path,
@@ -436,8 +436,9 @@ pub fn backup(
             }
         }
         let _: String = copy.query_row("PRAGMA journal_mode=DELETE", [], |r| r.get(0))?;
+        // The copy is page for page the source's snapshot: a failure is the source's.
         check(&copy).map_err(|problems| Refusal::Corrupt {
-            path: tmp.clone(),
+            path: src.into(),
             problems,
         })?;
         let counts = copy.query_row(
