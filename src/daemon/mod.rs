@@ -216,6 +216,17 @@ impl Intake {
                 let new_dir = self.spool.new_dir();
                 let in_new = |p: &Path| p.parent() == Some(new_dir.as_path());
                 let is_dir = |p: &Path| p == new_dir || p == self.spool.root();
+                if ev.paths.iter().any(|p| is_dir(p)) {
+                    // The spool or new/ itself: removed or moved away (its watch is gone, even
+                    // if a new directory gets the same inode number), or created again.
+                    if matches!(
+                        ev.kind,
+                        EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+                    ) {
+                        self.watch.invalidate();
+                    }
+                    self.check_watch = true;
+                }
                 match ev.kind {
                     EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both))
                     | EventKind::Access(AccessKind::Close(AccessMode::Write)) => {
@@ -227,19 +238,10 @@ impl Intake {
                                 self.ready.insert(p.clone());
                             }
                         }
-                        if ev.paths.iter().any(|p| is_dir(p)) {
-                            self.check_watch = true;
-                        }
                     }
+                    // Created in place: looked at by the settle timer until it stops changing.
                     EventKind::Create(_) if ev.paths.iter().any(|p| in_new(p)) => {
                         self.unsettled = true;
-                    }
-                    EventKind::Create(_)
-                    | EventKind::Remove(_)
-                    | EventKind::Modify(ModifyKind::Name(_))
-                        if ev.paths.iter().any(|p| is_dir(p)) =>
-                    {
-                        self.check_watch = true;
                     }
                     _ => {}
                 }

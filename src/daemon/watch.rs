@@ -111,6 +111,13 @@ impl SpoolWatch {
         }
     }
 
+    /// Forgets the watched identities: an event said the spool or `new/` was removed or moved
+    /// away, so the next [`SpoolWatch::ensure`] re-establishes the watch even when the directory
+    /// re-created meanwhile got the freed inode number back (file systems reuse them at once).
+    pub(super) fn invalidate(&mut self) {
+        self.watched = None;
+    }
+
     /// Drops the watches (by path; the old ones may be gone already) and adds them again.
     fn rewatch(&mut self, spool: &Spool) -> anyhow::Result<()> {
         let root = spool.root();
