@@ -432,7 +432,7 @@ fn log_outcome(o: &Outcome) {
             tracing::error!(file = %file, to = %to.display(), "spool entry quarantined: {reason}");
         }
         Outcome::Recovered { file, to } => {
-            tracing::info!(file = %file, to = %to.display(), "request file moved where its outcome, recorded earlier, says");
+            tracing::info!(file = %file, to = %to.display(), "request file moved to its place (outcome already recorded)");
         }
     }
 }

@@ -155,3 +155,44 @@ fn decide(
     }
     admission::decide(tx, req, &earlier, ctx, now)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    #[test]
+    fn a_committed_file_that_cannot_be_moved_is_not_reported_as_moved() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::open(&dir.path().join("spool")).unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let ctx = IntakeContext {
+            packages_dir: dir.path(),
+            cloud_configured: false,
+        };
+        let now = Timestamp(chrono::Utc::now());
+        let path = spool.submit(b"{ not json").unwrap();
+        // rejected/ unusable, as on a full disk: the error file cannot be written.
+        fs::remove_dir(spool.rejected_dir()).unwrap();
+        fs::write(spool.rejected_dir(), b"").unwrap();
+        let first = process(&spool, &mut store, std::slice::from_ref(&path), &ctx, now).unwrap();
+        assert!(
+            matches!(first.as_slice(), [Outcome::Rejected { .. }]),
+            "{first:?}"
+        );
+        assert!(path.exists());
+        // Next scan: recorded already, still cannot be moved: no "moved" outcome.
+        let again = process(&spool, &mut store, std::slice::from_ref(&path), &ctx, now).unwrap();
+        assert!(again.is_empty(), "{again:?}");
+        assert!(path.exists());
+        // Space again: moved, and said so.
+        fs::remove_file(spool.rejected_dir()).unwrap();
+        fs::create_dir(spool.rejected_dir()).unwrap();
+        let moved = process(&spool, &mut store, std::slice::from_ref(&path), &ctx, now).unwrap();
+        let [Outcome::Recovered { to, .. }] = moved.as_slice() else {
+            panic!("{moved:?}")
+        };
+        assert!(to.exists() && !path.exists());
+    }
+}
