@@ -29,8 +29,8 @@ struct Candidate {
 
 /// Processes `files` (paths in `new/`) as one batch: reads and validates each, records all
 /// outcomes in one SQLite transaction, then moves each file. Files that vanished meanwhile are
-/// skipped. Entries that are not regular files of at most [`LIMIT`] bytes are refused first,
-/// without the database (`Outcome::Rejected` or `Outcome::Quarantined`; see
+/// skipped. Entries that are not regular files of at most [`LIMIT`] bytes are refused after the
+/// commit, without the database (`Outcome::Rejected` or `Outcome::Quarantined`; see
 /// `maildir::read_request`). Errors: only database errors (then nothing was committed and no
 /// request file was moved, so the batch is simply retried later).
 pub fn process(
@@ -40,27 +40,12 @@ pub fn process(
     ctx: &IntakeContext<'_>,
     now: Timestamp,
 ) -> Result<Vec<Outcome>, StoreError> {
-    let mut outcomes = Vec::new();
     let mut candidates = Vec::with_capacity(files.len());
+    let mut refused = Vec::new();
     for taken in read_candidates(files, ctx) {
         match taken {
             Taken::Candidate(c) => candidates.push(c),
-            Taken::Refused(r) => match spool.refuse(&r) {
-                RefusedTo::Rejected => outcomes.push(Outcome::Rejected {
-                    file: r.name,
-                    vnf_instance_id: None,
-                    problem: r.problem,
-                }),
-                RefusedTo::Quarantined { to, error } => outcomes.push(Outcome::Quarantined {
-                    file: r.name,
-                    to,
-                    reason: format!(
-                        "{}; cannot be moved to rejected/: {error}",
-                        r.problem.detail
-                    ),
-                }),
-                RefusedTo::Stuck => {}
-            },
+            Taken::Refused(r) => refused.push(r),
         }
     }
     let decided = store.write(|tx| {
@@ -71,6 +56,27 @@ pub fn process(
         Ok(decided)
     })?;
     crate::failpoint::hit("intake-after-commit");
+    // Refused entries need no database; moved after the commit so that a failed batch leaves
+    // every entry in new/ for the next scan.
+    let mut outcomes = Vec::with_capacity(decided.len() + refused.len());
+    for r in refused {
+        match spool.refuse(&r) {
+            RefusedTo::Rejected => outcomes.push(Outcome::Rejected {
+                file: r.name,
+                vnf_instance_id: None,
+                problem: r.problem,
+            }),
+            RefusedTo::Quarantined { to, error } => outcomes.push(Outcome::Quarantined {
+                file: r.name,
+                to,
+                reason: format!(
+                    "{}; cannot be moved to rejected/: {error}",
+                    r.problem.detail
+                ),
+            }),
+            RefusedTo::Stuck => {}
+        }
+    }
     for (c, (outcome, dest)) in candidates.iter().zip(decided) {
         if let Err(e) = spool.place(&c.path, &c.request.name, &dest) {
             // The outcome is committed; the next scan finds the file again and recovers it.
