@@ -265,9 +265,7 @@ impl Spool {
         match self.quarantine(&r.path, &r.name) {
             Ok(to) => RefusedTo::Quarantined { to, error },
             Err(e) => {
-                let ino = fs::symlink_metadata(&r.path).map_or(0, |m| m.ino());
-                let key = (ino, r.path.file_name().unwrap_or_default().to_owned());
-                if self.report_once(key) {
+                if self.first_report(&r.path) {
                     tracing::error!(file = %r.name, reason = %r.problem.detail, error = %error, quarantine_error = %e,
                         "spool entry refused but could be neither rejected ({error}) nor quarantined ({e}); it stays in new/");
                 }
@@ -286,6 +284,14 @@ impl Spool {
         let target = dir.join(free_name(&dir, name));
         fs::rename(path, &target)?;
         Ok(target)
+    }
+
+    /// Whether a problem with the entry at `path` in `new/` should be logged: `true` the first
+    /// time it is asked about that entry (by inode number and name), `false` until the entry
+    /// has left `new/` (see [`Spool::scan`]).
+    pub(super) fn first_report(&self, path: &Path) -> bool {
+        let ino = fs::symlink_metadata(path).map_or(0, |m| m.ino());
+        self.report_once((ino, path.file_name().unwrap_or_default().to_owned()))
     }
 
     /// Records `key` as reported; `true` the first time.

@@ -80,8 +80,11 @@ pub fn process(
     for (c, (outcome, dest)) in candidates.iter().zip(decided) {
         if let Err(e) = spool.place(&c.path, &c.request.name, &dest) {
             // The outcome is committed; the next scan finds the file again and recovers it.
-            let file = &c.request.name;
-            tracing::warn!(file = %file, error = %e, "could not move request file; will retry");
+            // Logged once per file, not at every rescan while e.g. the disk stays full.
+            if spool.first_report(&c.path) {
+                let file = &c.request.name;
+                tracing::warn!(file = %file, error = %e, "could not move request file ({e}); will retry at every scan");
+            }
             if matches!(outcome, Outcome::Recovered { .. }) {
                 // Nothing moved: no "moved" line.
                 continue;
