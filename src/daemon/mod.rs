@@ -2,39 +2,45 @@
 //! signals and talks to systemd. It watches the spool, hands batches to intake, and reports
 //! readiness, status and liveness to systemd.
 //!
-//! Main loop: one `select!` over spool events (inotify `IN_MOVED_TO`/`IN_CLOSE_WRITE` on `new/`),
-//! a periodic full rescan, a short settle timer for files seen by a scan while still fresh,
-//! the watchdog tick, and SIGTERM/SIGINT (stop) and SIGHUP (reload).
+//! Main loop: one `select!` over spool events (inotify `IN_MOVED_TO`/`IN_CLOSE_WRITE` on `new/`,
+//! and the removal or re-creation of `new/` or the spool), a periodic full rescan, a short settle
+//! timer for entries seen by a scan and not yet known complete, the watchdog tick, and
+//! SIGTERM/SIGINT (stop) and SIGHUP (reload).
 
 mod connect;
 pub mod logging;
 mod reconcile;
 mod runner;
+mod watch;
 
 pub use reconcile::TRIGGER_PREFIX;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use notify::EventKind;
 use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
-use notify::{EventKind, RecursiveMode, Watcher as _};
 use sd_notify::NotifyState;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::config::{EXIT_CONFIG, Settings};
-use crate::intake::spool::{self, IntakeContext, Outcome, Spool};
+use crate::intake::spool::{self, FileLook, Found, IntakeContext, Outcome, Spool};
 use crate::model::Timestamp;
 use crate::store::{Db, Store};
 use connect::Connector;
 use logging::{LogTarget, MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
 use runner::Runner;
+use watch::Ensured;
 
-/// A file found by a scan is left alone until it is this old, unless inotify said it is complete.
+/// A regular file found by a scan (not announced complete by inotify) is taken once two looks at
+/// least this far apart saw the same inode, size and modification time.
 const SETTLE: Duration = Duration::from_secs(1);
+/// How often the settle timer scans while entries wait for their second look.
+const SETTLE_TICK: Duration = Duration::from_millis(500);
 
 /// Runs the daemon until SIGTERM/SIGINT. Exit status 0 on a clean stop, 78 for an invalid
 /// configuration or a refused database (missing with signs of an earlier one, empty, failing
@@ -96,10 +102,17 @@ struct Intake {
     spool: Spool,
     db: Db,
     settings: Settings,
-    /// Paths signalled complete by inotify, waiting for the next batch.
+    /// Paths signalled complete by inotify, or stable, or to refuse, waiting for the next batch.
     ready: BTreeSet<PathBuf>,
-    /// Whether a scan found files too fresh to take yet.
+    /// Regular files of `new/` seen by a scan and not yet taken: the last look and when it
+    /// was first seen like that.
+    looks: HashMap<PathBuf, (FileLook, Instant)>,
+    /// Whether entries wait for another look (the settle timer runs).
     unsettled: bool,
+    /// The inotify watch on the spool root and `new/`.
+    watch: watch::SpoolWatch,
+    /// Whether an event said the spool or `new/` was removed, moved or created: check the watch.
+    check_watch: bool,
     /// When the last reconcile pass ended, for the status line (set by the reconcile pass).
     last_reconcile: Option<Timestamp>,
 }
@@ -120,13 +133,7 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     // Watch first, then scan, so that nothing arriving in between is missed (a file seen both by
     // the scan and as an event is queued once: `ready` is a set).
     let (events_tx, mut events) = mpsc::unbounded_channel();
-    let mut watcher = notify::recommended_watcher(move |res| {
-        let _ = events_tx.send(res);
-    })
-    .context("creating the spool watcher")?;
-    watcher
-        .watch(&spool.new_dir(), RecursiveMode::NonRecursive)
-        .with_context(|| format!("watching {}", spool.new_dir().display()))?;
+    let watch = watch::SpoolWatch::new(&spool, events_tx)?;
 
     let db = Db::new(store);
     let mut intake = Intake {
@@ -134,11 +141,20 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
         db: db.clone(),
         settings,
         ready: BTreeSet::new(),
+        looks: HashMap::new(),
         unsettled: false,
+        watch,
+        check_watch: false,
         last_reconcile: None,
     };
     intake.scan().context("scanning the spool")?;
     intake.flush().await?;
+    if intake.unsettled {
+        // Files found at start are taken after their second look, before READY=1.
+        tokio::time::sleep(SETTLE).await;
+        intake.scan().context("scanning the spool")?;
+        intake.flush().await?;
+    }
     // One cloud connection and one SSH session pool for the engine and reconcile alike.
     let mut connector = Connector::new();
     let mut runner = Runner::new(db.clone(), &intake.settings);
@@ -151,7 +167,7 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     let mut sighup = signal(SignalKind::hangup())?;
     let mut rescan = tokio::time::interval(intake.settings.intake.rescan_interval);
     rescan.reset();
-    let mut settle = tokio::time::interval(SETTLE);
+    let mut settle = tokio::time::interval(SETTLE_TICK);
     let watchdog_period = watchdog_period();
     let mut watchdog = tokio::time::interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
 
@@ -172,10 +188,11 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
                 intake.flush().await?;
             }
             _ = rescan.tick() => {
+                intake.check_watch = true;
                 intake.scan_logged();
                 intake.flush().await?;
             }
-            _ = settle.tick(), if intake.unsettled => {
+            _ = settle.tick(), if intake.unsettled || intake.check_watch => {
                 intake.scan_logged();
                 intake.flush().await?;
             }
@@ -211,31 +228,50 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     connector.stop();
     runner.stop().await;
     reconcile.stop().await;
-    drop(watcher);
+    drop(intake);
     Ok(())
 }
 
 impl Intake {
-    /// Takes the file of an inotify event that says it is complete; a queue overflow or a
-    /// watcher error triggers a full rescan instead.
+    /// Takes the entry of an inotify event that says it is complete (`IN_MOVED_TO`,
+    /// `IN_CLOSE_WRITE`); an entry created in place in `new/` gets looked at by the settle timer;
+    /// the removal, move or creation of `new/` or of the spool has the watch checked there. A
+    /// queue overflow or a watcher error triggers a full rescan instead.
     fn note_event(&mut self, res: notify::Result<notify::Event>) {
         match res {
             Ok(ev) if ev.need_rescan() => self.scan_logged(),
             Ok(ev) => {
-                let complete = matches!(
-                    ev.kind,
+                let new_dir = self.spool.new_dir();
+                let in_new = |p: &Path| p.parent() == Some(new_dir.as_path());
+                let is_dir = |p: &Path| p == new_dir || p == self.spool.root();
+                if ev.paths.iter().any(|p| is_dir(p)) {
+                    // The spool or new/ itself: removed or moved away (its watch is gone, even
+                    // if a new directory gets the same inode number), or created again.
+                    if matches!(
+                        ev.kind,
+                        EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+                    ) {
+                        self.watch.invalidate();
+                    }
+                    self.check_watch = true;
+                }
+                match ev.kind {
                     EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both))
-                        | EventKind::Access(AccessKind::Close(AccessMode::Write))
-                );
-                if complete {
-                    for p in ev.paths {
-                        let is_request = p
-                            .file_name()
-                            .is_some_and(|n| spool::is_request_name(&n.to_string_lossy()));
-                        if is_request && p.parent() == Some(self.spool.new_dir().as_path()) {
-                            self.ready.insert(p);
+                    | EventKind::Access(AccessKind::Close(AccessMode::Write)) => {
+                        for p in &ev.paths {
+                            let is_request = p
+                                .file_name()
+                                .is_some_and(|n| spool::is_request_name(&spool::display_name(n)));
+                            if is_request && in_new(p) {
+                                self.ready.insert(p.clone());
+                            }
                         }
                     }
+                    // Created in place: looked at by the settle timer until it stops changing.
+                    EventKind::Create(_) if ev.paths.iter().any(|p| in_new(p)) => {
+                        self.unsettled = true;
+                    }
+                    _ => {}
                 }
             }
             Err(e) => {
@@ -245,19 +281,47 @@ impl Intake {
         }
     }
 
-    /// Full scan of `new/`: files older than [`SETTLE`] are taken, fresher ones wait for their
-    /// inotify event or the settle timer.
+    /// Full scan of `new/` (after re-establishing the watch if an event or the rescan timer
+    /// asked for it): entries to refuse are taken at once; a regular file is taken when two
+    /// looks at least [`SETTLE`] apart saw the same inode, size and modification time (never by
+    /// its age alone: a writer may pause), or earlier when inotify says it is complete.
     fn scan(&mut self) -> std::io::Result<()> {
-        let now = SystemTime::now();
+        if std::mem::take(&mut self.check_watch) {
+            match self.watch.ensure(&self.spool) {
+                Ensured::Unchanged => {}
+                Ensured::Reestablished => self.looks.clear(),
+                Ensured::Pending => {
+                    self.check_watch = true;
+                    return Ok(());
+                }
+            }
+        }
+        let now = Instant::now();
         self.unsettled = false;
-        for (path, modified) in self.spool.scan()? {
-            let age = now.duration_since(modified).unwrap_or_default();
-            if age >= SETTLE {
+        let mut looks = HashMap::new();
+        for (path, found) in self.spool.scan(spool::LIMIT)? {
+            let look = match found {
+                Found::Refuse => {
+                    self.ready.insert(path);
+                    continue;
+                }
+                Found::Regular(look) => look,
+            };
+            if self.ready.contains(&path) {
+                continue;
+            }
+            let since = match self.looks.get(&path) {
+                Some((prev, since)) if *prev == look => *since,
+                _ => now,
+            };
+            if now.duration_since(since) >= SETTLE {
                 self.ready.insert(path);
-            } else if !self.ready.contains(&path) {
+            } else {
+                looks.insert(path, (look, since));
                 self.unsettled = true;
             }
         }
+        self.looks = looks;
         Ok(())
     }
 
@@ -392,8 +456,11 @@ fn log_outcome(o: &Outcome) {
                 problem.detail
             );
         }
+        Outcome::Quarantined { file, to, reason } => {
+            tracing::error!(file = %file, to = %to.display(), "spool entry quarantined: {reason}");
+        }
         Outcome::Recovered { file, to } => {
-            tracing::info!(file = %file, to = %to.display(), "request file moved after restart (already recorded)");
+            tracing::info!(file = %file, to = %to.display(), "request file moved to its place (outcome already recorded)");
         }
     }
 }

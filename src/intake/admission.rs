@@ -61,7 +61,18 @@ pub enum Outcome {
         /// Why.
         problem: ProblemDetails,
     },
-    /// Committed before a crash but not yet moved; moved now, nothing recorded twice.
+    /// A spool entry that is not a regular file of at most the size limit, and that could not be
+    /// moved to `rejected/`: moved to `quarantine/` instead (no `.error.json`).
+    Quarantined {
+        /// File name in `new/`, as `maildir::display_name` shows it.
+        file: String,
+        /// Where it went.
+        to: PathBuf,
+        /// Why it was refused and why it is not in `rejected/`.
+        reason: String,
+    },
+    /// Committed earlier (before a crash, or a move that failed) but still in `new/`; moved now,
+    /// nothing recorded twice.
     Recovered {
         /// File name in `new/`.
         file: String,

@@ -2,11 +2,26 @@
 //! into `new/`; intake reads files from `new/` and, once their outcome is committed, moves each to
 //! `accepted/` or to `rejected/` beside an `.error.json`. File system only: what a request means
 //! and whether it is admitted is decided elsewhere.
+//!
+//! No directory entry is trusted: entries are looked at with `lstat` (a symbolic link is never
+//! followed), opened with `O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOCTTY`, checked with `fstat` to be
+//! a regular file and read up to the size limit + 1 byte (open(2), fstat(2)). Anything else is
+//! refused: moved (the entry itself, never what a link points at) to `rejected/` beside an
+//! `.error.json` naming the reason, or to `quarantine/` when that cannot be done.
 
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read as _, Write};
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::{
+    DirEntryExt as _, FileTypeExt as _, MetadataExt as _, OpenOptionsExt as _,
+};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
+
+use sha2::{Digest as _, Sha256};
 
 use super::wire::TaskOperation;
 use crate::model::ProblemDetails;
@@ -15,16 +30,83 @@ use crate::model::ProblemDetails;
 #[derive(Debug, Clone)]
 pub struct Spool {
     root: PathBuf,
+    /// Entries of `new/` already logged as not taken (ignored names, entries that could be
+    /// neither rejected nor quarantined), so that each is logged once, not at every rescan.
+    /// Pruned by [`Spool::scan`] to the entries still present.
+    reported: Arc<Mutex<HashSet<EntryKey>>>,
 }
+
+/// A directory entry of `new/`: its inode number and its file name (an inode reused under the
+/// same name is a different key only when the number differs; good enough for "log once").
+type EntryKey = (u64, OsString);
 
 /// A request file's bytes as read from `new/`.
 pub(super) struct RequestFile {
     /// Path in `new/`.
     pub path: PathBuf,
-    /// File name in `new/`.
+    /// File name in `new/`, as [`display_name`] shows it.
     pub name: String,
-    /// The whole content.
+    /// The whole content, at most the limit given to [`read_request`].
     pub bytes: Vec<u8>,
+}
+
+/// A spool entry intake will not read, and why.
+#[derive(Debug)]
+pub(super) struct Refused {
+    /// Path in `new/`.
+    pub path: PathBuf,
+    /// File name in `new/`, as [`display_name`] shows it.
+    pub name: String,
+    /// Why: written as the `.error.json` body when it is rejected.
+    pub problem: ProblemDetails,
+}
+
+/// What [`read_request`] found at a path in `new/`.
+pub(super) enum Read {
+    /// A regular file within the limit, read whole.
+    File(RequestFile),
+    /// Something intake must not take; reject it.
+    Refused(Refused),
+    /// Vanished (another batch moved it) or a transient error (logged): the next scan looks again.
+    Skip,
+}
+
+/// Where a refused entry went (see [`Spool::refuse`]).
+#[derive(Debug)]
+pub(super) enum RefusedTo {
+    /// `rejected/<name>` beside its `.error.json`.
+    Rejected,
+    /// `quarantine/<name>`, without an error file: moving it to `rejected/` failed with `error`.
+    Quarantined {
+        /// Its path under `quarantine/`.
+        to: PathBuf,
+        /// Why it could not be rejected.
+        error: io::Error,
+    },
+    /// Nowhere: it stays in `new/` (logged once; the next scan tries again).
+    Stuck,
+}
+
+/// An entry of `new/` found by [`Spool::scan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// A regular file within the size limit: taken once it stops changing (the caller compares
+    /// two looks) or when inotify says it was renamed in or closed after writing.
+    Regular(FileLook),
+    /// Not a regular file (symbolic link, FIFO, socket, device, directory) or over the size
+    /// limit: to be refused at once by the next batch.
+    Refuse,
+}
+
+/// What `lstat` says about a regular file, to tell whether it changed between two looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileLook {
+    /// Inode number (`st_ino`).
+    pub ino: u64,
+    /// Size in bytes (`st_size`).
+    pub size: u64,
+    /// Modification time (`st_mtime` with nanoseconds).
+    pub modified: SystemTime,
 }
 
 /// Where a request file belongs once its outcome is committed.
@@ -64,7 +146,18 @@ impl Spool {
     pub fn open(root: &Path) -> io::Result<Self> {
         let spool = Self {
             root: root.to_path_buf(),
+            reported: Arc::default(),
         };
+        spool.create_dirs()?;
+        Ok(spool)
+    }
+
+    /// Creates whichever of `tmp/`, `new/`, `accepted/` and `rejected/` (and the root) is
+    /// missing, with the modes [`Spool::open`] gives them; `true` when one was. Used again when
+    /// the spool or `new/` was removed while the daemon runs. Errors: I/O.
+    pub fn create_dirs(&self) -> io::Result<bool> {
+        let spool = self;
+        let mut created = false;
         for (dir, mode) in [
             (spool.tmp_dir(), 0o2770),
             (spool.new_dir(), 0o2770),
@@ -74,9 +167,15 @@ impl Spool {
             if !dir.is_dir() {
                 fs::create_dir_all(&dir)?;
                 set_mode(&dir, mode)?;
+                created = true;
             }
         }
-        Ok(spool)
+        Ok(created)
+    }
+
+    /// The spool's root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     /// Where producers write before renaming.
@@ -95,25 +194,115 @@ impl Spool {
     pub fn rejected_dir(&self) -> PathBuf {
         self.root.join("rejected")
     }
+    /// Entries that could not be moved to `rejected/` (created 2750 when first needed).
+    pub fn quarantine_dir(&self) -> PathBuf {
+        self.root.join("quarantine")
+    }
 
-    /// Request files now in `new/`: regular `*.json` files not starting with `.`, oldest
-    /// modification first (then by name), each with its modification time.
-    pub fn scan(&self) -> io::Result<Vec<(PathBuf, SystemTime)>> {
-        let mut out = Vec::new();
+    /// The entries of `new/` intake should look at, by `lstat` (never following a link): every
+    /// entry with a request name ([`is_request_name`]), regular files oldest modification first
+    /// (then by name), then the entries to refuse. Dot files are skipped silently (in progress,
+    /// or the trigger files of `reconcile --now`); any other name is left where it is and logged
+    /// once as not a request. `limit` is the size limit in bytes. Errors: I/O on `new/` itself.
+    pub fn scan(&self, limit: u64) -> io::Result<Vec<(PathBuf, Found)>> {
+        let mut regular = Vec::new();
+        let mut refuse = Vec::new();
+        let mut present = HashSet::new();
         for entry in fs::read_dir(self.new_dir())? {
             let entry = entry?;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if !is_request_name(&name) {
+            let os_name = entry.file_name();
+            let key = (entry.ino(), os_name.clone());
+            let name = display_name(&os_name);
+            if name.starts_with('.') {
                 continue;
             }
+            if !is_request_name(&name) {
+                if self.report_once(key.clone()) {
+                    tracing::warn!(file = %name, "spool entry in new/ ignored: not a request file name (requests end in .json; dot files are in progress)");
+                }
+                present.insert(key);
+                continue;
+            }
+            present.insert(key);
             let Ok(meta) = entry.metadata() else { continue };
-            if meta.is_file() {
-                out.push((entry.path(), meta.modified()?));
+            if meta.is_file() && meta.len() <= limit {
+                let look = FileLook {
+                    ino: meta.ino(),
+                    size: meta.len(),
+                    modified: meta.modified()?,
+                };
+                regular.push((entry.path(), Found::Regular(look)));
+            } else {
+                refuse.push((entry.path(), Found::Refuse));
             }
         }
-        out.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-        Ok(out)
+        self.lock_reported().retain(|k| present.contains(k));
+        let modified = |f: &Found| match f {
+            Found::Regular(look) => Some(look.modified),
+            Found::Refuse => None,
+        };
+        regular.sort_by(|a, b| {
+            modified(&a.1)
+                .cmp(&modified(&b.1))
+                .then_with(|| a.0.cmp(&b.0))
+        });
+        refuse.sort_by(|a, b| a.0.cmp(&b.0));
+        regular.extend(refuse);
+        Ok(regular)
+    }
+
+    /// Moves a refused entry (the entry itself: a link is moved as a link) to `rejected/` beside
+    /// its `.error.json`; when that fails (e.g. no space for the error file), to `quarantine/`;
+    /// when that fails too it stays in `new/` and is logged once.
+    pub(super) fn refuse(&self, r: &Refused) -> RefusedTo {
+        let dest = Destination::Rejected {
+            problem: r.problem.clone(),
+        };
+        let error = match self.place(&r.path, &r.name, &dest) {
+            Ok(()) => return RefusedTo::Rejected,
+            Err(e) => e,
+        };
+        match self.quarantine(&r.path, &r.name) {
+            Ok(to) => RefusedTo::Quarantined { to, error },
+            Err(e) => {
+                if self.first_report(&r.path) {
+                    tracing::error!(file = %r.name, reason = %r.problem.detail, error = %error, quarantine_error = %e,
+                        "spool entry refused but could be neither rejected ({error}) nor quarantined ({e}); it stays in new/");
+                }
+                RefusedTo::Stuck
+            }
+        }
+    }
+
+    /// Moves `path` to `quarantine/<name>` (or `<stem>.<n>.json`, the lowest free `n`).
+    fn quarantine(&self, path: &Path, name: &str) -> io::Result<PathBuf> {
+        let dir = self.quarantine_dir();
+        if !dir.is_dir() {
+            fs::create_dir_all(&dir)?;
+            set_mode(&dir, 0o2750)?;
+        }
+        let target = dir.join(free_name(&dir, name));
+        fs::rename(path, &target)?;
+        Ok(target)
+    }
+
+    /// Whether a problem with the entry at `path` in `new/` should be logged: `true` the first
+    /// time it is asked about that entry (by inode number and name), `false` until the entry
+    /// has left `new/` (see [`Spool::scan`]).
+    pub(super) fn first_report(&self, path: &Path) -> bool {
+        let ino = fs::symlink_metadata(path).map_or(0, |m| m.ino());
+        self.report_once((ino, path.file_name().unwrap_or_default().to_owned()))
+    }
+
+    /// Records `key` as reported; `true` the first time.
+    fn report_once(&self, key: EntryKey) -> bool {
+        self.lock_reported().insert(key)
+    }
+
+    fn lock_reported(&self) -> std::sync::MutexGuard<'_, HashSet<EntryKey>> {
+        self.reported
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Submits `bytes` the maildir way: writes `tmp/<unique>.json` with mode 0640 whatever the
@@ -162,9 +351,10 @@ impl Spool {
         }
     }
 
-    /// Whether something already exists at the path a file named `name` has at `dest`.
+    /// Whether something (a dangling link included) already exists at the path a file named
+    /// `name` has at `dest`.
     pub(super) fn holds(&self, dest: &Destination, name: &str) -> bool {
-        self.path_of(dest, name).exists()
+        occupied(&self.path_of(dest, name))
     }
 
     /// Moves the request file `path` (named `name` in `new/`) to `dest`. A rejected file first
@@ -178,13 +368,7 @@ impl Spool {
             return fs::rename(path, self.path_of(dest, name));
         };
         let dir = self.rejected_dir();
-        let stem = name.strip_suffix(".json").unwrap_or(name);
-        let mut target = name.to_owned();
-        let mut n = 1;
-        while dir.join(&target).exists() {
-            target = format!("{stem}.{n}.json");
-            n += 1;
-        }
+        let target = free_name(&dir, name);
         let error_path = dir.join(format!("{target}.error.json"));
         let tmp = dir.join(format!(".{target}.error.json.tmp"));
         let mut body = serde_json::to_vec_pretty(problem).map_err(io::Error::other)?;
@@ -196,33 +380,173 @@ impl Spool {
     }
 }
 
-/// Whether a directory entry is a request file intake should look at.
+/// `name`, or `<stem>.<n>.json` with the lowest `n` from 1 that names nothing in `dir` (a
+/// dangling link counts as something).
+fn free_name(dir: &Path, name: &str) -> String {
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    let mut target = name.to_owned();
+    let mut n = 1;
+    while occupied(&dir.join(&target)) {
+        target = format!("{stem}.{n}.json");
+        n += 1;
+    }
+    target
+}
+
+/// Whether `path` names an entry, without following a link (`Path::exists` says no for a
+/// dangling link, and a rename would then replace it).
+fn occupied(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok()
+}
+
+/// Whether a displayed name ([`display_name`]) is a request file intake should look at.
 pub fn is_request_name(name: &str) -> bool {
     !name.starts_with('.') && name.ends_with(".json")
 }
 
-/// Reads the request file at `path` whole. `None` when it vanished meanwhile (another batch moved
-/// it) or cannot be opened or read (logged; the next scan tries again).
-pub(super) fn read_request(path: &Path) -> Option<RequestFile> {
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    let mut file = match fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => {
-            tracing::warn!(file = %name, error = %e, "cannot open request file; will retry");
-            return None;
+/// Longest displayed name kept whole, in bytes; longer ones are shortened (see [`display_name`])
+/// so that `rejected/<name>.<n>.json.error.json` stays within `NAME_MAX` (255 bytes).
+const MAX_DISPLAY_NAME: usize = 200;
+
+/// A file name as logs, error files, the `intake` table and `rejected/` show it: printable
+/// characters as they are; `\` doubled; control and other non-printable characters escaped as
+/// Rust's `char::escape_debug` does (a newline is `\n`, so it cannot start a forged log line);
+/// bytes that are not UTF-8 as `\xNN`. The mapping is one-to-one, so two names never show the
+/// same. A result over 200 bytes is cut at a character boundary and ends with `~` and the first
+/// 16 hex digits of the SHA-256 of the raw name (and `.json` when the name ended so).
+pub fn display_name(name: &OsStr) -> String {
+    let mut out = String::with_capacity(name.len());
+    for chunk in name.as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' | '\'' => out.push(c),
+                c if c.is_control() || c.escape_debug().nth(1).is_some() => {
+                    out.extend(c.escape_debug());
+                }
+                c => out.push(c),
+            }
         }
-    };
-    let mut bytes = Vec::new();
-    if let Err(e) = file.read_to_end(&mut bytes) {
-        tracing::warn!(file = %name, error = %e, "cannot read request file; will retry");
-        return None;
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
     }
-    Some(RequestFile {
+    if out.len() <= MAX_DISPLAY_NAME {
+        return out;
+    }
+    let suffix = if out.ends_with(".json") { ".json" } else { "" };
+    let mut cut = MAX_DISPLAY_NAME - 32;
+    while !out.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let digest = Sha256::digest(name.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}~{hex}{suffix}", &out[..cut])
+}
+
+/// What a non-regular entry is, for its refusal reason.
+fn kind_reason(t: fs::FileType) -> &'static str {
+    if t.is_symlink() {
+        "a symbolic link; spool entries must be regular files"
+    } else if t.is_dir() {
+        "a directory, not a regular file"
+    } else if t.is_fifo() {
+        "a FIFO, not a regular file"
+    } else if t.is_socket() {
+        "a socket, not a regular file"
+    } else if t.is_char_device() {
+        "a character device, not a regular file"
+    } else if t.is_block_device() {
+        "a block device, not a regular file"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Reads the entry at `path` in `new/` if it is a regular file of at most `limit` bytes:
+/// `lstat` first (a link, FIFO, socket, device or directory is refused without being opened),
+/// then `open` with `O_NOFOLLOW|O_NONBLOCK|O_NOCTTY` (and `O_CLOEXEC`, which std always sets),
+/// `fstat` on the descriptor (the entry may have been swapped since), and at most `limit` + 1
+/// bytes read. Refused: anything not a regular file, a file over `limit` bytes (by `fstat` or
+/// by what could be read), a file vnfkeeper may not read (`EACCES`/`EPERM`). Skipped (the next
+/// scan looks again): a vanished entry, any other I/O error (logged).
+pub(super) fn read_request(path: &Path, limit: u64) -> Read {
+    let Some(os_name) = path.file_name() else {
+        return Read::Skip;
+    };
+    let name = display_name(os_name);
+    let refuse = |status: u16, reason: String| {
+        Read::Refused(Refused {
+            path: path.to_path_buf(),
+            name: name.clone(),
+            problem: ProblemDetails::new(
+                status,
+                format!("spool entry not taken: {reason}"),
+                vec![crate::model::FieldProblem {
+                    pointer: String::new(),
+                    reason,
+                }],
+            ),
+        })
+    };
+    let skip = |what: &str, e: &io::Error| {
+        if e.kind() != io::ErrorKind::NotFound {
+            tracing::warn!(file = %name, error = %e, "cannot {what} request file ({e}); will retry");
+        }
+        Read::Skip
+    };
+    match fs::symlink_metadata(path) {
+        Ok(m) if !m.file_type().is_file() => return refuse(400, kind_reason(m.file_type()).into()),
+        Ok(_) => {}
+        Err(e) => return skip("look at", &e),
+    }
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path);
+    let file = match opened {
+        Ok(f) => f,
+        // Swapped for a link between lstat and open.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return refuse(400, kind_reason_of_link());
+        }
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            return refuse(403, format!("vnfkeeper may not read it ({e})"));
+        }
+        Err(e) => return skip("open", &e),
+    };
+    let meta = match file.metadata() {
+        Ok(m) => m,
+        Err(e) => return skip("fstat", &e),
+    };
+    if !meta.file_type().is_file() {
+        return refuse(400, kind_reason(meta.file_type()).into());
+    }
+    if meta.len() > limit {
+        return refuse(
+            413,
+            format!("{} bytes, over the limit of {limit}", meta.len()),
+        );
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    if let Err(e) = file.take(limit + 1).read_to_end(&mut bytes) {
+        return skip("read", &e);
+    }
+    if bytes.len() as u64 > limit {
+        return refuse(
+            413,
+            format!("more than {limit} bytes (it grew while read), over the limit of {limit}"),
+        );
+    }
+    Read::File(RequestFile {
         path: path.to_path_buf(),
         name,
         bytes,
     })
+}
+
+fn kind_reason_of_link() -> String {
+    "a symbolic link; spool entries must be regular files".to_owned()
 }
 
 /// `<secs>.<micros>.<pid>.<12 hex digits>.json`: unique across processes and submissions.
@@ -298,16 +622,219 @@ mod tests {
             let back: ProblemDetails = serde_json::from_slice(&body).unwrap();
             assert_eq!(back, problem);
         }
-        assert!(spool.scan().unwrap().is_empty());
+        assert!(spool.scan(100).unwrap().is_empty());
     }
 
     #[test]
-    fn read_request_skips_a_vanished_file() {
+    fn read_request_skips_a_vanished_file_and_reads_a_regular_one_whole() {
         let (_dir, spool) = temp_spool();
-        assert!(read_request(&spool.new_dir().join("gone.json")).is_none());
+        let gone = read_request(&spool.new_dir().join("gone.json"), 100);
+        assert!(matches!(gone, Read::Skip));
         let path = spool.submit(b"{\"a\":1}").unwrap();
-        let file = read_request(&path).unwrap();
+        let Read::File(file) = read_request(&path, 100) else {
+            panic!("a regular file was not read")
+        };
         assert_eq!(file.bytes, b"{\"a\":1}");
         assert!(is_request_name(&file.name));
+    }
+
+    /// The reason a refused entry at `path` gets (panics when it is not refused).
+    fn refusal(path: &Path, limit: u64) -> (u16, String) {
+        match read_request(path, limit) {
+            Read::Refused(r) => {
+                assert_eq!(r.path, path);
+                (r.problem.status, r.problem.detail)
+            }
+            Read::File(_) => panic!("{} was read", path.display()),
+            Read::Skip => panic!("{} was skipped", path.display()),
+        }
+    }
+
+    #[test]
+    fn entries_that_are_not_regular_files_are_refused_without_being_read() {
+        let (dir, spool) = temp_spool();
+        let new = spool.new_dir();
+        let fifo = new.join("fifo.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Opening a FIFO for reading without O_NONBLOCK would block this test until a writer came.
+        assert_eq!(
+            refusal(&fifo, 100),
+            (
+                400,
+                "spool entry not taken: a FIFO, not a regular file".into()
+            )
+        );
+
+        let sock = new.join("sock.json");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        assert!(
+            refusal(&sock, 100)
+                .1
+                .ends_with("a socket, not a regular file")
+        );
+
+        let sub = new.join("dir.json");
+        fs::create_dir(&sub).unwrap();
+        assert!(
+            refusal(&sub, 100)
+                .1
+                .ends_with("a directory, not a regular file")
+        );
+
+        let target = dir.path().join("valid.json");
+        fs::write(&target, b"{}").unwrap();
+        for (name, to) in [
+            ("zero.json", Path::new("/dev/zero")),
+            ("ok.json", target.as_path()),
+        ] {
+            let link = new.join(name);
+            std::os::unix::fs::symlink(to, &link).unwrap();
+            let (status, detail) = refusal(&link, 100);
+            assert_eq!(status, 400);
+            assert!(
+                detail.ends_with("a symbolic link; spool entries must be regular files"),
+                "{detail}"
+            );
+        }
+    }
+
+    #[test]
+    fn size_is_checked_by_fstat_before_reading_and_at_most_limit_plus_one_byte_is_read() {
+        let (_dir, spool) = temp_spool();
+        let big = spool.new_dir().join("big.json");
+        // 3 GiB sparse: it costs no disk, and reading it whole would cost 3 GiB of memory.
+        fs::File::create(&big).unwrap().set_len(3 << 30).unwrap();
+        let (status, detail) = refusal(&big, 1 << 20);
+        assert_eq!(status, 413);
+        assert!(
+            detail.ends_with("3221225472 bytes, over the limit of 1048576"),
+            "{detail}"
+        );
+
+        let at = spool.new_dir().join("at.json");
+        fs::write(&at, [b' '; 10]).unwrap();
+        assert!(matches!(read_request(&at, 10), Read::File(f) if f.bytes.len() == 10));
+        assert!(refusal(&at, 9).1.ends_with("10 bytes, over the limit of 9"));
+    }
+
+    #[test]
+    fn a_refused_link_is_moved_itself_with_its_reason_and_never_replaces_another_entry() {
+        let (dir, spool) = temp_spool();
+        let target = dir.path().join("secret");
+        fs::write(&target, b"do not touch").unwrap();
+        // A dangling link already in rejected/ must not be replaced by the next one's move.
+        std::os::unix::fs::symlink("/nonexistent", spool.rejected_dir().join("l.json")).unwrap();
+        let link = spool.new_dir().join("l.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let Read::Refused(r) = read_request(&link, 100) else {
+            panic!("link not refused")
+        };
+        assert!(matches!(spool.refuse(&r), RefusedTo::Rejected));
+        let moved = spool.rejected_dir().join("l.1.json");
+        assert_eq!(fs::read_link(&moved).unwrap(), target);
+        assert_eq!(
+            fs::read_link(spool.rejected_dir().join("l.json")).unwrap(),
+            Path::new("/nonexistent")
+        );
+        assert_eq!(fs::read(&target).unwrap(), b"do not touch");
+        let err: ProblemDetails = serde_json::from_slice(
+            &fs::read(spool.rejected_dir().join("l.1.json.error.json")).unwrap(),
+        )
+        .unwrap();
+        assert!(err.detail.contains("symbolic link"), "{}", err.detail);
+        assert!(fs::symlink_metadata(&link).is_err());
+    }
+
+    #[test]
+    fn an_entry_that_cannot_be_rejected_is_quarantined_or_else_stays() {
+        let (_dir, spool) = temp_spool();
+        // rejected/ replaced by a file: the error file cannot be written there.
+        fs::remove_dir(spool.rejected_dir()).unwrap();
+        fs::write(spool.rejected_dir(), b"").unwrap();
+        let sub = spool.new_dir().join("d.json");
+        fs::create_dir(&sub).unwrap();
+        let Read::Refused(r) = read_request(&sub, 100) else {
+            panic!("directory not refused")
+        };
+        let RefusedTo::Quarantined { to, .. } = spool.refuse(&r) else {
+            panic!("not quarantined")
+        };
+        assert_eq!(to, spool.quarantine_dir().join("d.json"));
+        assert!(to.is_dir() && !sub.exists());
+
+        // quarantine/ unusable too: the entry stays where it is.
+        fs::remove_dir(&to).unwrap();
+        fs::remove_dir(spool.quarantine_dir()).unwrap();
+        fs::write(spool.quarantine_dir(), b"").unwrap();
+        fs::create_dir(&sub).unwrap();
+        assert!(matches!(spool.refuse(&r), RefusedTo::Stuck));
+        assert!(sub.is_dir());
+    }
+
+    #[test]
+    fn scan_looks_without_following_links_and_skips_dot_files_and_other_names() {
+        let (_dir, spool) = temp_spool();
+        let new = spool.new_dir();
+        fs::write(new.join("a.json"), b"{}").unwrap();
+        fs::write(new.join(".in-progress.json"), b"{").unwrap();
+        fs::write(new.join("notes.txt"), b"").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", new.join("z.json")).unwrap();
+        fs::File::create(new.join("huge.json"))
+            .unwrap()
+            .set_len(101)
+            .unwrap();
+        let found = spool.scan(100).unwrap();
+        let names: Vec<_> = found
+            .iter()
+            .map(|(p, f)| {
+                (
+                    p.file_name().unwrap().to_str().unwrap(),
+                    matches!(f, Found::Regular(_)),
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [("a.json", true), ("huge.json", false), ("z.json", false)]
+        );
+        let Found::Regular(look) = &found[0].1 else {
+            unreachable!()
+        };
+        assert_eq!(look.size, 2);
+    }
+
+    #[test]
+    fn displayed_names_escape_control_characters_and_keep_distinct_names_distinct() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let show = |b: &[u8]| display_name(OsStr::from_bytes(b));
+        assert_eq!(show(b"a\nb.json"), "a\\nb.json");
+        assert!(!show(b"x\n\r\x1b[1m.json").contains(['\n', '\r', '\x1b']));
+        assert_eq!(show(b"caf\xc3\xa9.json"), "caf\u{e9}.json");
+        let (ff, fe) = (show(b"\xff.json"), show(b"\xfe.json"));
+        assert_eq!((ff.as_str(), fe.as_str()), ("\\xff.json", "\\xfe.json"));
+        // A backslash is doubled, so a literal "\\xff" cannot pass for the byte 0xff.
+        assert_eq!(show(b"\\xff.json"), "\\\\xff.json");
+        assert_ne!(show(b"\\xff.json"), ff);
+        // Long names are cut but stay distinct and keep their extension.
+        let long_a = show(
+            &[b'a'; 250]
+                .iter()
+                .chain(b".json")
+                .copied()
+                .collect::<Vec<_>>(),
+        );
+        let long_b = show(
+            &[b'a'; 251]
+                .iter()
+                .chain(b".json")
+                .copied()
+                .collect::<Vec<_>>(),
+        );
+        assert!(long_a.len() <= MAX_DISPLAY_NAME && long_a.ends_with(".json"));
+        assert_ne!(long_a, long_b);
     }
 }

@@ -9,12 +9,16 @@
 use std::path::{Path, PathBuf};
 
 use super::admission::{self, Examined};
-use super::maildir::{self, Destination};
+use super::maildir::{self, Destination, Read, RefusedTo};
+use super::wire::MAX_REQUEST_BYTES;
 use crate::model::Timestamp;
 use crate::store::{Store, StoreError, Tx};
 
 pub use super::admission::{IntakeContext, Outcome};
-pub use super::maildir::{Spool, is_request_name};
+pub use super::maildir::{FileLook, Found, Spool, display_name, is_request_name};
+
+/// The size limit of a spool file in bytes ([`MAX_REQUEST_BYTES`]), as [`Spool::scan`] takes it.
+pub const LIMIT: u64 = MAX_REQUEST_BYTES as u64;
 
 /// One file read and examined, before the database is consulted.
 struct Candidate {
@@ -25,8 +29,10 @@ struct Candidate {
 
 /// Processes `files` (paths in `new/`) as one batch: reads and validates each, records all
 /// outcomes in one SQLite transaction, then moves each file. Files that vanished meanwhile are
-/// skipped. Errors: only database errors (then nothing was committed and no file was moved, so
-/// the batch is simply retried later).
+/// skipped. Entries that are not regular files of at most [`LIMIT`] bytes are refused after the
+/// commit, without the database (`Outcome::Rejected` or `Outcome::Quarantined`; see
+/// `maildir::read_request`). Errors: only database errors (then nothing was committed and no
+/// request file was moved, so the batch is simply retried later).
 pub fn process(
     spool: &Spool,
     store: &mut Store,
@@ -34,7 +40,14 @@ pub fn process(
     ctx: &IntakeContext<'_>,
     now: Timestamp,
 ) -> Result<Vec<Outcome>, StoreError> {
-    let candidates = read_candidates(files, ctx);
+    let mut candidates = Vec::with_capacity(files.len());
+    let mut refused = Vec::new();
+    for taken in read_candidates(files, ctx) {
+        match taken {
+            Taken::Candidate(c) => candidates.push(c),
+            Taken::Refused(r) => refused.push(r),
+        }
+    }
     let decided = store.write(|tx| {
         let mut decided = Vec::with_capacity(candidates.len());
         for c in &candidates {
@@ -43,20 +56,53 @@ pub fn process(
         Ok(decided)
     })?;
     crate::failpoint::hit("intake-after-commit");
-    let mut outcomes = Vec::with_capacity(decided.len());
+    // Refused entries need no database; moved after the commit so that a failed batch leaves
+    // every entry in new/ for the next scan.
+    let mut outcomes = Vec::with_capacity(decided.len() + refused.len());
+    for r in refused {
+        match spool.refuse(&r) {
+            RefusedTo::Rejected => outcomes.push(Outcome::Rejected {
+                file: r.name,
+                vnf_instance_id: None,
+                problem: r.problem,
+            }),
+            RefusedTo::Quarantined { to, error } => outcomes.push(Outcome::Quarantined {
+                file: r.name,
+                to,
+                reason: format!(
+                    "{}; cannot be moved to rejected/: {error}",
+                    r.problem.detail
+                ),
+            }),
+            RefusedTo::Stuck => {}
+        }
+    }
     for (c, (outcome, dest)) in candidates.iter().zip(decided) {
         if let Err(e) = spool.place(&c.path, &c.request.name, &dest) {
             // The outcome is committed; the next scan finds the file again and recovers it.
-            let file = &c.request.name;
-            tracing::warn!(file = %file, error = %e, "could not move request file; will retry");
+            // Logged once per file, not at every rescan while e.g. the disk stays full.
+            if spool.first_report(&c.path) {
+                let file = &c.request.name;
+                tracing::warn!(file = %file, error = %e, "could not move request file ({e}); will retry at every scan");
+            }
+            if matches!(outcome, Outcome::Recovered { .. }) {
+                // Nothing moved: no "moved" line.
+                continue;
+            }
         }
         outcomes.push(outcome);
     }
     Ok(outcomes)
 }
 
+/// A path of the batch after reading: a request to decide, or an entry to refuse.
+enum Taken {
+    Candidate(Candidate),
+    Refused(maildir::Refused),
+}
+
 /// Reads and validates files on every core (the database work after it is serial), keeping order.
-fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Candidate> {
+fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Taken> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if threads < 2 || files.len() < 16 {
         return files
@@ -83,12 +129,15 @@ fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Candidate>
     })
 }
 
-fn read_candidate(path: &Path, ctx: &IntakeContext<'_>) -> Option<Candidate> {
-    let file = maildir::read_request(path)?;
-    Some(Candidate {
-        path: file.path,
-        request: admission::examine(file.name, &file.bytes, ctx),
-    })
+fn read_candidate(path: &Path, ctx: &IntakeContext<'_>) -> Option<Taken> {
+    match maildir::read_request(path, LIMIT) {
+        Read::File(file) => Some(Taken::Candidate(Candidate {
+            path: file.path,
+            request: admission::examine(file.name, &file.bytes, ctx),
+        })),
+        Read::Refused(r) => Some(Taken::Refused(r)),
+        Read::Skip => None,
+    }
 }
 
 /// Decides one candidate inside the batch transaction. A file whose outcome was committed before
@@ -114,4 +163,45 @@ fn decide(
         return Ok((outcome, dest));
     }
     admission::decide(tx, req, &earlier, ctx, now)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use super::*;
+
+    #[test]
+    fn a_committed_file_that_cannot_be_moved_is_not_reported_as_moved() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::open(&dir.path().join("spool")).unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let ctx = IntakeContext {
+            packages_dir: dir.path(),
+            cloud_configured: false,
+        };
+        let now = Timestamp(chrono::Utc::now());
+        let path = spool.submit(b"{ not json").unwrap();
+        // rejected/ unusable, as on a full disk: the error file cannot be written.
+        fs::remove_dir(spool.rejected_dir()).unwrap();
+        fs::write(spool.rejected_dir(), b"").unwrap();
+        let first = process(&spool, &mut store, std::slice::from_ref(&path), &ctx, now).unwrap();
+        assert!(
+            matches!(first.as_slice(), [Outcome::Rejected { .. }]),
+            "{first:?}"
+        );
+        assert!(path.exists());
+        // Next scan: recorded already, still cannot be moved: no "moved" outcome.
+        let again = process(&spool, &mut store, std::slice::from_ref(&path), &ctx, now).unwrap();
+        assert!(again.is_empty(), "{again:?}");
+        assert!(path.exists());
+        // Space again: moved, and said so.
+        fs::remove_file(spool.rejected_dir()).unwrap();
+        fs::create_dir(spool.rejected_dir()).unwrap();
+        let moved = process(&spool, &mut store, std::slice::from_ref(&path), &ctx, now).unwrap();
+        let [Outcome::Recovered { to, .. }] = moved.as_slice() else {
+            panic!("{moved:?}")
+        };
+        assert!(to.exists() && !path.exists());
+    }
 }
