@@ -82,6 +82,26 @@ impl ConsoleHostKeys {
     }
 }
 
+/// How a server's host key was accepted at first contact, before it was pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstContact {
+    /// The console output listed the key the server presented.
+    Console,
+    /// Trust on first use: the console held no host key block (or the cloud gave none).
+    TrustOnFirstUse,
+}
+
+impl FirstContact {
+    /// Stable name, as stored in the `HOST_KEY_PINNED` event's evidence: `console` or
+    /// `trust_on_first_use`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FirstContact::Console => "console",
+            FirstContact::TrustOnFirstUse => "trust_on_first_use",
+        }
+    }
+}
+
 /// Which block a line opens or closes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {

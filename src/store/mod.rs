@@ -5,6 +5,7 @@
 
 mod decode;
 mod engine;
+mod hostkeys;
 mod reconcile;
 mod rows;
 
@@ -17,6 +18,7 @@ use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use crate::model::VnfcRow;
 pub use engine::JournalRow;
+pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow};
 
