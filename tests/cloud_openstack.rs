@@ -1077,7 +1077,10 @@ async fn console_output_is_the_tail_nova_returns() {
     assert_eq!(vnfkeeper::console::parse(&tail), None);
 
     // An unknown server: 404, not transient (the engine then falls back to trust on first use).
-    let e = cloud.console_output("no-such-server", 10).await.unwrap_err();
+    let e = cloud
+        .console_output("no-such-server", 10)
+        .await
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
     assert!(!e.is_transient());
     tb.shutdown().await;

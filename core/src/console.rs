@@ -220,7 +220,8 @@ mod tests {
     use super::*;
 
     // A real ed25519 key and its fingerprint (`ssh-keygen -lf`).
-    const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGYiNiOOo3XHRcWQS07T3ilpTDJspX52tih3/dP/OhwY";
+    const KEY: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGYiNiOOo3XHRcWQS07T3ilpTDJspX52tih3/dP/OhwY";
     const FP: &str = "SHA256:U2n2I1UYgj1BSdckUyZctgaWW8CSlL+QfXh3bjuiIFY";
     const OTHER_FP: &str = "SHA256:AAAAI1UYgj1BSdckUyZctgaWW8CSlL+QfXh3bjuiIFY";
 
@@ -270,7 +271,9 @@ mod tests {
         );
         // A block closed by the other kind's END.
         assert_eq!(
-            parse(&format!("{FINGERPRINTS_BEGIN}\n256 {FP} x (ED25519)\n{KEYS_END}\n")),
+            parse(&format!(
+                "{FINGERPRINTS_BEGIN}\n256 {FP} x (ED25519)\n{KEYS_END}\n"
+            )),
             None
         );
     }
@@ -319,7 +322,9 @@ mod tests {
         // An over-long line is never an entry.
         let long = format!("{} {FP} x (ED25519)", "x".repeat(MAX_LINE));
         assert_eq!(
-            parse(&format!("{FINGERPRINTS_BEGIN}\n{long}\n{FINGERPRINTS_END}\n")),
+            parse(&format!(
+                "{FINGERPRINTS_BEGIN}\n{long}\n{FINGERPRINTS_END}\n"
+            )),
             None
         );
     }
@@ -328,7 +333,9 @@ mod tests {
     fn large_garbage_is_linear_and_finds_the_block_at_the_end() {
         let mut text = String::with_capacity(4 << 20);
         for i in 0..100_000 {
-            text.push_str(&format!("[{i}] noise {FINGERPRINTS_END} {KEYS_BEGIN} \u{0}\u{7f}\n"));
+            text.push_str(&format!(
+                "[{i}] noise {FINGERPRINTS_END} {KEYS_BEGIN} \u{0}\u{7f}\n"
+            ));
         }
         text.push_str(&cloud_init(FP, KEY));
         let got = parse(&text).unwrap();

@@ -310,7 +310,10 @@ impl<C: Cloud> Engine<C> {
         attempt: u32,
     ) -> Result<(HostKeyPolicy, FirstContact), Attempt> {
         let last = attempt >= self.limits.attempts;
-        let tofu = Ok((HostKeyPolicy::TrustOnFirstUse, FirstContact::TrustOnFirstUse));
+        let tofu = Ok((
+            HostKeyPolicy::TrustOnFirstUse,
+            FirstContact::TrustOnFirstUse,
+        ));
         let Some(server_id) = host.server_id.as_deref() else {
             tracing::warn!(vnfc_id = %host.vnfc_id, "VNFC has no server id: no console to verify its host key against");
             return tofu;

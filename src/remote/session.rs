@@ -204,12 +204,14 @@ pub(crate) async fn connect(
 ) -> Result<Session, RemoteError> {
     let address = target.socket_addr();
     let expected = match &target.host_key {
-        HostKeyPolicy::Pinned(line) => Expected::Pinned(parse_public_key(line).map_err(
-            |reason| RemoteError::BadPinnedKey {
-                label: target.label.clone(),
-                reason,
-            },
-        )?),
+        HostKeyPolicy::Pinned(line) => {
+            Expected::Pinned(parse_public_key(line).map_err(|reason| {
+                RemoteError::BadPinnedKey {
+                    label: target.label.clone(),
+                    reason,
+                }
+            })?)
+        }
         HostKeyPolicy::TrustOnFirstUse => Expected::Any,
         HostKeyPolicy::Listed { keys, .. } => Expected::Listed(keys.clone()),
     };

@@ -357,7 +357,10 @@ async fn action(
         "os-getConsoleOutput" => {
             let length = match &arg["length"] {
                 Value::Null => None,
-                v => match v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok())) {
+                v => match v
+                    .as_i64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                {
                     Some(n) if n >= -1 => usize::try_from(n).ok(),
                     _ => {
                         return Err(nova_err(
@@ -396,7 +399,10 @@ fn console_output(c: &Cloud, id: &str) -> String {
     let Some(s) = inner.servers.get(id) else {
         return String::new();
     };
-    let mut out = format!("[    0.000000] Linux version 6.1.0 (testbed)\r\n{} login: \r\n", s.name);
+    let mut out = format!(
+        "[    0.000000] Linux version 6.1.0 (testbed)\r\n{} login: \r\n",
+        s.name
+    );
     let Some(key) = s.host_key.as_deref() else {
         return out;
     };
