@@ -445,8 +445,10 @@ fn console_of(sshd: &Sshd, pub_files: &[&str]) -> String {
     let mut fps = String::new();
     let mut keys = String::new();
     for f in pub_files {
-        let fp = String::from_utf8(run_ok(Command::new("ssh-keygen").arg("-lf").arg(sshd.path(f))))
-            .unwrap();
+        let fp = String::from_utf8(run_ok(
+            Command::new("ssh-keygen").arg("-lf").arg(sshd.path(f)),
+        ))
+        .unwrap();
         fps.push_str(&format!("<14>Nov 24 03:20:01 cloud-init: {fp}"));
         keys.push_str(&std::fs::read_to_string(sshd.path(f)).unwrap());
     }
@@ -474,8 +476,8 @@ async fn console_listing_refuses_an_unlisted_key_before_any_password() {
         .await
         .unwrap_err();
     let got = fingerprint(&sshd.host_key()).unwrap();
-    let want = fingerprint(&std::fs::read_to_string(sshd.path("other_ed25519.pub")).unwrap())
-        .unwrap();
+    let want =
+        fingerprint(&std::fs::read_to_string(sshd.path("other_ed25519.pub")).unwrap()).unwrap();
     match &err {
         RemoteError::HostKeyNotListed {
             label,
@@ -516,7 +518,12 @@ async fn console_listing_refuses_an_unlisted_key_before_any_password() {
     let c = r.connect(&t).await.unwrap();
     assert!(c.learned, "a listed key is returned for the caller to pin");
     assert_eq!(c.fingerprint, got);
-    assert!(r.run(&t, &RemoteCommand::new("true")).await.unwrap().success());
+    assert!(
+        r.run(&t, &RemoteCommand::new("true"))
+            .await
+            .unwrap()
+            .success()
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
         sshd.log().contains("Accepted password for vkpw"),
