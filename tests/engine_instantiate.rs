@@ -71,7 +71,9 @@ async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {
         .collect::<Vec<_>>();
     assert_eq!(events.len(), vnfcs.len(), "{events:?}");
     assert!(
-        events.iter().all(|e| e.contains("\"verified_by\":\"console\"")),
+        events
+            .iter()
+            .all(|e| e.contains("\"verified_by\":\"console\"")),
         "{events:?}"
     );
 

@@ -75,7 +75,7 @@ impl ConsoleHostKeys {
         match (it.next(), it.next()) {
             (Some(a), Some(b)) => {
                 let wanted = format!("{a} {b}");
-                self.keys.iter().any(|k| *k == wanted)
+                self.keys.contains(&wanted)
             }
             _ => false,
         }
