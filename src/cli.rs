@@ -1,5 +1,5 @@
 //! Command line: `daemon`, `submit`, `ops`, `status`, `reconcile --now`, `plan`, `config check`,
-//! `hot adjust`, `backup`, `db init`.
+//! `hot adjust`, `backup`, `db init`, `host-key forget`.
 //!
 //! Human output is an aligned table; `--json` output is stable for scripts (SOL003 field names).
 //! Exit status: 0 success, 1 failure, 78 invalid configuration or a refused database.
@@ -115,6 +115,12 @@ pub enum Command {
         #[command(subcommand)]
         command: DbCommand,
     },
+    /// Pinned SSH host keys of VNFCs: `host-key forget`.
+    HostKey {
+        /// What to do.
+        #[command(subcommand)]
+        command: HostKeyCommand,
+    },
     /// Configuration commands.
     Config {
         /// What to do with the configuration.
@@ -137,6 +143,21 @@ pub enum DbCommand {
     /// signs). Refuses if a non-empty database exists; moves a 0-byte file and stale
     /// -wal/-shm/-journal files aside. Run it as the service user (or root).
     Init(ConfigArg),
+}
+
+/// `vnfkeeper host-key …`.
+#[derive(Debug, Subcommand)]
+pub enum HostKeyCommand {
+    /// Remove the pinned host key of a VNFC (after its server was rebuilt outside vnfkeeper):
+    /// the next connection verifies the server against its console output again (else trust on
+    /// first use). Recorded as a HOST_KEY_FORGOTTEN event naming who asked.
+    Forget {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The VNFC (vnfcInstanceId, as `vnfkeeper status` lists it).
+        vnfc_id: String,
+    },
 }
 
 /// Writes one line of command output to stdout (see `outln!`). A closed pipe ends the process
@@ -205,6 +226,9 @@ pub fn main() -> ExitCode {
         Command::Db {
             command: DbCommand::Init(c),
         } => db_init(&c.config),
+        Command::HostKey {
+            command: HostKeyCommand::Forget { config, vnfc_id },
+        } => host_key_forget(&config.config, &vnfc_id),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -452,6 +476,80 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
         outln!("\n{vnfc_table}");
     }
     Ok(())
+}
+
+/// `host-key forget`: one store write (the key cleared, a HOST_KEY_FORGOTTEN event naming the
+/// caller), then what was removed.
+fn host_key_forget(config: &Path, vnfc_id: &str) -> Result<(), Failure> {
+    let settings = load(config)?;
+    if !settings.database.exists() {
+        return Err(anyhow::anyhow!(
+            "database {} does not exist (has the daemon run?)",
+            settings.database.display()
+        )
+        .into());
+    }
+    let mut store = Store::open(&settings.database)?;
+    let who = caller();
+    let now = crate::model::Timestamp(chrono::Utc::now());
+    let Some(gone) = store.write(|tx| tx.forget_host_key(vnfc_id, &who, now))? else {
+        return Err(anyhow::anyhow!(
+            "no VNFC {vnfc_id:?} in {} (`vnfkeeper status` lists the VNFCs)",
+            settings.database.display()
+        )
+        .into());
+    };
+    let server = gone.server_id.as_deref().unwrap_or("unknown");
+    match &gone.host_key {
+        Some(key) => {
+            let fp = crate::remote::fingerprint(key).unwrap_or_else(|e| format!("unparsable: {e}"));
+            outln!(
+                "removed the pinned host key of VNFC {} (VNF instance {}, server {server}): {fp}",
+                gone.vnfc_id,
+                gone.vnf_instance_id
+            );
+            outln!("  {key}");
+        }
+        None => outln!(
+            "VNFC {} (VNF instance {}, server {server}) had no pinned host key; nothing removed",
+            gone.vnfc_id,
+            gone.vnf_instance_id
+        ),
+    }
+    outln!(
+        "the next connection verifies the server's key against its console output (trust on first use if it lists none)"
+    );
+    Ok(())
+}
+
+/// Who runs this command, for the audit event: `uid N (name)`, plus `via sudo from USER` when
+/// root was reached through sudo. The uid is the process's own (owner of `/proc/self`); the
+/// name comes from `/etc/passwd`.
+fn caller() -> String {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
+        return "unknown user".into();
+    };
+    let name = std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|text| {
+            text.lines().find_map(|l| {
+                let mut f = l.split(':');
+                let name = f.next()?;
+                (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_owned())
+            })
+        })
+        .unwrap_or_else(|| "?".into());
+    let mut who = format!("uid {uid} ({name})");
+    if uid == 0
+        && let Ok(s) = std::env::var("SUDO_USER")
+        && !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        who.push_str(&format!(" via sudo from {s}"));
+    }
+    who
 }
 
 /// `hot adjust`: reads the files, lets `hot_adjust::run` do the rest.

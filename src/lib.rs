@@ -40,4 +40,4 @@ pub mod store;
 
 // The pure core (its own crate, so that the build keeps it free of I/O runtimes), under the
 // paths the rest of the crate uses.
-pub use vnfkeeper_core::{flavour, heat, model, package, plan, recipes};
+pub use vnfkeeper_core::{console, flavour, heat, model, package, plan, recipes};

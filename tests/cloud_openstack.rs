@@ -1042,3 +1042,46 @@ async fn request_building_against_a_minimal_mock() {
         Some("tok-0123456789")
     );
 }
+
+#[tokio::test]
+async fn console_output_is_the_tail_nova_returns() {
+    let (tb, _dir) = start().await;
+    let cloud = connect(&tb).await;
+    let stack = cloud.create_stack(&pv_request("con", 1)).await.unwrap();
+    cloud
+        .wait_stack(&stack, &[StackStatus::CreateComplete], WAIT)
+        .await
+        .unwrap();
+    let server = cloud.servers().await.unwrap().remove(0).id;
+
+    // No host behind the record: the console holds no host key block.
+    let text = cloud.console_output(&server, 100).await.unwrap();
+    assert!(text.contains("login:"), "{text}");
+    assert_eq!(vnfkeeper::console::parse(&text), None);
+
+    // `length` keeps the last lines (a block cut at its start no longer counts).
+    let fp = "SHA256:U2n2I1UYgj1BSdckUyZctgaWW8CSlL+QfXh3bjuiIFY";
+    let block = format!(
+        "-----BEGIN SSH HOST KEY FINGERPRINTS-----\n256 {fp} root@x (ED25519)\n-----END SSH HOST KEY FINGERPRINTS-----\n"
+    );
+    let noise: String = (0..50).map(|i| format!("noise {i}\n")).collect();
+    tb.cloud()
+        .set_console_override(Some(format!("{block}{noise}")));
+    let all = cloud.console_output(&server, 1000).await.unwrap();
+    assert_eq!(
+        vnfkeeper::console::parse(&all).unwrap().fingerprints,
+        vec![fp.to_string()]
+    );
+    let tail = cloud.console_output(&server, 51).await.unwrap();
+    assert_eq!(tail.lines().count(), 51, "{tail}");
+    assert_eq!(vnfkeeper::console::parse(&tail), None);
+
+    // An unknown server: 404, not transient (the engine then falls back to trust on first use).
+    let e = cloud
+        .console_output("no-such-server", 10)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(!e.is_transient());
+    tb.shutdown().await;
+}

@@ -58,7 +58,23 @@ async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {
     );
     assert!(
         vnfcs.iter().all(|c| c.host_key.is_some()),
-        "host keys pinned on first use"
+        "host keys pinned at first contact"
+    );
+    // Each verified against the key blocks the testbed's Nova prints to the console.
+    let events = rusqlite::Connection::open(dir.path().join("state.db"))
+        .unwrap()
+        .prepare("SELECT evidence FROM event WHERE kind = 'HOST_KEY_PINNED'")
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect::<Vec<_>>();
+    assert_eq!(events.len(), vnfcs.len(), "{events:?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e.contains("\"verified_by\":\"console\"")),
+        "{events:?}"
     );
 
     // The cluster store: 3 nodes Ready, 3 PVs Available pointing at the storage server.

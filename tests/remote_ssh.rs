@@ -440,6 +440,98 @@ async fn trust_on_first_use_then_pinned_then_changed() {
     assert!(matches!(err, RemoteError::BadPinnedKey { .. }), "{err:?}");
 }
 
+/// What cloud-init prints for `key_lines` (fingerprints from `ssh-keygen -lf`, key block).
+fn console_of(sshd: &Sshd, pub_files: &[&str]) -> String {
+    let mut fps = String::new();
+    let mut keys = String::new();
+    for f in pub_files {
+        let fp = String::from_utf8(run_ok(
+            Command::new("ssh-keygen").arg("-lf").arg(sshd.path(f)),
+        ))
+        .unwrap();
+        fps.push_str(&format!("<14>Nov 24 03:20:01 cloud-init: {fp}"));
+        keys.push_str(&std::fs::read_to_string(sshd.path(f)).unwrap());
+    }
+    format!(
+        "<14>Nov 24 03:20:01 cloud-init: -----BEGIN SSH HOST KEY FINGERPRINTS-----\r\n{fps}\
+         <14>Nov 24 03:20:01 cloud-init: -----END SSH HOST KEY FINGERPRINTS-----\r\n\
+         -----BEGIN SSH HOST KEY KEYS-----\n{keys}-----END SSH HOST KEY KEYS-----\n"
+    )
+}
+
+#[tokio::test]
+#[ignore = "needs root (starts sshd)"]
+async fn console_listing_refuses_an_unlisted_key_before_any_password() {
+    let sshd = Sshd::start();
+    let auth = Auth::Password(Secret::new(PW_PASS.to_string()));
+
+    // The console lists another key: refused during the key exchange, no password sent.
+    let other = vnfkeeper::console::parse(&console_of(&sshd, &["other_ed25519.pub"])).unwrap();
+    let listed = HostKeyPolicy::Listed {
+        server_id: "srv-1".into(),
+        keys: other,
+    };
+    let err = remote()
+        .connect(&sshd.target(PW_USER, auth.clone(), listed))
+        .await
+        .unwrap_err();
+    let got = fingerprint(&sshd.host_key()).unwrap();
+    let want =
+        fingerprint(&std::fs::read_to_string(sshd.path("other_ed25519.pub")).unwrap()).unwrap();
+    match &err {
+        RemoteError::HostKeyNotListed {
+            label,
+            server_id,
+            presented_fingerprint,
+            listed_fingerprints,
+        } => {
+            assert_eq!(label, "VDU-test-vkpw");
+            assert_eq!(server_id, "srv-1");
+            assert_eq!(presented_fingerprint, &got);
+            assert_eq!(listed_fingerprints, &want);
+        }
+        e => panic!("{e:?}"),
+    }
+    assert!(!err.is_transient());
+    assert!(err.to_string().contains("no password was sent"), "{err}");
+    assert!(!all_text(&err).contains(PW_PASS));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = sshd.log();
+    assert!(
+        !log.contains("method password") && !log.contains("password for"),
+        "sshd saw a password attempt: {log}"
+    );
+
+    // The console lists the server's key (among others): accepted, returned for pinning, and
+    // only then does the password go out.
+    let keys = vnfkeeper::console::parse(&console_of(
+        &sshd,
+        &["other_ed25519.pub", "host_ed25519.pub"],
+    ))
+    .unwrap();
+    let listed = HostKeyPolicy::Listed {
+        server_id: "srv-1".into(),
+        keys,
+    };
+    let r = remote();
+    let t = sshd.target(PW_USER, auth, listed);
+    let c = r.connect(&t).await.unwrap();
+    assert!(c.learned, "a listed key is returned for the caller to pin");
+    assert_eq!(c.fingerprint, got);
+    assert!(
+        r.run(&t, &RemoteCommand::new("true"))
+            .await
+            .unwrap()
+            .success()
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        sshd.log().contains("Accepted password for vkpw"),
+        "{}",
+        sshd.log()
+    );
+}
+
 async fn sha256_remote(r: &SshRemote, t: &Target, path: &str) -> String {
     let out = r
         .run(t, &RemoteCommand::new("sha256sum").arg(path))

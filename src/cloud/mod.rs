@@ -28,6 +28,9 @@ pub use types::{
     StackResource, Volume, VolumeAttachment,
 };
 
+/// Most bytes of console output [`Cloud::console_output`] returns (its tail).
+pub const CONSOLE_LIMIT: usize = 1024 * 1024;
+
 /// Operations vnfkeeper needs from an OpenStack project.
 ///
 /// Methods return `Send` futures so callers can run them in spawned tasks. Errors are
@@ -128,6 +131,18 @@ pub trait Cloud: Send + Sync {
     /// All servers of the project: `GET /v2.1/servers/detail`, every page (Compute API "List
     /// Servers Detailed", `limit`/`marker`, following `servers_links[rel=next]`).
     fn servers(&self) -> impl Future<Output = Result<Vec<Server>, CloudError>> + Send;
+
+    /// The last `length` lines of a server's console log: `POST /v2.1/servers/{id}/action` with
+    /// `{"os-getConsoleOutput": {"length": length}}` (Compute API "Show Console Output"; 200
+    /// `{"output": text}`). The text is the guest's (treat it as hostile); at most
+    /// [`CONSOLE_LIMIT`] bytes are kept (the end, where cloud-init prints last). Errors: 404
+    /// (unknown server, or the hypervisor keeps no console log), 409 (server not running),
+    /// 501 (the virt driver has no console log).
+    fn console_output(
+        &self,
+        server_id: &str,
+        length: u32,
+    ) -> impl Future<Output = Result<String, CloudError>> + Send;
 
     /// All ports of the project: `GET /v2.0/ports`, every page (Networking API "List ports",
     /// `ports_links[rel=next]`).

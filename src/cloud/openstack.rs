@@ -674,6 +674,34 @@ impl Cloud for OpenStackCloud {
             .await
     }
 
+    async fn console_output(&self, server_id: &str, length: u32) -> Result<String, CloudError> {
+        let body = serde_json::json!({"os-getConsoleOutput": {"length": length}});
+        let reply = self
+            .call(
+                COMPUTE,
+                Method::POST,
+                &["servers", server_id, "action"],
+                &[],
+                Some(&body),
+            )
+            .await?;
+        #[derive(serde::Deserialize)]
+        struct ConsoleOutput {
+            #[serde(default)]
+            output: Option<String>,
+        }
+        let out: ConsoleOutput = reply.json()?;
+        let mut text = out.output.unwrap_or_default();
+        if text.len() > super::CONSOLE_LIMIT {
+            let mut cut = text.len() - super::CONSOLE_LIMIT;
+            while !text.is_char_boundary(cut) {
+                cut += 1;
+            }
+            text.drain(..cut);
+        }
+        Ok(text)
+    }
+
     async fn ports(&self) -> Result<Vec<Port>, CloudError> {
         self.list_all(NETWORK, &["ports"], "ports").await
     }

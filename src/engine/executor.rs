@@ -179,7 +179,7 @@ impl<C: Cloud> Engine<C> {
     }
 
     /// How to reach VNFC `vnfc` in `role` now: the address of the role's CP in its current row,
-    /// its pinned host key (trust on first use when none is pinned yet).
+    /// its pinned host key (first contact when none is pinned yet: see `steps::first_contact`).
     fn host(
         &self,
         rows: &[VnfcRow],
@@ -199,6 +199,7 @@ impl<C: Cloud> Engine<C> {
         })?;
         Ok(Host {
             vnfc_id: row.id.clone(),
+            server_id: row.server_id.clone(),
             target: Target {
                 address,
                 port: 22,

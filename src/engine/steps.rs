@@ -8,6 +8,7 @@ use tracing::Instrument as _;
 
 use super::{Engine, EngineError, backoff, now};
 use crate::cloud::{Cloud, CloudError};
+use crate::console::FirstContact;
 use crate::intake::wire::Secret;
 use crate::model::{LcmOperationType, ProblemDetails, StepState};
 use crate::recipes::{EXIT_NEEDED, EXIT_REFUSED, Step};
@@ -92,6 +93,8 @@ impl StepFailure {
 pub(crate) struct Host {
     /// vnfcInstanceId (journal key).
     pub vnfc_id: String,
+    /// Nova server id (whose console lists the host keys at first contact), if known.
+    pub server_id: Option<String>,
     /// SSH target (host key pinned or trust on first use).
     pub target: Target,
     /// Values to mask in anything recorded.
@@ -216,8 +219,23 @@ impl<C: Cloud> Engine<C> {
             .write(|tx| tx.journal_start(&op.id, key, step_no, step.name, &host.vnfc_id, now()))?;
         let mut attempt = 1;
         let outcome = loop {
-            match self.check_apply(step, host).await {
+            match self.check_apply(step, host, attempt).await {
                 Ok(detail) => break Ok(detail),
+                Err(Attempt::Console(why)) if attempt < self.limits.attempts => {
+                    attempt += 1;
+                    let wait = backoff(self.limits.backoff, attempt);
+                    tracing::info!(reason = %why, attempt, wait_ms = wait.as_millis() as u64, "host key not verifiable yet; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(Attempt::Console(why)) => {
+                    break Err(StepFailure {
+                        step: step.name.into(),
+                        host: host.label(),
+                        exit_status: None,
+                        reason: why,
+                        status: 500,
+                    });
+                }
                 Err(Attempt::Remote(e)) if e.is_transient() && attempt < self.limits.attempts => {
                     attempt += 1;
                     let wait = backoff(self.limits.backoff, attempt);
@@ -279,19 +297,96 @@ impl<C: Cloud> Engine<C> {
         }
     }
 
-    async fn check_apply(&self, step: &Step, host: &Host) -> Result<String, Attempt> {
+    /// How to accept the host key of a server without a pinned one, before any password is
+    /// sent: the keys its console lists (Nova `os-getConsoleOutput`, cloud-init's blocks), else
+    /// trust on first use. While the console holds no block yet (cloud-init prints them late in
+    /// boot) or the console cannot be read for a transient reason, the attempt ends with
+    /// [`Attempt::Console`] so that the step's retry loop waits and asks again; on the last
+    /// attempt a console without a block (or a cloud that gives no console) means trust on
+    /// first use.
+    async fn first_contact(
+        &self,
+        host: &Host,
+        attempt: u32,
+    ) -> Result<(HostKeyPolicy, FirstContact), Attempt> {
+        let last = attempt >= self.limits.attempts;
+        let tofu = Ok((
+            HostKeyPolicy::TrustOnFirstUse,
+            FirstContact::TrustOnFirstUse,
+        ));
+        let Some(server_id) = host.server_id.as_deref() else {
+            tracing::warn!(vnfc_id = %host.vnfc_id, "VNFC has no server id: no console to verify its host key against");
+            return tofu;
+        };
+        match self.cloud.console_output(server_id, CONSOLE_LINES).await {
+            Ok(text) => match crate::console::parse(&text) {
+                Some(keys) => Ok((
+                    HostKeyPolicy::Listed {
+                        server_id: server_id.to_owned(),
+                        keys,
+                    },
+                    FirstContact::Console,
+                )),
+                None if !last => Err(Attempt::Console(format!(
+                    "the console output of server {server_id} holds no SSH host key block yet"
+                ))),
+                None => {
+                    tracing::warn!(vnfc_id = %host.vnfc_id, server_id, "the console output holds no SSH host key block: trust on first use");
+                    tofu
+                }
+            },
+            Err(e) if e.is_transient() => Err(Attempt::Console(format!(
+                "cannot read the console output of server {server_id} to verify its host key: {e}"
+            ))),
+            Err(e) => {
+                tracing::warn!(vnfc_id = %host.vnfc_id, server_id, error = %e, "the cloud gives no console output: trust on first use");
+                tofu
+            }
+        }
+    }
+
+    async fn check_apply(&self, step: &Step, host: &Host, attempt: u32) -> Result<String, Attempt> {
+        let mut target = host.target.clone();
+        let mut how = None;
+        if target.host_key == HostKeyPolicy::TrustOnFirstUse {
+            let (policy, first) = self.first_contact(host, attempt).await?;
+            target.host_key = policy;
+            how = Some(first);
+        }
         let connected = self
             .remote
-            .connect(&host.target)
+            .connect(&target)
             .await
             .map_err(Attempt::Remote)?;
-        let mut target = host.target.clone();
         if connected.learned {
-            // Trust on first use of a server the engine created: pin the key in the database.
-            self.db
-                .write(|tx| tx.pin_host_key(&host.vnfc_id, &connected.host_key, now()))
+            // First contact with a server the engine created: pin the key in the database.
+            let how = how.unwrap_or(FirstContact::TrustOnFirstUse);
+            let pinned = self
+                .db
+                .write(|tx| {
+                    tx.pin_host_key(
+                        &host.vnfc_id,
+                        &connected.host_key,
+                        &connected.fingerprint,
+                        how,
+                        now(),
+                    )
+                })
                 .map_err(Attempt::Store)?;
-            tracing::info!(fingerprint = %connected.fingerprint, "host key pinned (trust on first use)");
+            if pinned {
+                match how {
+                    FirstContact::Console => tracing::info!(
+                        vnfc_id = %host.vnfc_id,
+                        fingerprint = %connected.fingerprint,
+                        "host key verified against the console and pinned"
+                    ),
+                    FirstContact::TrustOnFirstUse => tracing::warn!(
+                        vnfc_id = %host.vnfc_id,
+                        fingerprint = %connected.fingerprint,
+                        "host key pinned by trust on first use: the console listed no host keys"
+                    ),
+                }
+            }
             target.host_key = HostKeyPolicy::Pinned(connected.host_key.clone());
         }
         let check = self.exec(step, &target, "check").await?;
@@ -373,9 +468,16 @@ impl<C: Cloud> Engine<C> {
     }
 }
 
+/// Lines of console output asked for at first contact (`os-getConsoleOutput` `length`): enough
+/// to reach back to cloud-init's blocks on a server that has printed more since boot.
+const CONSOLE_LINES: u32 = 10_000;
+
 /// How one attempt at a step ended, when not successfully.
 enum Attempt {
     Remote(RemoteError),
+    /// The host key cannot be verified yet (no block in the console yet, console unreadable for
+    /// now); retried like a transient failure.
+    Console(String),
     Failed {
         exit_status: Option<u32>,
         reason: String,

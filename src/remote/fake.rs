@@ -241,6 +241,19 @@ impl Remote for FakeRemote {
             let (host_key, learned) = match &target.host_key {
                 HostKeyPolicy::Pinned(k) => (k.clone(), false),
                 HostKeyPolicy::TrustOnFirstUse => (FAKE_HOST_KEY.to_string(), true),
+                HostKeyPolicy::Listed { server_id, keys } => {
+                    // The fake server presents FAKE_HOST_KEY; a console must list it.
+                    let fp = super::fingerprint(FAKE_HOST_KEY).unwrap_or_default();
+                    if !keys.lists(&fp, FAKE_HOST_KEY) {
+                        return Err(RemoteError::HostKeyNotListed {
+                            label: target.label.clone(),
+                            server_id: server_id.clone(),
+                            presented_fingerprint: fp,
+                            listed_fingerprints: super::listed_fingerprints(keys),
+                        });
+                    }
+                    (FAKE_HOST_KEY.to_string(), true)
+                }
             };
             Ok(Connected {
                 fingerprint: super::fingerprint(&host_key).unwrap_or_default(),
@@ -279,7 +292,9 @@ impl Remote for FakeRemote {
                 duration: Duration::ZERO,
                 host_key: match &target.host_key {
                     HostKeyPolicy::Pinned(k) => k.clone(),
-                    HostKeyPolicy::TrustOnFirstUse => FAKE_HOST_KEY.to_string(),
+                    HostKeyPolicy::TrustOnFirstUse | HostKeyPolicy::Listed { .. } => {
+                        FAKE_HOST_KEY.to_string()
+                    }
                 },
             })
         })

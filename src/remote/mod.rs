@@ -88,6 +88,17 @@ pub enum HostKeyPolicy {
     /// [`Connected::host_key`]) so that the caller pins it. Use only where the network path to a
     /// freshly created VM is trusted.
     TrustOnFirstUse,
+    /// First contact verified out of band: accept only a key the server's console output lists
+    /// (cloud-init's blocks, read through Nova `os-getConsoleOutput`; see
+    /// [`crate::console::parse`]), and return it for the caller to pin. Any other key is
+    /// refused during the key exchange, before authentication — no password is sent — with
+    /// [`RemoteError::HostKeyNotListed`].
+    Listed {
+        /// Nova server id of the host (named in the error).
+        server_id: String,
+        /// What the console lists.
+        keys: crate::console::ConsoleHostKeys,
+    },
 }
 
 /// One remote host and how to reach it.
@@ -216,7 +227,8 @@ pub struct Connected {
     pub host_key: String,
     /// Its SHA256 fingerprint (`SHA256:…`, as `ssh-keygen -l` prints it).
     pub fingerprint: String,
-    /// True when the key was accepted by trust on first use (not compared with a pin).
+    /// True when the key was not compared with a pin (accepted by trust on first use, or as
+    /// listed by the console): the caller pins it.
     pub learned: bool,
 }
 
@@ -267,6 +279,21 @@ pub enum RemoteError {
         expected_fingerprint: String,
         /// Fingerprint of the key the server presented.
         got_fingerprint: String,
+    },
+    /// First contact: the server presented a key its console output does not list (possible man
+    /// in the middle, or a console of another server). Refused before authentication. Permanent.
+    #[error(
+        "{label}: HOST KEY NOT LISTED: server {server_id} presented {presented_fingerprint}, its console lists {listed_fingerprints}; no password was sent"
+    )]
+    HostKeyNotListed {
+        /// VNFC id.
+        label: String,
+        /// Nova server id.
+        server_id: String,
+        /// Fingerprint of the key the server presented (`SHA256:…`).
+        presented_fingerprint: String,
+        /// The fingerprints the console lists, comma-separated.
+        listed_fingerprints: String,
     },
     /// The pinned host key string is not an OpenSSH public key line. Permanent.
     #[error("{label}: pinned host key is not a valid OpenSSH public key: {reason}")]
@@ -383,6 +410,7 @@ impl RemoteError {
             | RemoteError::SessionLost { .. } => true,
             RemoteError::Sftp { transient, .. } => *transient,
             RemoteError::HostKeyChanged { .. }
+            | RemoteError::HostKeyNotListed { .. }
             | RemoteError::BadPinnedKey { .. }
             | RemoteError::AuthFailed { .. }
             | RemoteError::KeyFile { .. }
@@ -399,6 +427,7 @@ impl RemoteError {
             RemoteError::Connect { .. } => "connect",
             RemoteError::ConnectTimeout { .. } => "connect_timeout",
             RemoteError::HostKeyChanged { .. } => "host_key_changed",
+            RemoteError::HostKeyNotListed { .. } => "host_key_not_listed",
             RemoteError::BadPinnedKey { .. } => "bad_pinned_key",
             RemoteError::AuthFailed { .. } => "auth_failed",
             RemoteError::KeyFile { .. } => "key_file",
@@ -418,6 +447,7 @@ impl RemoteError {
             RemoteError::Connect { label, .. }
             | RemoteError::ConnectTimeout { label, .. }
             | RemoteError::HostKeyChanged { label, .. }
+            | RemoteError::HostKeyNotListed { label, .. }
             | RemoteError::BadPinnedKey { label, .. }
             | RemoteError::AuthFailed { label, .. }
             | RemoteError::KeyFile { label, .. }
@@ -502,6 +532,20 @@ pub fn parse_public_key(line: &str) -> Result<russh::keys::PublicKey, String> {
 /// The parser's message when the line is not a valid key.
 pub fn fingerprint(line: &str) -> Result<String, String> {
     parse_public_key(line).map(|k| key_fingerprint(&k))
+}
+
+/// The fingerprints a console lists, for messages: those of its fingerprint block, then those
+/// of its key block's keys (comma-separated, without repeats).
+pub fn listed_fingerprints(keys: &crate::console::ConsoleHostKeys) -> String {
+    let mut out: Vec<String> = keys.fingerprints.clone();
+    for k in &keys.keys {
+        if let Ok(f) = fingerprint(k)
+            && !out.contains(&f)
+        {
+            out.push(f);
+        }
+    }
+    out.join(", ")
 }
 
 pub(crate) fn key_fingerprint(key: &russh::keys::PublicKey) -> String {

@@ -10,7 +10,11 @@ use russh::client;
 use russh::keys::{PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use tokio::net::TcpStream;
 
-use super::{Auth, HostKeyPolicy, RemoteError, Target, key_fingerprint, parse_public_key};
+use super::{
+    Auth, HostKeyPolicy, RemoteError, Target, key_fingerprint, key_line, listed_fingerprints,
+    parse_public_key,
+};
+use crate::console::ConsoleHostKeys;
 
 /// Tunables of the SSH transport.
 #[derive(Debug, Clone)]
@@ -65,7 +69,8 @@ pub(crate) struct Session {
     pub(crate) handle: client::Handle<Client>,
     /// The server's host key as verified during the key exchange.
     pub(crate) host_key: PublicKey,
-    /// Whether that key was accepted by trust on first use (not compared with a pin).
+    /// Whether that key was not compared with a pin (trust on first use, or listed by the
+    /// console): the caller pins it.
     pub(crate) learned: bool,
 }
 
@@ -75,8 +80,12 @@ impl Session {
     ///
     /// # Errors
     /// [`RemoteError::BadPinnedKey`] when the pin does not parse, [`RemoteError::HostKeyChanged`]
-    /// when it names another key than the one this session was verified with.
+    /// when it names another key than the one this session was verified with,
+    /// [`RemoteError::HostKeyNotListed`] when the console listing does not hold that key.
     pub(crate) fn check_pin(&self, target: &Target) -> Result<(), RemoteError> {
+        if let HostKeyPolicy::Listed { server_id, keys } = &target.host_key {
+            return check_listed(target, server_id, keys, &self.host_key);
+        }
         if let HostKeyPolicy::Pinned(line) = &target.host_key {
             let pinned = parse_public_key(line).map_err(|reason| RemoteError::BadPinnedKey {
                 label: target.label.clone(),
@@ -94,9 +103,39 @@ impl Session {
     }
 }
 
+/// `Ok` when the console listing `keys` of `server_id` holds `key`.
+fn check_listed(
+    target: &Target,
+    server_id: &str,
+    keys: &ConsoleHostKeys,
+    key: &PublicKey,
+) -> Result<(), RemoteError> {
+    let fingerprint = key_fingerprint(key);
+    if keys.lists(&fingerprint, &key_line(key)) {
+        return Ok(());
+    }
+    Err(RemoteError::HostKeyNotListed {
+        label: target.label.clone(),
+        server_id: server_id.to_owned(),
+        presented_fingerprint: fingerprint,
+        listed_fingerprints: listed_fingerprints(keys),
+    })
+}
+
+/// Which host keys the key exchange accepts.
+#[derive(Clone)]
+enum Expected {
+    /// Trust on first use.
+    Any,
+    /// Exactly this key.
+    Pinned(PublicKey),
+    /// A key the console lists.
+    Listed(ConsoleHostKeys),
+}
+
 /// russh client handler: host key verification (RFC 4253 §8) against the target's policy.
 pub(crate) struct Client {
-    expected: Option<PublicKey>,
+    expected: Expected,
     seen: Arc<Mutex<Option<PublicKey>>>,
 }
 
@@ -109,8 +148,10 @@ impl client::Handler for Client {
     ) -> Result<bool, Self::Error> {
         let key = server_public_key.public_key();
         let accept = match &self.expected {
-            None => true,
-            Some(pinned) => pinned.key_data() == key.key_data(),
+            Expected::Any => true,
+            Expected::Pinned(pinned) => pinned.key_data() == key.key_data(),
+            // Refusing here ends the key exchange: authentication (the password) never starts.
+            Expected::Listed(keys) => keys.lists(&key_fingerprint(&key), &key_line(&key)),
         };
         *self.seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(key);
         Ok(accept)
@@ -153,7 +194,8 @@ pub(crate) fn ssh_error(target: &Target, e: russh::Error) -> RemoteError {
 ///
 /// # Errors
 /// [`RemoteError::Connect`], [`RemoteError::ConnectTimeout`], [`RemoteError::BadPinnedKey`],
-/// [`RemoteError::HostKeyChanged`], [`RemoteError::AuthFailed`], [`RemoteError::KeyFile`], and
+/// [`RemoteError::HostKeyChanged`], [`RemoteError::HostKeyNotListed`], [`RemoteError::AuthFailed`],
+/// [`RemoteError::KeyFile`], and
 /// [`RemoteError::SessionLost`] or [`RemoteError::Protocol`] for failures after the TCP connect.
 pub(crate) async fn connect(
     config: &SshConfig,
@@ -163,14 +205,15 @@ pub(crate) async fn connect(
     let address = target.socket_addr();
     let expected = match &target.host_key {
         HostKeyPolicy::Pinned(line) => {
-            Some(
-                parse_public_key(line).map_err(|reason| RemoteError::BadPinnedKey {
+            Expected::Pinned(parse_public_key(line).map_err(|reason| {
+                RemoteError::BadPinnedKey {
                     label: target.label.clone(),
                     reason,
-                })?,
-            )
+                }
+            })?)
         }
-        HostKeyPolicy::TrustOnFirstUse => None,
+        HostKeyPolicy::TrustOnFirstUse => Expected::Any,
+        HostKeyPolicy::Listed { keys, .. } => Expected::Listed(keys.clone()),
     };
     let seen = Arc::new(Mutex::new(None::<PublicKey>));
     let started = Instant::now();
@@ -192,14 +235,22 @@ pub(crate) async fn connect(
             Ok(h) => h,
             Err(e) => {
                 let got = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                if let (Some(pinned), Some(got)) = (&expected, got)
-                    && pinned.key_data() != got.key_data()
-                {
-                    return Err(RemoteError::HostKeyChanged {
-                        label: target.label.clone(),
-                        expected_fingerprint: key_fingerprint(pinned),
-                        got_fingerprint: key_fingerprint(&got),
-                    });
+                match (&expected, got, &target.host_key) {
+                    (Expected::Pinned(pinned), Some(got), _)
+                        if pinned.key_data() != got.key_data() =>
+                    {
+                        return Err(RemoteError::HostKeyChanged {
+                            label: target.label.clone(),
+                            expected_fingerprint: key_fingerprint(pinned),
+                            got_fingerprint: key_fingerprint(&got),
+                        });
+                    }
+                    (
+                        Expected::Listed(keys),
+                        Some(got),
+                        HostKeyPolicy::Listed { server_id, .. },
+                    ) => check_listed(target, server_id, keys, &got)?,
+                    _ => {}
                 }
                 return Err(ssh_error(target, e));
             }
@@ -232,12 +283,13 @@ pub(crate) async fn connect(
             label: target.label.clone(),
             reason: "server host key was never presented".into(),
         })?;
-    let learned = expected.is_none();
+    let learned = !matches!(expected, Expected::Pinned(_));
     tracing::info!(
         host = %target.address,
         vnfc_id = %target.label,
         host_key_fingerprint = %key_fingerprint(&host_key),
-        trust_on_first_use = learned,
+        trust_on_first_use = matches!(expected, Expected::Any),
+        listed_by_console = matches!(expected, Expected::Listed(_)),
         duration_ms = started.elapsed().as_millis() as u64,
         "SSH session established"
     );

@@ -401,15 +401,6 @@ impl Tx<'_> {
         )?;
         Ok(())
     }
-
-    /// Pins a VNFC's SSH host key (trust on first use of a server the engine created).
-    pub fn pin_host_key(&mut self, vnfc_id: &str, key: &str, now: Timestamp) -> Result<()> {
-        self.tx.execute(
-            "UPDATE vnfc SET host_key = ?2, updated_at = ?3 WHERE id = ?1 AND host_key IS NULL",
-            params![vnfc_id, key, now.to_rfc3339()],
-        )?;
-        Ok(())
-    }
 }
 
 fn corrupt_state(op_id: &str, key: &str, value: String) -> StoreError {

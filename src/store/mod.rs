@@ -5,6 +5,7 @@
 
 mod decode;
 mod engine;
+mod hostkeys;
 mod reconcile;
 mod rows;
 mod startup;
@@ -18,6 +19,7 @@ use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use crate::model::VnfcRow;
 pub use engine::JournalRow;
+pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow};
 pub use startup::{BackupReport, DB_MODE, History, InitReport, Refusal, backup, check, init};

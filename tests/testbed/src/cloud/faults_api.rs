@@ -8,6 +8,7 @@
 //! | `POST /testbed/servers/{id}/stop-sshd` / `start-sshd` | | sshd of the host stopped / started |
 //! | `POST /testbed/servers/{id}/hang` | `{"hang": bool}` (default true) | SSH commands hang |
 //! | `POST /testbed/servers/{id}/rotate-host-key` | | new host key → `{"host_key": str}` |
+//! | `POST /testbed/console` | `{"output": str or null}` | every server's `os-getConsoleOutput` text (null: cloud-init's host key blocks) |
 //! | `POST /testbed/faults/{service}` | [`FaultRule`] JSON | add a 5xx/latency rule (`identity`, `compute`, `network`, `volume`, `image`, `orchestration`) |
 //! | `GET /testbed/faults` / `DELETE /testbed/faults` / `DELETE /testbed/faults/{service}` | | list / clear rules |
 //! | `GET /testbed/counters` / `DELETE /testbed/counters` | | request counters per service and `METHOD /path` (ids as `{id}`) / reset |
@@ -41,6 +42,7 @@ pub(crate) fn routes() -> Router<Arc<Cloud>> {
         .route("/testbed/servers/{id}/start-sshd", post(start_sshd))
         .route("/testbed/servers/{id}/hang", post(hang))
         .route("/testbed/servers/{id}/rotate-host-key", post(rotate))
+        .route("/testbed/console", post(console))
         .route("/testbed/faults", get(faults_list).delete(faults_clear_all))
         .route(
             "/testbed/faults/{service}",
@@ -147,6 +149,16 @@ async fn hang(State(c): St, Path(id): Path<String>, b: Bytes) -> Response {
     }
     .await;
     result(r.map(|_| json!({"server_id": id, "hang": h})))
+}
+
+async fn console(State(c): St, b: Bytes) -> Response {
+    let body = match body_json(&b) {
+        Ok(v) => v,
+        Err(r) => return *r,
+    };
+    let text = body["output"].as_str().map(str::to_string);
+    c.set_console_override(text.clone());
+    (StatusCode::OK, axum::Json(json!({"output": text}))).into_response()
 }
 
 async fn rotate(State(c): St, Path(id): Path<String>) -> Response {

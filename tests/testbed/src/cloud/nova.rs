@@ -1,5 +1,5 @@
 //! Nova (Compute API v2.1 with microversions 2.1–2.79): servers (list, detail, show, delete,
-//! start/stop/reboot actions) and flavors.
+//! start/stop/reboot and os-getConsoleOutput actions) and flavors.
 
 use std::sync::Arc;
 
@@ -354,17 +354,108 @@ async fn action(
                 });
             }
         }
+        "os-getConsoleOutput" => {
+            let length = match &arg["length"] {
+                Value::Null => None,
+                v => match v
+                    .as_i64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                {
+                    Some(n) if n >= -1 => usize::try_from(n).ok(),
+                    _ => {
+                        return Err(nova_err(
+                            400,
+                            "badRequest",
+                            "Invalid input for field/attribute length.",
+                        ));
+                    }
+                },
+            };
+            let output = console_output(&c, &id);
+            return Ok(axum::Json(json!({"output": last_lines(&output, length)})).into_response());
+        }
         other => {
             return Err(nova_err(
                 400,
                 "badRequest",
                 format!(
-                    "Action '{other}' is not supported by the testbed (os-start, os-stop, reboot)"
+                    "Action '{other}' is not supported by the testbed (os-start, os-stop, reboot, os-getConsoleOutput)"
                 ),
             ));
         }
     }
     Ok(StatusCode::ACCEPTED.into_response())
+}
+
+/// What the server's console shows: the override if one is set, else — once its host is up —
+/// cloud-init's end-of-boot lines with the SSH host key blocks of the host's real key, printed
+/// the way cloud-init's `write-ssh-key-fingerprints` does (syslog prefix on the fingerprint
+/// block, bare key block).
+fn console_output(c: &Cloud, id: &str) -> String {
+    let inner = c.lock();
+    if let Some(text) = &inner.console_override {
+        return text.clone();
+    }
+    let Some(s) = inner.servers.get(id) else {
+        return String::new();
+    };
+    let mut out = format!(
+        "[    0.000000] Linux version 6.1.0 (testbed)\r\n{} login: \r\n",
+        s.name
+    );
+    let Some(key) = s.host_key.as_deref() else {
+        return out;
+    };
+    let prefix = format!("<14>{} cloud-init: ", s.created.format("%b %e %H:%M:%S"));
+    let hr = "#".repeat(61);
+    let fp = fingerprint(key).unwrap_or_default();
+    let kind = key
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("ssh-")
+        .to_uppercase();
+    let host = format!("root@{}", s.name);
+    for line in [
+        hr.clone(),
+        "-----BEGIN SSH HOST KEY FINGERPRINTS-----".into(),
+        format!("256 {fp} {host} ({kind})"),
+        "-----END SSH HOST KEY FINGERPRINTS-----".into(),
+        hr,
+    ] {
+        out.push_str(&format!("{prefix}{line}\r\n"));
+    }
+    out.push_str(&format!(
+        "-----BEGIN SSH HOST KEY KEYS-----\r\n{key} {host}\r\n-----END SSH HOST KEY KEYS-----\r\n"
+    ));
+    out.push_str(&format!(
+        "[   12.345678] cloud-init[812]: Cloud-init v. 24.1 finished. Datasource DataSourceOpenStack.\r\n\r\n{} login: \r\n",
+        s.name
+    ));
+    out
+}
+
+/// `SHA256:…` of an OpenSSH key line (`ssh-keygen -l`: unpadded base64 of the SHA-256 of the
+/// key blob).
+pub fn fingerprint(key_line: &str) -> Option<String> {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let blob = base64::engine::general_purpose::STANDARD
+        .decode(key_line.split_whitespace().nth(1)?)
+        .ok()?;
+    Some(format!(
+        "SHA256:{}",
+        base64::engine::general_purpose::STANDARD_NO_PAD.encode(sha2::Sha256::digest(&blob))
+    ))
+}
+
+/// The last `n` lines of `text` (all with `None`, as Nova does for a missing or -1 `length`).
+fn last_lines(text: &str, n: Option<usize>) -> String {
+    let Some(n) = n else {
+        return text.to_string();
+    };
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    lines[lines.len().saturating_sub(n)..].concat()
 }
 
 fn set_task(c: &Cloud, id: &str, _task: &str) {

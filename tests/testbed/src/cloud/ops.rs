@@ -460,6 +460,12 @@ impl Cloud {
         self.farm()?.set_hang(server_id, hang).await
     }
 
+    /// Makes every server's console output `text` (`None`: back to what cloud-init prints, the
+    /// host key blocks of the server's real key). `Some("")` is a console without blocks.
+    pub fn set_console_override(&self, text: Option<String>) {
+        self.lock().console_override = text;
+    }
+
     /// Gives a server's host a new SSH host key; returns it.
     pub async fn inject_rotate_host_key(&self, server_id: &str) -> anyhow::Result<String> {
         let key = self.farm()?.rotate_host_key(server_id).await?;

@@ -158,6 +158,9 @@ pub struct Inner {
     pub counters: BTreeMap<String, BTreeMap<String, u64>>,
     /// Fault rules per service.
     pub faults: FaultTable,
+    /// Console output of every server instead of what cloud-init prints (`None`: cloud-init's
+    /// host key blocks for the server's real host key, once its host is up).
+    pub console_override: Option<String>,
 }
 
 impl Inner {
