@@ -230,6 +230,8 @@ impl Intake {
                 self.unsettled = true;
             }
         }
+        // Committed files whose step after the commit did not finish (crash, I/O error).
+        self.ready.extend(self.spool.unfinished()?);
         Ok(())
     }
 

@@ -4,7 +4,9 @@
 //!
 //! The database is the truth. A file still in `new/` after a crash is processed again; if its
 //! content and name were already committed, it is only moved where it belongs ("recovered"), so
-//! every file ends in exactly one place and creates at most one operation.
+//! every file ends in exactly one place and creates at most one operation. A file whose step
+//! after the commit had begun (hidden as `new/.<name>.taken`, see [`maildir`]) is finished for
+//! its committed outcome.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +22,8 @@ pub use super::maildir::{Spool, is_request_name};
 struct Candidate {
     /// Path in `new/`.
     path: PathBuf,
+    /// Whether it is a hidden `.<name>.taken` file: committed, its file step not finished.
+    taken: bool,
     request: Examined,
 }
 
@@ -45,7 +49,8 @@ pub fn process(
     crate::failpoint::hit("intake-after-commit");
     let mut outcomes = Vec::with_capacity(decided.len());
     for (c, (outcome, dest)) in candidates.iter().zip(decided) {
-        if let Err(e) = spool.place(&c.path, &c.request.name, &dest) {
+        let req = &c.request;
+        if let Err(e) = spool.place(&c.path, &req.name, &dest, &req.kept, &req.sha256) {
             // The outcome is committed; the next scan finds the file again and recovers it.
             let file = &c.request.name;
             tracing::warn!(file = %file, error = %e, "could not move request file; will retry");
@@ -85,9 +90,12 @@ fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Candidate>
 
 fn read_candidate(path: &Path, ctx: &IntakeContext<'_>) -> Option<Candidate> {
     let file = maildir::read_request(path)?;
+    // A hidden `.<name>.taken` file is examined under the name it was committed with.
+    let taken = maildir::untaken_name(&file.name).map(str::to_owned);
     Some(Candidate {
         path: file.path,
-        request: admission::examine(file.name, &file.bytes, ctx),
+        taken: taken.is_some(),
+        request: admission::examine(taken.unwrap_or(file.name), &file.bytes, ctx),
     })
 }
 
@@ -103,8 +111,10 @@ fn decide(
 ) -> Result<(Outcome, Destination), StoreError> {
     let req = &c.request;
     let earlier = tx.intake_by_sha256(&req.sha256)?;
+    // A normally named file whose destination holds a copy is a new submission of the same
+    // bytes under the same name (the copy is written only after the file was hidden).
     if let Some(dest) = admission::committed_destination(&earlier, req)
-        && !spool.holds(&dest, &req.name)
+        && (c.taken || !spool.holds(&dest, &req.name))
     {
         let to = spool.path_of(&dest, &req.name);
         let outcome = Outcome::Recovered {

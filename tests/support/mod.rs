@@ -94,14 +94,34 @@ impl Install {
         serde_json::from_slice(&out.stdout).expect("ops --json is JSON")
     }
 
-    /// Names of regular files in `dir` (sorted).
+    /// The hex SHA-256 of the original bytes of the request kept at `copy` (its sidecar
+    /// `<copy>.sha256`), or "" when there is none.
+    pub fn original_sha256(copy: &Path) -> String {
+        let mut s = copy.as_os_str().to_owned();
+        s.push(".sha256");
+        fs::read_to_string(s)
+            .unwrap_or_default()
+            .trim_end()
+            .to_owned()
+    }
+
+    /// Hex SHA-256 of `bytes`, as the sidecars hold it.
+    pub fn sha256_hex(bytes: &[u8]) -> String {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// Names of regular files in `dir` (sorted), without hidden files and `.sha256` sidecars.
     pub fn files(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(dir)
             .map(|rd| {
                 rd.filter_map(|e| e.ok())
                     .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| !n.starts_with('.'))
+                    .filter(|n| !n.starts_with('.') && !n.ends_with(".sha256"))
                     .collect()
             })
             .unwrap_or_default();

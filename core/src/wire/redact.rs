@@ -91,8 +91,8 @@ pub fn redact_by_name(doc: &Value) -> (Value, usize) {
         match v {
             Value::Object(m) => {
                 for (k, child) in m.iter_mut() {
-                    let secret = SECRET_NAMES.contains(&k.as_str())
-                        || (in_registry && k == "username");
+                    let secret =
+                        SECRET_NAMES.contains(&k.as_str()) || (in_registry && k == "username");
                     if secret && !child.is_null() {
                         *child = Value::String(REDACTED.to_owned());
                         *n += 1;

@@ -1037,8 +1037,15 @@ fn every_secret_of_every_good_fixture_is_redacted_and_restored() {
         for p in &ptrs {
             let last = p.rsplit('/').next().unwrap();
             assert!(
-                ["password", "ssh_password", "http_proxy", "https_proxy", "accessInfo", "username"]
-                    .contains(&last),
+                [
+                    "password",
+                    "ssh_password",
+                    "http_proxy",
+                    "https_proxy",
+                    "accessInfo",
+                    "username"
+                ]
+                .contains(&last),
                 "{}: {p} is not a secret field",
                 path.display()
             );
@@ -1065,7 +1072,12 @@ fn every_secret_of_every_good_fixture_is_redacted_and_restored() {
         redact::restore(&mut back, &secrets).unwrap();
         assert_eq!(back, doc, "{}", path.display());
         let (by_name, n) = redact::redact_by_name(&doc);
-        assert_eq!(by_name, red, "{}: by-name redaction differs", path.display());
+        assert_eq!(
+            by_name,
+            red,
+            "{}: by-name redaction differs",
+            path.display()
+        );
         assert_eq!(n, ptrs.len());
         // The body-relative pointers are the envelope's without `/request`.
         let body_ptrs = request_secret_pointers(env.operation, &env.request);
