@@ -7,6 +7,7 @@ mod decode;
 mod engine;
 mod reconcile;
 mod rows;
+mod secrets;
 
 use std::path::Path;
 use std::time::Duration;
@@ -19,6 +20,7 @@ pub use crate::model::VnfcRow;
 pub use engine::JournalRow;
 pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow};
+pub use secrets::{KEY_FILE, SecretsKey, key_path};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -57,6 +59,10 @@ pub enum StoreError {
         /// The serializer's error.
         reason: String,
     },
+    /// The key that encrypts request secrets is missing, unreadable or malformed, or secrets
+    /// must be read without it (the text names the key file, never a secret).
+    #[error("secrets key: {0}")]
+    SecretsKey(String),
     /// Could not create the database's directory or set its mode.
     #[error("database file: {0}")]
     Io(#[from] std::io::Error),
@@ -69,10 +75,15 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
+    /// Seals and opens request secrets (see `secrets.rs`).
+    key: Option<SecretsKey>,
 }
 
 impl Store {
-    /// Opens (creating if needed, mode 0600) and migrates the database. Errors: [`StoreError`].
+    /// Opens (creating if needed, mode 0600) and migrates the database, then loads the key that
+    /// encrypts request secrets ([`key_path`]; created at first start) and encrypts the secrets
+    /// of rows written before secrets were encrypted. Errors: [`StoreError`]; a database holding
+    /// encrypted secrets without its key is [`StoreError::SecretsKey`].
     pub fn open(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
@@ -90,13 +101,20 @@ impl Store {
         for m in report.applied_migrations() {
             tracing::info!(version = m.version(), name = %m.name(), "database migrated");
         }
-        Ok(Self { conn })
+        let key = secrets::at_open(&mut conn, path)?;
+        Ok(Self {
+            conn,
+            key: Some(key),
+        })
     }
 
     /// Runs `f` inside one transaction and commits if it returns `Ok`.
     pub fn write<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let tx = self.conn.transaction()?;
-        let mut w = Tx { tx };
+        let mut w = Tx {
+            tx,
+            key: self.key.as_ref(),
+        };
         let out = f(&mut w)?;
         w.tx.commit()?;
         Ok(out)
@@ -121,7 +139,10 @@ impl Store {
 
     /// Reads through the read-write connection.
     pub fn reader(&self) -> ReaderRef<'_> {
-        ReaderRef { conn: &self.conn }
+        ReaderRef {
+            conn: &self.conn,
+            key: self.key.as_ref(),
+        }
     }
 }
 
@@ -140,7 +161,10 @@ pub struct Reader {
 impl Reader {
     /// Borrowed query interface.
     pub fn queries(&self) -> ReaderRef<'_> {
-        ReaderRef { conn: &self.conn }
+        ReaderRef {
+            conn: &self.conn,
+            key: None,
+        }
     }
 }
 
@@ -148,6 +172,8 @@ impl Reader {
 #[derive(Debug, Clone, Copy)]
 pub struct ReaderRef<'a> {
     conn: &'a Connection,
+    /// Opens request secrets; `None` for the CLI's read-only connection (redacted bodies only).
+    key: Option<&'a SecretsKey>,
 }
 
 impl ReaderRef<'_> {
@@ -228,6 +254,7 @@ fn collect_checked<T>(rows: impl Iterator<Item = rusqlite::Result<Result<T>>>) -
 #[derive(Debug)]
 pub struct Tx<'c> {
     tx: Transaction<'c>,
+    key: Option<&'c SecretsKey>,
 }
 
 /// A new LCM operation occurrence, as intake records it.
@@ -292,7 +319,10 @@ pub struct NewEvent<'a> {
 impl Tx<'_> {
     /// Queries inside the transaction (sees its own writes).
     pub fn reader(&self) -> ReaderRef<'_> {
-        ReaderRef { conn: &self.tx }
+        ReaderRef {
+            conn: &self.tx,
+            key: self.key,
+        }
     }
 
     /// The instance's row, if known.
@@ -353,23 +383,36 @@ impl Tx<'_> {
     }
 
     /// Inserts an operation in `STARTING`.
+    ///
+    /// The body is stored redacted; its secrets are stored encrypted in `operation_secrets`.
     pub fn insert_operation(&mut self, op: &NewOperation<'_>, now: Timestamp) -> Result<()> {
         let now = now.to_rfc3339();
+        let (params, secrets) = secrets::split(op.operation, op.operation_params)?;
+        let sealed = match (&secrets, self.key) {
+            (None, _) => None,
+            (Some(s), Some(key)) => Some(key.seal(op.id, s)?),
+            (Some(_), None) => {
+                return Err(StoreError::SecretsKey(
+                    "no key loaded to encrypt the request's secrets".into(),
+                ));
+            }
+        };
         self.tx.execute(
             "INSERT INTO vnf_lcm_op_occ (id, vnf_instance_id, operation, operation_state,
                  state_entered_time, start_time, is_automatic_invocation, operation_params,
-                 vnf_package, request_id, status_detail)
-             VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 vnf_package, request_id, status_detail, operation_secrets)
+             VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 op.id,
                 op.vnf_instance_id,
                 op.operation.as_str(),
                 now,
                 op.is_automatic_invocation,
-                op.operation_params,
+                params,
                 op.vnf_package,
                 op.request_id,
-                op.status_detail
+                op.status_detail,
+                sealed
             ],
         )?;
         Ok(())
