@@ -133,8 +133,8 @@ impl SecretsKey {
             return Err(corrupt(format!("{} bytes, too short", sealed.len())));
         }
         let (nonce, body) = sealed.split_at(NONCE_LEN);
-        let nonce = Nonce::<Aes256Gcm>::try_from(nonce)
-            .map_err(|_| corrupt("bad nonce length".into()))?;
+        let nonce =
+            Nonce::<Aes256Gcm>::try_from(nonce).map_err(|_| corrupt("bad nonce length".into()))?;
         let plain = self
             .cipher
             .decrypt(
@@ -195,12 +195,13 @@ pub(super) fn at_open(conn: &mut rusqlite::Connection, db_path: &Path) -> Result
             "UPDATE vnf_lcm_op_occ SET operation_params = ?2, operation_secrets = ?3 WHERE id = ?1",
         )?;
         for (id, operation, params) in rows {
-            let operation = LcmOperationType::parse(&operation).ok_or_else(|| StoreError::Corrupt {
-                table: "vnf_lcm_op_occ",
-                row: id.clone(),
-                column: "operation",
-                reason: "not an LCM operation type".into(),
-            })?;
+            let operation =
+                LcmOperationType::parse(&operation).ok_or_else(|| StoreError::Corrupt {
+                    table: "vnf_lcm_op_occ",
+                    row: id.clone(),
+                    column: "operation",
+                    reason: "not an LCM operation type".into(),
+                })?;
             let (stored, secrets) = split(operation, &params)?;
             let sealed = secrets.map(|s| key.seal(&id, &s)).transpose()?;
             if sealed.is_some() {

@@ -136,8 +136,21 @@ impl Install {
 
     /// Starts the daemon with extra environment variables (e.g. `VNFKEEPER_FAILPOINT`).
     pub fn start_with_env(&self, env: &[(&str, &str)]) -> Daemon {
+        self.start_via(&[], env)
+    }
+
+    /// Starts the daemon through `prefix` (e.g. `setpriv --reuid=… --regid=… --clear-groups`).
+    pub fn start_via(&self, prefix: &[&str], env: &[(&str, &str)]) -> Daemon {
         let log = self.dir.path().join(format!("daemon-{}.log", uuid()));
-        let child = Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
+        let mut cmd = match prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(env!("CARGO_BIN_EXE_vnfkeeper"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_vnfkeeper")),
+        };
+        let child = cmd
             .arg("daemon")
             .arg("--config")
             .arg(&self.config)
