@@ -515,7 +515,7 @@ mod tests {
         fs::rename(&second, &taken).unwrap();
         let copy = spool.rejected_dir().join("r.1.json");
         fs::write(sidecar(&copy), "0002\n").unwrap();
-        assert_eq!(spool.unfinished().unwrap(), [taken.clone()]);
+        assert_eq!(spool.unfinished().unwrap(), std::slice::from_ref(&taken));
         assert!(spool.scan().unwrap().is_empty());
         spool.place(&taken, "r.json", &dest, &kept, "0002").unwrap();
         assert!(copy.exists() && !spool.rejected_dir().join("r.2.json").exists());

@@ -29,6 +29,9 @@ pub struct JournalRow {
     pub detail: Option<String>,
 }
 
+/// `(id, operation_params, vnf_package, operation_secrets)` of an operation, as stored.
+type StoredRequest = (String, String, Option<String>, Option<Vec<u8>>);
+
 impl ReaderRef<'_> {
     /// The journal of an operation, in plan order. Errors: [`super::StoreError::Corrupt`] for a
     /// state outside the schema's list.
@@ -118,7 +121,7 @@ impl ReaderRef<'_> {
         &self,
         vnf_instance_id: &str,
     ) -> Result<Option<(String, Option<String>)>> {
-        let row: Option<(String, String, Option<String>, Option<Vec<u8>>)> = self
+        let row: Option<StoredRequest> = self
             .conn
             .query_row(
                 "SELECT id, operation_params, vnf_package, operation_secrets FROM vnf_lcm_op_occ
