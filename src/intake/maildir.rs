@@ -265,6 +265,7 @@ impl Spool {
         let redo = path == taken;
         if !redo {
             fs::rename(path, &taken)?;
+            crate::failpoint::hit("intake-after-take");
         }
         let mut digest = sha256.as_bytes().to_vec();
         digest.push(b'\n');
