@@ -127,14 +127,19 @@ impl Store {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// Read-only access for the CLI (`ops`, `status`) while the daemon runs.
+    /// Read-only access for the CLI (`ops`, `status`, `plan`) while the daemon runs. Request
+    /// secrets are put back only when the caller can read the key ([`key_path`]: the daemon's
+    /// user or root); for anyone else, reading a request that holds secrets is
+    /// [`StoreError::SecretsKey`].
     pub fn open_read_only(path: &Path) -> Result<Reader> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(Duration::from_secs(5))?;
-        Ok(Reader { conn })
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        let key = SecretsKey::load(&key_path(dir.unwrap_or(Path::new(".")))).ok();
+        Ok(Reader { conn, key })
     }
 
     /// Reads through the read-write connection.
@@ -156,6 +161,7 @@ fn restrict_mode(path: &Path) -> std::io::Result<()> {
 #[derive(Debug)]
 pub struct Reader {
     conn: Connection,
+    key: Option<SecretsKey>,
 }
 
 impl Reader {
@@ -163,7 +169,7 @@ impl Reader {
     pub fn queries(&self) -> ReaderRef<'_> {
         ReaderRef {
             conn: &self.conn,
-            key: None,
+            key: self.key.as_ref(),
         }
     }
 }

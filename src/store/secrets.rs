@@ -281,6 +281,79 @@ pub(super) fn join(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Timestamp;
+    use crate::store::{NewOperation, Store};
+
+    const PARAMS: &str = r#"{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"openstack","accessInfo":{"password":"hunter2"}}]}"#;
+
+    /// A database of an earlier version (plaintext body, `operation_secrets = X''` as V5 leaves
+    /// it) is converted at open; a database with sealed secrets and no key refuses to open.
+    #[test]
+    fn plaintext_rows_are_encrypted_at_open_and_a_missing_key_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("state.db");
+        let now = Timestamp(chrono::Utc::now());
+        let mut store = Store::open(&db).unwrap();
+        store
+            .write(|tx| {
+                tx.create_instance_if_missing("vnf-1", now)?;
+                tx.insert_operation(
+                    &NewOperation {
+                        id: "op-1",
+                        vnf_instance_id: "vnf-1",
+                        operation: LcmOperationType::Instantiate,
+                        operation_params: PARAMS,
+                        vnf_package: None,
+                        request_id: None,
+                        is_automatic_invocation: false,
+                        status_detail: None,
+                    },
+                    now,
+                )
+            })
+            .unwrap();
+        let stored = |s: &Store| -> (String, Vec<u8>) {
+            s.conn
+                .query_row(
+                    "SELECT operation_params, operation_secrets FROM vnf_lcm_op_occ WHERE id = 'op-1'",
+                    [],
+                    |r| Ok((r.get(0)?, r.get::<_, Option<Vec<u8>>>(1)?.unwrap_or_default())),
+                )
+                .unwrap()
+        };
+        let (text, sealed) = stored(&store);
+        assert!(!text.contains("hunter2") && !sealed.is_empty());
+        // As an earlier version stored it.
+        store
+            .conn
+            .execute(
+                "UPDATE vnf_lcm_op_occ SET operation_params = ?1, operation_secrets = X''",
+                [PARAMS],
+            )
+            .unwrap();
+        drop(store);
+        let store = Store::open(&db).unwrap();
+        let (text, sealed) = stored(&store);
+        assert!(!text.contains("hunter2") && text.contains("***"), "{text}");
+        assert!(sealed.len() > NONCE_LEN);
+        let (back, _) = store.reader().operation_params("op-1").unwrap().unwrap();
+        assert!(back.contains("hunter2"));
+        // The read-only reader opens them too when it can read the key, and not without it.
+        let ro = Store::open_read_only(&db).unwrap();
+        let (back, _) = ro.queries().operation_params("op-1").unwrap().unwrap();
+        assert!(back.contains("hunter2"));
+        drop((store, ro));
+        std::fs::remove_file(dir.path().join(KEY_FILE)).unwrap();
+        let ro = Store::open_read_only(&db).unwrap();
+        let e = ro.queries().operation_params("op-1").unwrap_err();
+        assert!(matches!(e, StoreError::SecretsKey(_)), "{e}");
+        let e = Store::open(&db).unwrap_err();
+        assert!(e.to_string().contains("restore the key"), "{e}");
+        assert!(
+            !dir.path().join(KEY_FILE).exists(),
+            "no new key over sealed rows"
+        );
+    }
 
     #[test]
     fn a_sealed_value_opens_only_with_its_key_and_row() {
