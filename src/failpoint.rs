@@ -2,7 +2,8 @@
 //! would end it) the `n`-th time (default first) execution reaches `hit(<name>)`.
 //!
 //! Compiled into debug builds only; release builds (the packages) ignore the variable.
-//! Points: `intake-after-commit` (batch committed, files not yet moved); `engine-step-done`
+//! Points: `intake-after-commit` (batch committed, files not yet moved); `intake-after-take`
+//! (a committed file hidden as `new/.<name>.taken`, its copy not yet written); `engine-step-done`
 //! (a step's DONE was journaled: one step boundary); `engine-applied-<step>` (the step's apply
 //! succeeded on the host, nothing journaled yet), e.g. `engine-applied-storage.filesystem`.
 

@@ -121,25 +121,26 @@ fn kill_9_while_files_arrive_loses_nothing_and_duplicates_nothing() {
     );
 
     // Exactly once: each accepted file is one distinct good file, each rejected one a bad file.
-    let mut seen: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for n in Install::files(&install.accepted_dir()) {
         *seen
-            .entry(fs::read(install.accepted_dir().join(&n)).unwrap())
+            .entry(Install::original_sha256(&install.accepted_dir().join(&n)))
             .or_default() += 1;
     }
     for (name, bytes) in &good {
         assert_eq!(
-            seen.get(bytes),
+            seen.get(&Install::sha256_hex(bytes)),
             Some(&1),
             "{name} accepted {:?} times",
-            seen.get(bytes)
+            seen.get(&Install::sha256_hex(bytes))
         );
     }
     for (name, bytes) in &bad {
-        let moved = fs::read(install.rejected_dir().join(name)).unwrap_or_default();
+        let moved = Install::original_sha256(&install.rejected_dir().join(name));
         assert_eq!(
-            &moved, bytes,
-            "{name} not in rejected/ exactly as submitted"
+            moved,
+            Install::sha256_hex(bytes),
+            "{name} not in rejected/ exactly once"
         );
         assert!(
             install
@@ -221,4 +222,67 @@ fn abort_between_commit_and_move_is_recovered_without_recording_twice() {
         "each file recorded once, recovered ones not again"
     );
     assert_eq!(store.integrity_check().unwrap(), vec!["ok".to_string()]);
+}
+
+#[test]
+fn abort_after_a_file_was_taken_is_finished_by_the_restart() {
+    let install = Install::new();
+    let (good, bad) = corpus(10);
+    // The daemon aborts after hiding its first committed file, before writing its copy.
+    let mut daemon = install.start_with_env(&[("VNFKEEPER_FAILPOINT", "intake-after-take")]);
+    for (name, bytes) in good.iter().chain(bad.iter().take(5)) {
+        install.drop_file(name, bytes);
+    }
+    assert!(
+        wait_until(Duration::from_secs(20), || !daemon.is_running()),
+        "failpoint not reached"
+    );
+    let hidden: Vec<String> = fs::read_dir(install.new_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".taken"))
+        .collect();
+    assert_eq!(hidden.len(), 1, "{hidden:?}");
+
+    let daemon = install.start();
+    let total = good.len() + 5;
+    assert!(
+        wait_until(Duration::from_secs(20), || {
+            let a = Install::files(&install.accepted_dir()).len();
+            let r = Install::files(&install.rejected_dir())
+                .iter()
+                .filter(|n| !n.ends_with(".error.json"))
+                .count();
+            fs::read_dir(install.new_dir()).unwrap().count() == 0 && a + r == total
+        }),
+        "{}",
+        daemon.log_text()
+    );
+    // The hidden file was filed under its own name's outcome, once.
+    let name = hidden[0]
+        .strip_prefix('.')
+        .and_then(|n| n.strip_suffix(".taken"))
+        .unwrap();
+    let bytes = &good
+        .iter()
+        .chain(bad.iter())
+        .find(|(n, _)| n == name)
+        .unwrap()
+        .1;
+    let digest = Install::sha256_hex(bytes);
+    let copies: Vec<String> = [install.accepted_dir(), install.rejected_dir()]
+        .iter()
+        .flat_map(|d| {
+            Install::files(d)
+                .into_iter()
+                .map(move |n| d.join(n))
+                .filter(|p| Install::original_sha256(p) == digest)
+                .map(|p| p.display().to_string())
+        })
+        .collect();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert_eq!(install.ops_json().len(), good.len());
+    drop(daemon);
+    let store = vnfkeeper::store::Store::open(&install.database).unwrap();
+    assert_eq!(store.reader().intake().unwrap().len(), total);
 }

@@ -118,7 +118,8 @@ fn daemon_accepts_every_seed_request_and_rejects_every_bad_one_with_its_pointer(
     );
     assert!(daemon.is_running(), "daemon died:\n{}", daemon.log_text());
 
-    // Every accepted file is byte-identical to exactly one good fixture, named <op id>.json.
+    // Every accepted file is the copy of exactly one good fixture (by the digest of the original
+    // bytes in its sidecar), named <op id>.json, with no password left in it.
     let ops: BTreeMap<String, Value> = install
         .ops_json()
         .into_iter()
@@ -127,12 +128,22 @@ fn daemon_accepts_every_seed_request_and_rejects_every_bad_one_with_its_pointer(
     let accepted = Install::files(&install.accepted_dir());
     let mut matched = BTreeMap::new();
     for a in &accepted {
-        let bytes = fs::read(install.accepted_dir().join(a)).unwrap();
+        let copy = install.accepted_dir().join(a);
+        let digest = Install::original_sha256(&copy);
         let which: Vec<&String> = good
             .iter()
-            .filter(|(_, b)| *b == bytes)
+            .filter(|(_, b)| Install::sha256_hex(b) == digest)
             .map(|(n, _)| n)
             .collect();
+        let text = fs::read_to_string(&copy).unwrap();
+        for secret in [
+            "password1",
+            "password2",
+            "\"password\": \"ubuntu\"",
+            "\"ssh_password\": \"ubuntu\"",
+        ] {
+            assert!(!text.contains(secret), "accepted/{a} holds {secret}");
+        }
         assert_eq!(which.len(), 1, "accepted/{a} matches {which:?}");
         let op_id = a.strip_suffix(".json").unwrap();
         let op = ops
@@ -171,8 +182,8 @@ fn daemon_accepts_every_seed_request_and_rejects_every_bad_one_with_its_pointer(
     for (name, bytes, pointer) in &bad {
         let moved = install.rejected_dir().join(name);
         assert_eq!(
-            fs::read(&moved).unwrap_or_default(),
-            *bytes,
+            Install::original_sha256(&moved),
+            Install::sha256_hex(bytes),
             "{name} not in rejected/ as submitted"
         );
         let err_path = install.rejected_dir().join(format!("{name}.error.json"));

@@ -322,6 +322,8 @@ impl Intake {
             }
         }
         self.looks = looks;
+        // Committed files whose step after the commit did not finish (crash, I/O error).
+        self.ready.extend(self.spool.unfinished()?);
         Ok(())
     }
 

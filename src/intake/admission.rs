@@ -15,7 +15,7 @@ use std::path::{Component, Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use super::maildir::Destination;
+use super::maildir::{Destination, KeptCopy};
 use super::wire::{self, Envelope, FieldError, LcmEnvelope, TaskEnvelope, TaskOperation};
 use crate::model::{
     FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
@@ -98,6 +98,8 @@ pub(super) struct Examined {
     pub sha256: String,
     /// What the content is.
     pub verdict: Verdict,
+    /// The copy kept in `accepted/` or `rejected/`: the content with every secret redacted.
+    pub kept: KeptCopy,
 }
 
 /// What a request file's content is.
@@ -173,10 +175,50 @@ pub(super) fn examine(name: String, bytes: &[u8], ctx: &IntakeContext<'_>) -> Ex
             },
         }
     };
+    let kept = kept_copy(bytes, &verdict);
     Examined {
         name,
         sha256,
         verdict,
+        kept,
+    }
+}
+
+/// The copy of a request file that intake keeps (see [`KeptCopy`]): a valid LCM request with every
+/// secret its validation found replaced by `"***"` ([`wire::redact::redact`]); a task envelope as
+/// it is (it holds no secret); an invalid file that parses as JSON redacted by field name
+/// ([`wire::redact::redact_by_name`], as no validated walk exists); anything else (too large,
+/// not UTF-8, not JSON) as it is but private to the daemon (mode 0600). A file without any
+/// secret keeps its exact bytes.
+fn kept_copy(bytes: &[u8], verdict: &Verdict) -> KeptCopy {
+    let json = || -> Option<serde_json::Value> {
+        if bytes.len() > wire::MAX_REQUEST_BYTES {
+            return None;
+        }
+        serde_json::from_slice(bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)).ok()
+    };
+    let redacted = |doc: serde_json::Value| {
+        let mut out = serde_json::to_vec_pretty(&doc).unwrap_or_default();
+        out.push(b'\n');
+        KeptCopy::shared(out)
+    };
+    match verdict {
+        Verdict::Task(_) => KeptCopy::shared(bytes.to_vec()),
+        Verdict::Lcm(lcm) => {
+            let pointers = lcm.env.secret_pointers();
+            match json() {
+                _ if pointers.is_empty() => KeptCopy::shared(bytes.to_vec()),
+                Some(doc) => redacted(wire::redact::redact(&doc, &pointers).0),
+                None => KeptCopy::private(bytes.to_vec()),
+            }
+        }
+        Verdict::Invalid { .. } => match json() {
+            Some(doc) => match wire::redact::redact_by_name(&doc) {
+                (_, 0) => KeptCopy::shared(bytes.to_vec()),
+                (doc, _) => redacted(doc),
+            },
+            None => KeptCopy::private(bytes.to_vec()),
+        },
     }
 }
 
@@ -1191,6 +1233,7 @@ mod tests {
             .unwrap();
         let earlier = store.write(|tx| tx.intake_by_sha256("5ha")).unwrap();
         let examined = |name: &str, verdict| Examined {
+            kept: KeptCopy::shared(Vec::new()),
             name: name.into(),
             sha256: "5ha".into(),
             verdict,

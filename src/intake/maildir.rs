@@ -1,13 +1,24 @@
 //! The spool directory on disk, with maildir semantics: producers write `tmp/X` and rename it
-//! into `new/`; intake reads files from `new/` and, once their outcome is committed, moves each to
-//! `accepted/` or to `rejected/` beside an `.error.json`. File system only: what a request means
-//! and whether it is admitted is decided elsewhere.
+//! into `new/`; intake reads files from `new/` and, once their outcome is committed, keeps a copy
+//! with every secret redacted in `accepted/` or in `rejected/` beside an `.error.json`, and
+//! removes the original. File system only: what a request means, what its kept copy holds and
+//! whether it is admitted are decided elsewhere.
 //!
 //! No directory entry is trusted: entries are looked at with `lstat` (a symbolic link is never
 //! followed), opened with `O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOCTTY`, checked with `fstat` to be
 //! a regular file and read up to the size limit + 1 byte (open(2), fstat(2)). Anything else is
 //! refused: moved (the entry itself, never what a link points at) to `rejected/` beside an
 //! `.error.json` naming the reason, or to `quarantine/` when that cannot be done.
+//!
+//! The file step after the commit, in this order so that a crash at any point is finished by the
+//! next scan and never loses or repeats a request: (1) rename `new/<name>` to the hidden
+//! `new/.<name>.taken` (from here on the file is committed *and* taken: a scan lists it with
+//! [`Spool::unfinished`] and intake redoes the step for its committed outcome); (2) write the
+//! sidecar `<copy>.sha256` (hex SHA-256 of the original bytes) and, for a rejected file, the
+//! `.error.json`; (3) write the copy; (4) remove `new/.<name>.taken`. Every write is a new file
+//! renamed into place, so a reader never sees half a file; the copies and sidecars are the
+//! daemon's own files, mode 0640 (group `vnfkeeper` from the setgid directory), or 0600 for a
+//! rejected file that could not be redacted.
 
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
@@ -140,6 +151,54 @@ pub(super) enum Destination {
     },
 }
 
+/// The copy of a request file kept in `accepted/` or `rejected/`: the original with every secret
+/// replaced by `"***"` (decided by `admission`), readable by group `vnfkeeper` (mode 0640) unless
+/// it could not be redacted (not JSON), then owner-only (0600).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct KeptCopy {
+    /// The content written.
+    pub bytes: Vec<u8>,
+    /// Whether it stays owner-only (0600) because it could not be redacted.
+    pub private: bool,
+}
+
+impl KeptCopy {
+    /// A copy for group `vnfkeeper` (0640).
+    pub fn shared(bytes: Vec<u8>) -> Self {
+        Self {
+            bytes,
+            private: false,
+        }
+    }
+    /// A copy for the daemon's user only (0600).
+    pub fn private(bytes: Vec<u8>) -> Self {
+        Self {
+            bytes,
+            private: true,
+        }
+    }
+    fn mode(&self) -> u32 {
+        if self.private { 0o600 } else { 0o640 }
+    }
+}
+
+/// Suffix of a request file in `new/` whose outcome is committed and whose file step is under way
+/// (`new/.<name>.taken`, hidden from [`Spool::scan`]).
+const TAKEN_SUFFIX: &str = ".taken";
+
+/// The hidden name of `name` while its file step is under way.
+fn taken_name(name: &str) -> String {
+    format!(".{name}{TAKEN_SUFFIX}")
+}
+
+/// The request file name of a hidden `.<name>.taken` entry, if `entry` is one.
+pub(super) fn untaken_name(entry: &str) -> Option<&str> {
+    entry
+        .strip_prefix('.')?
+        .strip_suffix(TAKEN_SUFFIX)
+        .filter(|n| is_request_name(n))
+}
+
 impl Spool {
     /// Opens the spool at `root`, creating `tmp/`, `new/` (mode 2770: group members may submit),
     /// `accepted/` and `rejected/` (2750) if missing. Errors: I/O.
@@ -255,10 +314,7 @@ impl Spool {
     /// its `.error.json`; when that fails (e.g. no space for the error file), to `quarantine/`;
     /// when that fails too it stays in `new/` and is logged once.
     pub(super) fn refuse(&self, r: &Refused) -> RefusedTo {
-        let dest = Destination::Rejected {
-            problem: r.problem.clone(),
-        };
-        let error = match self.place(&r.path, &r.name, &dest) {
+        let error = match self.reject_entry(&r.path, &r.name, &r.problem) {
             Ok(()) => return RefusedTo::Rejected,
             Err(e) => e,
         };
@@ -272,6 +328,20 @@ impl Spool {
                 RefusedTo::Stuck
             }
         }
+    }
+
+    /// Moves the refused entry `path` itself (never what a link points at; it was never read, so
+    /// there is nothing to redact) to `rejected/<target>` after writing
+    /// `rejected/<target>.error.json`, where `<target>` is `name` or `<stem>.<n>.json`, the lowest
+    /// free `n`. The error file comes first, so a crash in between leaves the entry in `new/`.
+    /// Errors: I/O (the entry stays in `new/`).
+    fn reject_entry(&self, path: &Path, name: &str, problem: &ProblemDetails) -> io::Result<()> {
+        let dir = self.rejected_dir();
+        let target = free_name(&dir, name);
+        let mut body = serde_json::to_vec_pretty(problem).map_err(io::Error::other)?;
+        body.push(b'\n');
+        write_new(&dir.join(format!("{target}.error.json")), &body, 0o640)?;
+        fs::rename(path, dir.join(&target))
     }
 
     /// Moves `path` to `quarantine/<name>` (or `<stem>.<n>.json`, the lowest free `n`).
@@ -357,27 +427,127 @@ impl Spool {
         occupied(&self.path_of(dest, name))
     }
 
-    /// Moves the request file `path` (named `name` in `new/`) to `dest`. A rejected file first
-    /// gets `rejected/<target>.error.json` (written atomically), then is moved to
-    /// `rejected/<target>`, where `<target>` is `name`, or `<stem>.<n>.json` with the lowest free
-    /// `n` when that is taken. The error file is written first, so a crash in between leaves the
-    /// request in `new/` to be processed again, never a rejected file without its explanation.
-    /// Errors: I/O (the file stays in `new/`).
-    pub(super) fn place(&self, path: &Path, name: &str, dest: &Destination) -> io::Result<()> {
-        let Destination::Rejected { problem } = dest else {
-            return fs::rename(path, self.path_of(dest, name));
-        };
-        let dir = self.rejected_dir();
-        let target = free_name(&dir, name);
-        let error_path = dir.join(format!("{target}.error.json"));
-        let tmp = dir.join(format!(".{target}.error.json.tmp"));
-        let mut body = serde_json::to_vec_pretty(problem).map_err(io::Error::other)?;
-        body.push(b'\n');
-        fs::write(&tmp, body)?;
-        set_mode(&tmp, 0o640)?;
-        fs::rename(&tmp, &error_path)?;
-        fs::rename(path, dir.join(&target))
+    /// Request files whose outcome was committed but whose file step did not finish (a crash or
+    /// an I/O error after step 1 of the module's order): the hidden `new/.<name>.taken` entries.
+    /// Intake processes them like files in `new/`; their committed outcome says where they go.
+    /// Errors: I/O reading `new/`.
+    pub fn unfinished(&self) -> io::Result<Vec<PathBuf>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(self.new_dir())? {
+            let entry = entry?;
+            if entry.file_name().to_str().and_then(untaken_name).is_some()
+                && entry.file_type()?.is_file()
+            {
+                out.push(entry.path());
+            }
+        }
+        out.sort();
+        Ok(out)
     }
+
+    /// Keeps `kept` for the request file `path` (named `name` in `new/`, or its hidden
+    /// `.<name>.taken` when a step is redone) at `dest` and removes the original, in the order of
+    /// the module documentation. `sha256` is the hex digest of the original bytes, written as the
+    /// sidecar `<copy>.sha256`. A rejected file gets `rejected/<target>` and
+    /// `rejected/<target>.error.json`, where `<target>` is `name`, or `<stem>.<n>.json` with the
+    /// lowest free `n` when that is taken; a redone step reuses the target whose sidecar holds
+    /// `sha256`. The `.error.json` is the committed ProblemDetails, plus `keptCopy` saying that the
+    /// copy is owner-only when it could not be redacted. Errors: I/O (the file stays in `new/`,
+    /// hidden once step 1 is done, and the next scan redoes the step).
+    pub(super) fn place(
+        &self,
+        path: &Path,
+        name: &str,
+        dest: &Destination,
+        kept: &KeptCopy,
+        sha256: &str,
+    ) -> io::Result<()> {
+        let taken = self.new_dir().join(taken_name(name));
+        let redo = path == taken;
+        if !redo {
+            fs::rename(path, &taken)?;
+            crate::failpoint::hit("intake-after-take");
+        }
+        let mut digest = sha256.as_bytes().to_vec();
+        digest.push(b'\n');
+        let copy = match dest {
+            Destination::Rejected { problem } => {
+                let dir = self.rejected_dir();
+                let target = rejected_target(&dir, name, redo.then_some(sha256));
+                let copy = dir.join(&target);
+                write_new(&sidecar(&copy), &digest, 0o640)?;
+                let mut body = serde_json::to_value(problem).map_err(io::Error::other)?;
+                if kept.private
+                    && let serde_json::Value::Object(m) = &mut body
+                {
+                    m.insert(
+                        "keptCopy".into(),
+                        format!(
+                            "rejected/{target} is readable by the vnfkeeper user only (mode 0600): \
+                             it is not JSON, so secrets in it could not be redacted"
+                        )
+                        .into(),
+                    );
+                }
+                let mut text = serde_json::to_vec_pretty(&body).map_err(io::Error::other)?;
+                text.push(b'\n');
+                write_new(&dir.join(format!("{target}.error.json")), &text, 0o640)?;
+                copy
+            }
+            _ => {
+                let copy = self.path_of(dest, name);
+                write_new(&sidecar(&copy), &digest, 0o640)?;
+                copy
+            }
+        };
+        write_new(&copy, &kept.bytes, kept.mode())?;
+        fs::remove_file(&taken)
+    }
+}
+
+/// `<copy>.sha256`: the sidecar holding the hex SHA-256 of the original request bytes.
+fn sidecar(copy: &Path) -> PathBuf {
+    let mut s = copy.as_os_str().to_owned();
+    s.push(".sha256");
+    PathBuf::from(s)
+}
+
+/// The name a rejected file `name` gets in `dir`: the first of `name`, `<stem>.1.json`, … that is
+/// free or, when `redo_sha256` is given, whose sidecar already holds that digest.
+fn rejected_target(dir: &Path, name: &str, redo_sha256: Option<&str>) -> String {
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    let mut target = name.to_owned();
+    let mut n = 1;
+    loop {
+        let copy = dir.join(&target);
+        let free = !occupied(&copy) && !occupied(&sidecar(&copy));
+        let ours = redo_sha256.is_some_and(|sha| {
+            fs::read_to_string(sidecar(&copy)).is_ok_and(|s| s.trim_end() == sha)
+        });
+        if free || ours {
+            return target;
+        }
+        target = format!("{stem}.{n}.json");
+        n += 1;
+    }
+}
+
+/// Writes `bytes` to `path` as a new file of `mode` (whatever the umask) renamed into place, so
+/// that a reader sees the old file or the whole new one. The group is the directory's (setgid).
+fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let _ = fs::remove_file(&tmp);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)?;
+    f.set_permissions(fs::Permissions::from_mode(mode))?;
+    f.write_all(bytes)?;
+    drop(f);
+    fs::rename(&tmp, path)
 }
 
 /// `name`, or `<stem>.<n>.json` with the lowest `n` from 1 that names nothing in `dir` (a
@@ -613,7 +783,10 @@ mod tests {
         for _ in 0..2 {
             let path = spool.new_dir().join("r.json");
             fs::rename(spool.submit(b"{}").unwrap(), &path).unwrap();
-            spool.place(&path, "r.json", &rejected).unwrap();
+            let kept = KeptCopy::shared(b"{}".to_vec());
+            spool
+                .place(&path, "r.json", &rejected, &kept, "ab")
+                .unwrap();
             assert!(spool.holds(&rejected, "r.json"));
         }
         let rej = spool.rejected_dir();
@@ -623,6 +796,74 @@ mod tests {
             assert_eq!(back, problem);
         }
         assert!(spool.scan(100).unwrap().is_empty());
+    }
+
+    fn mode(p: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn the_kept_copy_replaces_the_original_with_its_mode_and_digest() {
+        let (_dir, spool) = temp_spool();
+        let path = spool.submit(b"{\"password\": \"hunter2\"}").unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        let dest = Destination::Accepted { op: "op1".into() };
+        let kept = KeptCopy::shared(b"{\"password\": \"***\"}".to_vec());
+        spool.place(&path, &name, &dest, &kept, "cafe").unwrap();
+        let copy = spool.accepted_dir().join("op1.json");
+        assert_eq!(fs::read(&copy).unwrap(), kept.bytes);
+        assert_eq!(mode(&copy), 0o640);
+        assert_eq!(fs::read_to_string(sidecar(&copy)).unwrap(), "cafe\n");
+        assert_eq!(mode(&sidecar(&copy)), 0o640);
+        assert!(!path.exists());
+        assert!(spool.unfinished().unwrap().is_empty());
+        let names: Vec<_> = fs::read_dir(spool.accepted_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+
+        // Not JSON: kept owner-only, and the explanation says so.
+        let path = spool.submit(b"\xff password=hunter2").unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        let problem = ProblemDetails::new(400, "not UTF-8", Vec::new());
+        let dest = Destination::Rejected { problem };
+        let kept = KeptCopy::private(b"\xff password=hunter2".to_vec());
+        spool.place(&path, &name, &dest, &kept, "beef").unwrap();
+        let copy = spool.rejected_dir().join(&name);
+        assert_eq!(mode(&copy), 0o600);
+        let error = spool.rejected_dir().join(format!("{name}.error.json"));
+        assert_eq!(mode(&error), 0o640);
+        let text = fs::read_to_string(&error).unwrap();
+        assert!(text.contains("keptCopy") && text.contains("0600"), "{text}");
+        assert!(!text.contains("hunter2"));
+    }
+
+    #[test]
+    fn a_step_interrupted_after_the_file_was_taken_is_finished_once() {
+        let (_dir, spool) = temp_spool();
+        let problem = ProblemDetails::new(400, "invalid request", Vec::new());
+        let dest = Destination::Rejected { problem };
+        let kept = KeptCopy::shared(b"{}".to_vec());
+        // An earlier, different rejected file of the same name.
+        let first = spool.submit(b"{}").unwrap();
+        let named = spool.new_dir().join("r.json");
+        fs::rename(&first, &named).unwrap();
+        spool.place(&named, "r.json", &dest, &kept, "0001").unwrap();
+        // Crash after step 1 and the sidecar: the hidden file and a sidecar without its copy.
+        let second = spool.submit(b"{}").unwrap();
+        let taken = spool.new_dir().join(taken_name("r.json"));
+        fs::rename(&second, &taken).unwrap();
+        let copy = spool.rejected_dir().join("r.1.json");
+        fs::write(sidecar(&copy), "0002\n").unwrap();
+        assert_eq!(spool.unfinished().unwrap(), std::slice::from_ref(&taken));
+        assert!(spool.scan(1 << 20).unwrap().is_empty());
+        spool.place(&taken, "r.json", &dest, &kept, "0002").unwrap();
+        assert!(copy.exists() && !spool.rejected_dir().join("r.2.json").exists());
+        assert!(spool.unfinished().unwrap().is_empty());
+        assert_eq!(untaken_name(".r.json.taken"), Some("r.json"));
+        assert_eq!(untaken_name(".x.taken"), None);
     }
 
     #[test]

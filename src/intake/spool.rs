@@ -4,7 +4,9 @@
 //!
 //! The database is the truth. A file still in `new/` after a crash is processed again; if its
 //! content and name were already committed, it is only moved where it belongs ("recovered"), so
-//! every file ends in exactly one place and creates at most one operation.
+//! every file ends in exactly one place and creates at most one operation. A file whose step
+//! after the commit had begun (hidden as `new/.<name>.taken`, see [`maildir`]) is finished for
+//! its committed outcome.
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +26,8 @@ pub const LIMIT: u64 = MAX_REQUEST_BYTES as u64;
 struct Candidate {
     /// Path in `new/`.
     path: PathBuf,
+    /// Whether it is a hidden `.<name>.taken` file: committed, its file step not finished.
+    taken: bool,
     request: Examined,
 }
 
@@ -78,7 +82,8 @@ pub fn process(
         }
     }
     for (c, (outcome, dest)) in candidates.iter().zip(decided) {
-        if let Err(e) = spool.place(&c.path, &c.request.name, &dest) {
+        let req = &c.request;
+        if let Err(e) = spool.place(&c.path, &req.name, &dest, &req.kept, &req.sha256) {
             // The outcome is committed; the next scan finds the file again and recovers it.
             // Logged once per file, not at every rescan while e.g. the disk stays full.
             if spool.first_report(&c.path) {
@@ -131,10 +136,15 @@ fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Taken> {
 
 fn read_candidate(path: &Path, ctx: &IntakeContext<'_>) -> Option<Taken> {
     match maildir::read_request(path, LIMIT) {
-        Read::File(file) => Some(Taken::Candidate(Candidate {
-            path: file.path,
-            request: admission::examine(file.name, &file.bytes, ctx),
-        })),
+        Read::File(file) => {
+            // A hidden `.<name>.taken` file is examined under the name it was committed with.
+            let taken = maildir::untaken_name(&file.name).map(str::to_owned);
+            Some(Taken::Candidate(Candidate {
+                path: file.path,
+                taken: taken.is_some(),
+                request: admission::examine(taken.unwrap_or(file.name), &file.bytes, ctx),
+            }))
+        }
         Read::Refused(r) => Some(Taken::Refused(r)),
         Read::Skip => None,
     }
@@ -152,8 +162,10 @@ fn decide(
 ) -> Result<(Outcome, Destination), StoreError> {
     let req = &c.request;
     let earlier = tx.intake_by_sha256(&req.sha256)?;
+    // A normally named file whose destination holds a copy is a new submission of the same
+    // bytes under the same name (the copy is written only after the file was hidden).
     if let Some(dest) = admission::committed_destination(&earlier, req)
-        && !spool.holds(&dest, &req.name)
+        && (c.taken || !spool.holds(&dest, &req.name))
     {
         let to = spool.path_of(&dest, &req.name);
         let outcome = Outcome::Recovered {
@@ -190,18 +202,22 @@ mod tests {
             matches!(first.as_slice(), [Outcome::Rejected { .. }]),
             "{first:?}"
         );
-        assert!(path.exists());
-        // Next scan: recorded already, still cannot be moved: no "moved" outcome.
-        let again = process(&spool, &mut store, std::slice::from_ref(&path), &ctx, now).unwrap();
+        // Committed and taken (hidden), not filed.
+        let hidden = spool.unfinished().unwrap();
+        assert_eq!(hidden.len(), 1, "{hidden:?}");
+        assert!(!path.exists());
+        // Next scan: recorded already, still cannot be filed: no "moved" outcome.
+        let again = process(&spool, &mut store, &hidden, &ctx, now).unwrap();
         assert!(again.is_empty(), "{again:?}");
-        assert!(path.exists());
-        // Space again: moved, and said so.
+        assert_eq!(spool.unfinished().unwrap(), hidden);
+        // Space again: filed, and said so.
         fs::remove_file(spool.rejected_dir()).unwrap();
         fs::create_dir(spool.rejected_dir()).unwrap();
-        let moved = process(&spool, &mut store, std::slice::from_ref(&path), &ctx, now).unwrap();
+        let moved = process(&spool, &mut store, &hidden, &ctx, now).unwrap();
         let [Outcome::Recovered { to, .. }] = moved.as_slice() else {
             panic!("{moved:?}")
         };
+        assert!(spool.unfinished().unwrap().is_empty());
         assert!(to.exists() && !path.exists());
     }
 }

@@ -29,6 +29,9 @@ pub struct JournalRow {
     pub detail: Option<String>,
 }
 
+/// `(id, operation_params, vnf_package, operation_secrets)` of an operation, as stored.
+type StoredRequest = (String, String, Option<String>, Option<Vec<u8>>);
+
 impl ReaderRef<'_> {
     /// The journal of an operation, in plan order. Errors: [`super::StoreError::Corrupt`] for a
     /// state outside the schema's list.
@@ -80,16 +83,22 @@ impl ReaderRef<'_> {
         collect_checked(rows)
     }
 
-    /// The request body (JSON text) and package path of an operation.
+    /// The request body (JSON text, with its secrets decrypted and put back) and package path
+    /// of an operation. Errors: [`StoreError::SecretsKey`] when the body holds secrets and this
+    /// reader has no key (the CLI's read-only connection).
     pub fn operation_params(&self, op_id: &str) -> Result<Option<(String, Option<String>)>> {
-        Ok(self
+        let row: Option<(String, Option<String>, Option<Vec<u8>>)> = self
             .conn
             .query_row(
-                "SELECT operation_params, vnf_package FROM vnf_lcm_op_occ WHERE id = ?1",
+                "SELECT operation_params, vnf_package, operation_secrets FROM vnf_lcm_op_occ WHERE id = ?1",
                 [op_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
-            .optional()?)
+            .optional()?;
+        row.map(|(params, pkg, sealed)| {
+            Ok((super::secrets::join(self.key, op_id, params, sealed)?, pkg))
+        })
+        .transpose()
     }
 
     /// The plan an operation recorded with [`Tx::set_operation_plan`], if any.
@@ -106,21 +115,26 @@ impl ReaderRef<'_> {
     }
 
     /// The request and package of the instance's last COMPLETED INSTANTIATE: what its cluster
-    /// looks like (roles, credentials, install script) for SCALE and HEAL.
+    /// looks like (roles, credentials, install script) for SCALE and HEAL. Secrets are put back
+    /// as in [`Self::operation_params`].
     pub fn instantiate_request(
         &self,
         vnf_instance_id: &str,
     ) -> Result<Option<(String, Option<String>)>> {
-        Ok(self
+        let row: Option<StoredRequest> = self
             .conn
             .query_row(
-                "SELECT operation_params, vnf_package FROM vnf_lcm_op_occ
+                "SELECT id, operation_params, vnf_package, operation_secrets FROM vnf_lcm_op_occ
                  WHERE vnf_instance_id = ?1 AND operation = 'INSTANTIATE' AND operation_state = 'COMPLETED'
                  ORDER BY seq DESC LIMIT 1",
                 [vnf_instance_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
-            .optional()?)
+            .optional()?;
+        row.map(|(id, params, pkg, sealed)| {
+            Ok((super::secrets::join(self.key, &id, params, sealed)?, pkg))
+        })
+        .transpose()
     }
 
     /// N of "step k/N" for an operation, once planned.

@@ -8,6 +8,7 @@ mod engine;
 mod hostkeys;
 mod reconcile;
 mod rows;
+mod secrets;
 mod startup;
 
 use std::path::Path;
@@ -22,6 +23,7 @@ pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow};
+pub use secrets::{KEY_FILE, SecretsKey, key_path};
 pub use startup::{BackupReport, DB_MODE, History, InitReport, Refusal, backup, check, init};
 
 mod embedded {
@@ -61,6 +63,10 @@ pub enum StoreError {
         /// The serializer's error.
         reason: String,
     },
+    /// The key that encrypts request secrets is missing, unreadable or malformed, or secrets
+    /// must be read without it (the text names the key file, never a secret).
+    #[error("secrets key: {0}")]
+    SecretsKey(String),
     /// A file operation on the database, its directory or a copy failed (the message names the
     /// file where the store adds it). Not a `source`, so that `{:#}` does not repeat it.
     #[error("database file: {0}")]
@@ -84,12 +90,17 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
+    /// Seals and opens request secrets (see `secrets.rs`).
+    key: Option<SecretsKey>,
 }
 
 impl Store {
     /// Opens and migrates the database, creating it (mode 0640) only when no earlier database
     /// left a sign next to it (`-wal`, `-shm`, `-journal`, `backup/`); see [`Store::open_guarded`].
-    /// Errors: [`StoreError`], [`StoreError::Refused`] for a refused file.
+    /// Then loads the key that encrypts request secrets ([`key_path`]; created at first start)
+    /// and encrypts the secrets of rows written before secrets were encrypted. Errors:
+    /// [`StoreError`], [`StoreError::Refused`] for a refused file; a database holding encrypted
+    /// secrets without its key is [`StoreError::SecretsKey`].
     pub fn open(path: &Path) -> Result<Self> {
         Self::open_guarded(path, History::default())
     }
@@ -111,13 +122,20 @@ impl Store {
         for m in report.applied_migrations() {
             tracing::info!(version = m.version(), name = %m.name(), "database migrated");
         }
-        Ok(Self { conn })
+        let key = secrets::at_open(&mut conn, path)?;
+        Ok(Self {
+            conn,
+            key: Some(key),
+        })
     }
 
     /// Runs `f` inside one transaction and commits if it returns `Ok`.
     pub fn write<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let tx = self.conn.transaction()?;
-        let mut w = Tx { tx };
+        let mut w = Tx {
+            tx,
+            key: self.key.as_ref(),
+        };
         let out = f(&mut w)?;
         w.tx.commit()?;
         Ok(out)
@@ -134,6 +152,9 @@ impl Store {
     /// not: never creates a file and never migrates. Members of the database's group may use it
     /// (mode [`DB_MODE`]). Errors: [`StoreError::Io`] naming the file when it is missing or not
     /// readable by the caller ("permission denied"), else SQLite's error.
+    /// Request secrets are put back only when the caller can read the key ([`key_path`]: the
+    /// daemon's user or root); for anyone else, reading a request that holds secrets is
+    /// [`StoreError::SecretsKey`].
     pub fn open_read_only(path: &Path) -> Result<Reader> {
         let denied = |e: std::io::Error| -> StoreError {
             let what = match e.kind() {
@@ -157,12 +178,17 @@ impl Store {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(Duration::from_secs(5))?;
-        Ok(Reader { conn })
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        let key = SecretsKey::load(&key_path(dir.unwrap_or(Path::new(".")))).ok();
+        Ok(Reader { conn, key })
     }
 
     /// Reads through the read-write connection.
     pub fn reader(&self) -> ReaderRef<'_> {
-        ReaderRef { conn: &self.conn }
+        ReaderRef {
+            conn: &self.conn,
+            key: self.key.as_ref(),
+        }
     }
 }
 
@@ -170,12 +196,16 @@ impl Store {
 #[derive(Debug)]
 pub struct Reader {
     conn: Connection,
+    key: Option<SecretsKey>,
 }
 
 impl Reader {
     /// Borrowed query interface.
     pub fn queries(&self) -> ReaderRef<'_> {
-        ReaderRef { conn: &self.conn }
+        ReaderRef {
+            conn: &self.conn,
+            key: self.key.as_ref(),
+        }
     }
 }
 
@@ -183,6 +213,8 @@ impl Reader {
 #[derive(Debug, Clone, Copy)]
 pub struct ReaderRef<'a> {
     conn: &'a Connection,
+    /// Opens request secrets; `None` for the CLI's read-only connection (redacted bodies only).
+    key: Option<&'a SecretsKey>,
 }
 
 impl ReaderRef<'_> {
@@ -263,6 +295,7 @@ fn collect_checked<T>(rows: impl Iterator<Item = rusqlite::Result<Result<T>>>) -
 #[derive(Debug)]
 pub struct Tx<'c> {
     tx: Transaction<'c>,
+    key: Option<&'c SecretsKey>,
 }
 
 /// A new LCM operation occurrence, as intake records it.
@@ -327,7 +360,10 @@ pub struct NewEvent<'a> {
 impl Tx<'_> {
     /// Queries inside the transaction (sees its own writes).
     pub fn reader(&self) -> ReaderRef<'_> {
-        ReaderRef { conn: &self.tx }
+        ReaderRef {
+            conn: &self.tx,
+            key: self.key,
+        }
     }
 
     /// The instance's row, if known.
@@ -388,23 +424,36 @@ impl Tx<'_> {
     }
 
     /// Inserts an operation in `STARTING`.
+    ///
+    /// The body is stored redacted; its secrets are stored encrypted in `operation_secrets`.
     pub fn insert_operation(&mut self, op: &NewOperation<'_>, now: Timestamp) -> Result<()> {
         let now = now.to_rfc3339();
+        let (params, secrets) = secrets::split(op.operation, op.operation_params)?;
+        let sealed = match (&secrets, self.key) {
+            (None, _) => None,
+            (Some(s), Some(key)) => Some(key.seal(op.id, s)?),
+            (Some(_), None) => {
+                return Err(StoreError::SecretsKey(
+                    "no key loaded to encrypt the request's secrets".into(),
+                ));
+            }
+        };
         self.tx.execute(
             "INSERT INTO vnf_lcm_op_occ (id, vnf_instance_id, operation, operation_state,
                  state_entered_time, start_time, is_automatic_invocation, operation_params,
-                 vnf_package, request_id, status_detail)
-             VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 vnf_package, request_id, status_detail, operation_secrets)
+             VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 op.id,
                 op.vnf_instance_id,
                 op.operation.as_str(),
                 now,
                 op.is_automatic_invocation,
-                op.operation_params,
+                params,
                 op.vnf_package,
                 op.request_id,
-                op.status_detail
+                op.status_detail,
+                sealed
             ],
         )?;
         Ok(())

@@ -114,19 +114,20 @@ impl ReaderRef<'_> {
         &self,
         vnf_instance_id: &str,
     ) -> Result<Option<InstantiateVnfRequest>> {
-        let row: Option<(String, String)> = self
+        let row: Option<(String, String, Option<Vec<u8>>)> = self
             .conn
             .query_row(
-                "SELECT id, operation_params FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1
+                "SELECT id, operation_params, operation_secrets FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1
                  AND operation = 'INSTANTIATE' AND operation_state = 'COMPLETED'
                  ORDER BY seq DESC LIMIT 1",
                 [vnf_instance_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
-        let Some((id, params)) = row else {
+        let Some((id, params, sealed)) = row else {
             return Ok(None);
         };
+        let params = super::secrets::join(self.key, &id, params, sealed)?;
         Cells::new("vnf_lcm_op_occ", &id).json(
             "operation_params",
             Some(params),

@@ -5,7 +5,8 @@
 //! [`Refusal::Missing`]): the SQLite side files `<db>-wal`, `<db>-shm`, `<db>-journal`
 //! (<https://www.sqlite.org/tempfiles.html>, sections 2.2–2.4); any entry in the spool's
 //! `accepted/` or `rejected/` (only the daemon writes there, after recording the file in the
-//! database); any file in `<state dir>/backup/` (where the backup timer writes). Files in the
+//! database); any file in `<state dir>/backup/` (where the backup timer writes); the secrets key
+//! `<state dir>/secrets.key` (created by the first start, after the database). Files in the
 //! spool's `new/` and `tmp/` are not signs: producers may submit before the first start.
 //!
 //! Modes: the database is created 0640 *before* SQLite opens it, because SQLite gives the `-wal`
@@ -104,6 +105,10 @@ pub fn earlier_signs(db: &Path, history: History<'_>) -> Vec<String> {
         if let Ok(m) = fs::symlink_metadata(&f) {
             found.push(format!("{} exists ({} bytes)", f.display(), m.len()));
         }
+    }
+    let key = db.parent().map(|d| d.join(super::KEY_FILE));
+    if let Some(key) = key.filter(|k| fs::symlink_metadata(k).is_ok()) {
+        found.push(format!("{} exists", key.display()));
     }
     let backups = db.parent().map(|d| d.join("backup"));
     for dir in history.dirs.iter().copied().chain(backups.as_deref()) {

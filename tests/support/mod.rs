@@ -94,14 +94,36 @@ impl Install {
         serde_json::from_slice(&out.stdout).expect("ops --json is JSON")
     }
 
-    /// Names of regular files in `dir` (sorted).
+    /// The hex SHA-256 of the original bytes of the request kept at `copy` (its sidecar
+    /// `<copy>.sha256`), or "" when there is none.
+    pub fn original_sha256(copy: &Path) -> String {
+        let mut s = copy.as_os_str().to_owned();
+        s.push(".sha256");
+        match fs::read_to_string(s) {
+            Ok(digest) => digest.trim_end().to_owned(),
+            // An entry refused unread (over the size limit, not a regular file) is moved as it
+            // is, without a sidecar.
+            Err(_) => fs::read(copy).map_or_else(|_| String::new(), |b| Self::sha256_hex(&b)),
+        }
+    }
+
+    /// Hex SHA-256 of `bytes`, as the sidecars hold it.
+    pub fn sha256_hex(bytes: &[u8]) -> String {
+        use sha2::Digest as _;
+        sha2::Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// Names of regular files in `dir` (sorted), without hidden files and `.sha256` sidecars.
     pub fn files(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(dir)
             .map(|rd| {
                 rd.filter_map(|e| e.ok())
                     .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
                     .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| !n.starts_with('.'))
+                    .filter(|n| !n.starts_with('.') && !n.ends_with(".sha256"))
                     .collect()
             })
             .unwrap_or_default();
@@ -116,8 +138,21 @@ impl Install {
 
     /// Starts the daemon with extra environment variables (e.g. `VNFKEEPER_FAILPOINT`).
     pub fn start_with_env(&self, env: &[(&str, &str)]) -> Daemon {
+        self.start_via(&[], env)
+    }
+
+    /// Starts the daemon through `prefix` (e.g. `setpriv --reuid=… --regid=… --clear-groups`).
+    pub fn start_via(&self, prefix: &[&str], env: &[(&str, &str)]) -> Daemon {
         let log = self.dir.path().join(format!("daemon-{}.log", uuid()));
-        let child = Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
+        let mut cmd = match prefix.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(env!("CARGO_BIN_EXE_vnfkeeper"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_vnfkeeper")),
+        };
+        let child = cmd
             .arg("daemon")
             .arg("--config")
             .arg(&self.config)

@@ -12,6 +12,7 @@
 
 mod check;
 pub mod params;
+pub mod redact;
 pub mod rules;
 mod secret;
 pub mod sol003;
@@ -113,12 +114,36 @@ impl LcmEnvelope {
         w.paths
     }
 
+    /// RFC 6901 pointers into the envelope (`/request/...`) of every secret value the request
+    /// holds: the SSH passwords of every node group, the storage server, the Ansible server, the
+    /// external load balancer and the registry VM, `http_proxy`/`https_proxy`, a private
+    /// registry's `username`/`password`, and each `vimConnectionInfo` entry's `accessInfo`
+    /// (the object as a whole). Document order; empty for bodies without secrets.
+    pub fn secret_pointers(&self) -> Vec<String> {
+        request_secret_pointers(self.operation, &self.request)
+            .into_iter()
+            .map(|p| format!("/request{p}"))
+            .collect()
+    }
+
     /// The body as its SOL003 type. Always `Ok` for an envelope returned by
     /// [`parse_envelope`]; an `Err` (pointer `/request`) means `request` was changed or built
     /// by hand. The reason does not echo any value.
     pub fn typed_request(&self) -> Result<LcmRequest, Vec<FieldError>> {
         typed(self.operation, &self.request)
     }
+}
+
+/// RFC 6901 pointers into `body` (a SOL003 request body of `op`, pointer `""` is the body) of
+/// every secret value it holds, as [`LcmEnvelope::secret_pointers`] lists them. For a body that
+/// does not validate, the pointers of the secrets found on the way are still returned.
+pub fn request_secret_pointers(op: LcmOperation, body: &Value) -> Vec<String> {
+    let mut w = validate::Walk::default();
+    validate::request(&mut w, op, body);
+    w.secrets
+        .into_iter()
+        .filter_map(|p| p.strip_prefix("/request").map(str::to_owned))
+        .collect()
 }
 
 fn typed(op: LcmOperation, body: &Value) -> Result<LcmRequest, Vec<FieldError>> {
@@ -279,7 +304,7 @@ pub fn parse_envelope(bytes: &[u8]) -> Result<Parsed, Vec<FieldError>> {
             };
             let mut w = validate::Walk {
                 c,
-                paths: Vec::new(),
+                ..validate::Walk::default()
             };
             let body = w.c.field(&env, "request", Card::One).map(|(b, _)| b);
             if let Some(b) = body {

@@ -1016,3 +1016,146 @@ fn reasons_never_contain_secret_values() {
         }
     }
 }
+
+const KUBESPRAY: &str =
+    include_str!("../../../fixtures/requests/good/k8s-mgmtdriver-kubespray.10-instantiate.json");
+
+/// Every good fixture: each secret pointer names a secret field, the redacted file holds none of
+/// the values, restoring gives the request back, and redaction by name hides the same values.
+#[test]
+fn every_secret_of_every_good_fixture_is_redacted_and_restored() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/requests/good");
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let Envelope::Lcm(env) = ok(&bytes).envelope else {
+            continue;
+        };
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
+        let ptrs = env.secret_pointers();
+        for p in &ptrs {
+            let last = p.rsplit('/').next().unwrap();
+            assert!(
+                [
+                    "password",
+                    "ssh_password",
+                    "http_proxy",
+                    "https_proxy",
+                    "accessInfo",
+                    "username"
+                ]
+                .contains(&last),
+                "{}: {p} is not a secret field",
+                path.display()
+            );
+        }
+        let (red, secrets) = redact::redact(&doc, &ptrs);
+        assert_eq!(secrets.pointers().count(), ptrs.len());
+        let text = red.to_string();
+        // A secret value may equal a non-secret one (password "ubuntu" of user "ubuntu"): every
+        // occurrence that was a secret is gone.
+        let original = doc.to_string();
+        for v in secrets.expose().values() {
+            if let Value::String(s) = v {
+                let quoted = format!("\"{s}\"");
+                let as_secret = secrets.expose().values().filter(|x| *x == v).count();
+                assert_eq!(
+                    text.matches(&quoted).count(),
+                    original.matches(&quoted).count() - as_secret,
+                    "{}: a secret is left",
+                    path.display()
+                );
+            }
+        }
+        let mut back = red.clone();
+        redact::restore(&mut back, &secrets).unwrap();
+        assert_eq!(back, doc, "{}", path.display());
+        let (by_name, n) = redact::redact_by_name(&doc);
+        assert_eq!(
+            by_name,
+            red,
+            "{}: by-name redaction differs",
+            path.display()
+        );
+        assert_eq!(n, ptrs.len());
+        // The body-relative pointers are the envelope's without `/request`.
+        let body_ptrs = request_secret_pointers(env.operation, &env.request);
+        let prefixed: Vec<String> = body_ptrs.iter().map(|p| format!("/request{p}")).collect();
+        assert_eq!(prefixed, ptrs);
+        total += ptrs.len();
+    }
+    assert!(total >= 18, "only {total} secrets in the good fixtures");
+}
+
+/// One request carrying every secret field of every flavour (both `vimConnectionInfo` forms):
+/// exactly these pointers, in document order.
+#[test]
+fn secret_pointers_name_every_secret_field() {
+    let mut v: Value = serde_json::from_str(KUBESPRAY).unwrap();
+    let k8s = v.pointer_mut(K8S).unwrap().as_object_mut().unwrap();
+    k8s.insert(
+        "storage_server".into(),
+        serde_json::from_str::<Value>(PV)
+            .unwrap()
+            .pointer(SS)
+            .unwrap()
+            .clone(),
+    );
+    k8s.insert(
+        "private_registry_connection_info".into(),
+        json!([{"connection_type": "0", "server": "10.0.0.5:5000", "username": "ru", "password": "rp"},
+               {"connection_type": 1, "server": "10.0.0.6:5000"}]),
+    );
+    v["request"]["vimConnectionInfo"] = json!([
+        {"id": "v1", "vimType": "openstack", "accessInfo": {"password": "vp", "username": "vu"}},
+        {"id": "v2", "vimType": "openstack"}
+    ]);
+    let env = match ok(&serde_json::to_vec(&v).unwrap()).envelope {
+        Envelope::Lcm(e) => e,
+        Envelope::Task(_) => unreachable!(),
+    };
+    let mut got = env.secret_pointers();
+    got.sort();
+    let mut want: Vec<String> = [
+        format!("{K8S}/ansible/password"),
+        format!("{K8S}/master_node/password"),
+        format!("{K8S}/worker_node/password"),
+        format!("{K8S}/proxy/http_proxy"),
+        format!("{K8S}/proxy/https_proxy"),
+        format!("{K8S}/external_lb_param/ssh_password"),
+        format!("{SS}/password"),
+        format!("{PRC}/0/username"),
+        format!("{PRC}/0/password"),
+        "/request/vimConnectionInfo/0/accessInfo".into(),
+    ]
+    .into_iter()
+    .collect();
+    want.sort();
+    assert_eq!(got, want);
+
+    // The map form of vimConnectionInfo (SOL003 v3.3.1) and the registry VNF's parameters.
+    let mut r: Value = serde_json::from_str(REG).unwrap();
+    r["request"]["vimConnectionInfo"] =
+        json!({"vim1": {"vimType": "openstack", "accessInfo": {"password": "x"}}});
+    r.pointer_mut(RI).unwrap()["proxy"] = json!({"http_proxy": "http://u:p@10.0.0.1:3128"});
+    let env = match ok(&serde_json::to_vec(&r).unwrap()).envelope {
+        Envelope::Lcm(e) => e,
+        Envelope::Task(_) => unreachable!(),
+    };
+    assert_eq!(
+        env.secret_pointers(),
+        [
+            "/request/vimConnectionInfo/vim1/accessInfo".to_owned(),
+            format!("{RI}/ssh_password"),
+            format!("{RI}/proxy/http_proxy"),
+        ]
+    );
+    // Bodies without secrets.
+    for body in [SCALE, HEAL, TERM] {
+        let Envelope::Lcm(env) = ok(body.as_bytes()).envelope else {
+            unreachable!()
+        };
+        assert!(env.secret_pointers().is_empty());
+    }
+}

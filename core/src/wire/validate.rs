@@ -1,6 +1,7 @@
 //! Validation of the SOL003 bodies and their `additionalParams`, on the raw JSON value, so that
 //! every defect is reported with its pointer. Package-relative paths met on the way are
-//! collected for [`super::LcmEnvelope::package_paths`].
+//! collected for [`super::LcmEnvelope::package_paths`], and the pointers of secret values for
+//! [`super::LcmEnvelope::secret_pointers`].
 
 use serde_json::Value;
 
@@ -16,6 +17,9 @@ pub struct Walk {
     pub c: Checker,
     /// `(pointer, normalised package path)` in document order.
     pub paths: Vec<(String, String)>,
+    /// Pointers of the secret values present (passwords, proxy URLs, registry logins,
+    /// `accessInfo`), in document order.
+    pub secrets: Vec<String>,
 }
 
 impl Walk {
@@ -37,10 +41,19 @@ impl Walk {
         self.c.str_rule(o, key, Card::One, rules::posix_username);
     }
 
+    /// A secret string attribute: checked without echoing it, its pointer recorded when present.
     fn secret(&mut self, o: &Obj<'_>, key: &str, card: Card) -> bool {
+        self.mark_secret(o, key);
         self.c
             .str_rule(o, key, card, rules::secret_nonempty)
             .is_some()
+    }
+
+    /// Records the pointer of `key` in `o` as a secret when it is present and not null.
+    fn mark_secret(&mut self, o: &Obj<'_>, key: &str) {
+        if !matches!(o.map.get(key), None | Some(Value::Null)) {
+            self.secrets.push(push(&o.ptr, key));
+        }
     }
 
     fn cidr(&mut self, o: &Obj<'_>, key: &str, card: Card) {
@@ -244,6 +257,7 @@ fn vim_connection_info(w: &mut Walk, v: &Value, p: &str) {
         w.c.str_field(&vci, "vimId", Card::Opt);
         w.c.obj_field(&vci, "interfaceInfo", Card::Opt);
         // accessInfo holds credentials: only its type is checked, nothing is echoed.
+        w.mark_secret(&vci, "accessInfo");
         w.c.obj_field(&vci, "accessInfo", Card::Opt);
         w.c.obj_field(&vci, "extra", Card::Opt);
     }
@@ -346,6 +360,8 @@ fn node(w: &mut Walk, o: &Obj<'_>) {
 
 fn proxy(w: &mut Walk, o: &Obj<'_>) {
     for key in ["http_proxy", "https_proxy"] {
+        // May carry `user:password@`: a secret as a whole.
+        w.mark_secret(o, key);
         if let Some((s, p)) = w.c.str_field(o, key, Card::Opt)
             && let Some(Some(note)) = w.c.rule(&p, key, rules::proxy_url(s))
         {

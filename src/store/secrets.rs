@@ -1,0 +1,389 @@
+//! Secrets at rest in the database: request bodies (`vnf_lcm_op_occ.operation_params`) are
+//! stored redacted (every secret replaced by `"***"`, [`crate::intake::wire::redact`]) and the
+//! secrets they held are stored apart, in `operation_secrets`, sealed with AES-256-GCM (NIST SP
+//! 800-38D) under a key kept in a file only the daemon's user can read. Reads put them back, so
+//! the engine and reconcile get the request as received.
+//!
+//! Why encrypt: the database is readable by group `vnfkeeper` (auditors), the spool's producers,
+//! and whoever holds a backup; the key file is not (mode 0600, never in `vnfkeeper backup`).
+//!
+//! Sealed value: 12-byte random nonce ‖ ciphertext ‖ 16-byte tag, of the JSON object
+//! `{pointer: value}`; the associated data is the operation's id, so a sealed value copied to
+//! another row does not open.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use aes_gcm::aead::{Aead, Generate, KeyInit, Nonce, Payload};
+use aes_gcm::{Aes256Gcm, Key};
+
+use super::{Result, StoreError};
+use crate::intake::wire::redact::{self, SecretValues};
+use crate::intake::wire::{LcmOperation, request_secret_pointers};
+use crate::model::LcmOperationType;
+
+/// File name of the key, in the database's directory or in `$CREDENTIALS_DIRECTORY`.
+pub const KEY_FILE: &str = "secrets.key";
+
+/// Length of the key in bytes (AES-256).
+const KEY_LEN: usize = 32;
+/// Length of the GCM nonce in bytes.
+const NONCE_LEN: usize = 12;
+
+/// The key that seals request secrets. `Debug` shows where it came from, never the key.
+pub struct SecretsKey {
+    cipher: Aes256Gcm,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for SecretsKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretsKey({})", self.path.display())
+    }
+}
+
+/// Where the key is: the systemd credential `secrets.key` when `$CREDENTIALS_DIRECTORY` holds
+/// one (systemd.exec `LoadCredential=`/`LoadCredentialEncrypted=`), else `<state_dir>/secrets.key`.
+pub fn key_path(state_dir: &Path) -> PathBuf {
+    if let Some(dir) = std::env::var_os("CREDENTIALS_DIRECTORY") {
+        let p = Path::new(&dir).join(KEY_FILE);
+        if p.is_file() {
+            return p;
+        }
+    }
+    state_dir.join(KEY_FILE)
+}
+
+fn key_error(path: &Path, reason: impl std::fmt::Display) -> StoreError {
+    StoreError::SecretsKey(format!("{}: {reason}", path.display()))
+}
+
+impl SecretsKey {
+    /// Reads the key at `path`: exactly 32 bytes. Errors: [`StoreError::SecretsKey`] naming the
+    /// file (unreadable, wrong length).
+    pub fn load(path: &Path) -> Result<Self> {
+        let bytes = std::fs::read(path).map_err(|e| key_error(path, e))?;
+        let cipher = Aes256Gcm::new_from_slice(&bytes).map_err(|_| {
+            key_error(
+                path,
+                format!("is {} bytes, a key is {KEY_LEN}", bytes.len()),
+            )
+        })?;
+        Ok(Self {
+            cipher,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Creates a new random key at `path` (mode 0600, never overwriting a file) and returns it.
+    /// Errors: [`StoreError::SecretsKey`] (the file exists, I/O, no randomness).
+    pub fn create(path: &Path) -> Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let key = Key::<Aes256Gcm>::try_generate().map_err(|e| key_error(path, e))?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| key_error(path, e))?;
+        f.write_all(key.as_slice())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| key_error(path, e))?;
+        tracing::info!(key = %path.display(), "created the key that encrypts request secrets in the database");
+        Ok(Self {
+            cipher: Aes256Gcm::new(&key),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Seals `secrets` of operation `op_id`. Errors: [`StoreError::Encode`].
+    pub fn seal(&self, op_id: &str, secrets: &SecretValues) -> Result<Vec<u8>> {
+        let encode = |reason: String| StoreError::Encode {
+            column: "operation_secrets",
+            reason,
+        };
+        let plain = serde_json::to_vec(secrets).map_err(|e| encode(e.to_string()))?;
+        let nonce = Nonce::<Aes256Gcm>::try_generate().map_err(|e| encode(e.to_string()))?;
+        let sealed = self
+            .cipher
+            .encrypt(
+                &nonce,
+                Payload {
+                    msg: &plain,
+                    aad: op_id.as_bytes(),
+                },
+            )
+            .map_err(|_| encode("encryption failed".into()))?;
+        let mut out = Vec::with_capacity(NONCE_LEN + sealed.len());
+        out.extend_from_slice(nonce.as_slice());
+        out.extend_from_slice(&sealed);
+        Ok(out)
+    }
+
+    /// Opens what [`SecretsKey::seal`] made for `op_id`. Errors: [`StoreError::Corrupt`] when it
+    /// does not open (another key, another row, changed bytes) — the message names the key file.
+    pub fn open(&self, op_id: &str, sealed: &[u8]) -> Result<SecretValues> {
+        let corrupt = |reason: String| StoreError::Corrupt {
+            table: "vnf_lcm_op_occ",
+            row: op_id.to_owned(),
+            column: "operation_secrets",
+            reason,
+        };
+        if sealed.len() < NONCE_LEN {
+            return Err(corrupt(format!("{} bytes, too short", sealed.len())));
+        }
+        let (nonce, body) = sealed.split_at(NONCE_LEN);
+        let nonce =
+            Nonce::<Aes256Gcm>::try_from(nonce).map_err(|_| corrupt("bad nonce length".into()))?;
+        let plain = self
+            .cipher
+            .decrypt(
+                &nonce,
+                Payload {
+                    msg: body,
+                    aad: op_id.as_bytes(),
+                },
+            )
+            .map_err(|_| {
+                corrupt(format!(
+                    "does not decrypt with the key {} (a different key, e.g. a backup restored without its key?)",
+                    self.path.display()
+                ))
+            })?;
+        serde_json::from_slice(&plain).map_err(|_| corrupt("not a JSON object of secrets".into()))
+    }
+}
+
+/// At open, after the migrations: loads the key ([`key_path`] of the database's directory), or
+/// creates it when none exists and no row holds encrypted secrets; then encrypts the secrets of
+/// rows stored before secrets were encrypted (`operation_secrets = X''`, set by migration V5), in
+/// one transaction. Errors: [`StoreError::SecretsKey`] when the key is missing although rows
+/// hold encrypted secrets (restore it from backup), or unreadable; SQLite errors.
+pub(super) fn at_open(conn: &mut rusqlite::Connection, db_path: &Path) -> Result<SecretsKey> {
+    let dir = match db_path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let path = key_path(dir);
+    let key = if path.exists() {
+        SecretsKey::load(&path)?
+    } else {
+        let sealed: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM vnf_lcm_op_occ WHERE length(operation_secrets) > 0)",
+            [],
+            |r| r.get(0),
+        )?;
+        if sealed {
+            return Err(key_error(
+                &path,
+                "missing, but the database holds secrets encrypted with it; restore the key from \
+                 the backup it was saved with (without it those requests cannot be run again)",
+            ));
+        }
+        SecretsKey::create(&path)?
+    };
+    let tx = conn.transaction()?;
+    let mut converted = 0;
+    {
+        let mut st = tx.prepare(
+            "SELECT id, operation, operation_params FROM vnf_lcm_op_occ WHERE operation_secrets = X''",
+        )?;
+        let rows: Vec<(String, String, String)> = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut update = tx.prepare(
+            "UPDATE vnf_lcm_op_occ SET operation_params = ?2, operation_secrets = ?3 WHERE id = ?1",
+        )?;
+        for (id, operation, params) in rows {
+            let operation =
+                LcmOperationType::parse(&operation).ok_or_else(|| StoreError::Corrupt {
+                    table: "vnf_lcm_op_occ",
+                    row: id.clone(),
+                    column: "operation",
+                    reason: "not an LCM operation type".into(),
+                })?;
+            let (stored, secrets) = split(operation, &params)?;
+            let sealed = secrets.map(|s| key.seal(&id, &s)).transpose()?;
+            if sealed.is_some() {
+                converted += 1;
+            }
+            update.execute(rusqlite::params![id, stored, sealed])?;
+        }
+    }
+    tx.commit()?;
+    if converted > 0 {
+        tracing::info!(
+            operations = converted,
+            "encrypted the secrets of requests stored before secrets were encrypted"
+        );
+    }
+    Ok(key)
+}
+
+/// The request operation whose body `operation` stores.
+fn request_kind(operation: LcmOperationType) -> LcmOperation {
+    match operation {
+        LcmOperationType::Instantiate => LcmOperation::Instantiate,
+        LcmOperationType::Scale => LcmOperation::Scale,
+        LcmOperationType::Heal => LcmOperation::Heal,
+        LcmOperationType::Terminate => LcmOperation::Terminate,
+    }
+}
+
+/// Splits the request body `params` (JSON text) of an `operation` into the redacted body to store
+/// and its secrets (`None` when it holds none). A body that is not JSON is stored as it is (the
+/// store does not validate; intake did). Errors: [`StoreError::Encode`].
+pub(super) fn split(
+    operation: LcmOperationType,
+    params: &str,
+) -> Result<(String, Option<SecretValues>)> {
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(params) else {
+        return Ok((params.to_owned(), None));
+    };
+    let pointers = request_secret_pointers(request_kind(operation), &doc);
+    if pointers.is_empty() {
+        return Ok((params.to_owned(), None));
+    }
+    let (redacted, secrets) = redact::redact(&doc, &pointers);
+    Ok((redacted.to_string(), Some(secrets)))
+}
+
+/// `params` as stored with the secrets sealed in `sealed` put back. Errors:
+/// [`StoreError::Corrupt`] (does not open, or does not fit the body), [`StoreError::SecretsKey`]
+/// when there is no key to open them.
+pub(super) fn join(
+    key: Option<&SecretsKey>,
+    op_id: &str,
+    params: String,
+    sealed: Option<Vec<u8>>,
+) -> Result<String> {
+    let Some(sealed) = sealed.filter(|s| !s.is_empty()) else {
+        return Ok(params);
+    };
+    let key = key.ok_or_else(|| {
+        StoreError::SecretsKey(format!(
+            "operation {op_id} holds encrypted secrets but no key was loaded (only the daemon reads {KEY_FILE})"
+        ))
+    })?;
+    let secrets = key.open(op_id, &sealed)?;
+    let corrupt = |reason: String| StoreError::Corrupt {
+        table: "vnf_lcm_op_occ",
+        row: op_id.to_owned(),
+        column: "operation_params",
+        reason,
+    };
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&params).map_err(|_| corrupt("not JSON".into()))?;
+    redact::restore(&mut doc, &secrets).map_err(corrupt)?;
+    Ok(doc.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Timestamp;
+    use crate::store::{NewOperation, Store};
+
+    const PARAMS: &str = r#"{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"openstack","accessInfo":{"password":"hunter2"}}]}"#;
+
+    /// A database of an earlier version (plaintext body, `operation_secrets = X''` as V5 leaves
+    /// it) is converted at open; a database with sealed secrets and no key refuses to open.
+    #[test]
+    fn plaintext_rows_are_encrypted_at_open_and_a_missing_key_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("state.db");
+        let now = Timestamp(chrono::Utc::now());
+        let mut store = Store::open(&db).unwrap();
+        store
+            .write(|tx| {
+                tx.create_instance_if_missing("vnf-1", now)?;
+                tx.insert_operation(
+                    &NewOperation {
+                        id: "op-1",
+                        vnf_instance_id: "vnf-1",
+                        operation: LcmOperationType::Instantiate,
+                        operation_params: PARAMS,
+                        vnf_package: None,
+                        request_id: None,
+                        is_automatic_invocation: false,
+                        status_detail: None,
+                    },
+                    now,
+                )
+            })
+            .unwrap();
+        let stored = |s: &Store| -> (String, Vec<u8>) {
+            s.conn
+                .query_row(
+                    "SELECT operation_params, operation_secrets FROM vnf_lcm_op_occ WHERE id = 'op-1'",
+                    [],
+                    |r| Ok((r.get(0)?, r.get::<_, Option<Vec<u8>>>(1)?.unwrap_or_default())),
+                )
+                .unwrap()
+        };
+        let (text, sealed) = stored(&store);
+        assert!(!text.contains("hunter2") && !sealed.is_empty());
+        // As an earlier version stored it.
+        store
+            .conn
+            .execute(
+                "UPDATE vnf_lcm_op_occ SET operation_params = ?1, operation_secrets = X''",
+                [PARAMS],
+            )
+            .unwrap();
+        drop(store);
+        let store = Store::open(&db).unwrap();
+        let (text, sealed) = stored(&store);
+        assert!(!text.contains("hunter2") && text.contains("***"), "{text}");
+        assert!(sealed.len() > NONCE_LEN);
+        let (back, _) = store.reader().operation_params("op-1").unwrap().unwrap();
+        assert!(back.contains("hunter2"));
+        // The read-only reader opens them too when it can read the key, and not without it.
+        let ro = Store::open_read_only(&db).unwrap();
+        let (back, _) = ro.queries().operation_params("op-1").unwrap().unwrap();
+        assert!(back.contains("hunter2"));
+        drop((store, ro));
+        std::fs::remove_file(dir.path().join(KEY_FILE)).unwrap();
+        let ro = Store::open_read_only(&db).unwrap();
+        let e = ro.queries().operation_params("op-1").unwrap_err();
+        assert!(matches!(e, StoreError::SecretsKey(_)), "{e}");
+        let e = Store::open(&db).unwrap_err();
+        assert!(e.to_string().contains("restore the key"), "{e}");
+        assert!(
+            !dir.path().join(KEY_FILE).exists(),
+            "no new key over sealed rows"
+        );
+    }
+
+    #[test]
+    fn a_sealed_value_opens_only_with_its_key_and_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(KEY_FILE);
+        let key = SecretsKey::create(&path).unwrap();
+        assert!(SecretsKey::create(&path).is_err(), "never overwrites");
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let params = r#"{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"openstack","accessInfo":{"password":"hunter2"}}]}"#;
+        let (stored, secrets) = split(LcmOperationType::Instantiate, params).unwrap();
+        assert!(!stored.contains("hunter2") && stored.contains("***"));
+        let sealed = key.seal("op-1", &secrets.unwrap()).unwrap();
+        assert!(!String::from_utf8_lossy(&sealed).contains("hunter2"));
+        let back = join(Some(&key), "op-1", stored.clone(), Some(sealed.clone())).unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&back).unwrap(),
+            serde_json::from_str::<serde_json::Value>(params).unwrap()
+        );
+        // Another row, another key, no key: errors that name no secret.
+        let e = join(Some(&key), "op-2", stored.clone(), Some(sealed.clone())).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        let other = SecretsKey::create(&dir.path().join("other.key")).unwrap();
+        let e = join(Some(&other), "op-1", stored.clone(), Some(sealed.clone())).unwrap_err();
+        assert!(e.to_string().contains("other.key"), "{e}");
+        let e = join(None, "op-1", stored, Some(sealed)).unwrap_err();
+        assert!(matches!(e, StoreError::SecretsKey(_)), "{e}");
+        assert!(SecretsKey::load(&path).is_ok());
+        std::fs::write(dir.path().join("short.key"), b"xx").unwrap();
+        assert!(SecretsKey::load(&dir.path().join("short.key")).is_err());
+    }
+}
