@@ -223,35 +223,27 @@ fn a_group_member_cannot_read_another_operators_passwords() {
             .success()
     );
 
-    // The CLI as A. NOTE: the database is 0600 in this branch; the branch that makes it
-    // group-readable (0640 with WAL/SHM) lets A open it. Until then these run as root, which
-    // reads no more than the file holds.
+    // The CLI and sqlite3 as A: the database and its -wal/-shm are 0640, group vnfkeeper.
     let db = install.database.to_str().unwrap();
     for args in [["ops", "--json"], ["status", "--json"]] {
         let mut cli_args = args.to_vec();
         cli_args.extend(["--config", config]);
-        let mut out = acc.run_as(acc.a(), bin, &cli_args);
-        if !out.status.success() {
-            eprintln!(
-                "NOTE: `{}` as the group member failed ({}); run as root instead",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-            out = install.cli(&args);
-        }
-        assert!(out.status.success(), "{args:?}");
+        let out = acc.run_as(acc.a(), bin, &cli_args);
+        assert!(
+            out.status.success(),
+            "{args:?} as the group member: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(!text.is_empty());
         assert!(!text.contains(&pw_a) && !text.contains(&pw_b), "{args:?}");
     }
-    let mut dump = acc.run_as(acc.a(), "sqlite3", &["-readonly", db, ".dump"]);
-    if !dump.status.success() || dump.stdout.is_empty() {
-        eprintln!("NOTE: the group member cannot open the database yet; dumping as root");
-        dump = Command::new("sqlite3")
-            .args([db, ".dump"])
-            .output()
-            .unwrap();
-    }
+    let dump = acc.run_as(acc.a(), "sqlite3", &["-readonly", db, ".dump"]);
+    assert!(
+        dump.status.success(),
+        "sqlite3 -readonly .dump as the group member: {}",
+        String::from_utf8_lossy(&dump.stderr).trim()
+    );
     let text = String::from_utf8_lossy(&dump.stdout);
     assert!(text.contains("INSERT INTO vnf_lcm_op_occ"), "empty dump");
     assert!(text.contains("\"***\""), "no redacted body in the dump");
