@@ -35,10 +35,11 @@ pub fn process(
     now: Timestamp,
 ) -> Result<Vec<Outcome>, StoreError> {
     let candidates = read_candidates(files, ctx);
+    let bases = admission::load_scale_bases(store.reader(), candidates.iter().map(|c| &c.request))?;
     let decided = store.write(|tx| {
         let mut decided = Vec::with_capacity(candidates.len());
         for c in &candidates {
-            decided.push(decide(spool, tx, c, ctx, now)?);
+            decided.push(decide(spool, tx, c, ctx, &bases, now)?);
         }
         Ok(decided)
     })?;
@@ -99,6 +100,7 @@ fn decide(
     tx: &mut Tx<'_>,
     c: &Candidate,
     ctx: &IntakeContext<'_>,
+    bases: &admission::ScaleBases,
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
     let req = &c.request;
@@ -113,5 +115,5 @@ fn decide(
         };
         return Ok((outcome, dest));
     }
-    admission::decide(tx, req, &earlier, ctx, now)
+    admission::decide(tx, req, &earlier, ctx, bases, now)
 }

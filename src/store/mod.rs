@@ -5,6 +5,7 @@
 
 mod decode;
 mod engine;
+mod packages;
 mod reconcile;
 mod rows;
 

@@ -68,6 +68,7 @@ impl Bed {
         let root = super::repo_root();
         let ctx = IntakeContext {
             packages_dir: &root,
+            package_store: &self.dir.path().join("package-store"),
             cloud_configured: true,
         };
         let mut out = self
