@@ -288,7 +288,8 @@ fn hostile_zips_are_rejected_with_a_specific_reason_and_leave_nothing_behind() {
 fn hostile_directories_are_rejected_without_following_links() {
     let env = Env::new();
     let work = tempfile::tempdir().unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>, &str)> = vec![
+    type Spoil = Box<dyn Fn(&Path)>;
+    let cases: Vec<(&str, Spoil, &str)> = vec![
         (
             "link-to-shadow",
             Box::new(|p: &Path| {
@@ -391,4 +392,87 @@ fn a_package_swapped_after_acceptance_leaves_the_snapshot_as_accepted() {
     // The swapped package read afresh is another digest (it would be another snapshot).
     let (fresh, _) = snapshot::take(&pkg, &env.store(), &LIMITS).unwrap();
     assert_ne!(fresh.digest, digest);
+}
+
+/// A SCALE envelope for instance `vnf` with `steps` worker steps.
+fn scale(vnf: &str, steps: u32, rid: &str) -> Vec<u8> {
+    serde_json::json!({
+        "operation": "SCALE",
+        "vnfInstanceId": vnf,
+        "requestId": rid,
+        "request": {"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": steps}
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[test]
+fn scale_is_checked_against_the_snapshot_loaded_before_the_write_transaction() {
+    let env = Env::new();
+    let work = tempfile::tempdir().unwrap();
+    let pkg = work.path().join("pv");
+    copy_dir(&fixture_package(), &pkg);
+    env.accepted(&pkg); // instance snap-1, INSTANTIATE queued
+    // The operator's package loses its VNFD: the check still uses the accepted one.
+    fs::remove_dir_all(&pkg).unwrap();
+    let store = env.store();
+    let ctx = IntakeContext {
+        packages_dir: env.dir.path(),
+        package_store: &store,
+        cloud_configured: false,
+    };
+    let now = Timestamp(chrono::Utc::now());
+    let run = |bodies: &[Vec<u8>]| {
+        let paths: Vec<PathBuf> = bodies
+            .iter()
+            .map(|b| env.spool.submit(b).unwrap())
+            .collect();
+        env.db
+            .with(|s| spool::process(&env.spool, s, &paths, &ctx, now))
+            .unwrap()
+    };
+    // Beyond max_scale_level (2) of worker_instance: rejected; within: accepted.
+    let out = run(&[scale("snap-1", 3, "s-far"), scale("snap-1", 2, "s-ok")]);
+    match &out[0] {
+        Outcome::Rejected { problem, .. } => {
+            assert!(
+                problem.detail.contains("max_scale_level"),
+                "{}",
+                problem.detail
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(out[1], Outcome::Accepted { .. }), "{:?}", out[1]);
+    // An INSTANTIATE and a SCALE in one batch: the SCALE sees the batch's own snapshot.
+    let fixture = repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
+    let mut inst: Value = serde_json::from_slice(&fs::read(fixture).unwrap()).unwrap();
+    inst["vnfPackage"] = fixture_package().display().to_string().into();
+    inst["vnfInstanceId"] = "snap-batch".into();
+    inst["requestId"] = "snap-batch".into();
+    let out = run(&[
+        inst.to_string().into_bytes(),
+        scale("snap-batch", 3, "b-far"),
+    ]);
+    assert!(matches!(out[0], Outcome::Accepted { .. }), "{:?}", out[0]);
+    assert!(
+        matches!(&out[1], Outcome::Rejected { problem, .. } if problem.detail.contains("max_scale_level")),
+        "{:?}",
+        out[1]
+    );
+}
+
+#[test]
+fn a_snapshot_edited_in_the_store_no_longer_verifies() {
+    let env = Env::new();
+    let (_, digest, dir) = env.accepted(&fixture_package());
+    assert_eq!(snapshot::verify(&dir, digest), Ok(()));
+    let script = dir.join("Scripts/install_k8s_cluster.sh");
+    fs::write(&script, "#!/bin/sh\nexit 1\n").unwrap();
+    let e = snapshot::verify(&dir, digest).unwrap_err();
+    assert!(e.contains("changed since acceptance"), "{e}");
+    fs::remove_file(&script).unwrap();
+    symlink("/etc/passwd", &script).unwrap();
+    let e = snapshot::verify(&dir, digest).unwrap_err();
+    assert!(e.contains("symbolic link"), "{e}");
 }

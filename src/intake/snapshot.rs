@@ -19,13 +19,14 @@
 //! a symbolic link, FIFO, socket or device anywhere in the package refuses it. Sizes and counts
 //! are bounded by [`Limits`] while reading (a file is read up to its limit + 1 byte).
 
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
 
@@ -33,6 +34,28 @@ use crate::package::{Limits, PackageDigest, PackageFiles, VnfPackage, Vnfd, csar
 
 /// Deepest directory nesting read inside a package.
 const MAX_DEPTH: usize = 32;
+
+/// VNFDs of snapshots already loaded, by digest: a digest names one content, so its VNFD never
+/// changes and the YAML is parsed once per process, not once per request (the intake benchmark
+/// sends thousands of INSTANTIATEs naming one package). At most [`VNFD_CACHE`] entries.
+static VNFDS: LazyLock<Mutex<HashMap<PackageDigest, Arc<Vnfd>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Most VNFDs kept in [`VNFDS`]; the cache is emptied when full.
+const VNFD_CACHE: usize = 64;
+
+fn cached(digest: PackageDigest) -> Option<Arc<Vnfd>> {
+    VNFDS.lock().ok()?.get(&digest).cloned()
+}
+
+fn remember(digest: PackageDigest, vnfd: Arc<Vnfd>) {
+    if let Ok(mut m) = VNFDS.lock() {
+        if m.len() >= VNFD_CACHE {
+            m.clear();
+        }
+        m.insert(digest, vnfd);
+    }
+}
 
 /// A package copied into the store, as an accepted operation records it.
 #[derive(Debug, Clone)]
@@ -83,18 +106,36 @@ pub fn take(
     }
     let digest = files.digest();
     let dir = store.join("sha256").join(digest.to_string());
-    let vnfd = if dir.is_dir() {
-        load(&dir)?
-    } else {
-        write_new(&files, store, &dir)?
+    let vnfd = match (dir.is_dir(), cached(digest)) {
+        (true, Some(v)) => v,
+        (true, None) => Arc::new(load(&dir)?),
+        (false, _) => Arc::new(write_new(&files, store, &dir)?),
     };
+    remember(digest, vnfd.clone());
     let snapshot = Snapshot {
         digest,
         dir,
         source: source.to_path_buf(),
-        vnfd: Arc::new(vnfd),
+        vnfd,
     };
     Ok((snapshot, files))
+}
+
+/// Checks that the snapshot `dir` still holds exactly the files named by `digest` (the engine
+/// calls this before it uses a snapshot: a file edited, added or removed in the package store
+/// since acceptance is refused, never used). Errors: the reason, naming the snapshot.
+pub fn verify(dir: &Path, digest: PackageDigest) -> Result<(), String> {
+    let files = read_package(dir, &crate::package::files::LIMITS)
+        .map_err(|e| format!("VNF package snapshot {}: {e}", dir.display()))?;
+    let actual = files.digest();
+    if actual == digest {
+        Ok(())
+    } else {
+        Err(format!(
+            "VNF package snapshot {} changed since acceptance: its files have digest {actual}, the operation recorded {digest}",
+            dir.display()
+        ))
+    }
 }
 
 /// Loads the VNFD of a snapshot directory. Errors: the package's own defect, as a

@@ -48,32 +48,6 @@ impl ReaderRef<'_> {
         let rows = st.query_map([vnf_instance_id], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
-
-    /// Digests of the snapshots still needed: those of operations not in a final state
-    /// (`COMPLETED`, `FAILED`, `ROLLED_BACK`) and those of INSTANTIATED instances. A snapshot
-    /// outside this set may be removed (README "VNF packages").
-    pub fn packages_in_use(&self) -> Result<Vec<PackageDigest>> {
-        let mut st = self.conn.prepare(
-            "SELECT DISTINCT o.package_sha256 FROM vnf_lcm_op_occ o
-             WHERE o.package_sha256 IS NOT NULL
-               AND (o.operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK')
-                    OR o.vnf_package IN (SELECT i.vnf_package FROM vnf_instance i
-                                         WHERE i.instantiation_state = 'INSTANTIATED'))
-             ORDER BY 1",
-        )?;
-        let rows = st.query_map([], |r| r.get::<_, String>(0))?;
-        let mut out = Vec::new();
-        for d in rows {
-            let d = d?;
-            out.push(d.parse().map_err(|e| StoreError::Corrupt {
-                table: "vnf_lcm_op_occ",
-                row: d.clone(),
-                column: "package_sha256",
-                reason: format!("{e}"),
-            })?);
-        }
-        Ok(out)
-    }
 }
 
 impl Tx<'_> {
