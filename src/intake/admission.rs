@@ -206,7 +206,7 @@ fn sniff_instance_id(bytes: &[u8]) -> Option<String> {
 /// Resolves `vnfPackage` (relative paths against `ctx.packages_dir`, `..` refused), snapshots
 /// it into `ctx.package_store` and checks that every file the request references is a file of
 /// the snapshot. `Ok(None)` when the envelope names no package. Errors: 422 naming each
-/// defective field (the package itself: `/vnfPackage` with the reason), 507 when the package
+/// defective field (the package itself: `/vnfPackage` with the reason), 500 when the package
 /// store cannot be written.
 fn check_package(
     env: &LcmEnvelope,
@@ -248,7 +248,7 @@ fn check_package(
             Err(e @ SnapshotError::Store { .. }) => {
                 let reason = e.to_string();
                 return Err(ProblemDetails::new(
-                    507,
+                    500,
                     format!("/vnfPackage: {reason}"),
                     vec![FieldProblem {
                         pointer: "/vnfPackage".into(),
