@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
@@ -123,7 +123,12 @@ pub(super) struct LcmRequest {
 /// otherwise), a valid envelope (400 with every defect otherwise), and for a request naming a
 /// `vnfPackage`, a package that can be snapshotted ([`snapshot::take`]) holding every file the
 /// request references (422 otherwise). Reads the package and writes its snapshot, nothing else.
-pub(super) fn examine(name: String, bytes: &[u8], ctx: &IntakeContext<'_>) -> Examined {
+pub(super) fn examine(
+    name: String,
+    bytes: &[u8],
+    ctx: &IntakeContext<'_>,
+    batch: &BatchPackages,
+) -> Examined {
     let sha256 = hex(&Sha256::digest(bytes));
     let verdict = if bytes.len() > wire::MAX_REQUEST_BYTES {
         Verdict::Invalid {
@@ -149,7 +154,7 @@ pub(super) fn examine(name: String, bytes: &[u8], ctx: &IntakeContext<'_>) -> Ex
             },
             Ok(parsed) => match parsed.envelope {
                 Envelope::Task(env) => Verdict::Task(env),
-                Envelope::Lcm(env) => match check_package(&env, ctx) {
+                Envelope::Lcm(env) => match check_package(&env, ctx, batch) {
                     Err(problem) => Verdict::Invalid {
                         vnf_instance_id: Some(env.vnf_instance_id.clone()),
                         problem,
@@ -211,6 +216,7 @@ fn sniff_instance_id(bytes: &[u8]) -> Option<String> {
 fn check_package(
     env: &LcmEnvelope,
     ctx: &IntakeContext<'_>,
+    batch: &BatchPackages,
 ) -> Result<Option<Snapshot>, ProblemDetails> {
     let Some(pkg) = env.vnf_package.as_deref() else {
         return Ok(None);
@@ -236,27 +242,26 @@ fn check_package(
     };
     let root = fs::canonicalize(&path)
         .map_err(|e| unprocessable("/vnfPackage", format!("{}: {e}", path.display())))?;
-    let (snap, files) =
+    let (snap, files) = batch.take(&root, || {
         match snapshot::take(&root, ctx.package_store, &crate::package::files::LIMITS) {
-            Ok(s) => s,
-            Err(SnapshotError::Package(why)) => {
-                return Err(unprocessable(
-                    "/vnfPackage",
-                    format!("VNF package {}: {why}", root.display()),
-                ));
-            }
+            Ok((snap, files)) => Ok((snap, Arc::new(files))),
+            Err(SnapshotError::Package(why)) => Err(unprocessable(
+                "/vnfPackage",
+                format!("VNF package {}: {why}", root.display()),
+            )),
             Err(e @ SnapshotError::Store { .. }) => {
                 let reason = e.to_string();
-                return Err(ProblemDetails::new(
+                Err(ProblemDetails::new(
                     500,
                     format!("/vnfPackage: {reason}"),
                     vec![FieldProblem {
                         pointer: "/vnfPackage".into(),
                         reason,
                     }],
-                ));
+                ))
             }
-        };
+        }
+    })?;
     let mut errors = Vec::new();
     for (pointer, rel) in env.package_paths() {
         let rel = rel.strip_prefix("./").unwrap_or(&rel);
@@ -282,6 +287,28 @@ fn check_package(
             errors.len()
         );
         Err(ProblemDetails::new(422, detail, errors))
+    }
+}
+
+/// What one package snapshot gave: the snapshot and the files read, or the rejection.
+type Taken = Result<(Snapshot, Arc<crate::package::PackageFiles>), ProblemDetails>;
+
+/// The packages snapshotted in one intake batch, by canonical path: requests of one batch that
+/// name the same package share one read of it (a batch of thousands of INSTANTIATEs of one
+/// package reads it once). Each batch starts empty, so a package changed between batches is
+/// read again.
+#[derive(Default)]
+pub(super) struct BatchPackages(Mutex<HashMap<PathBuf, Arc<OnceLock<Taken>>>>);
+
+impl BatchPackages {
+    /// The result for `root`: `take()` the first time in this batch, the same result after
+    /// (threads asking at once wait for the first).
+    fn take(&self, root: &Path, take: impl FnOnce() -> Taken) -> Taken {
+        let cell = match self.0.lock() {
+            Ok(mut m) => m.entry(root.to_path_buf()).or_default().clone(),
+            Err(_) => return take(),
+        };
+        cell.get_or_init(take).clone()
     }
 }
 

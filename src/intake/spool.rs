@@ -58,11 +58,12 @@ pub fn process(
 
 /// Reads and validates files on every core (the database work after it is serial), keeping order.
 fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Candidate> {
+    let batch = &admission::BatchPackages::default();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if threads < 2 || files.len() < 16 {
         return files
             .iter()
-            .filter_map(|p| read_candidate(p, ctx))
+            .filter_map(|p| read_candidate(p, ctx, batch))
             .collect();
     }
     let chunk = files.len().div_ceil(threads);
@@ -72,7 +73,7 @@ fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Candidate>
             .map(|part| {
                 s.spawn(move || {
                     part.iter()
-                        .filter_map(|p| read_candidate(p, ctx))
+                        .filter_map(|p| read_candidate(p, ctx, batch))
                         .collect::<Vec<_>>()
                 })
             })
@@ -84,11 +85,15 @@ fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Candidate>
     })
 }
 
-fn read_candidate(path: &Path, ctx: &IntakeContext<'_>) -> Option<Candidate> {
+fn read_candidate(
+    path: &Path,
+    ctx: &IntakeContext<'_>,
+    batch: &admission::BatchPackages,
+) -> Option<Candidate> {
     let file = maildir::read_request(path)?;
     Some(Candidate {
         path: file.path,
-        request: admission::examine(file.name, &file.bytes, ctx),
+        request: admission::examine(file.name, &file.bytes, ctx, batch),
     })
 }
 
