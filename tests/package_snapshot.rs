@@ -389,9 +389,11 @@ fn a_package_swapped_after_acceptance_leaves_the_snapshot_as_accepted() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o7777, 0o640);
-    // The swapped package read afresh is another digest (it would be another snapshot).
-    let (fresh, _) = snapshot::take(&pkg, &env.store(), &LIMITS).unwrap();
-    assert_ne!(fresh.digest, digest);
+    // A later request (another batch) naming the swapped package gets another snapshot.
+    let (_, fresh, fresh_dir) = env.accepted(&pkg);
+    assert_ne!(fresh, digest);
+    assert_ne!(fresh_dir, dir);
+    assert_eq!(tree(&dir), before);
 }
 
 /// A SCALE envelope for instance `vnf` with `steps` worker steps.
