@@ -182,6 +182,15 @@ pub struct IntakeSettings {
 }
 
 impl Settings {
+    /// The package store, `package-store/` next to the database: snapshots of accepted
+    /// requests' VNF packages (`intake::snapshot`).
+    pub fn package_store(&self) -> PathBuf {
+        self.database
+            .parent()
+            .unwrap_or(Path::new("/"))
+            .join("package-store")
+    }
+
     /// Reads and validates a configuration file. Errors: [`ConfigError`] naming the key.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {

@@ -90,8 +90,10 @@ async fn setup(console: &str) -> Setup {
         support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
     let path = spool.submit(&std::fs::read(fixture).unwrap()).unwrap();
     let root = support::repo_root();
+    let package_store = dir.path().join("package-store");
     let ctx = IntakeContext {
         packages_dir: &root,
+        package_store: &package_store,
         cloud_configured: true,
     };
     let now = Timestamp(chrono::Utc::now());

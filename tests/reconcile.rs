@@ -69,6 +69,7 @@ impl Bed {
         let root = support::repo_root();
         let ctx = IntakeContext {
             packages_dir: &root,
+            package_store: &dir.path().join("package-store"),
             cloud_configured: true,
         };
         let out = db

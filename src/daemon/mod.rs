@@ -340,8 +340,10 @@ impl Intake {
             let batch: Vec<PathBuf> = std::mem::take(&mut self.ready).into_iter().collect();
             let (now_batch, rest) = batch.split_at(batch.len().min(n));
             self.ready.extend(rest.iter().cloned());
+            let package_store = self.settings.package_store();
             let ctx = IntakeContext {
                 packages_dir: &self.settings.packages_dir,
+                package_store: &package_store,
                 cloud_configured: self.settings.cloud.is_some(),
             };
             let now = Timestamp(chrono::Utc::now());

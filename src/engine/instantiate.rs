@@ -38,6 +38,11 @@ fn inputs<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<Instance, Engine
     let (params, package) =
         e.db.with(|s| s.reader().operation_params(&op.id))?
             .ok_or_else(|| StepFailure::input("plan", "operation vanished"))?;
+    // The package is the snapshot taken at intake (`vnf_package`), checked against its digest.
+    if let Some((digest, dir)) = e.db.with(|s| s.reader().package_snapshot(&op.id))? {
+        crate::intake::snapshot::verify(&dir, digest)
+            .map_err(|why| StepFailure::input("plan", why))?;
+    }
     Ok(Instance::load(
         &op.vnf_instance_id,
         &params,

@@ -9,13 +9,15 @@
 //! Duplicates (same content as an accepted request) are accepted idempotently: an `intake` row
 //! and an event, no new operation.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest, Sha256};
 
 use super::maildir::{Destination, KeptCopy};
+use super::snapshot::{self, Snapshot, SnapshotError};
 use super::wire::{self, Envelope, FieldError, LcmEnvelope, TaskEnvelope, TaskOperation};
 use crate::model::{
     FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
@@ -23,8 +25,8 @@ use crate::model::{
 };
 use crate::package::Vnfd;
 use crate::store::{
-    InstanceRow, IntakeRow, NewEvent, NewIntake, NewOperation, OperationRow, StoreError, Tx,
-    VnfcRow,
+    InstanceRow, IntakeRow, NewEvent, NewIntake, NewOperation, OperationRow, ReaderRef, StoreError,
+    Tx, VnfcRow,
 };
 
 /// What intake did with one file.
@@ -86,6 +88,9 @@ pub enum Outcome {
 pub struct IntakeContext<'a> {
     /// Relative `vnfPackage` paths are resolved against this directory.
     pub packages_dir: &'a Path,
+    /// The package store: accepted requests' packages are copied here (`<state>/package-store`,
+    /// see [`super::snapshot`]).
+    pub package_store: &'a Path,
     /// Whether a cloud is configured (only changes the "why it waits" text).
     pub cloud_configured: bool,
 }
@@ -122,16 +127,21 @@ pub(super) struct LcmRequest {
     env: LcmEnvelope,
     /// The SOL003 body as JSON text, stored verbatim.
     raw_request: String,
-    /// Canonical package directory (INSTANTIATE).
-    package: Option<PathBuf>,
+    /// The snapshot of the package it names (INSTANTIATE).
+    package: Option<Snapshot>,
     warnings: Vec<FieldProblem>,
 }
 
 /// Examines the content `bytes` of the file `name`: at most [`wire::MAX_REQUEST_BYTES`] (413
 /// otherwise), a valid envelope (400 with every defect otherwise), and for a request naming a
-/// `vnfPackage`, every file it references inside that package (422 otherwise). Reads the
-/// package directory, nothing else.
-pub(super) fn examine(name: String, bytes: &[u8], ctx: &IntakeContext<'_>) -> Examined {
+/// `vnfPackage`, a package that can be snapshotted ([`snapshot::take`]) holding every file the
+/// request references (422 otherwise). Reads the package and writes its snapshot, nothing else.
+pub(super) fn examine(
+    name: String,
+    bytes: &[u8],
+    ctx: &IntakeContext<'_>,
+    batch: &BatchPackages,
+) -> Examined {
     let sha256 = hex(&Sha256::digest(bytes));
     let verdict = if bytes.len() > wire::MAX_REQUEST_BYTES {
         Verdict::Invalid {
@@ -157,7 +167,7 @@ pub(super) fn examine(name: String, bytes: &[u8], ctx: &IntakeContext<'_>) -> Ex
             },
             Ok(parsed) => match parsed.envelope {
                 Envelope::Task(env) => Verdict::Task(env),
-                Envelope::Lcm(env) => match check_package(&env, ctx) {
+                Envelope::Lcm(env) => match check_package(&env, ctx, batch) {
                     Err(problem) => Verdict::Invalid {
                         vnf_instance_id: Some(env.vnf_instance_id.clone()),
                         problem,
@@ -251,13 +261,16 @@ fn sniff_instance_id(bytes: &[u8]) -> Option<String> {
     ok.then(|| id.to_owned())
 }
 
-/// Resolves `vnfPackage` (relative paths against `ctx.packages_dir`, `..` refused) to its
-/// canonical directory and checks that every file the request references is a file inside it.
-/// `Ok(None)` when the envelope names no package. Errors: 422 naming each defective field.
+/// Resolves `vnfPackage` (relative paths against `ctx.packages_dir`, `..` refused), snapshots
+/// it into `ctx.package_store` and checks that every file the request references is a file of
+/// the snapshot. `Ok(None)` when the envelope names no package. Errors: 422 naming each
+/// defective field (the package itself: `/vnfPackage` with the reason), 500 when the package
+/// store cannot be written.
 fn check_package(
     env: &LcmEnvelope,
     ctx: &IntakeContext<'_>,
-) -> Result<Option<PathBuf>, ProblemDetails> {
+    batch: &BatchPackages,
+) -> Result<Option<Snapshot>, ProblemDetails> {
     let Some(pkg) = env.vnf_package.as_deref() else {
         return Ok(None);
     };
@@ -280,45 +293,47 @@ fn check_package(
     } else {
         ctx.packages_dir.join(path)
     };
-    let root = match fs::canonicalize(&path) {
-        Ok(p) if p.is_dir() => p,
-        Ok(_) => {
-            return Err(unprocessable(
+    let root = fs::canonicalize(&path)
+        .map_err(|e| unprocessable("/vnfPackage", format!("{}: {e}", path.display())))?;
+    let (snap, files) = batch.take(&root, || {
+        match snapshot::take(&root, ctx.package_store, &crate::package::files::LIMITS) {
+            Ok((snap, files)) => Ok((snap, Arc::new(files))),
+            Err(SnapshotError::Package(why)) => Err(unprocessable(
                 "/vnfPackage",
-                format!(
-                    "{} is not a directory (unpack .zip packages into a directory)",
-                    path.display()
-                ),
-            ));
+                format!("VNF package {}: {why}", root.display()),
+            )),
+            Err(e @ SnapshotError::Store { .. }) => {
+                let reason = e.to_string();
+                Err(ProblemDetails::new(
+                    500,
+                    format!("/vnfPackage: {reason}"),
+                    vec![FieldProblem {
+                        pointer: "/vnfPackage".into(),
+                        reason,
+                    }],
+                ))
+            }
         }
-        Err(e) => {
-            return Err(unprocessable(
-                "/vnfPackage",
-                format!("{}: {e}", path.display()),
-            ));
-        }
-    };
+    })?;
     let mut errors = Vec::new();
     for (pointer, rel) in env.package_paths() {
         let rel = rel.strip_prefix("./").unwrap_or(&rel);
-        match fs::canonicalize(root.join(rel)) {
-            Ok(p) if p.starts_with(&root) && p.is_file() => {}
-            Ok(p) if !p.starts_with(&root) => errors.push(FieldProblem {
-                pointer,
-                reason: format!("`{rel}` resolves outside the VNF package"),
-            }),
-            Ok(_) => errors.push(FieldProblem {
-                pointer,
-                reason: format!("`{rel}` is not a file in the VNF package"),
-            }),
-            Err(_) => errors.push(FieldProblem {
-                pointer,
-                reason: format!("`{rel}` not found in the VNF package {}", root.display()),
-            }),
+        if files.get(rel).is_some() {
+            continue;
         }
+        let is_dir = files.iter().any(|(p, _)| {
+            p.strip_prefix(rel)
+                .is_some_and(|rest| rest.starts_with('/'))
+        });
+        let reason = if is_dir {
+            format!("`{rel}` is not a file in the VNF package")
+        } else {
+            format!("`{rel}` not found in the VNF package {}", root.display())
+        };
+        errors.push(FieldProblem { pointer, reason });
     }
     if errors.is_empty() {
-        Ok(Some(root))
+        Ok(Some(snap))
     } else {
         let detail = format!(
             "{} file(s) referenced by the request are missing from the VNF package",
@@ -326,6 +341,69 @@ fn check_package(
         );
         Err(ProblemDetails::new(422, detail, errors))
     }
+}
+
+/// What one package snapshot gave: the snapshot and the files read, or the rejection.
+type Taken = Result<(Snapshot, Arc<crate::package::PackageFiles>), ProblemDetails>;
+
+/// The packages snapshotted in one intake batch, by canonical path: requests of one batch that
+/// name the same package share one read of it (a batch of thousands of INSTANTIATEs of one
+/// package reads it once). Each batch starts empty, so a package changed between batches is
+/// read again.
+#[derive(Default)]
+pub(super) struct BatchPackages(Mutex<HashMap<PathBuf, Arc<OnceLock<Taken>>>>);
+
+impl BatchPackages {
+    /// The result for `root`: `take()` the first time in this batch, the same result after
+    /// (threads asking at once wait for the first).
+    fn take(&self, root: &Path, take: impl FnOnce() -> Taken) -> Taken {
+        let cell = match self.0.lock() {
+            Ok(mut m) => m.entry(root.to_path_buf()).or_default().clone(),
+            Err(_) => return take(),
+        };
+        cell.get_or_init(take).clone()
+    }
+}
+
+/// The VNFDs a batch's SCALE requests are checked against, by package path as stored
+/// (`vnf_package`): loaded before the batch's write transaction, so no package is read inside
+/// it.
+pub(super) type ScaleBases = HashMap<String, Arc<Vnfd>>;
+
+/// Loads [`ScaleBases`] for `reqs` (one batch): the snapshots of the batch's own INSTANTIATEs
+/// and, for each SCALE, the packages its instance's INSTANTIATEs use
+/// ([`ReaderRef::scale_base_packages`]). A package that does not load is left out (the SCALE
+/// check then passes, and the engine reports the package). Errors: database only.
+pub(super) fn load_scale_bases<'e>(
+    reader: ReaderRef<'_>,
+    reqs: impl Iterator<Item = &'e Examined>,
+) -> Result<ScaleBases, StoreError> {
+    let mut bases = ScaleBases::new();
+    for req in reqs {
+        let Verdict::Lcm(lcm) = &req.verdict else {
+            continue;
+        };
+        if let Some(s) = &lcm.package {
+            bases.insert(s.dir.display().to_string(), s.vnfd.clone());
+        }
+        if LcmOperationType::from(lcm.env.operation) != LcmOperationType::Scale {
+            continue;
+        }
+        for path in reader.scale_base_packages(&lcm.env.vnf_instance_id)? {
+            if bases.contains_key(&path) {
+                continue;
+            }
+            match crate::package::VnfPackage::load(Path::new(&path)) {
+                Ok(pkg) => {
+                    bases.insert(path, Arc::new(pkg.vnfd));
+                }
+                Err(e) => {
+                    tracing::debug!(vnf_package = %path, error = %e, "SCALE check: package not loaded")
+                }
+            }
+        }
+    }
+    Ok(bases)
 }
 
 /// Where the outcome committed for this very file (same name and content, among `earlier`: the
@@ -369,6 +447,7 @@ pub(super) fn decide(
     req: &Examined,
     earlier: &[IntakeRow],
     ctx: &IntakeContext<'_>,
+    bases: &ScaleBases,
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
     match &req.verdict {
@@ -396,7 +475,7 @@ pub(super) fn decide(
                 let problem = request_id_reused(rid, &op);
                 return record_rejection(tx, req, Some(&env.vnf_instance_id), &problem, now);
             }
-            if let Err(problem) = check_instance(tx, env)? {
+            if let Err(problem) = check_instance(tx, env, bases)? {
                 return record_rejection(tx, req, Some(&env.vnf_instance_id), &problem, now);
             }
             record_acceptance(tx, req, lcm, ctx, now)
@@ -469,6 +548,7 @@ fn task_name(task: TaskOperation) -> &'static str {
 fn check_instance(
     tx: &Tx<'_>,
     env: &LcmEnvelope,
+    bases: &ScaleBases,
 ) -> Result<Result<(), ProblemDetails>, StoreError> {
     let op = LcmOperationType::from(env.operation);
     let Some(instance) = tx.instance(&env.vnf_instance_id)? else {
@@ -479,7 +559,7 @@ fn check_instance(
         return Ok(Err(problem));
     }
     if op == LcmOperationType::Scale
-        && let Err(problem) = check_scale_level(tx, env, &instance, &queued)?
+        && let Err(problem) = check_scale_level(tx, env, &instance, &queued, bases)?
     {
         return Ok(Err(problem));
     }
@@ -618,14 +698,16 @@ fn scale_start<'a>(instance: &InstanceRow, queued: &'a [OperationRow]) -> ScaleS
     start
 }
 
-/// SCALE: reads the base INSTANTIATE's request and package and the pending SCALEs for
-/// [`check_scale_bounds`]. A base without package, an unreadable package or an unparsable stored
-/// request is not this check's to report (the engine reports it).
+/// SCALE: reads the base INSTANTIATE's request and the pending SCALEs, takes the base's VNFD
+/// from `bases` (loaded before the transaction), for [`check_scale_bounds`]. A base without
+/// package, a package not in `bases` (it did not load) or an unparsable stored request is not
+/// this check's to report (the engine reports it).
 fn check_scale_level(
     tx: &Tx<'_>,
     env: &LcmEnvelope,
     instance: &InstanceRow,
     queued: &[OperationRow],
+    bases: &ScaleBases,
 ) -> Result<Result<(), ProblemDetails>, StoreError> {
     let reader = tx.reader();
     let start = scale_start(instance, queued);
@@ -637,7 +719,7 @@ fn check_scale_level(
     let Some((params, Some(package))) = base else {
         return Ok(Ok(()));
     };
-    let Ok(pkg) = crate::package::VnfPackage::load(Path::new(&package)) else {
+    let Some(vnfd) = bases.get(&package) else {
         return Ok(Ok(())); // the engine reports an unreadable package with its own error
     };
     let instantiate = serde_json::from_str::<wire::InstantiateVnfRequest>(&params).ok();
@@ -653,7 +735,7 @@ fn check_scale_level(
         return Ok(Ok(()));
     };
     Ok(check_scale_bounds(
-        &pkg.vnfd,
+        vnfd,
         start.levels,
         instantiate.as_ref(),
         &pending,
@@ -747,7 +829,7 @@ fn record_acceptance(
     tx.create_instance_if_missing(&env.vnf_instance_id, now)?;
     let ahead = tx.unfinished_operations(&env.vnf_instance_id)?;
     let status_detail = waiting_reason(&ahead, ctx.cloud_configured);
-    let package_text = package.as_ref().map(|p| p.display().to_string());
+    let package_text = package.as_ref().map(|p| p.dir.display().to_string());
     tx.insert_operation(
         &NewOperation {
             id: &op_id,
@@ -761,6 +843,9 @@ fn record_acceptance(
         },
         now,
     )?;
+    if let Some(snap) = package {
+        tx.record_package_snapshot(&op_id, snap.digest, &snap.source)?;
+    }
     let warnings_json = (!warnings.is_empty()).then(|| json(&warnings));
     let intake_id = tx.insert_intake(
         &NewIntake {

@@ -2,5 +2,6 @@
 
 mod admission;
 mod maildir;
+pub mod snapshot;
 pub mod spool;
 pub use vnfkeeper_core::wire;

@@ -52,10 +52,11 @@ pub fn process(
             Taken::Refused(r) => refused.push(r),
         }
     }
+    let bases = admission::load_scale_bases(store.reader(), candidates.iter().map(|c| &c.request))?;
     let decided = store.write(|tx| {
         let mut decided = Vec::with_capacity(candidates.len());
         for c in &candidates {
-            decided.push(decide(spool, tx, c, ctx, now)?);
+            decided.push(decide(spool, tx, c, ctx, &bases, now)?);
         }
         Ok(decided)
     })?;
@@ -108,11 +109,12 @@ enum Taken {
 
 /// Reads and validates files on every core (the database work after it is serial), keeping order.
 fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Taken> {
+    let batch = &admission::BatchPackages::default();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     if threads < 2 || files.len() < 16 {
         return files
             .iter()
-            .filter_map(|p| read_candidate(p, ctx))
+            .filter_map(|p| read_candidate(p, ctx, batch))
             .collect();
     }
     let chunk = files.len().div_ceil(threads);
@@ -122,7 +124,7 @@ fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Taken> {
             .map(|part| {
                 s.spawn(move || {
                     part.iter()
-                        .filter_map(|p| read_candidate(p, ctx))
+                        .filter_map(|p| read_candidate(p, ctx, batch))
                         .collect::<Vec<_>>()
                 })
             })
@@ -134,7 +136,11 @@ fn read_candidates(files: &[PathBuf], ctx: &IntakeContext<'_>) -> Vec<Taken> {
     })
 }
 
-fn read_candidate(path: &Path, ctx: &IntakeContext<'_>) -> Option<Taken> {
+fn read_candidate(
+    path: &Path,
+    ctx: &IntakeContext<'_>,
+    batch: &admission::BatchPackages,
+) -> Option<Taken> {
     match maildir::read_request(path, LIMIT) {
         Read::File(file) => {
             // A hidden `.<name>.taken` file is examined under the name it was committed with.
@@ -142,7 +148,7 @@ fn read_candidate(path: &Path, ctx: &IntakeContext<'_>) -> Option<Taken> {
             Some(Taken::Candidate(Candidate {
                 path: file.path,
                 taken: taken.is_some(),
-                request: admission::examine(taken.unwrap_or(file.name), &file.bytes, ctx),
+                request: admission::examine(taken.unwrap_or(file.name), &file.bytes, ctx, batch),
             }))
         }
         Read::Refused(r) => Some(Taken::Refused(r)),
@@ -158,6 +164,7 @@ fn decide(
     tx: &mut Tx<'_>,
     c: &Candidate,
     ctx: &IntakeContext<'_>,
+    bases: &admission::ScaleBases,
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
     let req = &c.request;
@@ -174,7 +181,7 @@ fn decide(
         };
         return Ok((outcome, dest));
     }
-    admission::decide(tx, req, &earlier, ctx, now)
+    admission::decide(tx, req, &earlier, ctx, bases, now)
 }
 
 #[cfg(test)]
@@ -188,8 +195,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spool = Spool::open(&dir.path().join("spool")).unwrap();
         let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let package_store = dir.path().join("package-store");
         let ctx = IntakeContext {
             packages_dir: dir.path(),
+            package_store: &package_store,
             cloud_configured: false,
         };
         let now = Timestamp(chrono::Utc::now());

@@ -6,6 +6,7 @@
 mod decode;
 mod engine;
 mod hostkeys;
+mod packages;
 mod reconcile;
 mod rows;
 mod secrets;

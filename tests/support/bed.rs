@@ -64,10 +64,17 @@ impl Bed {
 
     /// Submits a request file through intake; returns what intake did.
     pub fn submit(&self, bytes: &[u8]) -> Outcome {
+        self.submit_in(bytes, &super::repo_root())
+    }
+
+    /// Submits a request file through intake, relative `vnfPackage` paths resolved against
+    /// `packages_dir`; returns what intake did.
+    #[allow(dead_code)] // not every test binary that includes `support` calls it
+    pub fn submit_in(&self, bytes: &[u8], packages_dir: &std::path::Path) -> Outcome {
         let path = self.spool.submit(bytes).unwrap();
-        let root = super::repo_root();
         let ctx = IntakeContext {
-            packages_dir: &root,
+            packages_dir,
+            package_store: &self.dir.path().join("package-store"),
             cloud_configured: true,
         };
         let mut out = self

@@ -1,12 +1,17 @@
 //! VNF packages (an unpacked CSAR, ETSI GS NFV-SOL 004): locate the VNFD through
 //! `TOSCA-Metadata/TOSCA.meta`, parse it ([`vnfd`]), and read the BaseHOT of a flavour and
-//! package files (scripts, manifests) safely inside the package directory.
+//! package files (scripts, manifests) safely inside the package directory. [`files`] is a
+//! package as files in memory (limits, manifest check, the digest naming its snapshot) and
+//! [`csar`] unpacks a CSAR `.zip` into one.
 
+pub mod csar;
+pub mod files;
 pub mod vnfd;
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
+pub use files::{Limits, PackageDigest, PackageFiles};
 pub use vnfd::Vnfd;
 
 /// A package problem: which file and why.

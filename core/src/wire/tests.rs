@@ -568,19 +568,23 @@ fn storage_server_cross_checks() {
         e[0].pointer,
         format!("{SS}/cinder_volume_setup_params/1/volume_resource_id")
     );
-    // An export outside every mount point: accepted with a warning.
-    let bytes = edit(
-        PV,
-        &format!("{SS}/nfs_server_setup_params/0/export_dir"),
-        Some(json!("/srv/nfs")),
-    );
-    let p = ok(&bytes);
+    // An export outside every mount point (`/etc`, or a sibling sharing a prefix): rejected,
+    // naming the field and the mount points; one under a mount point or the mount point: fine.
     let w = format!("{SS}/nfs_server_setup_params/0/export_dir");
-    assert!(
-        p.warnings
-            .iter()
-            .any(|x| x.pointer == w && x.reason.contains("root disk"))
-    );
+    for outside in ["/etc", "/srv/nfs", "/volume-other", "/volum"] {
+        let e = errors(&edit(PV, &w, Some(json!(outside))));
+        assert_eq!(e.len(), 1, "{outside}: {e:?}");
+        assert_eq!(e[0].pointer, w);
+        assert!(
+            e[0].reason.contains("outside every mount_to (/volume)")
+                && e[0].reason.contains("root disk"),
+            "{}",
+            e[0].reason
+        );
+    }
+    for inside in ["/volume", "/volume/nfs/pv1"] {
+        ok(&edit(PV, &w, Some(json!(inside))));
+    }
 }
 
 #[test]

@@ -417,11 +417,19 @@ fn storage_server(w: &mut Walk, o: &Obj<'_>) {
             if let Some((d, dp)) =
                 w.c.str_rule(&e, "export_dir", Card::One, rules::absolute_dir)
             {
+                // An export outside every volume would share the storage server's root disk
+                // read-write with the cluster (`/etc` included): refused.
                 let under = mounts
                     .iter()
                     .any(|m| d == m || d.starts_with(&format!("{m}/")));
                 if !mounts.is_empty() && !under {
-                    w.c.warn(&dp, format!("export_dir {d} is not under any mount_to; it would be exported from the root disk"));
+                    w.c.err(
+                        &dp,
+                        format!(
+                            "export_dir {d} is outside every mount_to ({}); it would export the storage server's root disk",
+                            mounts.join(", ")
+                        ),
+                    );
                 }
             }
             if let Some((s, tp)) = w.c.str_field(&e, "export_to", Card::One)
