@@ -4,7 +4,11 @@
 //!
 //! Main loop: one `select!` over spool events (inotify `IN_MOVED_TO`/`IN_CLOSE_WRITE` on `new/`),
 //! a periodic full rescan, a short settle timer for files seen by a scan while still fresh,
-//! the watchdog tick, and SIGTERM/SIGINT (stop) and SIGHUP (reload).
+//! the end of an intake batch, the watchdog tick, and SIGTERM/SIGINT (stop) and SIGHUP (reload).
+//!
+//! The loop never blocks: it touches no database and runs nothing that waits. Intake batches run
+//! on a blocking thread ([`Intake::flush`], one at a time, the result comes back as an event),
+//! and the operation scheduler and its status counts on their own task ([`runner::Scheduler`]).
 
 mod connect;
 pub mod logging;
@@ -28,10 +32,10 @@ use tokio::sync::mpsc;
 use crate::config::{EXIT_CONFIG, Settings};
 use crate::intake::spool::{self, IntakeContext, Outcome, Spool};
 use crate::model::Timestamp;
-use crate::store::{Db, Store};
+use crate::store::{Db, Store, StoreError};
 use connect::Connector;
 use logging::{LogTarget, MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
-use runner::Runner;
+use runner::{QueueStatus, Scheduler};
 
 /// A file found by a scan is left alone until it is this old, unless inotify said it is complete.
 const SETTLE: Duration = Duration::from_secs(1);
@@ -70,6 +74,9 @@ pub fn main(config_path: &Path) -> ExitCode {
     }
 }
 
+/// The end of an intake batch: the files it took and what became of them.
+type BatchDone = (Vec<PathBuf>, Result<Vec<Outcome>, StoreError>);
+
 /// Intake state owned by the main loop.
 struct Intake {
     spool: Spool,
@@ -81,6 +88,10 @@ struct Intake {
     unsettled: bool,
     /// When the last reconcile pass ended, for the status line (set by the reconcile pass).
     last_reconcile: Option<Timestamp>,
+    /// Whether a batch runs on a blocking thread now (its files are not in `ready`).
+    flushing: bool,
+    /// Where a batch reports its end; the main loop receives it.
+    batch_done: mpsc::UnboundedSender<BatchDone>,
 }
 
 async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
@@ -101,6 +112,7 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
         .with_context(|| format!("watching {}", spool.new_dir().display()))?;
 
     let db = Db::new(store);
+    let (batch_done, mut batches) = mpsc::unbounded_channel();
     let mut intake = Intake {
         spool,
         db: db.clone(),
@@ -108,12 +120,15 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
         ready: BTreeSet::new(),
         unsettled: false,
         last_reconcile: None,
+        flushing: false,
+        batch_done,
     };
     intake.scan().context("scanning the spool")?;
-    intake.flush().await?;
+    intake.flush();
     // One cloud connection and one SSH session pool for the engine and reconcile alike.
     let mut connector = Connector::new();
-    let mut runner = Runner::new(db.clone(), &intake.settings);
+    let mut connection_handed = false;
+    let scheduler = Scheduler::spawn(db.clone(), &intake.settings);
     let mut schedule_tick = tokio::time::interval(Duration::from_secs(1));
     let mut reconcile = reconcile::ReconcileLoop::new(db.clone(), &intake.settings.spool_dir);
     let mut reconcile_tick = tokio::time::interval(Duration::from_secs(1));
@@ -127,7 +142,7 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
     let watchdog_period = watchdog_period();
     let mut watchdog = tokio::time::interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
 
-    let mut status = intake.status_line(&runner);
+    let mut status = intake.status_line(&scheduler.status.borrow());
     notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
     tracing::info!(spool = %intake.settings.spool_dir.display(), database = %intake.settings.database.display(), "ready");
 
@@ -141,23 +156,27 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
                         Err(_) => break,
                     }
                 }
-                intake.flush().await?;
+                intake.flush();
             }
             _ = rescan.tick() => {
                 intake.scan_logged();
-                intake.flush().await?;
+                intake.flush();
             }
             _ = settle.tick(), if intake.unsettled => {
                 intake.scan_logged();
-                intake.flush().await?;
+                intake.flush();
             }
+            Some(done) = batches.recv() => intake.batch_done(done),
             _ = watchdog.tick(), if watchdog_period.is_some() => {
                 notify_systemd(&[NotifyState::Watchdog]);
             }
             _ = schedule_tick.tick() => {
                 connector.poll(&intake.settings).await;
-                runner.schedule(connector.get());
-                let now = intake.status_line(&runner);
+                if !connection_handed && let Some(c) = connector.get() {
+                    scheduler.set_connection(c.clone());
+                    connection_handed = true;
+                }
+                let now = intake.status_line(&scheduler.status.borrow());
                 if now != status {
                     notify_systemd(&[NotifyState::Status(&now)]);
                     status = now;
@@ -167,11 +186,10 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
                 reconcile.tick(&intake.settings, connector.get()).await;
                 intake.last_reconcile = reconcile.last_pass();
             }
-            Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
             _ = sighup.recv() => {
                 notify_systemd(&[NotifyState::Reloading]);
                 intake.reload(&config_path);
-                status = intake.status_line(&runner);
+                status = intake.status_line(&scheduler.status.borrow());
                 notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
             }
             _ = sigterm.recv() => break,
@@ -179,9 +197,17 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
         }
     }
     notify_systemd(&[NotifyState::Stopping]);
-    tracing::info!(running = runner.running.len(), "stopping");
+    tracing::info!(running = scheduler.status.borrow().running, "stopping");
     connector.stop();
-    runner.stop().await;
+    // A batch in flight commits and moves its files before the daemon exits.
+    if intake.flushing
+        && let Some(done) = batches.recv().await
+    {
+        intake.flushing = false;
+        intake.ready.clear();
+        intake.batch_done(done);
+    }
+    scheduler.stop().await;
     reconcile.stop().await;
     drop(watcher);
     Ok(())
@@ -239,49 +265,67 @@ impl Intake {
         }
     }
 
-    /// Processes every ready file, in batches of `intake.batch_size`, on a blocking thread.
-    async fn flush(&mut self) -> anyhow::Result<()> {
-        while !self.ready.is_empty() {
-            let n = self.settings.intake.batch_size as usize;
-            let batch: Vec<PathBuf> = std::mem::take(&mut self.ready).into_iter().collect();
-            let (now_batch, rest) = batch.split_at(batch.len().min(n));
-            self.ready.extend(rest.iter().cloned());
+    /// Starts the next batch of ready files (at most `intake.batch_size`) on a blocking thread,
+    /// unless one is running: batches run one at a time, and the end of each starts the next
+    /// ([`Intake::batch_done`]). Never waits, so the main loop keeps serving the watchdog and
+    /// signals while a batch holds the database.
+    fn flush(&mut self) {
+        if self.flushing || self.ready.is_empty() {
+            return;
+        }
+        let n = self.settings.intake.batch_size as usize;
+        let mut batch: Vec<PathBuf> = std::mem::take(&mut self.ready).into_iter().collect();
+        self.ready.extend(batch.drain(batch.len().min(n)..));
+        let (spool, db, done) = (self.spool.clone(), self.db.clone(), self.batch_done.clone());
+        let packages_dir = self.settings.packages_dir.clone();
+        let cloud_configured = self.settings.cloud.is_some();
+        self.flushing = true;
+        tokio::task::spawn_blocking(move || {
             let ctx = IntakeContext {
-                packages_dir: &self.settings.packages_dir,
-                cloud_configured: self.settings.cloud.is_some(),
+                packages_dir: &packages_dir,
+                cloud_configured,
             };
             let now = Timestamp(chrono::Utc::now());
-            let spool = &self.spool;
-            let result = self
-                .db
-                .with(|store| spool::process(spool, store, now_batch, &ctx, now));
-            match result {
-                Ok(outcomes) => outcomes.iter().for_each(log_outcome),
-                Err(e) => {
-                    // Nothing was committed or moved; the files stay in new/ for the next scan.
-                    tracing::error!(error = %e, files = now_batch.len(), "intake batch failed ({e}); will retry");
-                    self.ready.clear();
-                    return Ok(());
-                }
+            let result = db.with(|store| spool::process(&spool, store, &batch, &ctx, now));
+            let _ = done.send((batch, result));
+        });
+    }
+
+    /// Logs the outcomes of a finished batch and starts the next one.
+    fn batch_done(&mut self, (files, result): BatchDone) {
+        self.flushing = false;
+        // An event or scan may have queued a file of this batch again while it ran; it is
+        // decided and moved now (a file left in new/ is found by the next scan).
+        for f in &files {
+            self.ready.remove(f);
+        }
+        match result {
+            Ok(outcomes) => outcomes.iter().for_each(log_outcome),
+            Err(e) => {
+                // Nothing was committed or moved; the files stay in new/ for the next scan.
+                tracing::error!(error = %e, files = files.len(), "intake batch failed ({e}); will retry");
+                self.ready.clear();
+                return;
             }
         }
-        Ok(())
+        self.flush();
     }
 
     /// One-line summary for `systemctl status` (`STATUS=`), e.g. "2 VNF instances, 3
     /// operations not finished (1 running), reconcile: not run yet". Sent when it changes; the
-    /// main loop compares it once a second.
-    fn status_line(&self, runner: &Runner) -> String {
+    /// main loop compares it once a second. `queue`: the scheduler task's latest counts (the
+    /// main loop reads no database).
+    fn status_line(&self, queue: &QueueStatus) -> String {
         let reconcile = match &self.last_reconcile {
             Some(t) => format!("last reconcile {}", t.0.format("%Y-%m-%d %H:%M:%SZ")),
             None => "reconcile: not run yet".to_owned(),
         };
-        match self.db.with(|s| s.reader().counts()) {
-            Ok((instances, unfinished)) => format!(
-                "{instances} VNF instances, {unfinished} operations not finished ({} running), {reconcile}",
-                runner.running.len()
+        match &queue.error {
+            None => format!(
+                "{} VNF instances, {} operations not finished ({} running), {reconcile}",
+                queue.instances, queue.unfinished, queue.running
             ),
-            Err(e) => format!("database error: {e}"),
+            Some(e) => format!("database error: {e}"),
         }
     }
 

@@ -11,7 +11,9 @@ mod rows;
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+};
 
 use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
@@ -94,8 +96,16 @@ impl Store {
     }
 
     /// Runs `f` inside one transaction and commits if it returns `Ok`.
+    ///
+    /// The transaction is `BEGIN IMMEDIATE`: it takes the write lock first, so while another
+    /// connection (an auditor's `sqlite3`) holds a write transaction it waits up to the busy
+    /// timeout (5 s) for it. A deferred transaction that reads first and then writes would fail
+    /// at once with `SQLITE_BUSY` ("database is locked"): SQLite cannot wait for the lock there
+    /// without risking a deadlock, so it does not call the busy handler.
     pub fn write<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut w = Tx { tx };
         let out = f(&mut w)?;
         w.tx.commit()?;
@@ -151,22 +161,36 @@ pub struct ReaderRef<'a> {
 }
 
 impl ReaderRef<'_> {
-    /// Operation occurrences in arrival order, optionally of one VNF instance.
+    /// Operation occurrences in arrival order, optionally of one VNF instance (then served by
+    /// the index `op_by_instance`; one statement per case, so that SQLite can plan each).
     pub fn operations(&self, vnf_instance_id: Option<&str>) -> Result<Vec<OperationRow>> {
-        let mut st = self.conn.prepare(&format!(
-            "SELECT {} FROM vnf_lcm_op_occ WHERE (?1 IS NULL OR vnf_instance_id = ?1) ORDER BY seq",
-            OperationRow::COLUMNS
-        ))?;
-        let rows = st.query_map([vnf_instance_id], OperationRow::from_row)?;
-        collect_checked(rows)
+        let cols = OperationRow::COLUMNS;
+        let rows = match vnf_instance_id {
+            Some(vnf) => {
+                let mut st = self.conn.prepare(&format!(
+                    "SELECT {cols} FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1 ORDER BY seq"
+                ))?;
+                let rows = st.query_map([vnf], OperationRow::from_row)?;
+                collect_checked(rows)?
+            }
+            None => {
+                let mut st = self
+                    .conn
+                    .prepare(&format!("SELECT {cols} FROM vnf_lcm_op_occ ORDER BY seq"))?;
+                let rows = st.query_map([], OperationRow::from_row)?;
+                collect_checked(rows)?
+            }
+        };
+        Ok(rows)
     }
 
-    /// `(VNF instances, operations not in a final state)`, for the one-line service status.
+    /// `(VNF instances, operations not in a final state)`, for the one-line service status. The
+    /// second count reads only the partial index `op_unfinished` (migration V5).
     pub fn counts(&self) -> Result<(i64, i64)> {
         Ok(self.conn.query_row(
             "SELECT (SELECT COUNT(*) FROM vnf_instance),
-                    (SELECT COUNT(*) FROM vnf_lcm_op_occ
-                     WHERE operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK'))",
+                    (SELECT COUNT(*) FROM vnf_lcm_op_occ i
+                     WHERE i.operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK'))",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?)
