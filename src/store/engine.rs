@@ -567,7 +567,7 @@ mod scheduler_tests {
         }
         store.conn.execute_batch("ANALYZE").unwrap();
         let queue = queue_sql().replace("?1", "'vnf-1'");
-        let counts = "SELECT COUNT(*) FROM vnf_lcm_op_occ i \
+        let counts = "SELECT COUNT(*) FROM vnf_lcm_op_occ i INDEXED BY op_unfinished \
                       WHERE i.operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK')";
         let cases = [
             (runnable_heads_sql(), "op_runnable"),

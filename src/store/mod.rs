@@ -189,7 +189,7 @@ impl ReaderRef<'_> {
     pub fn counts(&self) -> Result<(i64, i64)> {
         Ok(self.conn.query_row(
             "SELECT (SELECT COUNT(*) FROM vnf_instance),
-                    (SELECT COUNT(*) FROM vnf_lcm_op_occ i
+                    (SELECT COUNT(*) FROM vnf_lcm_op_occ i INDEXED BY op_unfinished
                      WHERE i.operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK'))",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
