@@ -124,7 +124,14 @@ async fn serve(config_path: PathBuf, settings: Settings) -> anyhow::Result<()> {
         batch_done,
     };
     intake.scan().context("scanning the spool")?;
+    // Before READY=1 (and before the main loop): the files already in new/ are processed.
     intake.flush();
+    while intake.flushing {
+        match batches.recv().await {
+            Some(done) => intake.batch_done(done),
+            None => break,
+        }
+    }
     // One cloud connection and one SSH session pool for the engine and reconcile alike.
     let mut connector = Connector::new();
     let mut connection_handed = false;

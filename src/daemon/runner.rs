@@ -228,6 +228,23 @@ pub(super) struct QueueStatus {
     pub error: Option<String>,
 }
 
+/// Counts the status line's figures (`running`: operations in flight).
+fn queue_status(db: &Db, running: usize) -> QueueStatus {
+    match db.with(|s| s.reader().counts()) {
+        Ok((instances, unfinished)) => QueueStatus {
+            instances,
+            unfinished,
+            running,
+            error: None,
+        },
+        Err(e) => QueueStatus {
+            running,
+            error: Some(e.to_string()),
+            ..QueueStatus::default()
+        },
+    }
+}
+
 /// The scheduler running on its own task: the main loop hands it the cloud connection once made
 /// and reads its [`QueueStatus`]; neither side ever waits for the other.
 pub(super) struct Scheduler {
@@ -245,7 +262,9 @@ impl Scheduler {
     pub(super) fn spawn(db: Db, settings: &Settings) -> Self {
         let mut runner = Runner::new(db.clone(), settings);
         let (conn_tx, mut conn_rx) = mpsc::unbounded_channel::<Connection>();
-        let (status_tx, status) = watch::channel(QueueStatus::default());
+        // Counted once here (at start-up, before the main loop runs) so that the first status
+        // line is true.
+        let (status_tx, status) = watch::channel(queue_status(&db, 0));
         let (stop, mut stop_rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             let mut conn: Option<Connection> = None;
@@ -255,11 +274,7 @@ impl Scheduler {
                 tokio::select! {
                     _ = tick.tick() => {
                         runner.schedule(conn.as_ref());
-                        let counts = db.with(|s| s.reader().counts());
-                        let now = match counts {
-                            Ok((instances, unfinished)) => QueueStatus { instances, unfinished, running: runner.running.len(), error: None },
-                            Err(e) => QueueStatus { running: runner.running.len(), error: Some(e.to_string()), ..QueueStatus::default() },
-                        };
+                        let now = queue_status(&db, runner.running.len());
                         status_tx.send_if_modified(|s| if *s == now { false } else { *s = now; true });
                     }
                     Some(c) = conn_rx.recv() => conn = Some(c),
