@@ -1,5 +1,8 @@
 //! Intake while an auditor holds a write transaction: `Store::write` begins `IMMEDIATE`, so the
-//! batch waits for the lock (busy timeout) instead of failing with "database is locked".
+//! batch waits for the lock (busy timeout) instead of failing with "database is locked" and
+//! leaving the file for the next rescan (30 s by default).
+
+mod support;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -55,4 +58,40 @@ fn a_file_is_accepted_while_another_connection_holds_begin_immediate_for_one_sec
     );
     assert_eq!(std::fs::read_dir(spool.accepted_dir()).unwrap().count(), 1);
     assert_eq!(std::fs::read_dir(spool.new_dir()).unwrap().count(), 0);
+}
+
+#[test]
+fn the_daemon_accepts_a_file_submitted_while_an_auditor_holds_the_write_lock() {
+    let install = support::Install::new();
+    let daemon = install.start();
+    let body = std::fs::read(
+        support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"),
+    )
+    .unwrap();
+
+    let auditor = rusqlite::Connection::open(&install.database).unwrap();
+    auditor.execute_batch("BEGIN IMMEDIATE").unwrap();
+    auditor
+        .execute(
+            "INSERT INTO event (at, kind, message) VALUES ('2026-11-24T03:00:00Z', 'AUDIT', 'a')",
+            [],
+        )
+        .unwrap();
+    install.drop_file("audited.json", &body);
+    std::thread::sleep(Duration::from_secs(1));
+    auditor.execute_batch("COMMIT").unwrap();
+
+    let accepted = support::wait_until(Duration::from_secs(5), || {
+        support::Install::files(&install.accepted_dir()).len() == 1
+    });
+    let log = daemon.log_text();
+    // Within 5 s, well before the first rescan (30 s): the batch waited for the lock instead of
+    // failing and leaving the file in new/ until then.
+    assert!(
+        accepted,
+        "not accepted within 5 s of its submission; log:\n{log}"
+    );
+    assert!(!log.contains("database is locked"), "{log}");
+    assert!(!log.contains("intake batch failed"), "{log}");
+    assert!(support::Install::files(&install.new_dir()).is_empty());
 }
