@@ -13,6 +13,8 @@
 //!    execution of the per-head query the tick used to run once per queue head (a full scan,
 //!    `(?1 IS NULL OR vnf_instance_id = ?1)`), times the number of heads.
 //!
+//!    Then again with half of the queued operations FAILED_TEMP (nothing pending).
+//!
 //! Run: `cargo bench --bench queue` (optionally `-- --queued N`).
 
 use std::collections::HashSet;
@@ -149,6 +151,19 @@ fn main() {
     let (schedule, counts, unfinished) = time_tick(&mut store);
     let tick = schedule + counts;
     let (old_one, heads) = time_old_per_head_query(&store, &db);
+    // Half of the queued operations FAILED_TEMP with nothing pending (stuck heads waiting for an
+    // operator), set directly in the table: the scheduling part of the tick must not grow.
+    let stuck = queued / 2;
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+            "UPDATE vnf_lcm_op_occ SET operation_state = 'FAILED_TEMP' WHERE id LIKE 'op-queued-%' AND seq <= ?1",
+            [stuck as i64],
+        )
+        .unwrap();
+    // Into the main file, as the first measurement read it (not through a WAL full of pages).
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let (schedule_stuck, counts_stuck, _) = time_tick(&mut store);
 
     println!(
         "queue benchmark: {queued} queued INSTANTIATE operations (no cloud), {} cores",
@@ -182,6 +197,11 @@ fn main() {
         tick.as_secs_f64() * 1e3,
         schedule.as_secs_f64() * 1e3,
         counts.as_secs_f64() * 1e3
+    );
+    println!(
+        "  … with {stuck} of them FAILED_TEMP:  scheduling {:.3} ms + status counts {:.3} ms",
+        schedule_stuck.as_secs_f64() * 1e3,
+        counts_stuck.as_secs_f64() * 1e3
     );
     println!(
         "  old tick, estimated:              {:.1} s   ({heads} heads × {:.2} ms per-head full scan)",
