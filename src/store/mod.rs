@@ -326,7 +326,8 @@ impl Tx<'_> {
             InstanceRow::COLUMNS
         );
         self.tx
-            .query_row(&sql, [id], InstanceRow::from_row)
+            .prepare_cached(&sql)?
+            .query_row([id], InstanceRow::from_row)
             .optional()?
             .transpose()
     }
@@ -334,17 +335,19 @@ impl Tx<'_> {
     /// Creates the instance in `NOT_INSTANTIATED` unless it exists. Returns whether it was created.
     /// Flavour, package and stack are filled in by the INSTANTIATE operation when it runs.
     pub fn create_instance_if_missing(&mut self, id: &str, now: Timestamp) -> Result<bool> {
-        let n = self.tx.execute(
-            "INSERT INTO vnf_instance (id, created_at, updated_at) VALUES (?1, ?2, ?2)
+        let n = self
+            .tx
+            .prepare_cached(
+                "INSERT INTO vnf_instance (id, created_at, updated_at) VALUES (?1, ?2, ?2)
              ON CONFLICT (id) DO NOTHING",
-            params![id, now.to_rfc3339()],
-        )?;
+            )?
+            .execute(params![id, now.to_rfc3339()])?;
         Ok(n == 1)
     }
 
     /// Operations of an instance that are not in a final state, oldest first.
     pub fn unfinished_operations(&self, vnf_instance_id: &str) -> Result<Vec<OperationRow>> {
-        let mut st = self.tx.prepare(&format!(
+        let mut st = self.tx.prepare_cached(&format!(
             "SELECT {} FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1
              AND operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK') ORDER BY seq",
             OperationRow::COLUMNS
@@ -360,7 +363,8 @@ impl Tx<'_> {
             OperationRow::COLUMNS
         );
         self.tx
-            .query_row(&sql, [request_id], OperationRow::from_row)
+            .prepare_cached(&sql)?
+            .query_row([request_id], OperationRow::from_row)
             .optional()?
             .transpose()
     }
@@ -368,7 +372,7 @@ impl Tx<'_> {
     /// The first intake record with this content digest that created or matched an operation,
     /// or that rejected the file.
     pub fn intake_by_sha256(&self, sha256: &str) -> Result<Vec<IntakeRow>> {
-        let mut st = self.tx.prepare(&format!(
+        let mut st = self.tx.prepare_cached(&format!(
             "SELECT {} FROM intake WHERE content_sha256 = ?1 ORDER BY id",
             IntakeRow::COLUMNS
         ))?;
@@ -379,12 +383,14 @@ impl Tx<'_> {
     /// Inserts an operation in `STARTING`.
     pub fn insert_operation(&mut self, op: &NewOperation<'_>, now: Timestamp) -> Result<()> {
         let now = now.to_rfc3339();
-        self.tx.execute(
-            "INSERT INTO vnf_lcm_op_occ (id, vnf_instance_id, operation, operation_state,
+        self.tx
+            .prepare_cached(
+                "INSERT INTO vnf_lcm_op_occ (id, vnf_instance_id, operation, operation_state,
                  state_entered_time, start_time, is_automatic_invocation, operation_params,
                  vnf_package, request_id, status_detail)
              VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
+            )?
+            .execute(params![
                 op.id,
                 op.vnf_instance_id,
                 op.operation.as_str(),
@@ -394,8 +400,7 @@ impl Tx<'_> {
                 op.vnf_package,
                 op.request_id,
                 op.status_detail
-            ],
-        )?;
+            ])?;
         Ok(())
     }
 
@@ -422,30 +427,32 @@ impl Tx<'_> {
         )?;
         from.transition(to)
             .map_err(|e| cells.corrupt("operation_state", e))?;
-        self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET operation_state = ?2, state_entered_time = ?3,
+        self.tx
+            .prepare_cached(
+                "UPDATE vnf_lcm_op_occ SET operation_state = ?2, state_entered_time = ?3,
                  error = COALESCE(?4, error), pending_task = NULL WHERE id = ?1",
-            params![id, to.as_str(), now.to_rfc3339(), error],
-        )?;
+            )?
+            .execute(params![id, to.as_str(), now.to_rfc3339(), error])?;
         Ok(from)
     }
 
     /// Records a RETRY or ROLLBACK for the engine to carry out.
     pub fn set_pending_task(&mut self, id: &str, task: PendingTask) -> Result<()> {
-        self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET pending_task = ?2 WHERE id = ?1",
-            params![id, task.as_str()],
-        )?;
+        self.tx
+            .prepare_cached("UPDATE vnf_lcm_op_occ SET pending_task = ?2 WHERE id = ?1")?
+            .execute(params![id, task.as_str()])?;
         Ok(())
     }
 
     /// Inserts an intake record; returns its id.
     pub fn insert_intake(&mut self, rec: &NewIntake<'_>, now: Timestamp) -> Result<i64> {
-        self.tx.execute(
-            "INSERT INTO intake (source, file_name, content_sha256, request_id, outcome,
+        self.tx
+            .prepare_cached(
+                "INSERT INTO intake (source, file_name, content_sha256, request_id, outcome,
                  vnf_instance_id, vnf_lcm_op_occ_id, problem, warnings, committed_at)
              VALUES ('SPOOL', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
+            )?
+            .execute(params![
                 rec.file_name,
                 rec.content_sha256,
                 rec.request_id,
@@ -455,16 +462,16 @@ impl Tx<'_> {
                 rec.problem,
                 rec.warnings,
                 now.to_rfc3339()
-            ],
-        )?;
+            ])?;
         Ok(self.tx.last_insert_rowid())
     }
 
     /// Appends an audit event.
     pub fn append_event(&mut self, ev: &NewEvent<'_>, now: Timestamp) -> Result<()> {
-        self.tx.execute(
+        self.tx.prepare_cached(
             "INSERT INTO event (at, kind, vnf_instance_id, vnf_lcm_op_occ_id, vnfc_id, message, evidence)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?.execute(
             params![
                 now.to_rfc3339(),
                 ev.kind,
