@@ -1,5 +1,7 @@
 //! Intake benchmark: drops 10,000 valid envelopes into the spool of a running daemon and prints
-//! accepted files per second and the p50/p99 latency from rename into `new/` to commit.
+//! accepted files per second, the p50/p99 latency from rename into `new/` to commit, the longest
+//! gap between two watchdog pings during the run (the daemon runs with `WATCHDOG_USEC` = 1 s, so
+//! it pings every 500 ms; target < 1 s) and the time from SIGTERM to exit.
 //!
 //! Baseline measured in the same run: reading, hashing and renaming the same 10,000 files with no
 //! validation and no database (the filesystem's share of the work). Figures are printed as
@@ -9,11 +11,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+mod support;
 
 fn main() {
     let files = std::env::args()
@@ -54,22 +57,11 @@ fn main() {
         ),
     )
     .unwrap();
-    let mut daemon = Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
-        .args(["daemon", "--config"])
-        .arg(&config)
-        .env_remove("JOURNAL_STREAM")
-        .env_remove("NOTIFY_SOCKET")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start daemon");
-    let ready = wait(Duration::from_secs(30), || {
-        spool.join("new").is_dir() && db.exists()
-    });
-    assert!(ready, "daemon did not come up");
-    std::thread::sleep(Duration::from_millis(300));
+    let daemon = support::Daemon::start(
+        Path::new(env!("CARGO_BIN_EXE_vnfkeeper")),
+        &config,
+        dir.path(),
+    );
 
     // Write everything into tmp/ first, so that only the renames are timed on the producer side.
     for (name, bytes) in &bodies {
@@ -85,8 +77,9 @@ fn main() {
     let renames = start.elapsed();
     let done = wait(Duration::from_secs(600), || count_accepted(&spool) >= files);
     let elapsed = start.elapsed();
-    let _ = daemon.kill();
-    let _ = daemon.wait();
+    let gap = daemon.longest_ping_gap(start, Instant::now());
+    let pings = daemon.pings();
+    let (stop, status) = daemon.sigterm();
     assert!(done, "only {} of {files} accepted", count_accepted(&spool));
 
     // Commit times from the database, by file name.
@@ -145,6 +138,15 @@ fn main() {
     println!("  latency rename → commit p99:     {:.1} ms", pct(0.99));
     println!("  baseline (read+sha256+rename):   {baseline:.0} files/s");
     println!("  intake / baseline:               {:.3}", rate / baseline);
+    println!(
+        "  longest watchdog ping gap:       {:.3} s   (pings every {:.1} s; target < 1 s; {pings} pings)",
+        gap.as_secs_f64(),
+        support::WATCHDOG_USEC as f64 / 2e6
+    );
+    println!(
+        "  SIGTERM → exit:                  {:.3} s   ({status})",
+        stop.as_secs_f64()
+    );
 }
 
 /// Files per second for the filesystem-only share: read, hash, rename to another directory.

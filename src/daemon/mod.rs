@@ -6,6 +6,10 @@
 //! and the removal or re-creation of `new/` or the spool), a periodic full rescan, a short settle
 //! timer for entries seen by a scan and not yet known complete, the watchdog tick, and
 //! SIGTERM/SIGINT (stop) and SIGHUP (reload).
+//!
+//! The loop never blocks: it touches no database and runs nothing that waits. Intake batches run
+//! on a blocking thread ([`Intake::flush`], one at a time, the result comes back as an event),
+//! and the operation scheduler and its status counts on their own task ([`runner::Scheduler`]).
 
 mod connect;
 pub mod logging;
@@ -30,10 +34,10 @@ use tokio::sync::mpsc;
 use crate::config::{EXIT_CONFIG, Settings};
 use crate::intake::spool::{self, FileLook, Found, IntakeContext, Outcome, Spool};
 use crate::model::Timestamp;
-use crate::store::{Db, Store};
+use crate::store::{Db, Store, StoreError};
 use connect::Connector;
 use logging::{LogTarget, MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
-use runner::Runner;
+use runner::{QueueStatus, Scheduler};
 use watch::Ensured;
 
 /// A regular file found by a scan (not announced complete by inotify) is taken once two looks at
@@ -97,6 +101,9 @@ pub fn main(config_path: &Path) -> ExitCode {
     }
 }
 
+/// The end of an intake batch: the files it took and what became of them.
+type BatchDone = (Vec<PathBuf>, Result<Vec<Outcome>, StoreError>);
+
 /// Intake state owned by the main loop.
 struct Intake {
     spool: Spool,
@@ -115,6 +122,10 @@ struct Intake {
     check_watch: bool,
     /// When the last reconcile pass ended, for the status line (set by the reconcile pass).
     last_reconcile: Option<Timestamp>,
+    /// Whether a batch runs on a blocking thread now (its files are not in `ready`).
+    flushing: bool,
+    /// Where a batch reports its end; the main loop receives it.
+    batch_done: mpsc::UnboundedSender<BatchDone>,
 }
 
 /// Opens the database for the daemon: the spool's `accepted/` and `rejected/` count as signs
@@ -136,6 +147,7 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     let watch = watch::SpoolWatch::new(&spool, events_tx)?;
 
     let db = Db::new(store);
+    let (batch_done, mut batches) = mpsc::unbounded_channel();
     let mut intake = Intake {
         spool,
         db: db.clone(),
@@ -146,18 +158,24 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
         watch,
         check_watch: false,
         last_reconcile: None,
+        flushing: false,
+        batch_done,
     };
     intake.scan().context("scanning the spool")?;
-    intake.flush().await?;
+    // Before READY=1 (and before the main loop): the files already in new/ are processed; those
+    // not yet known complete are taken after their second look.
+    intake.flush();
+    intake.finish_batches(&mut batches).await;
     if intake.unsettled {
-        // Files found at start are taken after their second look, before READY=1.
         tokio::time::sleep(SETTLE).await;
         intake.scan().context("scanning the spool")?;
-        intake.flush().await?;
+        intake.flush();
+        intake.finish_batches(&mut batches).await;
     }
     // One cloud connection and one SSH session pool for the engine and reconcile alike.
     let mut connector = Connector::new();
-    let mut runner = Runner::new(db.clone(), &intake.settings);
+    let mut connection_handed = false;
+    let scheduler = Scheduler::spawn(db.clone(), &intake.settings);
     let mut schedule_tick = tokio::time::interval(Duration::from_secs(1));
     let mut reconcile = reconcile::ReconcileLoop::new(db.clone(), &intake.settings.spool_dir);
     let mut reconcile_tick = tokio::time::interval(Duration::from_secs(1));
@@ -171,7 +189,7 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     let watchdog_period = watchdog_period();
     let mut watchdog = tokio::time::interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
 
-    let mut status = intake.status_line(&runner);
+    let mut status = intake.status_line(&scheduler.status.borrow());
     notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
     tracing::info!(spool = %intake.settings.spool_dir.display(), database = %intake.settings.database.display(), "ready");
 
@@ -185,24 +203,28 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
                         Err(_) => break,
                     }
                 }
-                intake.flush().await?;
+                intake.flush();
             }
             _ = rescan.tick() => {
                 intake.check_watch = true;
                 intake.scan_logged();
-                intake.flush().await?;
+                intake.flush();
             }
             _ = settle.tick(), if intake.unsettled || intake.check_watch => {
                 intake.scan_logged();
-                intake.flush().await?;
+                intake.flush();
             }
+            Some(done) = batches.recv() => intake.batch_done(done),
             _ = watchdog.tick(), if watchdog_period.is_some() => {
                 notify_systemd(&[NotifyState::Watchdog]);
             }
             _ = schedule_tick.tick() => {
                 connector.poll(&intake.settings).await;
-                runner.schedule(connector.get());
-                let now = intake.status_line(&runner);
+                if !connection_handed && let Some(c) = connector.get() {
+                    scheduler.set_connection(c.clone());
+                    connection_handed = true;
+                }
+                let now = intake.status_line(&scheduler.status.borrow());
                 if now != status {
                     notify_systemd(&[NotifyState::Status(&now)]);
                     status = now;
@@ -212,11 +234,10 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
                 reconcile.tick(&intake.settings, connector.get()).await;
                 intake.last_reconcile = reconcile.last_pass();
             }
-            Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
             _ = sighup.recv() => {
                 notify_systemd(&[NotifyState::Reloading]);
                 intake.reload(&config_path);
-                status = intake.status_line(&runner);
+                status = intake.status_line(&scheduler.status.borrow());
                 notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
             }
             _ = sigterm.recv() => break,
@@ -224,9 +245,17 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
         }
     }
     notify_systemd(&[NotifyState::Stopping]);
-    tracing::info!(running = runner.running.len(), "stopping");
+    tracing::info!(running = scheduler.status.borrow().running, "stopping");
     connector.stop();
-    runner.stop().await;
+    // A batch in flight commits and moves its files before the daemon exits.
+    if intake.flushing
+        && let Some(done) = batches.recv().await
+    {
+        intake.flushing = false;
+        intake.ready.clear();
+        intake.batch_done(done);
+    }
+    scheduler.stop().await;
     reconcile.stop().await;
     drop(intake);
     Ok(())
@@ -333,51 +362,79 @@ impl Intake {
         }
     }
 
-    /// Processes every ready file, in batches of `intake.batch_size`, on a blocking thread.
-    async fn flush(&mut self) -> anyhow::Result<()> {
-        while !self.ready.is_empty() {
-            let n = self.settings.intake.batch_size as usize;
-            let batch: Vec<PathBuf> = std::mem::take(&mut self.ready).into_iter().collect();
-            let (now_batch, rest) = batch.split_at(batch.len().min(n));
-            self.ready.extend(rest.iter().cloned());
-            let package_store = self.settings.package_store();
+    /// Starts the next batch of ready files (at most `intake.batch_size`) on a blocking thread,
+    /// unless one is running: batches run one at a time, and the end of each starts the next
+    /// ([`Intake::batch_done`]). Never waits, so the main loop keeps serving the watchdog and
+    /// signals while a batch holds the database.
+    fn flush(&mut self) {
+        if self.flushing || self.ready.is_empty() {
+            return;
+        }
+        let n = self.settings.intake.batch_size as usize;
+        let mut batch: Vec<PathBuf> = std::mem::take(&mut self.ready).into_iter().collect();
+        self.ready.extend(batch.drain(batch.len().min(n)..));
+        let (spool, db, done) = (self.spool.clone(), self.db.clone(), self.batch_done.clone());
+        let packages_dir = self.settings.packages_dir.clone();
+        let package_store = self.settings.package_store();
+        let cloud_configured = self.settings.cloud.is_some();
+        self.flushing = true;
+        tokio::task::spawn_blocking(move || {
             let ctx = IntakeContext {
-                packages_dir: &self.settings.packages_dir,
+                packages_dir: &packages_dir,
                 package_store: &package_store,
-                cloud_configured: self.settings.cloud.is_some(),
+                cloud_configured,
             };
             let now = Timestamp(chrono::Utc::now());
-            let spool = &self.spool;
-            let result = self
-                .db
-                .with(|store| spool::process(spool, store, now_batch, &ctx, now));
-            match result {
-                Ok(outcomes) => outcomes.iter().for_each(log_outcome),
-                Err(e) => {
-                    // Nothing was committed or moved; the files stay in new/ for the next scan.
-                    tracing::error!(error = %e, files = now_batch.len(), "intake batch failed ({e}); will retry");
-                    self.ready.clear();
-                    return Ok(());
-                }
+            let result = db.with(|store| spool::process(&spool, store, &batch, &ctx, now));
+            let _ = done.send((batch, result));
+        });
+    }
+
+    /// Waits until no batch runs (start-up only, before the main loop and READY=1).
+    async fn finish_batches(&mut self, batches: &mut mpsc::UnboundedReceiver<BatchDone>) {
+        while self.flushing {
+            match batches.recv().await {
+                Some(done) => self.batch_done(done),
+                None => break,
             }
         }
-        Ok(())
+    }
+
+    /// Logs the outcomes of a finished batch and starts the next one.
+    fn batch_done(&mut self, (files, result): BatchDone) {
+        self.flushing = false;
+        // An event or scan may have queued a file of this batch again while it ran; it is
+        // decided and moved now (a file left in new/ is found by the next scan).
+        for f in &files {
+            self.ready.remove(f);
+        }
+        match result {
+            Ok(outcomes) => outcomes.iter().for_each(log_outcome),
+            Err(e) => {
+                // Nothing was committed or moved; the files stay in new/ for the next scan.
+                tracing::error!(error = %e, files = files.len(), "intake batch failed ({e}); will retry");
+                self.ready.clear();
+                return;
+            }
+        }
+        self.flush();
     }
 
     /// One-line summary for `systemctl status` (`STATUS=`), e.g. "2 VNF instances, 3
     /// operations not finished (1 running), reconcile: not run yet". Sent when it changes; the
-    /// main loop compares it once a second.
-    fn status_line(&self, runner: &Runner) -> String {
+    /// main loop compares it once a second. `queue`: the scheduler task's latest counts (the
+    /// main loop reads no database).
+    fn status_line(&self, queue: &QueueStatus) -> String {
         let reconcile = match &self.last_reconcile {
             Some(t) => format!("last reconcile {}", t.0.format("%Y-%m-%d %H:%M:%SZ")),
             None => "reconcile: not run yet".to_owned(),
         };
-        match self.db.with(|s| s.reader().counts()) {
-            Ok((instances, unfinished)) => format!(
-                "{instances} VNF instances, {unfinished} operations not finished ({} running), {reconcile}",
-                runner.running.len()
+        match &queue.error {
+            None => format!(
+                "{} VNF instances, {} operations not finished ({} running), {reconcile}",
+                queue.instances, queue.unfinished, queue.running
             ),
-            Err(e) => format!("database error: {e}"),
+            Some(e) => format!("database error: {e}"),
         }
     }
 

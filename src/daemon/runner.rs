@@ -1,5 +1,5 @@
-//! Starts operations: every second (and after intake), the head of each VNF instance's queue is
-//! started if the engine can run it, at most `limits.max_parallel_operations` at once and never
+//! Starts operations: every second, on its own task (never on the main loop), the head of each
+//! VNF instance's queue is started if the engine can run it, at most `limits.max_parallel_operations` at once and never
 //! two for one instance. Without a `[cloud]` section (or while the cloud cannot be reached) nothing
 //! starts and operations wait in `STARTING`. The cloud and the SSH remote are the daemon's shared
 //! [`Connection`].
@@ -8,7 +8,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinSet;
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
 
 use super::connect::Connection;
 use crate::cloud::OpenStackCloud;
@@ -21,14 +22,14 @@ use crate::store::Db;
 type TaskResult = (String, String, Result<OperationState, String>);
 
 /// The operation scheduler of the daemon.
-pub(super) struct Runner {
+struct Runner {
     db: Db,
     /// Made from the connection the first time one is there, then kept.
     engine: Option<Arc<Engine<OpenStackCloud>>>,
     limits: EngineLimits,
     max_parallel: usize,
     /// Operations in flight; each task returns (vnf instance, op id, outcome).
-    pub running: JoinSet<TaskResult>,
+    running: JoinSet<TaskResult>,
     /// VNF instances with an operation in flight, by task.
     busy: HashMap<tokio::task::Id, String>,
     busy_vnfs: HashSet<String>,
@@ -39,7 +40,7 @@ pub(super) struct Runner {
 impl Runner {
     /// A scheduler with no engine yet: the engine is made by the first [`Runner::schedule`]
     /// that has a connection, so readiness never waits for the cloud.
-    pub(super) fn new(db: Db, settings: &Settings) -> Self {
+    fn new(db: Db, settings: &Settings) -> Self {
         let limits = EngineLimits {
             max_parallel_hosts: settings.limits.max_parallel_hosts as usize,
             command_timeout: settings.limits.command_timeout,
@@ -59,10 +60,16 @@ impl Runner {
 
     /// Starts every runnable queue head that is not running yet, within the limit. `conn`: the
     /// daemon's connection, `None` while there is none (then only the queue bookkeeping runs).
-    pub(super) fn schedule(&mut self, conn: Option<&Connection>) {
+    ///
+    /// Cost per call: the TERMINATEs waiting behind other operations, plus the runnable heads
+    /// read until the free slots are filled (indexed queries, see
+    /// [`crate::store::ReaderRef::runnable_heads`]); never the number of queued or stuck
+    /// operations.
+    fn schedule(&mut self, conn: Option<&Connection>) {
         // Queue bookkeeping needs no cloud: a TERMINATE may end what waits ahead of it.
-        if let Ok(heads) = self.db.with(|s| s.reader().heads_of_queues()) {
-            self.supersede_for_terminations(&heads);
+        match self.db.with(|s| s.reader().terminations_waiting()) {
+            Ok(terms) => self.supersede_for_terminations(&terms),
+            Err(e) => tracing::error!(error = %e, "cannot read the waiting TERMINATEs"),
         }
         if self.engine.is_none()
             && let Some(c) = conn
@@ -77,7 +84,11 @@ impl Runner {
         let Some(engine) = self.engine.clone() else {
             return;
         };
-        let heads = match self.db.with(|s| s.reader().heads_of_queues()) {
+        let free = self.max_parallel.saturating_sub(self.running.len());
+        let heads = match self
+            .db
+            .with(|s| s.reader().runnable_heads(free, &self.busy_vnfs))
+        {
             Ok(h) => h,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the operation queue");
@@ -85,14 +96,6 @@ impl Runner {
             }
         };
         for op in heads {
-            if self.running.len() >= self.max_parallel {
-                break;
-            }
-            if self.busy_vnfs.contains(&op.vnf_instance_id)
-                || !Engine::<OpenStackCloud>::is_runnable(&op)
-            {
-                continue;
-            }
             let vnf = op.vnf_instance_id.clone();
             let engine = engine.clone();
             let handle = self.running.spawn(async move {
@@ -108,26 +111,24 @@ impl Runner {
     /// A TERMINATE queued behind other operations of its VNF instance stops waiting for them when
     /// [`crate::plan::terminate::supersedes_ahead`] says so: the task in flight (if any) is
     /// aborted and every operation ahead ends `FAILED` (superseded), so the TERMINATE becomes the
-    /// head of the queue.
-    fn supersede_for_terminations(&mut self, heads: &[crate::store::OperationRow]) {
+    /// head of the queue. `terms`: [`crate::store::ReaderRef::terminations_waiting`]; only the
+    /// first of each VNF instance counts, and none whose queue is headed by another TERMINATE.
+    fn supersede_for_terminations(&mut self, terms: &[crate::store::OperationRow]) {
         use crate::model::LcmOperationType;
-        for head in heads
-            .iter()
-            .filter(|h| h.operation != LcmOperationType::Terminate)
-        {
-            let queue = match self
-                .db
-                .with(|s| s.reader().operations(Some(&head.vnf_instance_id)))
-            {
-                Ok(q) => q,
-                Err(_) => continue,
-            };
-            let Some(term) = queue.iter().find(|o| {
-                o.operation == LcmOperationType::Terminate
-                    && matches!(o.operation_state, OperationState::Starting)
-            }) else {
+        let mut seen = HashSet::new();
+        for term in terms {
+            if !seen.insert(term.vnf_instance_id.as_str()) {
+                continue;
+            }
+            let Ok(queue) = self.db.with(|s| s.reader().queue(&term.vnf_instance_id)) else {
                 continue;
             };
+            if queue
+                .first()
+                .is_none_or(|head| head.operation == LcmOperationType::Terminate)
+            {
+                continue;
+            }
             let Some(why) = self
                 .db
                 .with(|s| s.reader().operation_params(&term.id))
@@ -144,12 +145,12 @@ impl Runner {
             else {
                 continue;
             };
-            if let Some(handle) = self.aborts.remove(&head.vnf_instance_id) {
+            if let Some(handle) = self.aborts.remove(&term.vnf_instance_id) {
                 handle.abort();
             }
             let ahead: Vec<String> = queue
                 .iter()
-                .filter(|o| o.seq < term.seq && !o.operation_state.is_final())
+                .filter(|o| o.seq < term.seq)
                 .map(|o| o.id.clone())
                 .collect();
             let now = crate::model::Timestamp(chrono::Utc::now());
@@ -161,7 +162,7 @@ impl Runner {
             });
             match result {
                 Ok(()) => tracing::warn!(
-                    vnf_instance_id = %head.vnf_instance_id, vnf_lcm_op_occ_id = %term.id,
+                    vnf_instance_id = %term.vnf_instance_id, vnf_lcm_op_occ_id = %term.id,
                     superseded = ahead.len(), "{why}: operations ahead of the TERMINATE end FAILED"
                 ),
                 Err(e) => {
@@ -172,10 +173,7 @@ impl Runner {
     }
 
     /// Records the end of an operation task.
-    pub(super) fn finished(
-        &mut self,
-        done: Result<(tokio::task::Id, TaskResult), tokio::task::JoinError>,
-    ) {
+    fn finished(&mut self, done: Result<(tokio::task::Id, TaskResult), tokio::task::JoinError>) {
         let id = match &done {
             Ok((id, _)) => *id,
             Err(e) => e.id(),
@@ -200,7 +198,7 @@ impl Runner {
 
     /// Stops: running operations get a few seconds to finish their current step, then are
     /// aborted; the journal makes them resume at the interrupted step after a restart.
-    pub(super) async fn stop(&mut self) {
+    async fn stop(&mut self) {
         let deadline = tokio::time::sleep(Duration::from_secs(10));
         tokio::pin!(deadline);
         while !self.running.is_empty() {
@@ -213,6 +211,99 @@ impl Runner {
                     break;
                 }
             }
+        }
+    }
+}
+
+/// What the scheduler task reports for the service status line, refreshed every tick.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct QueueStatus {
+    /// VNF instances known.
+    pub instances: i64,
+    /// Operations not in a final state.
+    pub unfinished: i64,
+    /// Operations in flight.
+    pub running: usize,
+    /// The database error of the last count, if it failed.
+    pub error: Option<String>,
+}
+
+/// Counts the status line's figures (`running`: operations in flight).
+fn queue_status(db: &Db, running: usize) -> QueueStatus {
+    match db.with(|s| s.reader().counts()) {
+        Ok((instances, unfinished)) => QueueStatus {
+            instances,
+            unfinished,
+            running,
+            error: None,
+        },
+        Err(e) => QueueStatus {
+            running,
+            error: Some(e.to_string()),
+            ..QueueStatus::default()
+        },
+    }
+}
+
+/// The scheduler running on its own task: the main loop hands it the cloud connection once made
+/// and reads its [`QueueStatus`]; neither side ever waits for the other.
+pub(super) struct Scheduler {
+    conn: mpsc::UnboundedSender<Connection>,
+    /// The latest [`QueueStatus`].
+    pub status: watch::Receiver<QueueStatus>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl Scheduler {
+    /// Spawns the scheduler task: every second it runs [`Runner::schedule`] (whose database
+    /// calls run under `block_in_place` on this task's worker, not on the main loop's) and
+    /// publishes the counts for the status line; it collects finished operations as they end.
+    pub(super) fn spawn(db: Db, settings: &Settings) -> Self {
+        let mut runner = Runner::new(db.clone(), settings);
+        let (conn_tx, mut conn_rx) = mpsc::unbounded_channel::<Connection>();
+        // Counted once here (at start-up, before the main loop runs) so that the first status
+        // line is true.
+        let (status_tx, status) = watch::channel(queue_status(&db, 0));
+        let (stop, mut stop_rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let mut conn: Option<Connection> = None;
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        runner.schedule(conn.as_ref());
+                        let now = queue_status(&db, runner.running.len());
+                        status_tx.send_if_modified(|s| if *s == now { false } else { *s = now; true });
+                    }
+                    Some(c) = conn_rx.recv() => conn = Some(c),
+                    Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
+                    _ = &mut stop_rx => break,
+                }
+            }
+            runner.stop().await;
+        });
+        Self {
+            conn: conn_tx,
+            status,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// Hands the daemon's connection to the scheduler (once, when it is made).
+    pub(super) fn set_connection(&self, conn: Connection) {
+        let _ = self.conn.send(conn);
+    }
+
+    /// Stops scheduling and waits for the running operations as [`Runner::stop`] does.
+    pub(super) async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "scheduler task ended abnormally");
         }
     }
 }

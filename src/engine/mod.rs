@@ -107,19 +107,6 @@ impl<C: Cloud> Engine<C> {
         }
     }
 
-    /// Whether the engine would do something with this queue head now: it is `STARTING`,
-    /// `PROCESSING` or `ROLLING_BACK` (interrupted), or `FAILED_TEMP` with a pending RETRY or
-    /// ROLLBACK.
-    pub fn is_runnable(op: &OperationRow) -> bool {
-        match op.operation_state {
-            OperationState::Starting | OperationState::Processing | OperationState::RollingBack => {
-                true
-            }
-            OperationState::FailedTemp => op.pending_task.is_some(),
-            _ => false,
-        }
-    }
-
     /// Runs (or resumes) the operation `op_id` until it reaches `COMPLETED`, `FAILED_TEMP` or
     /// `ROLLED_BACK`, and returns that state. Errors: only database errors (the operation is
     /// then left where it was and resumes on the next call).

@@ -8,6 +8,49 @@ use super::{NewEvent, OperationRow, ReaderRef, Result, StoreError, Tx, VnfcRow, 
 use crate::model::{InstantiationState, OperationState, StepState, Timestamp};
 use crate::plan::vnfcs::ObservedVnfc;
 
+// WHERE terms of the partial indexes of migration V6, spelled exactly as there (SQLite uses a
+// partial index only for a query with the index's WHERE term among its own terms). The tick's
+// queries name their index with `INDEXED BY`: the planner would otherwise walk the whole table in
+// `seq` order while most rows are still runnable, and any table later grows finished rows; with
+// `INDEXED BY` a query whose index cannot serve it fails to prepare instead of scanning.
+/// `op_unfinished`, for an operation aliased `i`.
+const UNFINISHED_I: &str = "i.operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK')";
+/// `op_runnable`.
+const RUNNABLE: &str = "operation_state IN ('STARTING', 'PROCESSING', 'ROLLING_BACK')
+   OR (operation_state = 'FAILED_TEMP' AND pending_task IS NOT NULL)";
+/// `op_terminate_waiting`.
+const TERMINATE_WAITING: &str = "operation = 'TERMINATE' AND operation_state = 'STARTING'";
+
+/// [`ReaderRef::runnable_heads`]: runnable operations with nothing unfinished ahead of them.
+fn runnable_heads_sql() -> String {
+    format!(
+        "SELECT {} FROM vnf_lcm_op_occ o INDEXED BY op_runnable WHERE ({RUNNABLE}) AND NOT EXISTS (
+             SELECT 1 FROM vnf_lcm_op_occ i WHERE i.vnf_instance_id = o.vnf_instance_id
+             AND i.seq < o.seq AND {UNFINISHED_I}) ORDER BY seq",
+        OperationRow::COLUMNS
+    )
+}
+
+/// [`ReaderRef::terminations_waiting`].
+fn terminations_waiting_sql() -> String {
+    format!(
+        "SELECT {} FROM vnf_lcm_op_occ o INDEXED BY op_terminate_waiting
+         WHERE {TERMINATE_WAITING} AND EXISTS (
+             SELECT 1 FROM vnf_lcm_op_occ i WHERE i.vnf_instance_id = o.vnf_instance_id
+             AND i.seq < o.seq AND {UNFINISHED_I}) ORDER BY seq",
+        OperationRow::COLUMNS
+    )
+}
+
+/// [`ReaderRef::queue`].
+fn queue_sql() -> String {
+    format!(
+        "SELECT {} FROM vnf_lcm_op_occ i WHERE i.vnf_instance_id = ?1 AND {UNFINISHED_I}
+         ORDER BY seq",
+        OperationRow::COLUMNS
+    )
+}
+
 /// One `step_journal` row: how one stage of an operation's plan went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalRow {
@@ -69,17 +112,50 @@ impl ReaderRef<'_> {
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
-    /// For each VNF instance, its oldest unfinished operation (the only one that may run), in
-    /// arrival order.
-    pub fn heads_of_queues(&self) -> Result<Vec<OperationRow>> {
-        let mut st = self.conn.prepare(&format!(
-            "SELECT {} FROM vnf_lcm_op_occ o WHERE operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK')
-             AND seq = (SELECT MIN(seq) FROM vnf_lcm_op_occ i WHERE i.vnf_instance_id = o.vnf_instance_id
-                        AND i.operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK'))
-             ORDER BY seq",
-            OperationRow::COLUMNS
-        ))?;
+    /// Up to `limit` queue heads the engine can run now, oldest first: `STARTING`, `PROCESSING`
+    /// or `ROLLING_BACK` (interrupted), or `FAILED_TEMP` with a pending RETRY or ROLLBACK; skipping the VNF instances in `busy` (an operation of theirs is in flight).
+    ///
+    /// Cost: the rows of the partial index `op_runnable` (migration V6) visited until `limit` are
+    /// found, each with one probe of `op_unfinished` for "is it the head?": finished operations
+    /// and FAILED_TEMP ones waiting for an operator are never visited.
+    pub fn runnable_heads(
+        &self,
+        limit: usize,
+        busy: &std::collections::HashSet<String>,
+    ) -> Result<Vec<OperationRow>> {
+        let mut out = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
+        let mut st = self.conn.prepare_cached(&runnable_heads_sql())?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let vnf: String = r.get("vnf_instance_id")?;
+            if busy.contains(&vnf) {
+                continue;
+            }
+            out.push(OperationRow::from_row(r)??);
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// TERMINATEs in `STARTING` with an unfinished operation of their VNF instance ahead of them
+    /// (the candidates of `plan::terminate::supersedes_ahead`), oldest first. Cost: the rows of
+    /// the partial index `op_terminate_waiting` (migration V6), one `op_unfinished` probe each.
+    pub fn terminations_waiting(&self) -> Result<Vec<OperationRow>> {
+        let mut st = self.conn.prepare_cached(&terminations_waiting_sql())?;
         let rows = st.query_map([], OperationRow::from_row)?;
+        collect_checked(rows)
+    }
+
+    /// The queue of a VNF instance: its operations not in a final state, oldest first (the
+    /// first is the head). Served by the partial index `op_unfinished`.
+    pub fn queue(&self, vnf_instance_id: &str) -> Result<Vec<OperationRow>> {
+        let mut st = self.conn.prepare_cached(&queue_sql())?;
+        let rows = st.query_map([vnf_instance_id], OperationRow::from_row)?;
         collect_checked(rows)
     }
 
@@ -423,5 +499,152 @@ fn corrupt_state(op_id: &str, key: &str, value: String) -> StoreError {
         row: format!("{op_id}/{key}"),
         column: "state",
         reason: format!("`{value}` is not a step state"),
+    }
+}
+
+#[cfg(test)]
+mod scheduler_tests {
+    use std::collections::HashSet;
+
+    use super::*;
+    use crate::model::{LcmOperationType, PendingTask};
+    use crate::store::{NewOperation, Store};
+
+    fn now() -> Timestamp {
+        Timestamp::parse("2026-11-24T03:00:00Z").unwrap()
+    }
+
+    fn add(store: &mut Store, vnf: &str, id: &str, op: LcmOperationType) {
+        store
+            .write(|tx| {
+                tx.create_instance_if_missing(vnf, now())?;
+                tx.insert_operation(
+                    &NewOperation {
+                        id,
+                        vnf_instance_id: vnf,
+                        operation: op,
+                        operation_params: "{}",
+                        vnf_package: None,
+                        request_id: None,
+                        is_automatic_invocation: false,
+                        status_detail: None,
+                    },
+                    now(),
+                )
+            })
+            .unwrap();
+    }
+
+    fn to(store: &mut Store, id: &str, states: &[OperationState]) {
+        for s in states {
+            store
+                .write(|tx| tx.set_operation_state(id, *s, None, now()))
+                .unwrap();
+        }
+    }
+
+    fn ids(rows: &[crate::store::OperationRow]) -> Vec<&str> {
+        rows.iter().map(|r| r.id.as_str()).collect()
+    }
+
+    /// The plan SQLite chooses for `sql`, one detail line per step.
+    fn plan(store: &Store, sql: &str) -> Vec<String> {
+        let mut st = store
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
+        let rows = st.query_map([], |r| r.get::<_, String>(3)).unwrap();
+        rows.map(|r| r.unwrap()).collect()
+    }
+
+    #[test]
+    fn the_ticks_queries_are_served_by_the_partial_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        // Some rows, and statistics, so that the planner has real choices to make.
+        for i in 0..200 {
+            add(
+                &mut store,
+                &format!("vnf-{}", i % 50),
+                &format!("op-{i}"),
+                LcmOperationType::Scale,
+            );
+        }
+        store.conn.execute_batch("ANALYZE").unwrap();
+        let queue = queue_sql().replace("?1", "'vnf-1'");
+        let counts = "SELECT COUNT(*) FROM vnf_lcm_op_occ i INDEXED BY op_unfinished \
+                      WHERE i.operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK')";
+        let cases = [
+            (runnable_heads_sql(), "op_runnable"),
+            (terminations_waiting_sql(), "op_terminate_waiting"),
+            (queue, "op_unfinished"),
+            (counts.to_owned(), "op_unfinished"),
+        ];
+        for (sql, index) in cases {
+            let plan = plan(&store, &sql);
+            assert!(
+                plan.iter().any(|d| d.contains(&format!("INDEX {index}"))),
+                "{index} not used: {plan:?}"
+            );
+            for d in &plan {
+                let scan = d.starts_with("SCAN ") && !d.contains(" INDEX ");
+                assert!(!scan, "full scan of vnf_lcm_op_occ in {plan:?} for {sql}");
+                assert!(
+                    !d.contains("TEMP B-TREE"),
+                    "sort step in {plan:?} for {sql}"
+                );
+            }
+            // The head check is an index search, not a loop over the instance's rows.
+            if sql.contains("NOT EXISTS") || sql.contains(" EXISTS") {
+                assert!(
+                    plan.iter()
+                        .any(|d| d.starts_with("SEARCH i ") && d.contains("INDEX op_unfinished")),
+                    "{plan:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn runnable_heads_skip_stuck_finished_busy_and_queued_behind() {
+        use LcmOperationType::{Instantiate, Scale, Terminate};
+        use OperationState::{Completed, FailedTemp, Processing};
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        add(&mut store, "a", "a1", Instantiate); // STARTING head: runnable
+        add(&mut store, "b", "b1", Instantiate); // FAILED_TEMP, nothing pending: blocks b2
+        to(&mut store, "b1", &[Processing, FailedTemp]);
+        add(&mut store, "b", "b2", Scale);
+        add(&mut store, "c", "c1", Instantiate); // FAILED_TEMP with RETRY pending: runnable
+        to(&mut store, "c1", &[Processing, FailedTemp]);
+        store
+            .write(|tx| tx.set_pending_task("c1", PendingTask::Retry))
+            .unwrap();
+        add(&mut store, "d", "d1", Instantiate); // PROCESSING (interrupted): runnable
+        to(&mut store, "d1", &[Processing]);
+        add(&mut store, "e", "e1", Instantiate); // COMPLETED, then a SCALE: the SCALE is head
+        to(&mut store, "e1", &[Processing, Completed]);
+        add(&mut store, "e", "e2", Scale);
+        add(&mut store, "f", "f1", Scale); // a TERMINATE waits behind a SCALE
+        add(&mut store, "f", "f2", Terminate);
+        add(&mut store, "g", "g1", Terminate); // a TERMINATE at the head waits for nothing
+
+        let r = store.reader();
+        let none = HashSet::new();
+        assert_eq!(
+            ids(&r.runnable_heads(10, &none).unwrap()),
+            ["a1", "c1", "d1", "e2", "f1", "g1"]
+        );
+        assert_eq!(ids(&r.runnable_heads(2, &none).unwrap()), ["a1", "c1"]);
+        assert!(r.runnable_heads(0, &none).unwrap().is_empty());
+        let busy: HashSet<String> = ["a".to_owned(), "d".to_owned()].into();
+        assert_eq!(
+            ids(&r.runnable_heads(3, &busy).unwrap()),
+            ["c1", "e2", "f1"]
+        );
+        assert_eq!(ids(&r.terminations_waiting().unwrap()), ["f2"]);
+        assert_eq!(ids(&r.queue("b").unwrap()), ["b1", "b2"]);
+        assert_eq!(ids(&r.queue("e").unwrap()), ["e2"]);
+        assert_eq!(r.counts().unwrap(), (7, 9));
     }
 }

@@ -15,7 +15,9 @@ mod startup;
 use std::path::Path;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
+use rusqlite::{
+    Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+};
 
 use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
@@ -131,8 +133,16 @@ impl Store {
     }
 
     /// Runs `f` inside one transaction and commits if it returns `Ok`.
+    ///
+    /// The transaction is `BEGIN IMMEDIATE`: it takes the write lock first, so while another
+    /// connection (an auditor's `sqlite3`) holds a write transaction it waits up to the busy
+    /// timeout (5 s) for it. A deferred transaction that reads first and then writes would fail
+    /// at once with `SQLITE_BUSY` ("database is locked"): SQLite cannot wait for the lock there
+    /// without risking a deadlock, so it does not call the busy handler.
     pub fn write<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        let tx = self.conn.transaction()?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut w = Tx {
             tx,
             key: self.key.as_ref(),
@@ -219,22 +229,36 @@ pub struct ReaderRef<'a> {
 }
 
 impl ReaderRef<'_> {
-    /// Operation occurrences in arrival order, optionally of one VNF instance.
+    /// Operation occurrences in arrival order, optionally of one VNF instance (then served by
+    /// the index `op_by_instance`; one statement per case, so that SQLite can plan each).
     pub fn operations(&self, vnf_instance_id: Option<&str>) -> Result<Vec<OperationRow>> {
-        let mut st = self.conn.prepare(&format!(
-            "SELECT {} FROM vnf_lcm_op_occ WHERE (?1 IS NULL OR vnf_instance_id = ?1) ORDER BY seq",
-            OperationRow::COLUMNS
-        ))?;
-        let rows = st.query_map([vnf_instance_id], OperationRow::from_row)?;
-        collect_checked(rows)
+        let cols = OperationRow::COLUMNS;
+        let rows = match vnf_instance_id {
+            Some(vnf) => {
+                let mut st = self.conn.prepare(&format!(
+                    "SELECT {cols} FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1 ORDER BY seq"
+                ))?;
+                let rows = st.query_map([vnf], OperationRow::from_row)?;
+                collect_checked(rows)?
+            }
+            None => {
+                let mut st = self
+                    .conn
+                    .prepare(&format!("SELECT {cols} FROM vnf_lcm_op_occ ORDER BY seq"))?;
+                let rows = st.query_map([], OperationRow::from_row)?;
+                collect_checked(rows)?
+            }
+        };
+        Ok(rows)
     }
 
-    /// `(VNF instances, operations not in a final state)`, for the one-line service status.
+    /// `(VNF instances, operations not in a final state)`, for the one-line service status. The
+    /// second count reads only the partial index `op_unfinished` (migration V6).
     pub fn counts(&self) -> Result<(i64, i64)> {
         Ok(self.conn.query_row(
             "SELECT (SELECT COUNT(*) FROM vnf_instance),
-                    (SELECT COUNT(*) FROM vnf_lcm_op_occ
-                     WHERE operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK'))",
+                    (SELECT COUNT(*) FROM vnf_lcm_op_occ i INDEXED BY op_unfinished
+                     WHERE i.operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK'))",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?)
@@ -374,7 +398,8 @@ impl Tx<'_> {
             InstanceRow::COLUMNS
         );
         self.tx
-            .query_row(&sql, [id], InstanceRow::from_row)
+            .prepare_cached(&sql)?
+            .query_row([id], InstanceRow::from_row)
             .optional()?
             .transpose()
     }
@@ -382,17 +407,19 @@ impl Tx<'_> {
     /// Creates the instance in `NOT_INSTANTIATED` unless it exists. Returns whether it was created.
     /// Flavour, package and stack are filled in by the INSTANTIATE operation when it runs.
     pub fn create_instance_if_missing(&mut self, id: &str, now: Timestamp) -> Result<bool> {
-        let n = self.tx.execute(
-            "INSERT INTO vnf_instance (id, created_at, updated_at) VALUES (?1, ?2, ?2)
+        let n = self
+            .tx
+            .prepare_cached(
+                "INSERT INTO vnf_instance (id, created_at, updated_at) VALUES (?1, ?2, ?2)
              ON CONFLICT (id) DO NOTHING",
-            params![id, now.to_rfc3339()],
-        )?;
+            )?
+            .execute(params![id, now.to_rfc3339()])?;
         Ok(n == 1)
     }
 
     /// Operations of an instance that are not in a final state, oldest first.
     pub fn unfinished_operations(&self, vnf_instance_id: &str) -> Result<Vec<OperationRow>> {
-        let mut st = self.tx.prepare(&format!(
+        let mut st = self.tx.prepare_cached(&format!(
             "SELECT {} FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1
              AND operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK') ORDER BY seq",
             OperationRow::COLUMNS
@@ -408,7 +435,8 @@ impl Tx<'_> {
             OperationRow::COLUMNS
         );
         self.tx
-            .query_row(&sql, [request_id], OperationRow::from_row)
+            .prepare_cached(&sql)?
+            .query_row([request_id], OperationRow::from_row)
             .optional()?
             .transpose()
     }
@@ -416,7 +444,7 @@ impl Tx<'_> {
     /// The first intake record with this content digest that created or matched an operation,
     /// or that rejected the file.
     pub fn intake_by_sha256(&self, sha256: &str) -> Result<Vec<IntakeRow>> {
-        let mut st = self.tx.prepare(&format!(
+        let mut st = self.tx.prepare_cached(&format!(
             "SELECT {} FROM intake WHERE content_sha256 = ?1 ORDER BY id",
             IntakeRow::COLUMNS
         ))?;
@@ -439,12 +467,14 @@ impl Tx<'_> {
                 ));
             }
         };
-        self.tx.execute(
-            "INSERT INTO vnf_lcm_op_occ (id, vnf_instance_id, operation, operation_state,
+        self.tx
+            .prepare_cached(
+                "INSERT INTO vnf_lcm_op_occ (id, vnf_instance_id, operation, operation_state,
                  state_entered_time, start_time, is_automatic_invocation, operation_params,
                  vnf_package, request_id, status_detail, operation_secrets)
              VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
+            )?
+            .execute(params![
                 op.id,
                 op.vnf_instance_id,
                 op.operation.as_str(),
@@ -455,8 +485,7 @@ impl Tx<'_> {
                 op.request_id,
                 op.status_detail,
                 sealed
-            ],
-        )?;
+            ])?;
         Ok(())
     }
 
@@ -483,30 +512,32 @@ impl Tx<'_> {
         )?;
         from.transition(to)
             .map_err(|e| cells.corrupt("operation_state", e))?;
-        self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET operation_state = ?2, state_entered_time = ?3,
+        self.tx
+            .prepare_cached(
+                "UPDATE vnf_lcm_op_occ SET operation_state = ?2, state_entered_time = ?3,
                  error = COALESCE(?4, error), pending_task = NULL WHERE id = ?1",
-            params![id, to.as_str(), now.to_rfc3339(), error],
-        )?;
+            )?
+            .execute(params![id, to.as_str(), now.to_rfc3339(), error])?;
         Ok(from)
     }
 
     /// Records a RETRY or ROLLBACK for the engine to carry out.
     pub fn set_pending_task(&mut self, id: &str, task: PendingTask) -> Result<()> {
-        self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET pending_task = ?2 WHERE id = ?1",
-            params![id, task.as_str()],
-        )?;
+        self.tx
+            .prepare_cached("UPDATE vnf_lcm_op_occ SET pending_task = ?2 WHERE id = ?1")?
+            .execute(params![id, task.as_str()])?;
         Ok(())
     }
 
     /// Inserts an intake record; returns its id.
     pub fn insert_intake(&mut self, rec: &NewIntake<'_>, now: Timestamp) -> Result<i64> {
-        self.tx.execute(
-            "INSERT INTO intake (source, file_name, content_sha256, request_id, outcome,
+        self.tx
+            .prepare_cached(
+                "INSERT INTO intake (source, file_name, content_sha256, request_id, outcome,
                  vnf_instance_id, vnf_lcm_op_occ_id, problem, warnings, committed_at)
              VALUES ('SPOOL', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
+            )?
+            .execute(params![
                 rec.file_name,
                 rec.content_sha256,
                 rec.request_id,
@@ -516,16 +547,16 @@ impl Tx<'_> {
                 rec.problem,
                 rec.warnings,
                 now.to_rfc3339()
-            ],
-        )?;
+            ])?;
         Ok(self.tx.last_insert_rowid())
     }
 
     /// Appends an audit event.
     pub fn append_event(&mut self, ev: &NewEvent<'_>, now: Timestamp) -> Result<()> {
-        self.tx.execute(
+        self.tx.prepare_cached(
             "INSERT INTO event (at, kind, vnf_instance_id, vnf_lcm_op_occ_id, vnfc_id, message, evidence)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )?.execute(
             params![
                 now.to_rfc3339(),
                 ev.kind,
