@@ -48,7 +48,7 @@ pub fn process(
     let mut refused = Vec::new();
     for taken in read_candidates(files, ctx) {
         match taken {
-            Taken::Candidate(c) => candidates.push(c),
+            Taken::Candidate(c) => candidates.push(*c),
             Taken::Refused(r) => refused.push(r),
         }
     }
@@ -103,7 +103,7 @@ pub fn process(
 
 /// A path of the batch after reading: a request to decide, or an entry to refuse.
 enum Taken {
-    Candidate(Candidate),
+    Candidate(Box<Candidate>),
     Refused(maildir::Refused),
 }
 
@@ -145,11 +145,11 @@ fn read_candidate(
         Read::File(file) => {
             // A hidden `.<name>.taken` file is examined under the name it was committed with.
             let taken = maildir::untaken_name(&file.name).map(str::to_owned);
-            Some(Taken::Candidate(Candidate {
+            Some(Taken::Candidate(Box::new(Candidate {
                 path: file.path,
                 taken: taken.is_some(),
                 request: admission::examine(taken.unwrap_or(file.name), &file.bytes, ctx, batch),
-            }))
+            })))
         }
         Read::Refused(r) => Some(Taken::Refused(r)),
         Read::Skip => None,
