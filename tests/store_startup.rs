@@ -116,7 +116,9 @@ fn deleted_database_with_side_files_or_spool_history_exits_78_naming_the_file() 
     }
     let (code, log) = run_until_exit(&install);
     assert_eq!(code, Some(78), "{log}");
-    assert!(log.contains("accepted holds 3 entries"), "{log}");
+    // 3 redacted copies and their .sha256 sidecars; the secrets key of the lost database too.
+    assert!(log.contains("accepted holds 6 entries"), "{log}");
+    assert!(log.contains("secrets.key exists"), "{log}");
     assert!(!install.database.exists());
 
     // The explicit way out: `db init`, then the daemon starts on the new empty database.
@@ -265,6 +267,16 @@ fn backup_while_the_daemon_runs_restores_into_a_new_state_directory() {
     let restored = Install::new();
     fs::copy(copy, &restored.database).unwrap();
     fs::set_permissions(&restored.database, fs::Permissions::from_mode(0o640)).unwrap();
+    // Without the secrets key the backup's sealed request secrets cannot be opened: refused
+    // (78, no restart loop), and no new key is made over them.
+    let (code, log) = run_until_exit(&restored);
+    assert_eq!(code, Some(78), "{log}");
+    assert!(log.contains("secrets.key: missing"), "{log}");
+    // The key is backed up separately and restored beside the database (README "Security").
+    let key = |i: &Install| i.database.parent().unwrap().join("secrets.key");
+    assert!(!key(&restored).exists());
+    fs::copy(key(&install), key(&restored)).unwrap();
+    fs::set_permissions(key(&restored), fs::Permissions::from_mode(0o600)).unwrap();
     let mut daemon = restored.start();
     let after = restored.ops_json();
     assert_eq!(after.len(), ops_in_copy);

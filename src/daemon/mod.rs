@@ -47,8 +47,10 @@ const SETTLE: Duration = Duration::from_secs(1);
 const SETTLE_TICK: Duration = Duration::from_millis(500);
 
 /// Runs the daemon until SIGTERM/SIGINT. Exit status 0 on a clean stop, 78 for an invalid
-/// configuration or a refused database (missing with signs of an earlier one, empty, failing
-/// `PRAGMA quick_check`: see [`crate::store::Refusal`]), 1 for any other fatal error (logged).
+/// configuration, a refused database (missing with signs of an earlier one, empty, failing
+/// `PRAGMA quick_check`: see [`crate::store::Refusal`]) or a missing or unreadable secrets key
+/// ([`crate::store::StoreError::SecretsKey`]; a restart cannot fix either), 1 for any other
+/// fatal error (logged).
 pub fn main(config_path: &Path) -> ExitCode {
     let sink = logging::init(LogTarget::Auto);
     let settings = match Settings::load(config_path) {
@@ -71,7 +73,9 @@ pub fn main(config_path: &Path) -> ExitCode {
     };
     let store = match open_store(&settings) {
         Ok(s) => s,
-        Err(e @ crate::store::StoreError::Refused(_)) => {
+        Err(
+            e @ (crate::store::StoreError::Refused(_) | crate::store::StoreError::SecretsKey(_)),
+        ) => {
             tracing::error!(
                 message_id = crate::message_ids::MSG_DATABASE_REFUSED,
                 database = %settings.database.display(),
