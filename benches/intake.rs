@@ -170,9 +170,7 @@ fn baseline(dir: &Path, bodies: &[(String, Vec<u8>)]) -> f64 {
 }
 
 fn count_accepted(spool: &Path) -> usize {
-    fs::read_dir(spool.join("accepted"))
-        .map(|d| d.count())
-        .unwrap_or(0)
+    support::count_copies(&spool.join("accepted"))
 }
 
 fn wait(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {

@@ -144,3 +144,20 @@ impl Drop for Daemon {
         }
     }
 }
+
+/// The request copies kept in a spool directory (`accepted/`): `*.json` entries, not their
+/// `.sha256` sidecars nor hidden temporary files. A copy appears after its sidecar, once the
+/// request's outcome is committed.
+pub fn count_copies(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
+                    n.ends_with(".json") && !n.starts_with('.')
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
