@@ -1,6 +1,6 @@
--- vnfkeeper state database, schema version 5: partial indexes that keep the scheduler's tick
+-- vnfkeeper state database, schema version 6: partial indexes that keep the scheduler's tick
 -- and the service status line independent of how many operations are finished or stuck.
--- Never edit this file once released; add V6__*.sql instead.
+-- Never edit this file once released; add a new V<n>__*.sql instead.
 --
 -- The queries that use them repeat each index's WHERE term verbatim (SQLite uses a partial index
 -- only when a term of the query's WHERE clause is the index's WHERE term).
