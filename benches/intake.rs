@@ -44,19 +44,7 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let baseline = baseline(dir.path(), &bodies);
 
-    let spool = dir.path().join("spool");
-    let db = dir.path().join("state.db");
-    let config = dir.path().join("vnfkeeper.toml");
-    fs::write(
-        &config,
-        format!(
-            "spool_dir = \"{}\"\ndatabase = \"{}\"\npackages_dir = \"{}\"\n",
-            spool.display(),
-            db.display(),
-            root.display()
-        ),
-    )
-    .unwrap();
+    let (spool, db, config) = support::write_config(dir.path(), &root);
     let daemon = support::Daemon::start(
         Path::new(env!("CARGO_BIN_EXE_vnfkeeper")),
         &config,

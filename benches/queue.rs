@@ -50,19 +50,7 @@ fn main() {
     };
 
     let dir = tempfile::tempdir().unwrap();
-    let spool = dir.path().join("spool");
-    let db = dir.path().join("state.db");
-    let config = dir.path().join("vnfkeeper.toml");
-    fs::write(
-        &config,
-        format!(
-            "spool_dir = \"{}\"\ndatabase = \"{}\"\npackages_dir = \"{}\"\n",
-            spool.display(),
-            db.display(),
-            root.display()
-        ),
-    )
-    .unwrap();
+    let (spool, db, config) = support::write_config(dir.path(), &root);
 
     // 1. The queued operations.
     let created = Instant::now();

@@ -69,7 +69,11 @@ fn main() {
         );
         let mut made = 0;
         for (n, db_name) in [(50usize, "small.db"), (200, "large.db")] {
-            let db = Db::new(Store::open(&dir.path().join(db_name)).unwrap());
+            // Each database in a directory of its own: the secrets key another one left beside
+            // it would be a sign of an earlier database and refuse the new one.
+            let state_dir = dir.path().join(db_name.trim_end_matches(".db"));
+            std::fs::create_dir_all(&state_dir).unwrap();
+            let db = Db::new(Store::open(&state_dir.join(db_name)).unwrap());
             // Stacks are shared: the 50-VNF database names the first 50 of the 200.
             while made < n {
                 make_vnf(&cloud, made).await;

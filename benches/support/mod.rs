@@ -3,7 +3,7 @@
 //! `WATCHDOG=1` ping arrives, and times SIGTERM to exit.
 
 use std::os::unix::net::UnixDatagram;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -160,4 +160,24 @@ pub fn count_copies(dir: &Path) -> usize {
                 .count()
         })
         .unwrap_or(0)
+}
+
+/// Writes `<dir>/vnfkeeper.toml` holding only `spool_dir` (`<dir>/spool`), `database`
+/// (`<dir>/state.db`) and `packages_dir` (`packages`); returns those three paths
+/// (spool, database, configuration).
+pub fn write_config(dir: &Path, packages: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let spool = dir.join("spool");
+    let db = dir.join("state.db");
+    let config = dir.join("vnfkeeper.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "spool_dir = \"{}\"\ndatabase = \"{}\"\npackages_dir = \"{}\"\n",
+            spool.display(),
+            db.display(),
+            packages.display()
+        ),
+    )
+    .expect("writing the bench configuration");
+    (spool, db, config)
 }
