@@ -538,12 +538,22 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let _ = fs::remove_file(&tmp);
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(&tmp)?;
+    let create = || {
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)
+    };
+    // A temporary file left by an interrupted earlier write is replaced (not looked for first:
+    // one directory operation less per file in the common case).
+    let mut f = match create() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(&tmp)?;
+            create()?
+        }
+        other => other?,
+    };
     f.set_permissions(fs::Permissions::from_mode(mode))?;
     f.write_all(bytes)?;
     drop(f);

@@ -44,6 +44,7 @@ pub fn process(
     ctx: &IntakeContext<'_>,
     now: Timestamp,
 ) -> Result<Vec<Outcome>, StoreError> {
+    let started = std::time::Instant::now();
     let mut candidates = Vec::with_capacity(files.len());
     let mut refused = Vec::new();
     for taken in read_candidates(files, ctx) {
@@ -52,6 +53,7 @@ pub fn process(
             Taken::Refused(r) => refused.push(r),
         }
     }
+    let read = started.elapsed();
     let bases = admission::load_scale_bases(store.reader(), candidates.iter().map(|c| &c.request))?;
     let decided = store.write(|tx| {
         let mut decided = Vec::with_capacity(candidates.len());
@@ -60,6 +62,7 @@ pub fn process(
         }
         Ok(decided)
     })?;
+    let committed = started.elapsed();
     crate::failpoint::hit("intake-after-commit");
     // Refused entries need no database; moved after the commit so that a failed batch leaves
     // every entry in new/ for the next scan.
@@ -82,23 +85,104 @@ pub fn process(
             RefusedTo::Stuck => {}
         }
     }
-    for (c, (outcome, dest)) in candidates.iter().zip(decided) {
+    outcomes.extend(place_all(spool, &candidates, decided));
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    tracing::debug!(
+        files = files.len(),
+        read_ms = ms(read),
+        commit_ms = ms(committed - read),
+        move_ms = ms(started.elapsed() - committed),
+        "intake batch: {} files; read and examined in {:.1} ms, committed in {:.1} ms, moved in {:.1} ms",
+        files.len(),
+        ms(read),
+        ms(committed - read),
+        ms(started.elapsed() - committed)
+    );
+    Ok(outcomes)
+}
+
+/// Moves every decided candidate to its committed destination ([`Spool::place`]) and returns
+/// the outcomes to report, in batch order. Files with a destination of their own (an accepted
+/// copy named after its operation or intake row) are placed on every core, as their file steps
+/// touch disjoint paths; rejected files (whose name in `rejected/` is chosen by looking at what
+/// is there) and files sharing a destination are placed one after another afterwards. A file
+/// that cannot be placed is logged once and left for the next scan; it is reported unless it
+/// was only to be recovered (nothing moved).
+fn place_all(
+    spool: &Spool,
+    candidates: &[Candidate],
+    decided: Vec<(Outcome, Destination)>,
+) -> Vec<Outcome> {
+    let mut seen = std::collections::HashMap::<PathBuf, usize>::new();
+    for (c, (_, dest)) in candidates.iter().zip(&decided) {
+        if !matches!(dest, Destination::Rejected { .. }) {
+            *seen
+                .entry(spool.path_of(dest, &c.request.name))
+                .or_default() += 1;
+        }
+    }
+    let own = |c: &Candidate, dest: &Destination| {
+        !matches!(dest, Destination::Rejected { .. })
+            && seen.get(&spool.path_of(dest, &c.request.name)) == Some(&1)
+    };
+    let place = |c: &Candidate, outcome: Outcome, dest: &Destination| -> Option<Outcome> {
         let req = &c.request;
-        if let Err(e) = spool.place(&c.path, &req.name, &dest, &req.kept, &req.sha256) {
+        if let Err(e) = spool.place(&c.path, &req.name, dest, &req.kept, &req.sha256) {
             // The outcome is committed; the next scan finds the file again and recovers it.
             // Logged once per file, not at every rescan while e.g. the disk stays full.
             if spool.first_report(&c.path) {
-                let file = &c.request.name;
+                let file = &req.name;
                 tracing::warn!(file = %file, error = %e, "could not move request file ({e}); will retry at every scan");
             }
             if matches!(outcome, Outcome::Recovered { .. }) {
                 // Nothing moved: no "moved" line.
-                continue;
+                return None;
             }
         }
-        outcomes.push(outcome);
+        Some(outcome)
+    };
+    let mut parallel = Vec::new();
+    let mut serial = Vec::new();
+    for (i, (c, (outcome, dest))) in candidates.iter().zip(decided).enumerate() {
+        if own(c, &dest) {
+            parallel.push((i, c, outcome, dest));
+        } else {
+            serial.push((i, c, outcome, dest));
+        }
     }
-    Ok(outcomes)
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut placed: Vec<(usize, Option<Outcome>)> = if threads < 2 || parallel.len() < 16 {
+        parallel
+            .into_iter()
+            .map(|(i, c, o, d)| (i, place(c, o, &d)))
+            .collect()
+    } else {
+        let chunk = parallel.len().div_ceil(threads);
+        let mut parts = Vec::new();
+        while !parallel.is_empty() {
+            let rest = parallel.split_off(parallel.len().min(chunk));
+            parts.push(std::mem::replace(&mut parallel, rest));
+        }
+        std::thread::scope(|s| {
+            let workers: Vec<_> = parts
+                .into_iter()
+                .map(|part| {
+                    s.spawn(|| {
+                        part.into_iter()
+                            .map(|(i, c, o, d)| (i, place(c, o, &d)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    placed.extend(serial.into_iter().map(|(i, c, o, d)| (i, place(c, o, &d))));
+    placed.sort_by_key(|(i, _)| *i);
+    placed.into_iter().filter_map(|(_, o)| o).collect()
 }
 
 /// A path of the batch after reading: a request to decide, or an entry to refuse.
@@ -189,6 +273,98 @@ mod tests {
     use std::fs;
 
     use super::*;
+
+    /// A batch large enough to be placed on every core: accepted copies (one of them submitted
+    /// twice, so a duplicate) and rejected files, interleaved. Every file ends in exactly one
+    /// place and the outcomes keep the batch's order.
+    #[test]
+    fn a_large_batch_places_every_file_once_and_reports_in_batch_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::open(&dir.path().join("spool")).unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let package_store = dir.path().join("package-store");
+        let ctx = IntakeContext {
+            packages_dir: root,
+            package_store: &package_store,
+            cloud_configured: false,
+        };
+        let seed: serde_json::Value = serde_json::from_slice(
+            &fs::read(root.join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        let mut files = Vec::new();
+        for i in 0..40 {
+            let bytes = if i % 2 == 0 {
+                let mut env = seed.clone();
+                // Files 0 and 2 carry the same request: the second is a duplicate.
+                let n = if i == 2 { 0 } else { i };
+                env["vnfInstanceId"] = format!("batch-{n}").into();
+                env["requestId"] = format!("batch-{n}").into();
+                serde_json::to_vec(&env).unwrap()
+            } else {
+                format!("{{ not json {i}").into_bytes()
+            };
+            files.push(spool.submit(&bytes).unwrap());
+        }
+        let now = Timestamp(chrono::Utc::now());
+        let outcomes = process(&spool, &mut store, &files, &ctx, now).unwrap();
+        assert_eq!(outcomes.len(), 40);
+        for (i, (o, path)) in outcomes.iter().zip(&files).enumerate() {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            let (file, ok) = match o {
+                Outcome::Accepted { file, .. } => (file, i % 2 == 0 && i != 2),
+                Outcome::Duplicate { file, .. } => (file, i == 2),
+                Outcome::Rejected { file, .. } => (file, i % 2 == 1),
+                other => panic!("file {i}: {other:?}"),
+            };
+            assert_eq!(file, name, "outcome {i} is not file {i}'s");
+            assert!(ok, "file {i}: {o:?}");
+        }
+        let names = |d: &Path| {
+            let mut v: Vec<String> = fs::read_dir(d)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            v.sort();
+            v
+        };
+        // new/ is empty (no hidden .taken, no temporary file); 20 copies + 20 sidecars each.
+        assert!(
+            names(&spool.new_dir()).is_empty(),
+            "{:?}",
+            names(&spool.new_dir())
+        );
+        let accepted = names(&spool.accepted_dir());
+        assert_eq!(
+            accepted.iter().filter(|n| n.ends_with(".json")).count(),
+            20,
+            "{accepted:?}"
+        );
+        assert_eq!(
+            accepted.iter().filter(|n| n.ends_with(".sha256")).count(),
+            20
+        );
+        assert_eq!(
+            accepted
+                .iter()
+                .filter(|n| n.contains(".dup-") && n.ends_with(".json"))
+                .count(),
+            1
+        );
+        let rejected = names(&spool.rejected_dir());
+        for path in files.iter().skip(1).step_by(2) {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            for suffix in ["", ".sha256", ".error.json"] {
+                assert!(
+                    rejected.contains(&format!("{name}{suffix}")),
+                    "{name}{suffix}: {rejected:?}"
+                );
+            }
+        }
+        assert_eq!(rejected.len(), 60, "{rejected:?}");
+    }
 
     #[test]
     fn a_committed_file_that_cannot_be_moved_is_not_reported_as_moved() {

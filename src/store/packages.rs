@@ -59,10 +59,11 @@ impl Tx<'_> {
         digest: PackageDigest,
         source: &Path,
     ) -> Result<()> {
-        self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET package_sha256 = ?2, package_source = ?3 WHERE id = ?1",
-            params![op_id, digest.to_string(), source.to_string_lossy()],
-        )?;
+        self.tx
+            .prepare_cached(
+                "UPDATE vnf_lcm_op_occ SET package_sha256 = ?2, package_source = ?3 WHERE id = ?1",
+            )?
+            .execute(params![op_id, digest.to_string(), source.to_string_lossy()])?;
         Ok(())
     }
 }
