@@ -154,7 +154,7 @@ impl<C: Cloud> Engine<C> {
             match &stage.action {
                 Action::Cloud(action) => self.cloud_stage(op, step_no, stage, action, x).await?,
                 Action::Remote(r) => {
-                    let host = self.host(&rows, &r.step, r.role, x)?;
+                    let host = self.host(&op.vnf_instance_id, &rows, &r.step, r.role, x)?;
                     remote.push((step_no, stage.key.clone(), r.step.clone(), host));
                 }
                 Action::Expand(_) => {
@@ -186,6 +186,7 @@ impl<C: Cloud> Engine<C> {
     /// recorded of the step.
     fn host(
         &self,
+        vnf_instance_id: &str,
         rows: &[VnfcRow],
         step: &crate::recipes::Step,
         role: crate::model::Role,
@@ -232,6 +233,7 @@ impl<C: Cloud> Engine<C> {
                     label: step.host.clone(),
                 },
                 secrets,
+                vnf_instance_id: vnf_instance_id.to_owned(),
                 external: true,
                 late,
             });
@@ -262,6 +264,7 @@ impl<C: Cloud> Engine<C> {
                 label: row.id.clone(),
             },
             secrets,
+            vnf_instance_id: vnf_instance_id.to_owned(),
             external: false,
             late,
         })

@@ -99,6 +99,8 @@ pub(crate) struct Host {
     pub target: Target,
     /// Values to mask in anything recorded.
     pub secrets: Vec<Secret<String>>,
+    /// The VNF instance whose operation reaches the host.
+    pub vnf_instance_id: String,
     /// A host outside the VNF (the Ansible server): its key is pinned by address in
     /// `external_host_key`, not on a VNFC row.
     pub external: bool,
@@ -437,6 +439,9 @@ impl<C: Cloud> Engine<C> {
             target.host_key = HostKeyPolicy::Pinned(connected.host_key.clone());
         }
         let check = self.exec(step, &target, "check").await?;
+        if step.name == "k8s.kubeconfig" && check.exit_status == Some(0) {
+            self.keep_kubeconfig(step, host, &check)?;
+        }
         match check.exit_status {
             Some(0) => return Ok(last_line(&check)),
             Some(EXIT_NEEDED) => {}
@@ -509,6 +514,29 @@ impl<C: Cloud> Engine<C> {
         self.remote.run(target, &cmd).await.map_err(Attempt::Remote)
     }
 
+    /// Keeps the admin kubeconfig `k8s.kubeconfig` printed, its server set to the step's
+    /// endpoint (the LB), as `<state dir>/kubeconfig/<vnfInstanceId>.conf` (directory 0700, file
+    /// 0600, written to a temporary file and renamed). Never logged.
+    fn keep_kubeconfig(&self, step: &Step, host: &Host, out: &Output) -> Result<(), Attempt> {
+        let endpoint = step.args.first().map(String::as_str).unwrap_or_default();
+        let text = crate::flavour::kubespray::kubeconfig_for(&out.stdout_str(), endpoint)
+            .map_err(|e| Attempt::Failed {
+                exit_status: None,
+                reason: e.to_string(),
+            })?;
+        let Some(dir) = self.db.with(|s| s.state_dir()) else {
+            return Ok(());
+        };
+        let name = format!("{}.conf", host.vnf_instance_id);
+        let written = write_private(&dir.join("kubeconfig"), &name, &text);
+        written.map_err(|e| Attempt::Failed {
+            exit_status: None,
+            reason: format!("cannot keep the admin kubeconfig under the state directory: {e}"),
+        })?;
+        tracing::info!(endpoint, "admin kubeconfig kept");
+        Ok(())
+    }
+
     /// An `ansible-playbook` run: its output, secrets masked, into the journal line by line
     /// (within the step's span, so with the operation's fields), then success only when it
     /// exited 0 and its `PLAY RECAP` has `failed=0 unreachable=0` for every host; otherwise the
@@ -577,6 +605,27 @@ enum Attempt {
         reason: String,
     },
     Store(StoreError),
+}
+
+/// Writes `text` to `dir/name` with mode 0600 (`dir` created 0700): a temporary file, synced,
+/// renamed over the old one.
+fn write_private(dir: &std::path::Path, name: &str, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, dir.join(name))
 }
 
 /// The last line a step script printed: its verdict ("already done: …", "applied …").

@@ -372,6 +372,50 @@ pub fn haproxy_servers(cfg: &str, backend: &str) -> Vec<String> {
     out
 }
 
+/// The cluster endpoint behind the LB at `lb`: `https://<lb>:8383`.
+pub fn endpoint(lb: IpAddr) -> String {
+    format!("https://{}:{LB_API_PORT}", host_port(lb))
+}
+
+/// The admin kubeconfig `text` (as `k8s.kubeconfig` printed it: the file, then its verdict line)
+/// with every cluster's `server:` set to `endpoint`. Errors: no `server:` line (not a
+/// kubeconfig).
+pub fn kubeconfig_for(text: &str, endpoint: &str) -> Result<String, FlavourError> {
+    let body: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("already done: "))
+        .collect();
+    let mut found = false;
+    let mut out = String::new();
+    for line in body {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix("server:")
+            && !rest.trim().is_empty()
+        {
+            let indent = &line[..line.len() - t.len()];
+            out.push_str(&format!("{indent}server: {endpoint}\n"));
+            found = true;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    if !found {
+        return Err(FlavourError::new(
+            "k8s.kubeconfig",
+            "the admin kubeconfig has no `server:` line",
+        ));
+    }
+    Ok(out)
+}
+
+/// The endpoint the cluster of a kubeconfig written by [`kubeconfig_for`] is reached at.
+pub fn kubeconfig_server(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix("server:"))
+        .map(|s| s.trim().to_owned())
+}
+
 /// Per-host counts of a `PLAY RECAP` line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostCounts {
@@ -767,6 +811,24 @@ impl Kubespray {
         Ok(())
     }
 
+    /// `k8s.kubeconfig` on the first master, when there are a master and an LB.
+    fn kubeconfig(nodes: &[ClusterNode], list: &mut StageList) {
+        let (Some(m), Some(lb)) = (
+            nodes.iter().find(|n| n.role == Role::Master),
+            Self::lb(nodes),
+        ) else {
+            return;
+        };
+        let s = step(
+            "k8s.kubeconfig",
+            &m.vnfc_id,
+            vec![endpoint(lb.address)],
+            true,
+            Duration::from_secs(60),
+        );
+        list.wave(|w| vec![Stage::remote(w, &m.vnfc_id, Role::Master, s)]);
+    }
+
     /// Drain (on `master`) then `remove-node.yml` for each of `leaving`, one wave each.
     fn remove(
         &self,
@@ -912,6 +974,7 @@ impl MgmtDriver for Kubespray {
             vec![("cluster.yml", "cluster.yml", record, Vec::new())],
             &mut list,
         )?;
+        Self::kubeconfig(&nodes, &mut list);
         Ok(list.into_stages())
     }
 
@@ -1033,7 +1096,11 @@ impl MgmtDriver for Kubespray {
         } else {
             Vec::new()
         };
+        let master_back = back.iter().any(|n| n.role == Role::Master);
         self.converge(&nodes, books, &mut list)?;
+        if master_back {
+            Self::kubeconfig(&nodes, &mut list);
+        }
         Ok(list.into_stages())
     }
 

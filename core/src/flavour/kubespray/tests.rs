@@ -254,6 +254,7 @@ fn instantiate_end_reaches_writes_runs_cluster_then_configures_the_lb() {
             "1:ansible.inventory@ansible-server",
             "2:ansible.playbook@cluster.yml",
             "3:lb.haproxy@lb",
+            "4:k8s.kubeconfig@m0",
         ]
     );
     let Action::Remote(p) = &stages[5].action else {
@@ -423,6 +424,17 @@ master1                    : ok=3    changed=1    unreachable=0    failed=0    s
 worker1                    : ok=1    changed=0    unreachable=0    failed=1    skipped=0    rescued=0    ignored=0
 worker10                   : ok=0    changed=0    unreachable=1    failed=0    skipped=0    rescued=0    ignored=0
 ";
+
+#[test]
+fn kubeconfig_points_at_the_lb() {
+    let admin = "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: QUJD\n    server: https://10.0.0.10:6443\n  name: cluster.local\n\nalready done: admin kubeconfig read for x\n";
+    let lb: IpAddr = "10.0.0.5".parse().unwrap();
+    let out = kubeconfig_for(admin, &endpoint(lb)).unwrap();
+    assert!(out.contains("    server: https://10.0.0.5:8383\n"), "{out}");
+    assert!(!out.contains("6443") && !out.contains("already done"));
+    assert_eq!(kubeconfig_server(&out).as_deref(), Some("https://10.0.0.5:8383"));
+    assert!(kubeconfig_for("nothing\n", "https://x").is_err());
+}
 
 #[test]
 fn recap_names_failed_hosts_and_tasks() {

@@ -2,16 +2,11 @@
 # content has digest SHA256. The engine uploads the generated configuration to NEW before apply;
 # apply installs haproxy if it is missing, validates NEW with `haproxy -c -f` (a rejected one
 # leaves the running configuration alone), replaces CONFIG with it atomically and reloads HAProxy
-# (systemd's unit where systemd runs, else the daemon by its pid file with `-sf`, which hands the
-# listeners over without dropping connections).
+# through its systemd unit (Debian's haproxy package; a reload hands the listeners over to the
+# new process without dropping connections).
 cfg=$1; new=$2; sha=$3
-pidf=/run/haproxy-vnfkeeper.pid
 digest() { if [ -f "$1" ]; then sha256sum "$1" | cut -d' ' -f1; else echo none; fi; }
-systemd() { [ -d /run/systemd/system ]; }
-running() {
-    if systemd; then systemctl is-active --quiet haproxy
-    else [ -f "$pidf" ] && kill -0 "$(head -n1 "$pidf")" 2>/dev/null; fi
-}
+running() { systemctl is-active --quiet haproxy; }
 if [ "$(digest "$cfg")" = "$sha" ] && command -v haproxy >/dev/null 2>&1 && running; then
     done_ "haproxy runs with the current configuration"
 fi
@@ -24,13 +19,7 @@ fi
 haproxy -c -q -f "$new" >&2 || fail "haproxy -c rejected the generated configuration; $cfg unchanged"
 replace_file "$cfg" <"$new"
 rm -f "$new"
-if systemd; then
-    systemctl enable haproxy >/dev/null 2>&1 || true
-    systemctl reload-or-restart haproxy || fail "systemctl reload-or-restart haproxy failed"
-elif running; then
-    haproxy -D -f "$cfg" -p "$pidf" -sf "$(head -n1 "$pidf")" || fail "haproxy reload failed"
-else
-    haproxy -D -f "$cfg" -p "$pidf" || fail "haproxy did not start"
-fi
+systemctl enable haproxy >/dev/null 2>&1 || true
+systemctl reload-or-restart haproxy || fail "systemctl reload-or-restart haproxy failed"
 running || fail "haproxy is not running after the reload"
 echo "haproxy reloaded with $cfg"
