@@ -407,7 +407,8 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     // engine kept (0600) next to the database; unreadable or absent: none.
     let endpoint = |id: &str| -> Option<String> {
         let dir = settings.database.parent()?;
-        let text = std::fs::read_to_string(dir.join("kubeconfig").join(format!("{id}.conf"))).ok()?;
+        let text =
+            std::fs::read_to_string(dir.join("kubeconfig").join(format!("{id}.conf"))).ok()?;
         crate::flavour::kubespray::kubeconfig_server(&text)
     };
     if as_json {

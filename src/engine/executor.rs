@@ -215,10 +215,10 @@ impl<C: Cloud> Engine<C> {
             }
         }
         if let Some(address) = access.address {
-            let pinned =
-                self.db
-                    .with(|s| s.reader().external_host_key(&address.to_string()))
-                    .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+            let pinned = self
+                .db
+                .with(|s| s.reader().external_host_key(&address.to_string()))
+                .map_err(|err| StepFailure::input("plan", err.to_string()))?;
             return Ok(Host {
                 vnfc_id: step.host.clone(),
                 server_id: None,

@@ -519,11 +519,12 @@ impl<C: Cloud> Engine<C> {
     /// 0600, written to a temporary file and renamed). Never logged.
     fn keep_kubeconfig(&self, step: &Step, host: &Host, out: &Output) -> Result<(), Attempt> {
         let endpoint = step.args.first().map(String::as_str).unwrap_or_default();
-        let text = crate::flavour::kubespray::kubeconfig_for(&out.stdout_str(), endpoint)
-            .map_err(|e| Attempt::Failed {
+        let text = crate::flavour::kubespray::kubeconfig_for(&out.stdout_str(), endpoint).map_err(
+            |e| Attempt::Failed {
                 exit_status: None,
                 reason: e.to_string(),
-            })?;
+            },
+        )?;
         let Some(dir) = self.db.with(|s| s.state_dir()) else {
             return Ok(());
         };

@@ -316,8 +316,7 @@ pub fn known_hosts(nodes: &[ClusterNode], rows: &[VnfcRow]) -> Result<String, Fl
 /// mode, health-checked backends. Servers are named by node name, sorted, so the same nodes
 /// give the same bytes.
 pub fn haproxy_cfg(vnf_instance_id: &str, nodes: &[ClusterNode]) -> String {
-    let mut masters: Vec<&ClusterNode> =
-        nodes.iter().filter(|n| n.role == Role::Master).collect();
+    let mut masters: Vec<&ClusterNode> = nodes.iter().filter(|n| n.role == Role::Master).collect();
     let mut all: Vec<&ClusterNode> = nodes.iter().filter(|n| n.role.is_node()).collect();
     masters.sort_by(|a, b| a.name.cmp(&b.name));
     all.sort_by(|a, b| a.name.cmp(&b.name));

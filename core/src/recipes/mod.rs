@@ -41,7 +41,10 @@ const SCRIPTS: &[(&str, &str)] = &[
         "ansible.inventory",
         include_str!("scripts/ansible_inventory.sh"),
     ),
-    ("ansible.playbook", include_str!("scripts/ansible_playbook.sh")),
+    (
+        "ansible.playbook",
+        include_str!("scripts/ansible_playbook.sh"),
+    ),
     ("k8s.drain", include_str!("scripts/k8s_drain.sh")),
     ("lb.haproxy", include_str!("scripts/lb_haproxy.sh")),
     ("k8s.kubeconfig", include_str!("scripts/k8s_kubeconfig.sh")),

@@ -151,7 +151,9 @@ fn inventory_lists_every_node_in_kubespray_groups_without_passwords() {
     assert_eq!(group("etcd"), ["master1"]);
     assert_eq!(group("kube_node"), ["master1", "worker1", "worker10"]);
     assert!(group("calico_rr").is_empty());
-    let cluster = all["children"]["k8s_cluster"]["children"].as_mapping().unwrap();
+    let cluster = all["children"]["k8s_cluster"]["children"]
+        .as_mapping()
+        .unwrap();
     assert!(cluster.contains_key("kube_control_plane") && cluster.contains_key("kube_node"));
     // Passwords are references into the credentials file only.
     assert!(!hosts.contains("password: ubuntu"));
@@ -164,7 +166,10 @@ fn inventory_lists_every_node_in_kubespray_groups_without_passwords() {
     assert_eq!(v["loadbalancer_apiserver"]["address"], "10.0.0.5");
     assert_eq!(v["loadbalancer_apiserver"]["port"], 8383);
     for secret in ["password1", "password2", "user1:"] {
-        assert!(!vars.contains(secret) && !hosts.contains(secret), "{secret}");
+        assert!(
+            !vars.contains(secret) && !hosts.contains(secret),
+            "{secret}"
+        );
     }
     // The planned step's arguments carry digests, not contents.
     assert_eq!(step.args[1], sha256_hex(hosts.as_bytes()));
@@ -301,7 +306,10 @@ fn scale_in_of_worker1_keeps_worker10_everywhere() {
         panic!()
     };
     assert_eq!(rm.step.args[2], "remove-node.yml");
-    assert_eq!(&rm.step.args[5..], ["node=worker1", "skip_confirmation=yes"]);
+    assert_eq!(
+        &rm.step.args[5..],
+        ["node=worker1", "skip_confirmation=yes"]
+    );
     let hosts: serde_yaml_ng::Value =
         serde_yaml_ng::from_str(upload(&stages[2], "hosts.yaml")).unwrap();
     let names: Vec<&str> = hosts["all"]["hosts"]
@@ -432,7 +440,10 @@ fn kubeconfig_points_at_the_lb() {
     let out = kubeconfig_for(admin, &endpoint(lb)).unwrap();
     assert!(out.contains("    server: https://10.0.0.5:8383\n"), "{out}");
     assert!(!out.contains("6443") && !out.contains("already done"));
-    assert_eq!(kubeconfig_server(&out).as_deref(), Some("https://10.0.0.5:8383"));
+    assert_eq!(
+        kubeconfig_server(&out).as_deref(),
+        Some("https://10.0.0.5:8383")
+    );
     assert!(kubeconfig_for("nothing\n", "https://x").is_err());
 }
 
@@ -471,10 +482,7 @@ fn recap_success_needs_a_recap_with_clean_hosts() {
     let ok = "TASK [x] ***\nok: [master1]\n\nPLAY RECAP ***\nmaster1 : ok=1 changed=0 unreachable=0 failed=0 skipped=0\n";
     assert!(parse_recap(ok).succeeded());
     assert!(!parse_recap("TASK [x] ***\nok: [master1]\n").succeeded());
-    assert_eq!(
-        parse_recap("").summary(),
-        "no PLAY RECAP in the output"
-    );
+    assert_eq!(parse_recap("").summary(), "no PLAY RECAP in the output");
     let delegated = "TASK [drain] ***\nfatal: [worker1 -> master1]: FAILED! => {}\nPLAY RECAP ***\nworker1 : ok=0 changed=0 unreachable=0 failed=1\n";
     assert_eq!(parse_recap(delegated).failures[0].host, "worker1");
 }

@@ -4,7 +4,7 @@
 # place). A changed inventory voids the records of playbooks run against the old one.
 inv=$1; hosts_sha=$2; vars_sha=$3
 digest() { if [ -f "$1" ]; then sha256sum "$1" | cut -d' ' -f1; else echo none; fi; }
-if [ "$(digest "$inv/hosts.yaml")" = "$hosts_sha" ] && [ "$(digest "$inv/group_vars/all/vnfkeeper.yml")" = "$vars_sha" ]; then
+if [ "$MODE" = check ] && [ "$(digest "$inv/hosts.yaml")" = "$hosts_sha" ] && [ "$(digest "$inv/group_vars/all/vnfkeeper.yml")" = "$vars_sha" ]; then
     done_ "inventory $inv/hosts.yaml is current"
 fi
 needed "inventory $inv differs from the VNFC rows"
