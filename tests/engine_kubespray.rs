@@ -16,6 +16,36 @@ use vnfkeeper::flavour::kubespray::haproxy_servers;
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::model::OperationState;
 
+/// Everything the engine logs (the daemon's journal), as text with span fields.
+#[derive(Clone, Default)]
+struct Journal(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Journal {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Journal {
+    fn install() -> Self {
+        let j = Journal::default();
+        let w = j.clone();
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(move || w.clone())
+            .init();
+        j
+    }
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
 const INVENTORY: &str = "/home/ansible/kubespray/inventory/vnf-kubespray";
 
 /// The Ansible server of the bed: as described next to clouds.yaml, else started here at
@@ -102,6 +132,7 @@ async fn everything_the_hosts_kept(bed: &Bed) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs root (network namespaces)"]
 async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_completes() {
+    let journal = Journal::install();
     let bed = Bed::new("vkk", 76, fast_limits()).await;
     let a = ansible_server(&bed).await;
     let (op, vnf) = submit(&bed, &request(&a));
@@ -261,6 +292,75 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
             .any(|c| c.contains("ansible-playbook") && c.contains("scale.yml")),
         "scale.yml ran"
     );
+
+    // 4. SCALE_IN by one step: the newest worker is drained on a master, removed by
+    // remove-node.yml, and leaves the inventory, the cluster and the LB; the others stay.
+    let before = bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap();
+    let scale_in = serde_json::json!({
+        "operation": "SCALE",
+        "vnfInstanceId": vnf,
+        "requestId": "vnf-kubespray.40",
+        "request": {"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1}
+    });
+    let (in_op, _) = submit(&bed, &serde_json::to_vec(&scale_in).unwrap());
+    let state = bed.engine.run(&in_op).await.unwrap();
+    bed.print_journal(&in_op);
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&in_op)
+    );
+    let after = bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap();
+    let gone: Vec<_> = before
+        .iter()
+        .filter(|b| !after.iter().any(|a| a.id == b.id))
+        .collect();
+    assert_eq!(gone.len(), 1);
+    let gone_name =
+        vnfkeeper::flavour::kubespray::node_name(gone[0], vnfkeeper::model::Role::Worker);
+    let stay: Vec<String> = names.iter().filter(|n| **n != gone_name).cloned().collect();
+    assert_eq!(
+        stay.len(),
+        names.len() - 1,
+        "{gone_name} was a node: {names:?}"
+    );
+    let hosts_yaml = text(&bed, ANSIBLE_SERVER_ID, &format!("{INVENTORY}/hosts.yaml")).await;
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&hosts_yaml).unwrap();
+    let mut inv: Vec<String> = doc["all"]["hosts"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap().to_owned())
+        .collect();
+    inv.sort();
+    assert_eq!(inv, stay);
+    let mut registered = bed.farm.kube(&stack).nodes().unwrap();
+    registered.sort();
+    assert_eq!(registered, stay);
+    let cfg = text(&bed, &server, "/etc/haproxy/haproxy.cfg").await;
+    let mut lb_nodes = haproxy_servers(&cfg, "kube_nodes");
+    lb_nodes.sort();
+    assert_eq!(lb_nodes, stay, "{cfg}");
+    let log = bed.farm.command_log(ANSIBLE_SERVER_ID).await.unwrap();
+    assert!(
+        log.iter().any(|c| c.contains("remove-node.yml")
+            && c.contains(&format!("node={gone_name}"))
+            && c.contains("skip_confirmation=yes")),
+        "remove-node.yml ran for {gone_name}"
+    );
+
+    // The journal: the playbooks' output with the operation's fields.
+    let logged = journal.text();
+    assert!(
+        logged.lines().any(|l| l.contains("ansible-playbook")
+            && l.contains("PLAY RECAP")
+            && l.contains(&format!("vnf_lcm_op_occ_id={op}"))),
+        "playbook output journaled with the operation's fields"
+    );
+    for secret in ["password1", "password2", "vnfkeeper_credentials:"] {
+        assert!(!logged.contains(secret), "{secret} in the journal");
+    }
 
     // Still no password anywhere, also not in the journal.
     let kept = everything_the_hosts_kept(&bed).await;
