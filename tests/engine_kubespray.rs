@@ -211,6 +211,21 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     .unwrap();
     assert!(line.starts_with("testbed-apiserver"), "{line:?}");
 
+    // The admin kubeconfig: kept 0600 under the state directory, pointing at the LB.
+    let kc = bed.dir.path().join("kubeconfig").join(format!("{vnf}.conf"));
+    let meta = std::fs::metadata(&kc).expect("kubeconfig kept");
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+        0o600
+    );
+    let kc_text = std::fs::read_to_string(&kc).unwrap();
+    let lb_endpoint = format!("https://{}:8383", lb.cp_addresses["externalLB_CP1"]);
+    assert_eq!(
+        vnfkeeper::flavour::kubespray::kubeconfig_server(&kc_text).as_deref(),
+        Some(lb_endpoint.as_str()),
+        "{kc_text}"
+    );
+
     // 2. No password left anywhere: no credentials file, no proxy password in any file on the
     // Ansible server or in any command a host ran.
     let creds = bed
