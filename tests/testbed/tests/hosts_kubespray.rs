@@ -297,6 +297,17 @@ async fn kubespray_standin_playbooks_and_haproxy_over_real_ssh() {
         String::from_utf8(f.read_file("lb", "/run/haproxy.pid").await.unwrap()).unwrap()
     };
     let pid1 = ha_pid().await;
+    // the same lists again: nothing to do, no reload
+    let out = ssh_pw(
+        lb,
+        &format!("bash /tmp/ExternalLB_installation.sh -m {m} -w {w1},{w10}"),
+    );
+    assert!(out.contains("unchanged"), "{out}");
+    assert_eq!(
+        ha_pid().await,
+        pid1,
+        "haproxy reloaded for an unchanged file"
+    );
     // a refused file leaves the running haproxy alone
     let o = f
         .exec(

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use super::farm::{HostFarm, HostSpec};
 
@@ -101,6 +102,46 @@ pub struct AnsibleServer {
 }
 
 impl AnsibleServer {
+    /// Fills the `additionalParams.k8s_cluster_installation_param.ansible` block of a kubespray
+    /// InstantiateVnfRequest with this server: `ip_address`, `username`, `password`,
+    /// `kubespray_root_path`, and `transferring_inventory_path` =
+    /// `<kubespray_root_path>/inventory/<last component of the request's value>` (the seed
+    /// fixture gives `vnf-kubespray`; `vnfkeeper` when the request has none). `request` is the
+    /// InstantiateVnfRequest or a spool envelope (`{"operation", …, "request": {…}}`); every other
+    /// field stays as it is.
+    ///
+    /// Errors: no `additionalParams.k8s_cluster_installation_param` object.
+    pub fn fill_request(&self, request: &mut Value) -> Result<()> {
+        let req = if request.get("request").is_some_and(Value::is_object) {
+            &mut request["request"]
+        } else {
+            request
+        };
+        let param = req
+            .get_mut("additionalParams")
+            .and_then(|a| a.get_mut("k8s_cluster_installation_param"))
+            .and_then(Value::as_object_mut)
+            .context("no additionalParams.k8s_cluster_installation_param in the request")?;
+        let block = param.entry("ansible").or_insert_with(|| json!({}));
+        if !block.is_object() {
+            *block = json!({});
+        }
+        let leaf = block
+            .get("transferring_inventory_path")
+            .and_then(Value::as_str)
+            .and_then(|p| Path::new(p).file_name())
+            .and_then(|f| f.to_str())
+            .unwrap_or("vnfkeeper")
+            .to_string();
+        let root = self.kubespray_root_path.trim_end_matches('/');
+        block["ip_address"] = json!(self.ip_address.to_string());
+        block["username"] = json!(self.username);
+        block["password"] = json!(self.password);
+        block["kubespray_root_path"] = json!(root);
+        block["transferring_inventory_path"] = json!(format!("{root}/inventory/{leaf}"));
+        Ok(())
+    }
+
     /// Reads `ansible-server.json` (as written by [`AnsibleServer::write`]).
     ///
     /// Errors: unreadable file, or JSON without the four fields.
@@ -212,4 +253,72 @@ async fn exec_ok(farm: &HostFarm, cmd: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> AnsibleServer {
+        AnsibleServer {
+            ip_address: Ipv4Addr::new(10, 231, 9, 254),
+            username: "ops".into(),
+            password: "pw".into(),
+            kubespray_root_path: "/srv/kubespray/".into(),
+        }
+    }
+
+    #[test]
+    fn fill_request_sets_the_ansible_block_of_the_seed_fixture() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/requests/good/k8s-mgmtdriver-kubespray.10-instantiate.json");
+        let mut env: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        server().fill_request(&mut env).unwrap();
+        let p = &env["request"]["additionalParams"]["k8s_cluster_installation_param"];
+        assert_eq!(p["ansible"]["ip_address"], "10.231.9.254");
+        assert_eq!(p["ansible"]["username"], "ops");
+        assert_eq!(p["ansible"]["password"], "pw");
+        assert_eq!(p["ansible"]["kubespray_root_path"], "/srv/kubespray");
+        assert_eq!(
+            p["ansible"]["transferring_inventory_path"],
+            "/srv/kubespray/inventory/vnf-kubespray"
+        );
+        assert_eq!(p["master_node"]["username"], "ubuntu", "other fields kept");
+        // the bare request works too, and a missing block is an error
+        let mut req = env["request"].clone();
+        req["additionalParams"]["k8s_cluster_installation_param"]
+            .as_object_mut()
+            .unwrap()
+            .remove("ansible");
+        server().fill_request(&mut req).unwrap();
+        assert_eq!(
+            req["additionalParams"]["k8s_cluster_installation_param"]["ansible"]["transferring_inventory_path"],
+            "/srv/kubespray/inventory/vnfkeeper"
+        );
+        assert!(
+            server()
+                .fill_request(&mut json!({"flavourId": "simple"}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn description_file_round_trips_with_mode_0600() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = std::env::temp_dir().join(format!("tb-ansible-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(ANSIBLE_SERVER_FILE);
+        server().write(&path).unwrap();
+        assert_eq!(AnsibleServer::read(&path).unwrap(), server());
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            ["ip_address", "kubespray_root_path", "password", "username"]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
