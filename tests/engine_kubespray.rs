@@ -212,7 +212,11 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     assert!(line.starts_with("testbed-apiserver"), "{line:?}");
 
     // The admin kubeconfig: kept 0600 under the state directory, pointing at the LB.
-    let kc = bed.dir.path().join("kubeconfig").join(format!("{vnf}.conf"));
+    let kc = bed
+        .dir
+        .path()
+        .join("kubeconfig")
+        .join(format!("{vnf}.conf"));
     let meta = std::fs::metadata(&kc).expect("kubeconfig kept");
     assert_eq!(
         std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
