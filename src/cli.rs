@@ -403,6 +403,14 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     let q = db.queries();
     let instances = q.instances()?;
     let ops = q.operations(None)?;
+    // The cluster endpoint of a kubespray instance: the server of the admin kubeconfig the
+    // engine kept (0600) next to the database; unreadable or absent: none.
+    let endpoint = |id: &str| -> Option<String> {
+        let dir = settings.database.parent()?;
+        let text =
+            std::fs::read_to_string(dir.join("kubeconfig").join(format!("{id}.conf"))).ok()?;
+        crate::flavour::kubespray::kubeconfig_server(&text)
+    };
     if as_json {
         let mut list = Vec::new();
         for i in &instances {
@@ -427,6 +435,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 "createdAt": i.created_at.to_rfc3339(),
                 "updatedAt": i.updated_at.to_rfc3339(),
                 "unfinishedOperations": unfinished,
+                "clusterEndpoint": endpoint(&i.id),
                 "vnfcs": vnfcs,
             }));
         }
@@ -440,6 +449,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
         "VNFCS",
         "UNFINISHED OPS",
         "LAST OPERATION",
+        "ENDPOINT",
     ]);
     let mut vnfc_table = table(["VNF INSTANCE", "VNFC", "VDU", "INDEX", "SERVER", "IP"]);
     for i in &instances {
@@ -459,6 +469,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 .count()
                 .to_string(),
             last,
+            endpoint(&i.id).unwrap_or_default(),
         ]);
         for c in &vnfcs {
             vnfc_table.add_row([

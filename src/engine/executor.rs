@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::instance::{Instance, instance_row, stack_name};
-use super::steps::Host;
+use super::steps::{Host, LateFile};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, ErrorKind, StackCreate, StackRef, StackStatus};
 use crate::flavour::{FlavourError, HookContext};
@@ -154,7 +154,7 @@ impl<C: Cloud> Engine<C> {
             match &stage.action {
                 Action::Cloud(action) => self.cloud_stage(op, step_no, stage, action, x).await?,
                 Action::Remote(r) => {
-                    let host = self.host(&rows, &r.step.host, r.role, x)?;
+                    let host = self.host(&op.vnf_instance_id, &rows, &r.step, r.role, x)?;
                     remote.push((step_no, stage.key.clone(), r.step.clone(), host));
                 }
                 Action::Expand(_) => {
@@ -180,17 +180,68 @@ impl<C: Cloud> Engine<C> {
 
     /// How to reach VNFC `vnfc` in `role` now: the address of the role's CP in its current row,
     /// its pinned host key (first contact when none is pinned yet: see `steps::first_contact`).
+    /// A role the flavour reaches at a fixed address (the Ansible server) is a host outside the
+    /// VNF: its key is pinned in `external_host_key`. The step's late files are produced here,
+    /// from the rows as they are now, and every password the flavour knows is masked in what is
+    /// recorded of the step.
     fn host(
         &self,
+        vnf_instance_id: &str,
         rows: &[VnfcRow],
-        vnfc: &str,
+        step: &crate::recipes::Step,
         role: crate::model::Role,
         x: &Exec<'_>,
     ) -> Result<Host, StepFailure> {
+        let driver = &x.instance()?.driver;
+        let access = driver.access(role)?;
+        let mut late = Vec::new();
+        for l in &step.late {
+            late.push(LateFile {
+                path: l.path().to_owned(),
+                mode: l.mode(),
+                bytes: driver.late_upload(l, rows)?,
+            });
+        }
+        let mut secrets = vec![access.password.clone()];
+        for r in [
+            crate::model::Role::Master,
+            crate::model::Role::Worker,
+            crate::model::Role::StorageServer,
+            crate::model::Role::LoadBalancer,
+            crate::model::Role::AnsibleServer,
+        ] {
+            if let Ok(a) = driver.access(r) {
+                secrets.push(a.password);
+            }
+        }
+        if let Some(address) = access.address {
+            let pinned = self
+                .db
+                .with(|s| s.reader().external_host_key(&address.to_string()))
+                .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+            return Ok(Host {
+                vnfc_id: step.host.clone(),
+                server_id: None,
+                target: Target {
+                    address,
+                    port: 22,
+                    username: access.username,
+                    auth: Auth::Password(access.password.clone()),
+                    host_key: pinned
+                        .map(HostKeyPolicy::Pinned)
+                        .unwrap_or(HostKeyPolicy::TrustOnFirstUse),
+                    label: step.host.clone(),
+                },
+                secrets,
+                vnf_instance_id: vnf_instance_id.to_owned(),
+                external: true,
+                late,
+            });
+        }
+        let vnfc = step.host.as_str();
         let row = rows.iter().find(|v| v.id == vnfc).ok_or_else(|| {
             StepFailure::input("plan", format!("VNFC {vnfc} is not a VNFC of the instance"))
         })?;
-        let access = x.instance()?.driver.access(role)?;
         let address = crate::plan::vnfcs::cp_address(row, &access.cp).ok_or_else(|| {
             StepFailure::input(
                 "plan",
@@ -212,7 +263,10 @@ impl<C: Cloud> Engine<C> {
                     .unwrap_or(HostKeyPolicy::TrustOnFirstUse),
                 label: row.id.clone(),
             },
-            secrets: vec![access.password],
+            secrets,
+            vnf_instance_id: vnf_instance_id.to_owned(),
+            external: false,
+            late,
         })
     }
 

@@ -99,6 +99,33 @@ pub(crate) struct Host {
     pub target: Target,
     /// Values to mask in anything recorded.
     pub secrets: Vec<Secret<String>>,
+    /// The VNF instance whose operation reaches the host.
+    pub vnf_instance_id: String,
+    /// A host outside the VNF (the Ansible server): its key is pinned by address in
+    /// `external_host_key`, not on a VNFC row.
+    pub external: bool,
+    /// Files produced when the step runs, uploaded after the step's own uploads.
+    pub late: Vec<LateFile>,
+}
+
+/// A step's late file (`recipes::Late`) with its content.
+#[derive(Clone)]
+pub(crate) struct LateFile {
+    /// Absolute path on the host.
+    pub path: String,
+    /// File mode.
+    pub mode: u32,
+    /// Content (may hold passwords: never logged).
+    pub bytes: Secret<Vec<u8>>,
+}
+
+impl std::fmt::Debug for LateFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LateFile")
+            .field("path", &self.path)
+            .field("mode", &format_args!("{:o}", self.mode))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Host {
@@ -348,7 +375,7 @@ impl<C: Cloud> Engine<C> {
     async fn check_apply(&self, step: &Step, host: &Host, attempt: u32) -> Result<String, Attempt> {
         let mut target = host.target.clone();
         let mut how = None;
-        if target.host_key == HostKeyPolicy::TrustOnFirstUse {
+        if target.host_key == HostKeyPolicy::TrustOnFirstUse && !host.external {
             let (policy, first) = self.first_contact(host, attempt).await?;
             target.host_key = policy;
             how = Some(first);
@@ -358,7 +385,29 @@ impl<C: Cloud> Engine<C> {
             .connect(&target)
             .await
             .map_err(Attempt::Remote)?;
-        if connected.learned {
+        if connected.learned && host.external {
+            // First contact with a host outside the VNF: no console to verify against.
+            let pinned = self
+                .db
+                .write(|tx| {
+                    tx.pin_external_host_key(
+                        &target.address.to_string(),
+                        &connected.host_key,
+                        &connected.fingerprint,
+                        now(),
+                    )
+                })
+                .map_err(Attempt::Store)?;
+            if pinned {
+                tracing::warn!(
+                    host = %host.vnfc_id,
+                    address = %target.address,
+                    fingerprint = %connected.fingerprint,
+                    "host key of a host outside the VNF pinned by trust on first use"
+                );
+            }
+            target.host_key = HostKeyPolicy::Pinned(connected.host_key.clone());
+        } else if connected.learned {
             // First contact with a server the engine created: pin the key in the database.
             let how = how.unwrap_or(FirstContact::TrustOnFirstUse);
             let pinned = self
@@ -390,13 +439,25 @@ impl<C: Cloud> Engine<C> {
             target.host_key = HostKeyPolicy::Pinned(connected.host_key.clone());
         }
         let check = self.exec(step, &target, "check").await?;
+        if step.name == "k8s.kubeconfig" && check.exit_status == Some(0) {
+            self.keep_kubeconfig(step, host, &check)?;
+        }
         match check.exit_status {
             Some(0) => return Ok(last_line(&check)),
             Some(EXIT_NEEDED) => {}
             other => return Err(self.failed(&check, other, host, "check")),
         }
-        for u in &step.uploads {
-            if let Some(dir) = std::path::Path::new(&u.path).parent() {
+        let uploads = step
+            .uploads
+            .iter()
+            .map(|u| (u.path.as_str(), u.bytes.as_slice(), u.mode))
+            .chain(
+                host.late
+                    .iter()
+                    .map(|l| (l.path.as_str(), l.bytes.expose().as_slice(), l.mode)),
+            );
+        for (path, bytes, mode) in uploads {
+            if let Some(dir) = std::path::Path::new(path).parent() {
                 let mkdir = RemoteCommand::new("mkdir")
                     .arg("-p")
                     .arg(dir.display().to_string())
@@ -418,11 +479,14 @@ impl<C: Cloud> Engine<C> {
                 }
             }
             self.remote
-                .upload(&target, &u.path, &u.bytes, u.mode, step.sudo)
+                .upload(&target, path, bytes, mode, step.sudo)
                 .await
                 .map_err(Attempt::Remote)?;
         }
         let apply = self.exec(step, &target, "apply").await?;
+        if step.name == "ansible.playbook" {
+            self.playbook_outcome(&apply, host)?;
+        }
         if apply.exit_status != Some(0) {
             return Err(self.failed(&apply, apply.exit_status, host, "apply"));
         }
@@ -448,6 +512,65 @@ impl<C: Cloud> Engine<C> {
             .timeout(timeout)
             .step(step.name);
         self.remote.run(target, &cmd).await.map_err(Attempt::Remote)
+    }
+
+    /// Keeps the admin kubeconfig `k8s.kubeconfig` printed, its server set to the step's
+    /// endpoint (the LB), as `<state dir>/kubeconfig/<vnfInstanceId>.conf` (directory 0700, file
+    /// 0600, written to a temporary file and renamed). Never logged.
+    fn keep_kubeconfig(&self, step: &Step, host: &Host, out: &Output) -> Result<(), Attempt> {
+        let endpoint = step.args.first().map(String::as_str).unwrap_or_default();
+        let text = crate::flavour::kubespray::kubeconfig_for(&out.stdout_str(), endpoint).map_err(
+            |e| Attempt::Failed {
+                exit_status: None,
+                reason: e.to_string(),
+            },
+        )?;
+        let Some(dir) = self.db.with(|s| s.state_dir()) else {
+            return Ok(());
+        };
+        let name = format!("{}.conf", host.vnf_instance_id);
+        let written = write_private(&dir.join("kubeconfig"), &name, &text);
+        written.map_err(|e| Attempt::Failed {
+            exit_status: None,
+            reason: format!("cannot keep the admin kubeconfig under the state directory: {e}"),
+        })?;
+        tracing::info!(endpoint, "admin kubeconfig kept");
+        Ok(())
+    }
+
+    /// An `ansible-playbook` run: its output, secrets masked, into the journal line by line
+    /// (within the step's span, so with the operation's fields), then success only when it
+    /// exited 0 and its `PLAY RECAP` has `failed=0 unreachable=0` for every host; otherwise the
+    /// failure names each failed host and task.
+    fn playbook_outcome(&self, out: &Output, host: &Host) -> Result<(), Attempt> {
+        let secrets: Vec<&Secret<String>> = host.secrets.iter().collect();
+        let text = crate::remote::tail_masked(&out.stdout, usize::MAX, &secrets);
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            tracing::info!(target: "vnfkeeper::ansible", line = %line, "ansible-playbook");
+        }
+        let recap = crate::flavour::kubespray::parse_recap(&text);
+        if out.exit_status == Some(0) && recap.succeeded() {
+            return Ok(());
+        }
+        let signal = out
+            .signal
+            .as_deref()
+            .map(|s| format!(", killed by SIG{s}"))
+            .unwrap_or_default();
+        let mut reason = format!("ansible-playbook failed{signal}: {}", recap.summary());
+        if !recap.seen {
+            let tail = out.stderr_tail(1000, &secrets);
+            let tail = if tail.trim().is_empty() {
+                crate::remote::tail_masked(&out.stdout, 1000, &secrets)
+            } else {
+                tail
+            };
+            reason.push_str(&format!(" ({})", tail.trim()));
+        }
+        Err(Attempt::Failed {
+            exit_status: out.exit_status,
+            reason,
+        })
     }
 
     fn failed(&self, out: &Output, exit_status: Option<u32>, host: &Host, phase: &str) -> Attempt {
@@ -483,6 +606,27 @@ enum Attempt {
         reason: String,
     },
     Store(StoreError),
+}
+
+/// Writes `text` to `dir/name` with mode 0600 (`dir` created 0700): a temporary file, synced,
+/// renamed over the old one.
+fn write_private(dir: &std::path::Path, name: &str, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, dir.join(name))
 }
 
 /// The last line a step script printed: its verdict ("already done: …", "applied …").

@@ -120,3 +120,37 @@ impl Tx<'_> {
         }))
     }
 }
+
+impl Tx<'_> {
+    /// Pins the SSH host key of a host outside any VNF (the Ansible server) at `address` unless
+    /// one is pinned already (`migrations/V8__external_host_keys.sql`). Returns whether it was
+    /// pinned now.
+    pub fn pin_external_host_key(
+        &mut self,
+        address: &str,
+        key: &str,
+        fingerprint: &str,
+        now: Timestamp,
+    ) -> Result<bool> {
+        let n = self.tx.execute(
+            "INSERT OR IGNORE INTO external_host_key (address, host_key, fingerprint, pinned_at)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![address, key, fingerprint, now.to_rfc3339()],
+        )?;
+        Ok(n == 1)
+    }
+}
+
+impl super::ReaderRef<'_> {
+    /// The pinned host key (OpenSSH line) of the host outside any VNF at `address`, if any.
+    pub fn external_host_key(&self, address: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT host_key FROM external_host_key WHERE address = ?1",
+                [address],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+}

@@ -98,6 +98,16 @@ pub struct Store {
 }
 
 impl Store {
+    /// The directory holding the database file (the daemon's state directory); `None` for an
+    /// in-memory database.
+    pub fn state_dir(&self) -> Option<std::path::PathBuf> {
+        self.conn.path().filter(|p| !p.is_empty()).and_then(|p| {
+            std::path::Path::new(p)
+                .parent()
+                .map(std::path::Path::to_path_buf)
+        })
+    }
+
     /// Opens and migrates the database, creating it (mode 0640) only when no earlier database
     /// left a sign next to it (`-wal`, `-shm`, `-journal`, `backup/`); see [`Store::open_guarded`].
     /// Then loads the key that encrypts request secrets ([`key_path`]; created at first start)

@@ -3,6 +3,7 @@
 #![allow(dead_code, missing_docs)]
 
 pub mod bed;
+pub mod kubespray;
 
 use std::fs;
 use std::io::Read as _;
@@ -295,6 +296,22 @@ pub async fn testbed_with_hosts(
     testbed::cloud::Testbed,
     Cleanup,
 ) {
+    testbed_with_hosts_opts(prefix, net, dir, false).await
+}
+
+/// [`testbed_with_hosts`], and with `ansible_server` the kubespray flavour's Ansible server
+/// (`tb.ansible_server()`: its [`testbed::hosts::AnsibleServer`] and `dir/ansible-server.json`;
+/// fill a request with [`kubespray::fill_ansible`]).
+pub async fn testbed_with_hosts_opts(
+    prefix: &'static str,
+    net: u8,
+    dir: &Path,
+    ansible_server: bool,
+) -> (
+    std::sync::Arc<testbed::hosts::HostFarm>,
+    testbed::cloud::Testbed,
+    Cleanup,
+) {
     let _ = testbed::hosts::down_all(prefix).await;
     let cleanup = Cleanup(prefix);
     testbed::hosts::setup_packages()
@@ -314,6 +331,7 @@ pub async fn testbed_with_hosts(
     opts.farm = Some(std::sync::Arc::new(testbed::cloud::farm::FarmBackend(
         farm.clone(),
     )));
+    opts.ansible_server = ansible_server;
     let tb = testbed::cloud::Testbed::start(opts).await.unwrap();
     (farm, tb, cleanup)
 }

@@ -361,7 +361,7 @@ impl MgmtDriver for KubeadmNfs {
                 })?;
                 (&ss.ssh_cp_name, &ss.username, &ss.password)
             }
-            Role::Other => {
+            Role::Other | Role::LoadBalancer | Role::AnsibleServer => {
                 return Err(FlavourError::new(
                     "plan",
                     "a VNFC without a role in the cluster is not configured",
@@ -369,6 +369,7 @@ impl MgmtDriver for KubeadmNfs {
             }
         };
         Ok(Access {
+            address: None,
             cp: cp.clone(),
             username: user.clone(),
             password: password.clone(),
@@ -605,7 +606,7 @@ impl MgmtDriver for KubeadmNfs {
                     out.extend(self.pv_probes(c, vnfc));
                 }
             }
-            Role::Other => {}
+            Role::Other | Role::LoadBalancer | Role::AnsibleServer => {}
         }
         out
     }

@@ -10,6 +10,7 @@
 //! read by the caller and handed over in [`Inputs::files`].
 
 mod kubeadm_nfs;
+pub mod kubespray;
 mod plain;
 
 use std::collections::BTreeMap;
@@ -18,7 +19,7 @@ use std::time::Duration;
 use crate::model::VnfcRow;
 use crate::package::Vnfd;
 use crate::plan::stages::Stage;
-use crate::recipes::Step;
+use crate::recipes::{Late, Step};
 use crate::wire::Secret;
 use crate::wire::sol003::InstantiateVnfRequest;
 
@@ -27,8 +28,11 @@ pub use crate::model::Role;
 /// How a VNFC in some role is reached: the CP whose address is used, and the credentials.
 #[derive(Debug, Clone)]
 pub struct Access {
-    /// The CP (`ssh_cp_name`).
+    /// The CP (`ssh_cp_name`); empty for a host outside the VNF (see `address`).
     pub cp: String,
+    /// The fixed address of a host outside the VNF (the Ansible server); `None` for a VNFC,
+    /// whose address is its row's address on `cp`.
+    pub address: Option<std::net::IpAddr>,
     /// SSH user.
     pub username: String,
     /// SSH and sudo password.
@@ -136,21 +140,35 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
 
     /// Names of the PersistentVolumes the VNF registers (empty for none).
     fn pv_names(&self) -> Result<Vec<String>, FlavourError>;
+
+    /// The content of a step's [`Late`] file from the VNFC rows as stored when the step runs
+    /// (pinned host keys, credentials). Errors: the flavour plans no such file, or what it
+    /// needs is missing (a node without a pinned key).
+    fn late_upload(&self, late: &Late, _rows: &[VnfcRow]) -> Result<Secret<Vec<u8>>, FlavourError> {
+        Err(FlavourError::new(
+            "plan",
+            format!("this flavour produces no file for {}", late.path()),
+        ))
+    }
 }
 
 /// The package files the flavour of `req` reads (package-relative paths).
 pub fn package_files(req: &InstantiateVnfRequest) -> Vec<String> {
     match k8s(req) {
+        Some(k) if k.ansible.is_some() => kubespray::package_files(k),
         Some(k) => kubeadm_nfs::package_files(k),
         None => Vec::new(),
     }
 }
 
 /// The flavour of an instance, from its INSTANTIATE request: `k8s_cluster_installation_param`
-/// selects the kubeadm-script cluster (with storage server and PersistentVolumes when given);
-/// without it, a VNF whose VNFCs vnfkeeper does not configure.
+/// with an `ansible` block selects the kubespray cluster (run from that Ansible server, with the
+/// external load balancer); without one, the kubeadm-script cluster (with storage server and
+/// PersistentVolumes when given); without the parameter, a VNF whose VNFCs vnfkeeper does not
+/// configure.
 pub fn select(inputs: Inputs) -> Box<dyn MgmtDriver> {
     match k8s(&inputs.req).cloned() {
+        Some(k) if k.ansible.is_some() => Box::new(kubespray::Kubespray::new(inputs, k)),
         Some(k) => Box::new(kubeadm_nfs::KubeadmNfs::new(inputs, k)),
         None => Box::new(plain::Plain),
     }

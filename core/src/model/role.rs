@@ -1,10 +1,10 @@
 //! Roles of VNFCs: what a VNFC is to the flavour that configures it (a Kubernetes master or
-//! worker, the NFS storage server), with the traits the engine and reconcile act on.
+//! worker, the NFS storage server, the external load balancer, the Ansible server), with the traits the engine and reconcile act on.
 
 use serde::{Deserialize, Serialize};
 
 /// What a VNFC is to its flavour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// A Kubernetes control-plane node.
@@ -13,6 +13,11 @@ pub enum Role {
     Worker,
     /// The NFS storage server (holds the data volumes).
     StorageServer,
+    /// The external load balancer in front of the cluster (HAProxy; kubespray flavour).
+    LoadBalancer,
+    /// The Ansible server that runs kubespray: a host outside the VNF, reached at the address
+    /// the request gives (kubespray flavour).
+    AnsibleServer,
     /// A VDU the flavour does not manage.
     Other,
 }

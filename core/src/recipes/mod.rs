@@ -36,6 +36,18 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("pv.available", include_str!("scripts/pv_available.sh")),
     ("pv.not_bound", include_str!("scripts/pv_not_bound.sh")),
     ("pv.unregister", include_str!("scripts/pv_unregister.sh")),
+    ("node.reach", include_str!("scripts/node_reach.sh")),
+    (
+        "ansible.inventory",
+        include_str!("scripts/ansible_inventory.sh"),
+    ),
+    (
+        "ansible.playbook",
+        include_str!("scripts/ansible_playbook.sh"),
+    ),
+    ("k8s.drain", include_str!("scripts/k8s_drain.sh")),
+    ("lb.haproxy", include_str!("scripts/lb_haproxy.sh")),
+    ("k8s.kubeconfig", include_str!("scripts/k8s_kubeconfig.sh")),
 ];
 
 /// The step name and script text of the step called `name`, if there is one.
@@ -45,7 +57,7 @@ pub fn script(name: &str) -> Option<(&'static str, &'static str)> {
 
 /// `(name, script)` of a step this module defines; panics on a name missing from `SCRIPTS`,
 /// which the unit tests exercise for every constructor.
-fn known(name: &str) -> (&'static str, &'static str) {
+pub(crate) fn known(name: &str) -> (&'static str, &'static str) {
     script(name).unwrap_or_else(|| panic!("step `{name}` has no script"))
 }
 
@@ -64,6 +76,9 @@ pub struct Step {
     pub args: Vec<String>,
     /// Files uploaded before the step runs (e.g. a PersistentVolume manifest).
     pub uploads: Vec<Upload>,
+    /// Files whose content exists only when the step runs (pinned host keys, credentials),
+    /// produced by the instance's flavour and uploaded after `uploads`.
+    pub late: Vec<Late>,
     /// Run as root through sudo.
     pub sudo: bool,
     /// Longest one run (check or apply) may take; enforced on the remote side.
@@ -82,6 +97,42 @@ pub struct Upload {
     pub mode: u32,
 }
 
+/// A file whose content the flavour produces when the step runs
+/// (`MgmtDriver::late_upload`), never stored in the plan.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Late {
+    /// An OpenSSH `known_hosts` file (mode 0644) of the cluster's nodes, from the host keys
+    /// vnfkeeper pinned: one `<address> <key>` line per node.
+    KnownHosts {
+        /// Absolute path on the host.
+        path: String,
+    },
+    /// A YAML variables file (mode 0600) with the nodes' SSH and sudo passwords and the proxy
+    /// settings; the step's script removes it when it ends.
+    Credentials {
+        /// Absolute path on the host.
+        path: String,
+    },
+}
+
+impl Late {
+    /// Absolute path on the host.
+    pub fn path(&self) -> &str {
+        match self {
+            Late::KnownHosts { path } | Late::Credentials { path } => path,
+        }
+    }
+
+    /// File mode.
+    pub fn mode(&self) -> u32 {
+        match self {
+            Late::KnownHosts { .. } => 0o644,
+            Late::Credentials { .. } => 0o600,
+        }
+    }
+}
+
 /// The stored form of a [`Step`].
 #[derive(serde::Serialize, serde::Deserialize)]
 struct StoredStep {
@@ -90,6 +141,8 @@ struct StoredStep {
     args: Vec<String>,
     #[serde(default)]
     uploads: Vec<Upload>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    late: Vec<Late>,
     sudo: bool,
     timeout_secs: u64,
 }
@@ -101,6 +154,7 @@ impl From<Step> for StoredStep {
             host: s.host,
             args: s.args,
             uploads: s.uploads,
+            late: s.late,
             sudo: s.sudo,
             timeout_secs: s.timeout.as_secs(),
         }
@@ -118,6 +172,7 @@ impl TryFrom<StoredStep> for Step {
             script,
             args: s.args,
             uploads: s.uploads,
+            late: s.late,
             sudo: s.sudo,
             timeout: Duration::from_secs(s.timeout_secs),
         })
@@ -203,6 +258,7 @@ pub fn storage_volumes(host: &str, volumes: &[VolumeSetup]) -> Vec<Step> {
             host: host.into(),
             script: known("storage.filesystem").1,
             args: vec![v.device.clone(), v.volume_id.clone()],
+            late: Vec::new(),
             uploads: Vec::new(),
             sudo: true,
             timeout: Duration::from_secs(600),
@@ -212,6 +268,7 @@ pub fn storage_volumes(host: &str, volumes: &[VolumeSetup]) -> Vec<Step> {
             host: host.into(),
             script: known("storage.mount").1,
             args: vec![v.device.clone(), v.volume_id.clone(), v.mount_to.clone()],
+            late: Vec::new(),
             uploads: Vec::new(),
             sudo: true,
             timeout: Duration::from_secs(120),
@@ -249,6 +306,7 @@ pub fn nfs_server(host: &str, vnf_instance_id: &str, exports: &[Export]) -> Vec<
             host: host.into(),
             script: known("nfs.server").1,
             args: Vec::new(),
+            late: Vec::new(),
             uploads: Vec::new(),
             sudo: true,
             timeout: Duration::from_secs(900),
@@ -258,6 +316,7 @@ pub fn nfs_server(host: &str, vnf_instance_id: &str, exports: &[Export]) -> Vec<
             host: host.into(),
             script: known("nfs.exports").1,
             args,
+            late: Vec::new(),
             uploads: Vec::new(),
             sudo: true,
             timeout: Duration::from_secs(120),
@@ -272,6 +331,7 @@ pub fn nfs_client(host: &str) -> Step {
         host: host.into(),
         script: known("nfs.client").1,
         args: Vec::new(),
+        late: Vec::new(),
         uploads: Vec::new(),
         sudo: true,
         timeout: Duration::from_secs(900),
@@ -289,6 +349,7 @@ pub fn k8s_install(host: &str, script: &str, body: Vec<u8>, args: Vec<String>) -
         host: host.into(),
         script: known("k8s.install").1,
         args: all,
+        late: Vec::new(),
         uploads: vec![Upload {
             path: script.into(),
             bytes: body,
@@ -317,6 +378,7 @@ pub fn k8s_remove_node(host: &str, address: &str, drain: Duration, policy: Drain
             }
             .into(),
         ],
+        late: Vec::new(),
         uploads: Vec::new(),
         sudo: false,
         timeout: drain + Duration::from_secs(60),

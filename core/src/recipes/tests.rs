@@ -130,6 +130,7 @@ fn replace_step(file: &Path) -> Step {
         host: "h".into(),
         script: "printf 'new\\n' | replace_file \"$1\"\necho replaced",
         args: vec![file.display().to_string()],
+        late: Vec::new(),
         uploads: Vec::new(),
         sudo: false,
         timeout: Duration::from_secs(10),
@@ -312,6 +313,7 @@ fn every_step_round_trips_through_a_stored_plan() {
         "pv1",
         std::time::Duration::from_secs(30),
     ));
+    steps.extend(crate::flavour::kubespray::tests::sample_steps());
     let names: std::collections::BTreeSet<&str> = steps.iter().map(|s| s.name).collect();
     assert_eq!(names.len(), SCRIPTS.len(), "one constructor per script");
     for step in steps {

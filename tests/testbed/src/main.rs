@@ -38,6 +38,10 @@ enum Cmd {
         /// Password of user `admin` (written into clouds.yaml).
         #[arg(long, default_value = "testbed-secret")]
         password: String,
+        /// Also start the kubespray flavour's Ansible server (at the subnet's last address;
+        /// DIR/ansible-server.json says how to reach it). Needs hosts.
+        #[arg(long)]
+        ansible_server: bool,
     },
     /// Install the packages hosts need (sshd, sudo, nfs-ganesha, …); needs root.
     Setup,
@@ -68,7 +72,18 @@ async fn main() -> anyhow::Result<()> {
             prefix,
             subnet,
             password,
-        } => serve(state_dir, listen, no_hosts, prefix, subnet, password).await,
+            ansible_server,
+        } => {
+            let opts = CloudOptions {
+                state_dir,
+                listen,
+                subnet,
+                password,
+                farm: None,
+                ansible_server,
+            };
+            serve(opts, no_hosts, prefix).await
+        }
         Cmd::Setup => testbed::hosts::setup_packages().await,
         Cmd::Down { all, prefix } => {
             anyhow::ensure!(all, "pass --all: down removes everything with the prefix");
@@ -83,28 +98,15 @@ async fn main() -> anyhow::Result<()> {
     }
 }
 
-async fn serve(
-    state_dir: PathBuf,
-    listen: SocketAddr,
-    no_hosts: bool,
-    prefix: String,
-    subnet: String,
-    password: String,
-) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&state_dir)
-        .with_context(|| format!("creating {}", state_dir.display()))?;
+async fn serve(mut opts: CloudOptions, no_hosts: bool, prefix: String) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&opts.state_dir)
+        .with_context(|| format!("creating {}", opts.state_dir.display()))?;
     let farm = if no_hosts {
         None
     } else {
-        Some(testbed::cloud::farm::start_farm(&state_dir, &prefix, &subnet).await?)
+        Some(testbed::cloud::farm::start_farm(&opts.state_dir, &prefix, &opts.subnet).await?)
     };
-    let opts = CloudOptions {
-        state_dir,
-        listen,
-        subnet,
-        password,
-        farm: farm.clone(),
-    };
+    opts.farm = farm.clone();
     let tb = match Testbed::start(opts).await {
         Ok(tb) => tb,
         Err(e) => {
@@ -123,6 +125,15 @@ async fn serve(
         "testbed: clouds.yaml at {} (cloud `testbed`)",
         tb.clouds_yaml().display()
     );
+    if let Some((a, path)) = tb.ansible_server() {
+        println!(
+            "testbed: Ansible server {} (user {}), kubespray stand-in at {}; described in {}",
+            a.ip_address,
+            a.username,
+            a.kubespray_root_path,
+            path.display()
+        );
+    }
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}

@@ -88,4 +88,12 @@ pub trait HostBackend: Send + Sync + 'static {
     ) -> BoxFut<'_, anyhow::Result<()>>;
     /// Hosts as the farm sees them (free-form JSON per host).
     fn hosts_json(&self) -> serde_json::Value;
+    /// Starts the kubespray flavour's Ansible server at `ip` (outside any stack). The default
+    /// refuses: only a real farm has one.
+    fn start_ansible_server(
+        &self,
+        ip: Ipv4Addr,
+    ) -> BoxFut<'_, anyhow::Result<crate::hosts::AnsibleServer>> {
+        Box::pin(async move { anyhow::bail!("this host backend has no Ansible server ({ip})") })
+    }
 }

@@ -107,6 +107,13 @@ impl HostBackend for FarmBackend {
         Box::pin(async move { r })
     }
 
+    fn start_ansible_server(
+        &self,
+        ip: std::net::Ipv4Addr,
+    ) -> BoxFut<'_, anyhow::Result<crate::hosts::AnsibleServer>> {
+        Box::pin(async move { self.0.start_ansible_server(ip).await })
+    }
+
     fn hosts_json(&self) -> Value {
         Value::Array(
             self.0

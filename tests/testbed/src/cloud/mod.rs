@@ -66,6 +66,10 @@ pub struct CloudOptions {
     pub password: String,
     /// The host farm; `None` = servers are records only.
     pub farm: Option<Arc<dyn HostBackend>>,
+    /// Start the kubespray flavour's Ansible server (needs `farm`): a host outside any stack at
+    /// the subnet's last usable address, described in `state_dir/ansible-server.json`
+    /// ([`crate::hosts::AnsibleServer`]). Default `false`.
+    pub ansible_server: bool,
 }
 
 impl std::fmt::Debug for CloudOptions {
@@ -75,6 +79,7 @@ impl std::fmt::Debug for CloudOptions {
             .field("listen", &self.listen)
             .field("subnet", &self.subnet)
             .field("farm", &self.farm.is_some())
+            .field("ansible_server", &self.ansible_server)
             .finish()
     }
 }
@@ -88,6 +93,7 @@ impl CloudOptions {
             subnet: "10.231.0.0/24".to_string(),
             password: "testbed-secret".to_string(),
             farm: None,
+            ansible_server: false,
         }
     }
 }
@@ -519,6 +525,7 @@ pub struct Testbed {
     cloud: Arc<Cloud>,
     addr: SocketAddr,
     clouds_yaml: PathBuf,
+    ansible: Option<(crate::hosts::AnsibleServer, PathBuf)>,
     server: Option<tokio::task::JoinHandle<()>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     down: bool,
@@ -526,9 +533,11 @@ pub struct Testbed {
 
 impl Testbed {
     /// Binds the listener, starts the HTTP server and writes `state_dir/clouds.yaml` (atomically)
-    /// once the server accepts connections.
+    /// once the server accepts connections; with [`CloudOptions::ansible_server`], then starts the
+    /// Ansible server and writes `state_dir/ansible-server.json` (mode 0600).
     ///
-    /// Errors: bind failure, bad subnet, unwritable state dir.
+    /// Errors: bind failure, bad subnet, unwritable state dir; an Ansible server without a farm
+    /// or failing to start (everything started is stopped again).
     pub async fn start(opts: CloudOptions) -> anyhow::Result<Testbed> {
         anyhow::ensure!(
             opts.listen.ip().is_loopback(),
@@ -554,14 +563,55 @@ impl Testbed {
         });
         let path = opts.state_dir.join("clouds.yaml");
         write_atomic(&path, &clouds_yaml(&base, &opts.password))?;
-        Ok(Testbed {
+        let mut tb = Testbed {
             cloud,
             addr,
             clouds_yaml: path,
+            ansible: None,
             server: Some(server),
             stop: Some(tx),
             down: false,
-        })
+        };
+        if opts.ansible_server {
+            match tb.start_ansible_server(&opts.state_dir).await {
+                Ok(a) => tb.ansible = Some(a),
+                Err(e) => {
+                    tb.shutdown().await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(tb)
+    }
+
+    async fn start_ansible_server(
+        &self,
+        state_dir: &Path,
+    ) -> anyhow::Result<(crate::hosts::AnsibleServer, PathBuf)> {
+        let farm = self
+            .cloud
+            .farm
+            .clone()
+            .context("the Ansible server needs the host farm (not --no-hosts)")?;
+        let ip = {
+            let c = &self.cloud;
+            let last = Ipv4Addr::from(c.net_addr + (1u32 << (32 - c.prefix_len)) - 2);
+            anyhow::ensure!(
+                c.reserve_ip(&mut c.lock(), last),
+                "address {last} for the Ansible server is taken"
+            );
+            last
+        };
+        let server = farm.start_ansible_server(ip).await?;
+        let path = state_dir.join(crate::hosts::ANSIBLE_SERVER_FILE);
+        server.write(&path)?;
+        Ok((server, path))
+    }
+
+    /// The Ansible server and the path of its `ansible-server.json` (next to clouds.yaml), when
+    /// started with [`CloudOptions::ansible_server`].
+    pub fn ansible_server(&self) -> Option<(&crate::hosts::AnsibleServer, &Path)> {
+        self.ansible.as_ref().map(|(a, p)| (a, p.as_path()))
     }
 
     /// `http://127.0.0.1:PORT`.

@@ -746,6 +746,33 @@ impl HostFarm {
         Ok(())
     }
 
+    /// Fault: ends every open SSH session of the host (all its `sshd` processes except the
+    /// listener, whose PID the init keeps in `/run/testbed/sshd.pid`), as a host going down
+    /// would. Together with [`HostFarm::stop_sshd`] this makes the host unreachable also for
+    /// clients that keep connections open (OpenSSH `ControlPersist`, on by default in Ansible).
+    /// Returns the number of processes signalled.
+    pub async fn drop_ssh_sessions(&self, server_id: &str) -> Result<usize> {
+        let out = self
+            .exec(
+                server_id,
+                "l=$(cat /run/testbed/sshd.pid 2>/dev/null); n=0; \
+                 for d in /proc/[0-9]*; do p=${d#/proc/}; \
+                   [ \"$(cat \"$d/comm\" 2>/dev/null)\" = sshd ] && [ \"$p\" != \"$l\" ] && kill -KILL \"$p\" 2>/dev/null && n=$((n+1)); \
+                 done; echo $n",
+            )
+            .await?;
+        if !out.status.success() {
+            bail!(
+                "drop SSH sessions of {server_id}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0))
+    }
+
     /// Undoes [`HostFarm::stop_sshd`] (no-op if sshd runs). Returns once sshd answers.
     pub async fn start_sshd(&self, server_id: &str) -> Result<()> {
         let (pid, ip) = self.running(server_id)?;

@@ -18,6 +18,7 @@
 //!
 //! Everything needs root. [`down_all`] removes leftovers of a crashed run by name prefix.
 
+mod ansible;
 mod cleanup;
 mod farm;
 mod kube;
@@ -27,9 +28,13 @@ mod seed;
 mod spawner;
 mod util;
 
+pub use ansible::{
+    ANSIBLE_PASSWORD, ANSIBLE_SERVER_FILE, ANSIBLE_SERVER_ID, ANSIBLE_USER, AnsibleServer,
+    KUBESPRAY_ROOT,
+};
 pub use cleanup::{DownReport, down_all};
 pub use farm::{
     FarmConfig, HostFarm, HostInfo, HostSpec, HostState, HostStatus, VolumeSpec, root_key_path,
 };
 pub use kube::KubeStore;
-pub use packages::{HOST_PACKAGES, setup_packages};
+pub use packages::{HOST_PACKAGES, LEAN_HOST_PACKAGES, setup_packages};

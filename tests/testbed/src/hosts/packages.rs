@@ -26,7 +26,13 @@ pub const HOST_PACKAGES: &[&str] = &[
     "curl",
 ];
 
-/// Installs the missing [`HOST_PACKAGES`] with apt-get (one `apt-get update` first, only when
+/// Debian packages [`setup_packages`] installs without their recommended packages:
+/// `ansible-core` (`ansible-playbook` on the Ansible server; it recommends the 300 MB `ansible`
+/// collection bundle, which the kubespray stand-in tree does not use) and `haproxy` (the external
+/// load balancer of the kubespray flavour, run inside a host by the systemctl stand-in).
+pub const LEAN_HOST_PACKAGES: &[&str] = &["ansible-core", "haproxy"];
+
+/// Installs the missing [`HOST_PACKAGES`] and [`LEAN_HOST_PACKAGES`] with apt-get (one `apt-get update` first, only when
 /// something is missing). Idempotent; needs root. Must run before any host starts: hosts see
 /// packages through their overlay's lower layer, and files a host already copied up (its
 /// /etc/passwd) hide later changes.
@@ -36,8 +42,30 @@ pub async fn setup_packages() -> Result<()> {
     if !nix::unistd::geteuid().is_root() {
         bail!("setup_packages needs root");
     }
+    let missing = missing_of(HOST_PACKAGES).await?;
+    let missing_lean = missing_of(LEAN_HOST_PACKAGES).await?;
+    if missing.is_empty() && missing_lean.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(packages = ?missing, lean = ?missing_lean, "installing host packages");
+    apt(&["update", "-q"]).await?;
+    if !missing.is_empty() {
+        let mut args = vec!["install", "-y", "-q"];
+        args.extend(missing);
+        apt(&args).await?;
+    }
+    if !missing_lean.is_empty() {
+        let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+        args.extend(missing_lean);
+        apt(&args).await?;
+    }
+    Ok(())
+}
+
+/// The packages of `list` dpkg does not report as installed.
+async fn missing_of(list: &[&'static str]) -> Result<Vec<&'static str>> {
     let mut missing = Vec::new();
-    for p in HOST_PACKAGES {
+    for p in list {
         let st = tokio::process::Command::new("dpkg-query")
             .args(["-W", "-f", "${db:Status-Status}", p])
             .output()
@@ -46,14 +74,7 @@ pub async fn setup_packages() -> Result<()> {
             missing.push(*p);
         }
     }
-    if missing.is_empty() {
-        return Ok(());
-    }
-    tracing::info!(packages = ?missing, "installing host packages");
-    apt(&["update", "-q"]).await?;
-    let mut args = vec!["install", "-y", "-q"];
-    args.extend(missing);
-    apt(&args).await
+    Ok(missing)
 }
 
 async fn apt(args: &[&str]) -> Result<()> {

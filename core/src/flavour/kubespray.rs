@@ -1,0 +1,1153 @@
+//! The kubespray flavour: a Kubernetes cluster installed by kubespray's playbooks, run by
+//! `ansible-playbook` on the request's Ansible server (`k8s_cluster_installation_param.ansible`),
+//! behind an external HAProxy load balancer VNFC (`external_lb_param`). Source: tacker-specs
+//! `specs/xena/k8s-mgmtdriver-kubespray.rst` and Tacker's sample `kubespray_mgmt.py`, with its
+//! defects removed: the inventory and the HAProxy configuration are generated whole from the VNFC
+//! rows (no `sed`/`tee -a` edits, so `worker1` never matches `worker10`), host keys are checked,
+//! no password is left in a file or an argv, success is read from the exit status and the
+//! `PLAY RECAP`.
+//!
+//! Roles: the VDUs owning `master_node`, `worker_node` and `external_lb_param`'s `ssh_cp_name`;
+//! the Ansible server is [`ANSIBLE_HOST`], reached at `ansible.ip_address`.
+//! Hooks (stages as data; every step check-then-apply):
+//! - `instantiate_end`: every node and the LB reached (host keys pinned), the inventory written,
+//!   `cluster.yml`, HAProxy configured;
+//! - `scale_start` (SCALE_IN): each victim drained on a master that stays (strict, bounded), then
+//!   `remove-node.yml -e node=<name> -e skip_confirmation=yes`; the inventory and HAProxy without
+//!   the victims;
+//! - `scale_end` (SCALE_OUT): the new nodes reached, the inventory, `facts.yml`, `scale.yml
+//!   --limit <new nodes>`, HAProxy;
+//! - `heal_start`: healed nodes drained (leniently: they may be dead) and removed;
+//!   `heal_end`: healed VNFCs reached, the inventory, `facts.yml` then `scale.yml --limit` for
+//!   workers (`cluster.yml` when a master is healed), HAProxy; with no node targeted (the LB, or a
+//!   configuration-only heal) the inventory and HAProxy are converged.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::time::Duration;
+
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
+
+use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role};
+use crate::model::VnfcRow;
+use crate::plan::stages::{Stage, StageList};
+use crate::recipes::{DrainPolicy, Late, Step, Upload, known};
+use crate::wire::Secret;
+use crate::wire::params::K8sClusterInstallationParam;
+
+/// The host id of the Ansible server in stages and the step journal (it is no VNFC).
+pub const ANSIBLE_HOST: &str = "ansible-server";
+
+/// The LB's frontend port for the Kubernetes API (the seed's `8383`).
+pub const LB_API_PORT: u16 = 8383;
+
+/// The port of each master's API server.
+pub const API_PORT: u16 = 6443;
+
+/// Kubernetes' default NodePort range (`--service-node-port-range`), forwarded to every node.
+pub const NODE_PORTS: (u16, u16) = (30000, 32767);
+
+/// Where the generated HAProxy configuration lives on the LB.
+pub const HAPROXY_CFG: &str = "/etc/haproxy/haproxy.cfg";
+
+/// Longest drain of a node removed by SCALE_IN.
+const SCALE_IN_DRAIN: Duration = Duration::from_secs(300);
+
+/// Longest drain of a node being replaced before it is removed anyway.
+const HEAL_DRAIN: Duration = Duration::from_secs(60);
+
+/// Longest run of one playbook.
+const PLAYBOOK_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// The package files this flavour reads: none (the inventory and the HAProxy configuration are
+/// generated; the package's LB script is not run).
+pub(super) fn package_files(_k: &K8sClusterInstallationParam) -> Vec<String> {
+    Vec::new()
+}
+
+/// A cluster node (or the LB) as the inventory and the HAProxy configuration name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterNode {
+    /// Inventory host name and Kubernetes node name: `master<i+1>`/`worker<i+1>` from the VNFC
+    /// index, else `master-<8 chars of the vnfcInstanceId>`; stable across HEAL (the VNFC keeps
+    /// its id and index).
+    pub name: String,
+    /// vnfcInstanceId.
+    pub vnfc_id: String,
+    /// Master, worker or load balancer.
+    pub role: Role,
+    /// Address on the role's `ssh_cp_name`.
+    pub address: IpAddr,
+    /// Nova server id (a healed VNFC has a new one).
+    pub server_id: Option<String>,
+}
+
+/// A short tag of the servers of `nodes` (a digest of their Nova server ids): a playbook's
+/// record names it, so that the same playbook runs again for a rebuilt server.
+fn servers_tag<'a>(nodes: impl IntoIterator<Item = &'a ClusterNode>) -> String {
+    let mut ids: Vec<&str> = nodes
+        .into_iter()
+        .map(|n| n.server_id.as_deref().unwrap_or("-"))
+        .collect();
+    ids.sort_unstable();
+    sha256_hex(ids.join(",").as_bytes())[..12].to_owned()
+}
+
+/// The stable name of `row` in `role` (see [`ClusterNode::name`]).
+pub fn node_name(row: &VnfcRow, role: Role) -> String {
+    let prefix = match role {
+        Role::Master => "master",
+        Role::Worker => "worker",
+        Role::LoadBalancer => "lb",
+        _ => "node",
+    };
+    match row.vnfc_index {
+        Some(i) if i >= 0 => format!("{prefix}{}", i + 1),
+        _ => {
+            let tag: String = row
+                .id
+                .chars()
+                .filter(char::is_ascii_alphanumeric)
+                .take(8)
+                .collect::<String>()
+                .to_ascii_lowercase();
+            format!("{prefix}-{tag}")
+        }
+    }
+}
+
+/// The inventory files vnfkeeper writes, as whole documents.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inventory {
+    /// `hosts.yaml`: `all.hosts.<name>` (`ansible_host`, `ip`, `access_ip`, `ansible_user`,
+    /// passwords as references into the credentials file) and the groups `kube_control_plane`,
+    /// `etcd` (the masters), `kube_node` (every node), `k8s_cluster`, `calico_rr` (empty).
+    pub hosts_yaml: String,
+    /// `group_vars/all/vnfkeeper.yml`: `kube_pods_subnet`, `kube_service_addresses`, `no_proxy`,
+    /// the external load balancer (`loadbalancer_apiserver`). No secret.
+    pub group_vars: String,
+}
+
+#[derive(Serialize)]
+struct HostVars {
+    ansible_host: String,
+    ip: String,
+    access_ip: String,
+    ansible_user: String,
+    ansible_password: String,
+    ansible_become_password: String,
+}
+
+#[derive(Serialize)]
+struct Group {
+    hosts: BTreeMap<String, Empty>,
+}
+
+#[derive(Serialize)]
+struct Empty {}
+
+#[derive(Serialize)]
+struct Children {
+    children: BTreeMap<&'static str, Group>,
+}
+
+#[derive(Serialize)]
+struct K8sCluster {
+    children: BTreeMap<&'static str, Empty>,
+}
+
+fn group(nodes: &[&ClusterNode]) -> Group {
+    Group {
+        hosts: nodes.iter().map(|n| (n.name.clone(), Empty {})).collect(),
+    }
+}
+
+/// The inventory for `nodes` (masters and workers; others are ignored). `users` gives the SSH
+/// login of each role. Passwords are Jinja references to `vnfkeeper_credentials.<role>.password`,
+/// defined only in the credentials file ([`credentials_yaml`]).
+pub fn inventory(
+    nodes: &[ClusterNode],
+    users: &BTreeMap<Role, String>,
+    k: &K8sClusterInstallationParam,
+    lb: Option<IpAddr>,
+) -> Inventory {
+    let mut hosts = BTreeMap::new();
+    let masters: Vec<&ClusterNode> = nodes.iter().filter(|n| n.role == Role::Master).collect();
+    let all_nodes: Vec<&ClusterNode> = nodes.iter().filter(|n| n.role.is_node()).collect();
+    for n in &all_nodes {
+        let role = role_key(n.role);
+        let pw = format!("{{{{ vnfkeeper_credentials.{role}.password }}}}");
+        hosts.insert(
+            n.name.clone(),
+            HostVars {
+                ansible_host: n.address.to_string(),
+                ip: n.address.to_string(),
+                access_ip: n.address.to_string(),
+                ansible_user: users.get(&n.role).cloned().unwrap_or_default(),
+                ansible_password: pw.clone(),
+                ansible_become_password: pw,
+            },
+        );
+    }
+    let mut children = BTreeMap::new();
+    children.insert("kube_control_plane", group(&masters));
+    children.insert("etcd", group(&masters));
+    children.insert("kube_node", group(&all_nodes));
+    children.insert("calico_rr", group(&[]));
+    let mut all = serde_yaml_ng::Mapping::new();
+    all.insert("hosts".into(), to_yaml(&hosts));
+    let mut ch = to_yaml(&Children { children });
+    if let serde_yaml_ng::Value::Mapping(m) = &mut ch {
+        let cluster = K8sCluster {
+            children: [("kube_control_plane", Empty {}), ("kube_node", Empty {})]
+                .into_iter()
+                .chain([("calico_rr", Empty {})])
+                .collect(),
+        };
+        if let Some(serde_yaml_ng::Value::Mapping(c)) = m.get_mut("children") {
+            c.insert("k8s_cluster".into(), to_yaml(&cluster));
+        }
+    }
+    if let serde_yaml_ng::Value::Mapping(m) = ch {
+        for (key, v) in m {
+            all.insert(key, v);
+        }
+    }
+    let mut doc = serde_yaml_ng::Mapping::new();
+    doc.insert("all".into(), serde_yaml_ng::Value::Mapping(all));
+    let hosts_yaml = header(serde_yaml_ng::to_string(&doc).unwrap_or_default());
+
+    let mut vars = serde_yaml_ng::Mapping::new();
+    if let Some(p) = &k.master_node.pod_cidr {
+        vars.insert("kube_pods_subnet".into(), p.clone().into());
+    }
+    if let Some(c) = &k.master_node.cluster_cidr {
+        vars.insert("kube_service_addresses".into(), c.clone().into());
+    }
+    if let Some(np) = k.proxy.as_ref().and_then(|p| p.no_proxy.clone()) {
+        vars.insert("no_proxy".into(), np.into());
+    }
+    if let Some(lb) = lb {
+        let mut l = serde_yaml_ng::Mapping::new();
+        l.insert("address".into(), lb.to_string().into());
+        l.insert("port".into(), u64::from(LB_API_PORT).into());
+        vars.insert("loadbalancer_apiserver".into(), l.into());
+        vars.insert(
+            "apiserver_loadbalancer_domain_name".into(),
+            lb.to_string().into(),
+        );
+    }
+    let group_vars = header(serde_yaml_ng::to_string(&vars).unwrap_or_default());
+    Inventory {
+        hosts_yaml,
+        group_vars,
+    }
+}
+
+fn to_yaml<T: Serialize>(v: &T) -> serde_yaml_ng::Value {
+    serde_yaml_ng::to_value(v).unwrap_or(serde_yaml_ng::Value::Null)
+}
+
+fn header(body: String) -> String {
+    format!("# Generated by vnfkeeper from its VNFC rows; replaced whole, never edited.\n{body}")
+}
+
+fn role_key(role: Role) -> &'static str {
+    match role {
+        Role::Master => "master",
+        _ => "worker",
+    }
+}
+
+/// The credentials file (YAML extra variables, uploaded 0600 just before a playbook and removed
+/// when it ends): `vnfkeeper_credentials.{master,worker}.password` and, when the request sets
+/// them, `http_proxy`/`https_proxy` (which may carry credentials).
+pub fn credentials_yaml(k: &K8sClusterInstallationParam) -> Secret<String> {
+    let mut creds = serde_yaml_ng::Mapping::new();
+    for (role, pw) in [
+        ("master", &k.master_node.password),
+        ("worker", &k.worker_node.password),
+    ] {
+        let mut m = serde_yaml_ng::Mapping::new();
+        m.insert("password".into(), pw.expose().clone().into());
+        creds.insert(role.into(), m.into());
+    }
+    let mut doc = serde_yaml_ng::Mapping::new();
+    doc.insert("vnfkeeper_credentials".into(), creds.into());
+    if let Some(p) = &k.proxy {
+        if let Some(h) = &p.http_proxy {
+            doc.insert("http_proxy".into(), h.expose().clone().into());
+        }
+        if let Some(h) = &p.https_proxy {
+            doc.insert("https_proxy".into(), h.expose().clone().into());
+        }
+    }
+    Secret::new(serde_yaml_ng::to_string(&doc).unwrap_or_default())
+}
+
+/// The `known_hosts` file of `nodes` from their rows' pinned keys: `<address> <key>` per node.
+/// Errors: a node without a pinned key (it must be reached first: `node.reach`).
+pub fn known_hosts(nodes: &[ClusterNode], rows: &[VnfcRow]) -> Result<String, FlavourError> {
+    let mut out = String::new();
+    for n in nodes.iter().filter(|n| n.role.is_node()) {
+        let key = rows
+            .iter()
+            .find(|r| r.id == n.vnfc_id)
+            .and_then(|r| r.host_key.as_deref())
+            .ok_or_else(|| {
+                FlavourError::new(
+                    "ansible.playbook",
+                    format!(
+                        "node {} (VNFC {}) has no pinned host key yet",
+                        n.name, n.vnfc_id
+                    ),
+                )
+            })?;
+        // Algorithm and key blob only; a comment would be harmless but is not ours.
+        let key: Vec<&str> = key.split_whitespace().take(2).collect();
+        out.push_str(&format!("{} {}\n", n.address, key.join(" ")));
+    }
+    Ok(out)
+}
+
+/// The HAProxy configuration of the external LB, whole: frontend `*:8383` → every master's
+/// `:6443`; frontend on the NodePort range → every node on the port the client asked for. TCP
+/// mode, health-checked backends. Servers are named by node name, sorted, so the same nodes
+/// give the same bytes.
+pub fn haproxy_cfg(vnf_instance_id: &str, nodes: &[ClusterNode]) -> String {
+    let mut masters: Vec<&ClusterNode> = nodes.iter().filter(|n| n.role == Role::Master).collect();
+    let mut all: Vec<&ClusterNode> = nodes.iter().filter(|n| n.role.is_node()).collect();
+    masters.sort_by(|a, b| a.name.cmp(&b.name));
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut s = format!(
+        "# Generated by vnfkeeper for VNF instance {vnf_instance_id} from its VNFC rows;\n\
+         # replaced whole on every change, validated with `haproxy -c` first.\n\
+         global\n    maxconn 4096\n\n\
+         defaults\n    mode tcp\n    timeout connect 5s\n    timeout client 1h\n    timeout server 1h\n\n\
+         frontend kube_apiserver\n    bind *:{LB_API_PORT}\n    default_backend kube_masters\n\n\
+         backend kube_masters\n    balance roundrobin\n"
+    );
+    for m in &masters {
+        s.push_str(&format!(
+            "    server {} {}:{API_PORT} check\n",
+            m.name,
+            host_port(m.address)
+        ));
+    }
+    s.push_str(&format!(
+        "\nfrontend kube_nodeports\n    bind *:{}-{}\n    default_backend kube_nodes\n\n\
+         backend kube_nodes\n    balance roundrobin\n",
+        NODE_PORTS.0, NODE_PORTS.1
+    ));
+    for n in &all {
+        s.push_str(&format!("    server {} {}\n", n.name, host_port(n.address)));
+    }
+    s
+}
+
+fn host_port(a: IpAddr) -> String {
+    match a {
+        IpAddr::V4(v) => v.to_string(),
+        IpAddr::V6(v) => format!("[{v}]"),
+    }
+}
+
+/// The server names of the backend `backend` in an HAProxy configuration (for tests, the demo
+/// and reconcile reports).
+pub fn haproxy_servers(cfg: &str, backend: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in cfg.lines() {
+        let t = line.trim();
+        if !line.starts_with(' ') && !line.starts_with('\t') {
+            inside = t == format!("backend {backend}");
+            continue;
+        }
+        if inside && let Some(rest) = t.strip_prefix("server ") {
+            out.extend(rest.split_whitespace().next().map(str::to_owned));
+        }
+    }
+    out
+}
+
+/// The cluster endpoint behind the LB at `lb`: `https://<lb>:8383`.
+pub fn endpoint(lb: IpAddr) -> String {
+    format!("https://{}:{LB_API_PORT}", host_port(lb))
+}
+
+/// The admin kubeconfig `text` (as `k8s.kubeconfig` printed it: the file, then its verdict line)
+/// with every cluster's `server:` set to `endpoint`. Errors: no `server:` line (not a
+/// kubeconfig).
+pub fn kubeconfig_for(text: &str, endpoint: &str) -> Result<String, FlavourError> {
+    let body: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("already done: "))
+        .collect();
+    let mut found = false;
+    let mut out = String::new();
+    for line in body {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix("server:")
+            && !rest.trim().is_empty()
+        {
+            let indent = &line[..line.len() - t.len()];
+            out.push_str(&format!("{indent}server: {endpoint}\n"));
+            found = true;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    if !found {
+        return Err(FlavourError::new(
+            "k8s.kubeconfig",
+            "the admin kubeconfig has no `server:` line",
+        ));
+    }
+    Ok(out)
+}
+
+/// The endpoint the cluster of a kubeconfig written by [`kubeconfig_for`] is reached at.
+pub fn kubeconfig_server(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.trim_start().strip_prefix("server:"))
+        .map(|s| s.trim().to_owned())
+}
+
+/// Per-host counts of a `PLAY RECAP` line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostCounts {
+    /// `ok=`.
+    pub ok: u32,
+    /// `changed=`.
+    pub changed: u32,
+    /// `unreachable=`.
+    pub unreachable: u32,
+    /// `failed=`.
+    pub failed: u32,
+}
+
+/// A task that failed on a host (`fatal: [host]: FAILED!`/`UNREACHABLE!`, not ignored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskFailure {
+    /// Inventory host name.
+    pub host: String,
+    /// Name of the task (`TASK [name]`).
+    pub task: String,
+    /// Unreachable rather than failed.
+    pub unreachable: bool,
+}
+
+/// What `ansible-playbook`'s default output says: the recap per host and the failed tasks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recap {
+    /// Whether a `PLAY RECAP` section was seen.
+    pub seen: bool,
+    /// Host → counts.
+    pub hosts: BTreeMap<String, HostCounts>,
+    /// Failed tasks in output order.
+    pub failures: Vec<TaskFailure>,
+}
+
+impl Recap {
+    /// A recap was printed and every host has `failed=0 unreachable=0`.
+    pub fn succeeded(&self) -> bool {
+        self.seen
+            && self
+                .hosts
+                .values()
+                .all(|c| c.failed == 0 && c.unreachable == 0)
+    }
+
+    /// One line naming each failed host and the task it failed at, e.g.
+    /// `host worker1 unreachable at task "Gathering Facts"`; hosts whose recap counts a failure
+    /// without a task line are named alone.
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        let mut named = BTreeSet::new();
+        for f in &self.failures {
+            let what = if f.unreachable {
+                "unreachable at"
+            } else {
+                "failed"
+            };
+            parts.push(format!("host {} {what} task \"{}\"", f.host, f.task));
+            named.insert(f.host.as_str());
+        }
+        for (h, c) in &self.hosts {
+            if (c.failed > 0 || c.unreachable > 0) && !named.contains(h.as_str()) {
+                parts.push(format!(
+                    "host {h} failed={} unreachable={}",
+                    c.failed, c.unreachable
+                ));
+            }
+        }
+        if !self.seen {
+            parts.push("no PLAY RECAP in the output".into());
+        }
+        parts.join("; ")
+    }
+}
+
+/// Parses `ansible-playbook`'s default (non-JSON) output. Task names come from `TASK [name]`
+/// lines; `fatal: [host]: FAILED!`, `fatal: [host]: UNREACHABLE!` and `failed: [host]` (loop
+/// items) record a failure unless the next line is `...ignoring`; `host : ok=N changed=N
+/// unreachable=N failed=N …` lines after `PLAY RECAP` give the counts. `[host -> delegate]` names
+/// `host`.
+pub fn parse_recap(output: &str) -> Recap {
+    let mut r = Recap::default();
+    let mut task = String::new();
+    let mut in_recap = false;
+    let lines: Vec<&str> = output.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("TASK [") {
+            task = rest.rsplit_once(']').map_or(rest, |(n, _)| n).to_owned();
+            in_recap = false;
+            continue;
+        }
+        if t.starts_with("PLAY RECAP") {
+            r.seen = true;
+            in_recap = true;
+            continue;
+        }
+        if in_recap {
+            if let Some((host, counts)) = recap_line(t) {
+                r.hosts.insert(host, counts);
+            }
+            continue;
+        }
+        let marker = ["fatal: [", "failed: ["]
+            .iter()
+            .find_map(|p| t.strip_prefix(p));
+        if let Some(rest) = marker {
+            let Some((host, tail)) = rest.split_once(']') else {
+                continue;
+            };
+            let host = host.split(" -> ").next().unwrap_or(host).trim().to_owned();
+            let ignored = lines
+                .get(i + 1)
+                .is_some_and(|n| n.trim().starts_with("...ignoring"));
+            if ignored {
+                continue;
+            }
+            let unreachable = tail.contains("UNREACHABLE!");
+            let f = TaskFailure {
+                host,
+                task: task.clone(),
+                unreachable,
+            };
+            if !r.failures.contains(&f) {
+                r.failures.push(f);
+            }
+        }
+    }
+    r
+}
+
+fn recap_line(t: &str) -> Option<(String, HostCounts)> {
+    let (host, rest) = t.split_once(" : ").or_else(|| {
+        let (h, r) = t.split_once(':')?;
+        Some((h, r))
+    })?;
+    let mut c = HostCounts::default();
+    let mut any = false;
+    for kv in rest.split_whitespace() {
+        let Some((k, v)) = kv.split_once('=') else {
+            continue;
+        };
+        let Ok(v) = v.parse::<u32>() else { continue };
+        any = true;
+        match k {
+            "ok" => c.ok = v,
+            "changed" => c.changed = v,
+            "unreachable" => c.unreachable = v,
+            "failed" => c.failed = v,
+            _ => {}
+        }
+    }
+    any.then(|| (host.trim().to_owned(), c))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn step(name: &str, host: &str, args: Vec<String>, sudo: bool, timeout: Duration) -> Step {
+    let (name, script) = known(name);
+    Step {
+        name,
+        host: host.to_owned(),
+        script,
+        args,
+        uploads: Vec::new(),
+        late: Vec::new(),
+        sudo,
+        timeout,
+    }
+}
+
+/// The kubespray cluster of one instance.
+#[derive(Debug)]
+pub struct Kubespray {
+    inputs: Inputs,
+    k8s: K8sClusterInstallationParam,
+}
+
+impl Kubespray {
+    pub(super) fn new(inputs: Inputs, k8s: K8sClusterInstallationParam) -> Self {
+        Self { inputs, k8s }
+    }
+
+    fn ansible(&self) -> Result<&crate::wire::params::Ansible, FlavourError> {
+        self.k8s
+            .ansible
+            .as_ref()
+            .ok_or_else(|| FlavourError::new("plan", "the request has no ansible parameters"))
+    }
+
+    fn inventory_dir(&self) -> Result<String, FlavourError> {
+        Ok(self
+            .ansible()?
+            .transferring_inventory_path
+            .trim_end_matches('/')
+            .to_owned())
+    }
+
+    /// The cluster's nodes and LB among `rows` (store order), optionally without `except`.
+    pub fn nodes(
+        &self,
+        rows: &[VnfcRow],
+        except: &BTreeSet<&str>,
+    ) -> Result<Vec<ClusterNode>, FlavourError> {
+        let mut out = Vec::new();
+        for row in rows {
+            let role = self.role(&row.vdu_id)?;
+            if !matches!(role, Role::Master | Role::Worker | Role::LoadBalancer)
+                || except.contains(row.id.as_str())
+            {
+                continue;
+            }
+            let cp = self.access(role)?.cp;
+            let address = crate::plan::vnfcs::cp_address(row, &cp).ok_or_else(|| {
+                FlavourError::new(
+                    "plan",
+                    format!("VNFC {} has no address on CP `{cp}`", row.id),
+                )
+            })?;
+            out.push(ClusterNode {
+                name: node_name(row, role),
+                vnfc_id: row.id.clone(),
+                role,
+                address,
+                server_id: row.server_id.clone(),
+            });
+        }
+        let mut seen = BTreeSet::new();
+        for n in &out {
+            if !seen.insert(n.name.as_str()) {
+                return Err(FlavourError::new(
+                    "plan",
+                    format!("two VNFCs would both be node {}", n.name),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    fn users(&self) -> BTreeMap<Role, String> {
+        [
+            (Role::Master, self.k8s.master_node.username.clone()),
+            (Role::Worker, self.k8s.worker_node.username.clone()),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    fn lb(nodes: &[ClusterNode]) -> Option<&ClusterNode> {
+        nodes.iter().find(|n| n.role == Role::LoadBalancer)
+    }
+
+    /// `node.reach` of each of `nodes` (one wave).
+    fn reach(nodes: &[&ClusterNode]) -> Vec<Stage> {
+        nodes
+            .iter()
+            .map(|n| {
+                Stage::remote(
+                    0,
+                    &n.vnfc_id,
+                    n.role,
+                    step(
+                        "node.reach",
+                        &n.vnfc_id,
+                        Vec::new(),
+                        false,
+                        Duration::from_secs(60),
+                    ),
+                )
+            })
+            .collect()
+    }
+
+    /// `ansible.inventory` on the Ansible server for `nodes`.
+    pub fn inventory_step(&self, nodes: &[ClusterNode]) -> Result<Step, FlavourError> {
+        let inv = self.inventory_dir()?;
+        let doc = inventory(
+            nodes,
+            &self.users(),
+            &self.k8s,
+            Self::lb(nodes).map(|n| n.address),
+        );
+        let mut s = step(
+            "ansible.inventory",
+            ANSIBLE_HOST,
+            vec![
+                inv.clone(),
+                sha256_hex(doc.hosts_yaml.as_bytes()),
+                sha256_hex(doc.group_vars.as_bytes()),
+            ],
+            false,
+            Duration::from_secs(120),
+        );
+        s.uploads = vec![
+            Upload {
+                path: format!("{inv}/hosts.yaml"),
+                bytes: doc.hosts_yaml.into_bytes(),
+                mode: 0o644,
+            },
+            Upload {
+                path: format!("{inv}/group_vars/all/vnfkeeper.yml"),
+                bytes: doc.group_vars.into_bytes(),
+                mode: 0o644,
+            },
+        ];
+        Ok(s)
+    }
+
+    /// `ansible.playbook` of `book` (recorded as `record`), limited to `limit` (empty: all),
+    /// with `extra` variables; keyed `ansible.playbook@<subject>`.
+    fn playbook(
+        &self,
+        w: u32,
+        subject: &str,
+        book: &str,
+        record: &str,
+        limit: &[String],
+        extra: &[String],
+    ) -> Result<Stage, FlavourError> {
+        let a = self.ansible()?;
+        let inv = self.inventory_dir()?;
+        let mut args = vec![
+            a.kubespray_root_path.trim_end_matches('/').to_owned(),
+            inv.clone(),
+            book.to_owned(),
+            record.to_owned(),
+            limit.join(","),
+        ];
+        args.extend(extra.iter().cloned());
+        let mut s = step(
+            "ansible.playbook",
+            ANSIBLE_HOST,
+            args,
+            false,
+            PLAYBOOK_TIMEOUT,
+        );
+        s.late = vec![
+            Late::KnownHosts {
+                path: format!("{inv}/known_hosts"),
+            },
+            Late::Credentials {
+                path: format!("{inv}/.vnfkeeper/credentials.yml"),
+            },
+        ];
+        Ok(Stage::remote(w, subject, Role::AnsibleServer, s))
+    }
+
+    /// `lb.haproxy` on the LB for `nodes`, if there is an LB.
+    pub fn haproxy_step(&self, nodes: &[ClusterNode]) -> Option<(String, Step)> {
+        let lb = Self::lb(nodes)?;
+        let cfg = haproxy_cfg(&self.inputs.vnf_instance_id, nodes);
+        let new = format!("{HAPROXY_CFG}.vnfkeeper-new");
+        let mut s = step(
+            "lb.haproxy",
+            &lb.vnfc_id,
+            vec![
+                HAPROXY_CFG.to_owned(),
+                new.clone(),
+                sha256_hex(cfg.as_bytes()),
+            ],
+            true,
+            Duration::from_secs(600),
+        );
+        s.uploads = vec![Upload {
+            path: new,
+            bytes: cfg.into_bytes(),
+            mode: 0o644,
+        }];
+        Some((lb.vnfc_id.clone(), s))
+    }
+
+    /// Inventory, then (for nodes) the playbooks, then HAProxy.
+    fn converge(
+        &self,
+        nodes: &[ClusterNode],
+        books: Vec<(&str, &str, String, Vec<String>)>,
+        list: &mut StageList,
+    ) -> Result<(), FlavourError> {
+        let inv = self.inventory_step(nodes)?;
+        list.wave(|w| vec![Stage::remote(w, ANSIBLE_HOST, Role::AnsibleServer, inv)]);
+        for (subject, book, record, limit) in books {
+            let s = self.playbook(0, subject, book, &record, &limit, &[])?;
+            list.wave(|w| vec![at(w, s)]);
+        }
+        if let Some((lb, s)) = self.haproxy_step(nodes) {
+            list.wave(|w| vec![Stage::remote(w, &lb, Role::LoadBalancer, s)]);
+        }
+        Ok(())
+    }
+
+    /// `k8s.kubeconfig` on the first master, when there are a master and an LB.
+    fn kubeconfig(nodes: &[ClusterNode], list: &mut StageList) {
+        let (Some(m), Some(lb)) = (
+            nodes.iter().find(|n| n.role == Role::Master),
+            Self::lb(nodes),
+        ) else {
+            return;
+        };
+        let s = step(
+            "k8s.kubeconfig",
+            &m.vnfc_id,
+            vec![endpoint(lb.address)],
+            true,
+            Duration::from_secs(60),
+        );
+        list.wave(|w| vec![Stage::remote(w, &m.vnfc_id, Role::Master, s)]);
+    }
+
+    /// Drain (on `master`) then `remove-node.yml` for each of `leaving`, one wave each.
+    fn remove(
+        &self,
+        master: &ClusterNode,
+        leaving: &[ClusterNode],
+        drain: Duration,
+        policy: DrainPolicy,
+        list: &mut StageList,
+    ) -> Result<(), FlavourError> {
+        for n in leaving.iter().filter(|n| n.role.is_node()) {
+            let d = step(
+                "k8s.drain",
+                &master.vnfc_id,
+                vec![
+                    n.name.clone(),
+                    drain.as_secs().to_string(),
+                    match policy {
+                        DrainPolicy::Strict => "strict",
+                        DrainPolicy::Lenient => "lenient",
+                    }
+                    .into(),
+                ],
+                false,
+                drain + Duration::from_secs(60),
+            );
+            list.wave(|w| vec![Stage::remote(w, &n.name, Role::Master, d)]);
+            let mut extra = vec![format!("node={}", n.name), "skip_confirmation=yes".into()];
+            if policy == DrainPolicy::Lenient {
+                // The node may be dead: kubespray removes it without resetting it.
+                extra.push("reset_nodes=false".into());
+                extra.push("allow_ungraceful_removal=true".into());
+            }
+            let s = self.playbook(
+                0,
+                &format!("remove-node.yml:{}", n.name),
+                "remove-node.yml",
+                &format!("remove-{}-{}", n.name, servers_tag([n])),
+                &[],
+                &extra,
+            )?;
+            list.wave(|w| vec![at(w, s)]);
+        }
+        Ok(())
+    }
+}
+
+fn at(w: u32, mut s: Stage) -> Stage {
+    s.wave = w;
+    s
+}
+
+fn targeted(targets: &[String]) -> BTreeSet<&str> {
+    targets.iter().map(String::as_str).collect()
+}
+
+impl MgmtDriver for Kubespray {
+    fn role(&self, vdu: &str) -> Result<Role, FlavourError> {
+        let vnfd = &self.inputs.vnfd;
+        let owner = |cp: &str, what: &str| {
+            vnfd.cps.get(cp).map(|c| c.vdu.clone()).ok_or_else(|| {
+                FlavourError::new(
+                    "plan",
+                    format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
+                )
+            })
+        };
+        if owner(&self.k8s.master_node.ssh_cp_name, "master_node")? == vdu {
+            return Ok(Role::Master);
+        }
+        if owner(&self.k8s.worker_node.ssh_cp_name, "worker_node")? == vdu {
+            return Ok(Role::Worker);
+        }
+        if let Some(lb) = &self.k8s.external_lb_param
+            && owner(&lb.ssh_cp_name, "external_lb_param")? == vdu
+        {
+            return Ok(Role::LoadBalancer);
+        }
+        Ok(Role::Other)
+    }
+
+    fn access(&self, role: Role) -> Result<Access, FlavourError> {
+        let k = &self.k8s;
+        let (cp, user, password, address) = match role {
+            Role::Master => (
+                k.master_node.ssh_cp_name.clone(),
+                &k.master_node.username,
+                &k.master_node.password,
+                None,
+            ),
+            Role::Worker => (
+                k.worker_node.ssh_cp_name.clone(),
+                &k.worker_node.username,
+                &k.worker_node.password,
+                None,
+            ),
+            Role::LoadBalancer => {
+                let lb = k.external_lb_param.as_ref().ok_or_else(|| {
+                    FlavourError::new("plan", "the request has no external_lb_param")
+                })?;
+                (
+                    lb.ssh_cp_name.clone(),
+                    &lb.ssh_username,
+                    &lb.ssh_password,
+                    None,
+                )
+            }
+            Role::AnsibleServer => {
+                let a = self.ansible()?;
+                let ip: IpAddr = a.ip_address.parse().map_err(|_| {
+                    FlavourError::new(
+                        "plan",
+                        format!("ansible.ip_address `{}` is not an IP address", a.ip_address),
+                    )
+                })?;
+                (String::new(), &a.username, &a.password, Some(ip))
+            }
+            Role::StorageServer | Role::Other => {
+                return Err(FlavourError::new(
+                    "plan",
+                    "a VNFC without a role in the cluster is not configured",
+                ));
+            }
+        };
+        Ok(Access {
+            cp,
+            username: user.clone(),
+            password: password.clone(),
+            address,
+        })
+    }
+
+    fn instantiate_end(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
+        let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
+        if !nodes.iter().any(|n| n.role == Role::Master) {
+            return Err(FlavourError::new("plan", "the stack has no master VNFC"));
+        }
+        let mut list = StageList::default();
+        let all: Vec<&ClusterNode> = nodes.iter().collect();
+        list.wave(|w| at_all(w, Self::reach(&all)));
+        let record = format!("cluster-{}", servers_tag(&nodes));
+        self.converge(
+            &nodes,
+            vec![("cluster.yml", "cluster.yml", record, Vec::new())],
+            &mut list,
+        )?;
+        Self::kubeconfig(&nodes, &mut list);
+        Ok(list.into_stages())
+    }
+
+    fn scale_start(
+        &self,
+        c: HookContext<'_>,
+        victims: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let leaving_ids = targeted(victims);
+        let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
+        let mut leaving: Vec<ClusterNode> = nodes
+            .iter()
+            .filter(|n| leaving_ids.contains(n.vnfc_id.as_str()) && n.role.is_node())
+            .cloned()
+            .collect();
+        if leaving.is_empty() {
+            return Ok(Vec::new());
+        }
+        leaving.sort_by_key(|n| victims.iter().position(|v| *v == n.vnfc_id));
+        let master = nodes
+            .iter()
+            .find(|n| n.role == Role::Master && !leaving_ids.contains(n.vnfc_id.as_str()))
+            .ok_or_else(|| FlavourError::new("plan", "no master stays to drain nodes on"))?;
+        let mut list = StageList::default();
+        self.remove(
+            master,
+            &leaving,
+            SCALE_IN_DRAIN,
+            DrainPolicy::Strict,
+            &mut list,
+        )?;
+        let staying = self.nodes(c.vnfcs, &leaving_ids)?;
+        self.converge(&staying, Vec::new(), &mut list)?;
+        Ok(list.into_stages())
+    }
+
+    fn scale_end(
+        &self,
+        c: HookContext<'_>,
+        created: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let new = targeted(created);
+        let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
+        let joining: Vec<&ClusterNode> = nodes
+            .iter()
+            .filter(|n| new.contains(n.vnfc_id.as_str()) && n.role.is_node())
+            .collect();
+        let mut list = StageList::default();
+        list.wave(|w| at_all(w, Self::reach(&joining)));
+        let names: Vec<String> = joining.iter().map(|n| n.name.clone()).collect();
+        let books = if names.is_empty() {
+            Vec::new()
+        } else {
+            let tag = servers_tag(joining.iter().copied());
+            vec![
+                ("facts.yml", "facts.yml", format!("facts-{tag}"), Vec::new()),
+                ("scale.yml", "scale.yml", format!("scale-{tag}"), names),
+            ]
+        };
+        self.converge(&nodes, books, &mut list)?;
+        Ok(list.into_stages())
+    }
+
+    fn heal_start(
+        &self,
+        c: HookContext<'_>,
+        targets: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let healed = targeted(targets);
+        let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
+        let leaving: Vec<ClusterNode> = nodes
+            .iter()
+            .filter(|n| healed.contains(n.vnfc_id.as_str()) && n.role.is_node())
+            .cloned()
+            .collect();
+        let mut list = StageList::default();
+        if let Some(master) = nodes
+            .iter()
+            .find(|n| n.role == Role::Master && !healed.contains(n.vnfc_id.as_str()))
+        {
+            self.remove(
+                master,
+                &leaving,
+                HEAL_DRAIN,
+                DrainPolicy::Lenient,
+                &mut list,
+            )?;
+        }
+        Ok(list.into_stages())
+    }
+
+    fn heal_end(&self, c: HookContext<'_>, targets: &[String]) -> Result<Vec<Stage>, FlavourError> {
+        let healed = targeted(targets);
+        let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
+        let back: Vec<&ClusterNode> = nodes
+            .iter()
+            .filter(|n| healed.contains(n.vnfc_id.as_str()))
+            .collect();
+        let mut list = StageList::default();
+        list.wave(|w| at_all(w, Self::reach(&back)));
+        let node_names: Vec<String> = back
+            .iter()
+            .filter(|n| n.role.is_node())
+            .map(|n| n.name.clone())
+            .collect();
+        let tag = servers_tag(back.iter().copied());
+        let books = if back.iter().any(|n| n.role == Role::Master) {
+            vec![(
+                "cluster.yml",
+                "cluster.yml",
+                format!("cluster-{tag}"),
+                Vec::new(),
+            )]
+        } else if !node_names.is_empty() {
+            vec![
+                ("facts.yml", "facts.yml", format!("facts-{tag}"), Vec::new()),
+                ("scale.yml", "scale.yml", format!("scale-{tag}"), node_names),
+            ]
+        } else {
+            Vec::new()
+        };
+        let master_back = back.iter().any(|n| n.role == Role::Master);
+        self.converge(&nodes, books, &mut list)?;
+        if master_back {
+            Self::kubeconfig(&nodes, &mut list);
+        }
+        Ok(list.into_stages())
+    }
+
+    fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
+        // Tacker's terminate_end deletes the inventory and the LB's VM with the stack; the
+        // inventory directory on the Ansible server is left for the operator's records.
+        Ok(Vec::new())
+    }
+
+    fn probes(
+        &self,
+        c: HookContext<'_>,
+        _vnfc: &VnfcRow,
+        role: Role,
+        _first_master: bool,
+    ) -> Vec<Probe> {
+        let Ok(nodes) = self.nodes(c.vnfcs, &BTreeSet::new()) else {
+            return Vec::new();
+        };
+        match role {
+            Role::LoadBalancer => self
+                .haproxy_step(&nodes)
+                .map(|(_, s)| vec![Probe::Script(s)])
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn pv_names(&self) -> Result<Vec<String>, FlavourError> {
+        Ok(Vec::new())
+    }
+
+    fn late_upload(&self, late: &Late, rows: &[VnfcRow]) -> Result<Secret<Vec<u8>>, FlavourError> {
+        match late {
+            Late::KnownHosts { .. } => {
+                let nodes = self.nodes(rows, &BTreeSet::new())?;
+                Ok(Secret::new(known_hosts(&nodes, rows)?.into_bytes()))
+            }
+            Late::Credentials { .. } => Ok(Secret::new(
+                credentials_yaml(&self.k8s).expose().clone().into_bytes(),
+            )),
+        }
+    }
+}
+
+fn at_all(w: u32, stages: Vec<Stage>) -> Vec<Stage> {
+    stages.into_iter().map(|s| at(w, s)).collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,522 @@
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::path::Path;
+
+use super::*;
+use crate::model::Timestamp;
+use crate::plan::stages::Action;
+use crate::wire::sol003::InstantiateVnfRequest;
+
+const REQUEST: &str =
+    include_str!("../../../../fixtures/requests/good/k8s-mgmtdriver-kubespray.10-instantiate.json");
+
+fn driver() -> Kubespray {
+    let env: serde_json::Value = serde_json::from_str(REQUEST).unwrap();
+    let mut req = env["request"].clone();
+    req["additionalParams"]["k8s_cluster_installation_param"]["external_lb_param"]["ssh_cp_name"] =
+        "externalLB_CP1".into();
+    let req: InstantiateVnfRequest = serde_json::from_value(req).unwrap();
+    let pkg = crate::package::VnfPackage::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/packages/k8s-mgmtdriver-kubespray"
+    )))
+    .unwrap();
+    let k = req
+        .additional_params
+        .as_ref()
+        .unwrap()
+        .k8s_cluster_installation_param
+        .clone()
+        .unwrap();
+    Kubespray::new(
+        Inputs {
+            vnf_instance_id: "vnf-kubespray".into(),
+            req,
+            vnfd: pkg.vnfd,
+            files: BTreeMap::new(),
+        },
+        k,
+    )
+}
+
+fn row(id: &str, vdu: &str, cp: &str, index: Option<i64>, ip: &str) -> VnfcRow {
+    VnfcRow {
+        id: id.into(),
+        vnf_instance_id: "vnf-kubespray".into(),
+        vdu_id: vdu.into(),
+        vnfc_index: index,
+        stack_name: "s".into(),
+        stack_id: "sid".into(),
+        resource_name: vdu.into(),
+        server_id: Some(format!("srv-{id}")),
+        server_status: Some("ACTIVE".into()),
+        ip_address: Some(ip.into()),
+        cp_addresses: [(cp.to_owned(), ip.to_owned())].into_iter().collect(),
+        volumes: Vec::new(),
+        host_key: Some(format!("ssh-ed25519 KEY{id} comment")),
+        created_at: Timestamp::parse("2026-11-24T00:00:00Z").unwrap(),
+        parameters: None,
+    }
+}
+
+/// One master, workers with indexes 0 and 9 (`worker1`, `worker10`), the LB.
+fn rows() -> Vec<VnfcRow> {
+    vec![
+        row("m0", "masterNode", "masterNode_CP1", Some(0), "10.0.0.10"),
+        row("w0", "workerNode", "workerNode_CP2", Some(0), "10.0.0.20"),
+        row("w9", "workerNode", "workerNode_CP2", Some(9), "10.0.0.29"),
+        row("lb", "externalLB", "externalLB_CP1", None, "10.0.0.5"),
+    ]
+}
+
+fn ctx(rows: &[VnfcRow]) -> HookContext<'_> {
+    HookContext {
+        vnfcs: rows,
+        pv_wait: Duration::from_secs(1),
+    }
+}
+
+fn keys(stages: &[Stage]) -> Vec<String> {
+    stages
+        .iter()
+        .map(|s| format!("{}:{}", s.wave, s.key))
+        .collect()
+}
+
+fn upload<'a>(s: &'a Stage, suffix: &str) -> &'a str {
+    let Action::Remote(r) = &s.action else {
+        panic!("not remote")
+    };
+    let u = r
+        .step
+        .uploads
+        .iter()
+        .find(|u| u.path.ends_with(suffix))
+        .unwrap();
+    std::str::from_utf8(&u.bytes).unwrap()
+}
+
+/// The remote steps of an INSTANTIATE and a SCALE_IN (every step kind this flavour plans).
+pub(crate) fn sample_steps() -> Vec<Step> {
+    let d = driver();
+    let r = rows();
+    let mut stages = d.instantiate_end(ctx(&r)).unwrap();
+    stages.extend(d.scale_start(ctx(&r), &["w0".into()]).unwrap());
+    stages
+        .into_iter()
+        .filter_map(|s| match s.action {
+            Action::Remote(r) => Some(r.step),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn names_come_from_the_vnfc_index_or_id() {
+    let r = rows();
+    assert_eq!(node_name(&r[1], Role::Worker), "worker1");
+    assert_eq!(node_name(&r[2], Role::Worker), "worker10");
+    let mut no_index = r[1].clone();
+    no_index.vnfc_index = None;
+    no_index.id = "3F2A-91bc-77d0-0000".into();
+    assert_eq!(node_name(&no_index, Role::Worker), "worker-3f2a91bc");
+}
+
+#[test]
+fn inventory_lists_every_node_in_kubespray_groups_without_passwords() {
+    let d = driver();
+    let nodes = d.nodes(&rows(), &BTreeSet::new()).unwrap();
+    let step = d.inventory_step(&nodes).unwrap();
+    let hosts = std::str::from_utf8(&step.uploads[0].bytes).unwrap();
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(hosts).unwrap();
+    let all = &doc["all"];
+    let names: Vec<&str> = all["hosts"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["master1", "worker1", "worker10"]);
+    assert_eq!(all["hosts"]["worker10"]["ansible_host"], "10.0.0.29");
+    assert_eq!(all["hosts"]["worker10"]["ip"], "10.0.0.29");
+    assert_eq!(all["hosts"]["worker10"]["access_ip"], "10.0.0.29");
+    assert_eq!(all["hosts"]["master1"]["ansible_user"], "ubuntu");
+    let group = |g: &str| -> Vec<String> {
+        all["children"][g]["hosts"]
+            .as_mapping()
+            .map(|m| m.keys().map(|k| k.as_str().unwrap().to_owned()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(group("kube_control_plane"), ["master1"]);
+    assert_eq!(group("etcd"), ["master1"]);
+    assert_eq!(group("kube_node"), ["master1", "worker1", "worker10"]);
+    assert!(group("calico_rr").is_empty());
+    let cluster = all["children"]["k8s_cluster"]["children"]
+        .as_mapping()
+        .unwrap();
+    assert!(cluster.contains_key("kube_control_plane") && cluster.contains_key("kube_node"));
+    // Passwords are references into the credentials file only.
+    assert!(!hosts.contains("password: ubuntu"));
+    assert!(hosts.contains("{{ vnfkeeper_credentials.worker.password }}"));
+    let vars = std::str::from_utf8(&step.uploads[1].bytes).unwrap();
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(vars).unwrap();
+    assert_eq!(v["kube_pods_subnet"], "192.168.3.0/16");
+    assert_eq!(v["kube_service_addresses"], "10.199.187.0/24");
+    assert_eq!(v["no_proxy"], "192.168.246.0/24,10.0.0.1");
+    assert_eq!(v["loadbalancer_apiserver"]["address"], "10.0.0.5");
+    assert_eq!(v["loadbalancer_apiserver"]["port"], 8383);
+    for secret in ["password1", "password2", "user1:"] {
+        assert!(
+            !vars.contains(secret) && !hosts.contains(secret),
+            "{secret}"
+        );
+    }
+    // The planned step's arguments carry digests, not contents.
+    assert_eq!(step.args[1], sha256_hex(hosts.as_bytes()));
+}
+
+#[test]
+fn credentials_carry_the_passwords_and_proxies() {
+    let d = driver();
+    let c = credentials_yaml(&d.k8s);
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(c.expose()).unwrap();
+    assert_eq!(v["vnfkeeper_credentials"]["master"]["password"], "ubuntu");
+    assert_eq!(v["http_proxy"], "http://user1:password1@host1:port1");
+    assert_eq!(v["https_proxy"], "https://user2:password2@host2:port2");
+}
+
+#[test]
+fn known_hosts_come_from_pinned_keys_and_need_every_node() {
+    let d = driver();
+    let mut r = rows();
+    let nodes = d.nodes(&r, &BTreeSet::new()).unwrap();
+    let kh = known_hosts(&nodes, &r).unwrap();
+    assert_eq!(
+        kh,
+        "10.0.0.10 ssh-ed25519 KEYm0\n10.0.0.20 ssh-ed25519 KEYw0\n10.0.0.29 ssh-ed25519 KEYw9\n"
+    );
+    r[2].host_key = None;
+    let err = known_hosts(&nodes, &r).unwrap_err();
+    assert!(err.reason.contains("worker10"), "{err}");
+}
+
+#[test]
+fn haproxy_frontends_masters_and_every_node() {
+    let d = driver();
+    let nodes = d.nodes(&rows(), &BTreeSet::new()).unwrap();
+    let cfg = haproxy_cfg("vnf-kubespray", &nodes);
+    assert!(cfg.contains("bind *:8383"));
+    assert!(cfg.contains("server master1 10.0.0.10:6443 check"));
+    assert_eq!(haproxy_servers(&cfg, "kube_masters"), ["master1"]);
+    assert_eq!(
+        haproxy_servers(&cfg, "kube_nodes"),
+        ["master1", "worker1", "worker10"]
+    );
+    // Same nodes in another order: same bytes.
+    let mut rev = nodes.clone();
+    rev.reverse();
+    assert_eq!(haproxy_cfg("vnf-kubespray", &rev), cfg);
+}
+
+#[test]
+fn haproxy_cfg_passes_haproxy_check_when_installed() {
+    let Ok(out) = std::process::Command::new("haproxy").arg("-v").output() else {
+        eprintln!("haproxy not installed; skipped");
+        return;
+    };
+    assert!(out.status.success());
+    let d = driver();
+    let nodes = d.nodes(&rows(), &BTreeSet::new()).unwrap();
+    let dir = std::env::temp_dir().join(format!("vk-haproxy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("haproxy.cfg");
+    std::fs::write(&f, haproxy_cfg("vnf-kubespray", &nodes)).unwrap();
+    let check = std::process::Command::new("haproxy")
+        .args(["-c", "-q", "-f"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+#[test]
+fn instantiate_end_reaches_writes_runs_cluster_then_configures_the_lb() {
+    let d = driver();
+    let r = rows();
+    let stages = d.instantiate_end(ctx(&r)).unwrap();
+    assert_eq!(
+        keys(&stages),
+        [
+            "0:node.reach@m0",
+            "0:node.reach@w0",
+            "0:node.reach@w9",
+            "0:node.reach@lb",
+            "1:ansible.inventory@ansible-server",
+            "2:ansible.playbook@cluster.yml",
+            "3:lb.haproxy@lb",
+            "4:k8s.kubeconfig@m0",
+        ]
+    );
+    let Action::Remote(p) = &stages[5].action else {
+        panic!()
+    };
+    assert_eq!(p.role, Role::AnsibleServer);
+    assert_eq!(p.step.host, ANSIBLE_HOST);
+    assert_eq!(p.step.args[0], "/home/ansible/kubespray");
+    assert_eq!(p.step.args[2], "cluster.yml");
+    assert_eq!(p.step.args[4], "", "no --limit");
+    assert_eq!(p.step.late.len(), 2);
+    // Nothing secret in what is stored.
+    let stored = serde_json::to_string(&stages).unwrap();
+    for secret in ["\"ubuntu\"\n", "password1", "ansible\"", "user1:"] {
+        assert!(!stored.contains(secret), "{secret}");
+    }
+    assert!(
+        stored.contains("credentials.yml"),
+        "the credentials file is late"
+    );
+}
+
+#[test]
+fn scale_in_of_worker1_keeps_worker10_everywhere() {
+    let d = driver();
+    let r = rows();
+    let stages = d.scale_start(ctx(&r), &["w0".into()]).unwrap();
+    assert_eq!(
+        keys(&stages),
+        [
+            "0:k8s.drain@worker1",
+            "1:ansible.playbook@remove-node.yml:worker1",
+            "2:ansible.inventory@ansible-server",
+            "3:lb.haproxy@lb",
+        ]
+    );
+    let Action::Remote(drain) = &stages[0].action else {
+        panic!()
+    };
+    assert_eq!(drain.step.host, "m0", "drained on a master that stays");
+    assert_eq!(drain.step.args[0], "worker1");
+    assert_eq!(drain.step.args[2], "strict");
+    let Action::Remote(rm) = &stages[1].action else {
+        panic!()
+    };
+    assert_eq!(rm.step.args[2], "remove-node.yml");
+    assert_eq!(
+        &rm.step.args[5..],
+        ["node=worker1", "skip_confirmation=yes"]
+    );
+    let hosts: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(upload(&stages[2], "hosts.yaml")).unwrap();
+    let names: Vec<&str> = hosts["all"]["hosts"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["master1", "worker10"]);
+    let cfg = upload(&stages[3], ".vnfkeeper-new");
+    assert_eq!(haproxy_servers(cfg, "kube_nodes"), ["master1", "worker10"]);
+}
+
+#[test]
+fn scale_out_runs_facts_then_scale_limited_to_the_new_nodes() {
+    let d = driver();
+    let r = rows();
+    let stages = d.scale_end(ctx(&r), &["w9".into()]).unwrap();
+    assert_eq!(
+        keys(&stages),
+        [
+            "0:node.reach@w9",
+            "1:ansible.inventory@ansible-server",
+            "2:ansible.playbook@facts.yml",
+            "3:ansible.playbook@scale.yml",
+            "4:lb.haproxy@lb",
+        ]
+    );
+    let Action::Remote(s) = &stages[3].action else {
+        panic!()
+    };
+    assert_eq!(s.step.args[4], "worker10");
+}
+
+#[test]
+fn heal_of_a_worker_removes_it_leniently_then_scales_it_back_under_its_name() {
+    let d = driver();
+    let mut r = rows();
+    let start = d.heal_start(ctx(&r), &["w0".into()]).unwrap();
+    assert_eq!(
+        keys(&start),
+        [
+            "0:k8s.drain@worker1",
+            "1:ansible.playbook@remove-node.yml:worker1"
+        ]
+    );
+    let Action::Remote(rm) = &start[1].action else {
+        panic!()
+    };
+    assert!(rm.step.args.contains(&"reset_nodes=false".to_owned()));
+    let before = d.heal_end(ctx(&r), &["w0".into()]).unwrap();
+    r[1].server_id = Some("srv-new".into());
+    r[1].host_key = None;
+    let end = d.heal_end(ctx(&r), &["w0".into()]).unwrap();
+    assert_eq!(
+        keys(&end),
+        [
+            "0:node.reach@w0",
+            "1:ansible.inventory@ansible-server",
+            "2:ansible.playbook@facts.yml",
+            "3:ansible.playbook@scale.yml",
+            "4:lb.haproxy@lb",
+        ]
+    );
+    let record = |s: &[Stage]| {
+        let Action::Remote(p) = &s[3].action else {
+            panic!()
+        };
+        (p.step.args[3].clone(), p.step.args[4].clone())
+    };
+    assert_eq!(record(&end).1, "worker1", "same node name after heal");
+    assert_ne!(
+        record(&before).0,
+        record(&end).0,
+        "a rebuilt server is a new record"
+    );
+}
+
+#[test]
+fn configuration_only_heal_of_the_lb_converges_inventory_and_haproxy() {
+    let d = driver();
+    let r = rows();
+    let end = d.heal_end(ctx(&r), &["lb".into()]).unwrap();
+    assert_eq!(
+        keys(&end),
+        [
+            "0:node.reach@lb",
+            "1:ansible.inventory@ansible-server",
+            "2:lb.haproxy@lb"
+        ]
+    );
+}
+
+#[test]
+fn roles_and_access() {
+    let d = driver();
+    assert_eq!(d.role("masterNode").unwrap(), Role::Master);
+    assert_eq!(d.role("workerNode").unwrap(), Role::Worker);
+    assert_eq!(d.role("externalLB").unwrap(), Role::LoadBalancer);
+    let a = d.access(Role::AnsibleServer).unwrap();
+    assert_eq!(a.address, Some("10.10.0.50".parse::<IpAddr>().unwrap()));
+    assert_eq!(a.username, "ansible");
+    assert_eq!(d.access(Role::LoadBalancer).unwrap().cp, "externalLB_CP1");
+}
+
+const FAILED_RUN: &str = "\
+PLAY [Prepare nodes] ***********************************************************
+
+TASK [Gathering Facts] *********************************************************
+ok: [master1]
+fatal: [worker10]: UNREACHABLE! => {\"changed\": false, \"msg\": \"Failed to connect\", \"unreachable\": true}
+
+TASK [kubernetes/preinstall : Check hostname] **********************************
+fatal: [worker1]: FAILED! => {\"changed\": false, \"msg\": \"boom\"}
+fatal: [master1]: FAILED! => {\"changed\": false, \"msg\": \"ignored\"}
+...ignoring
+
+PLAY RECAP *********************************************************************
+master1                    : ok=3    changed=1    unreachable=0    failed=0    skipped=0    rescued=0    ignored=1
+worker1                    : ok=1    changed=0    unreachable=0    failed=1    skipped=0    rescued=0    ignored=0
+worker10                   : ok=0    changed=0    unreachable=1    failed=0    skipped=0    rescued=0    ignored=0
+";
+
+#[test]
+fn kubeconfig_points_at_the_lb() {
+    let admin = "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: QUJD\n    server: https://10.0.0.10:6443\n  name: cluster.local\n\nalready done: admin kubeconfig read for x\n";
+    let lb: IpAddr = "10.0.0.5".parse().unwrap();
+    let out = kubeconfig_for(admin, &endpoint(lb)).unwrap();
+    assert!(out.contains("    server: https://10.0.0.5:8383\n"), "{out}");
+    assert!(!out.contains("6443") && !out.contains("already done"));
+    assert_eq!(
+        kubeconfig_server(&out).as_deref(),
+        Some("https://10.0.0.5:8383")
+    );
+    assert!(kubeconfig_for("nothing\n", "https://x").is_err());
+}
+
+#[test]
+fn recap_names_failed_hosts_and_tasks() {
+    let r = parse_recap(FAILED_RUN);
+    assert!(r.seen);
+    assert!(!r.succeeded());
+    assert_eq!(r.hosts["worker1"].failed, 1);
+    assert_eq!(r.hosts["worker10"].unreachable, 1);
+    assert_eq!(r.hosts["master1"].ok, 3);
+    assert_eq!(
+        r.failures,
+        [
+            TaskFailure {
+                host: "worker10".into(),
+                task: "Gathering Facts".into(),
+                unreachable: true
+            },
+            TaskFailure {
+                host: "worker1".into(),
+                task: "kubernetes/preinstall : Check hostname".into(),
+                unreachable: false
+            },
+        ]
+    );
+    assert_eq!(
+        r.summary(),
+        "host worker10 unreachable at task \"Gathering Facts\"; \
+         host worker1 failed task \"kubernetes/preinstall : Check hostname\""
+    );
+}
+
+#[test]
+fn recap_success_needs_a_recap_with_clean_hosts() {
+    let ok = "TASK [x] ***\nok: [master1]\n\nPLAY RECAP ***\nmaster1 : ok=1 changed=0 unreachable=0 failed=0 skipped=0\n";
+    assert!(parse_recap(ok).succeeded());
+    assert!(!parse_recap("TASK [x] ***\nok: [master1]\n").succeeded());
+    assert_eq!(parse_recap("").summary(), "no PLAY RECAP in the output");
+    let delegated = "TASK [drain] ***\nfatal: [worker1 -> master1]: FAILED! => {}\nPLAY RECAP ***\nworker1 : ok=0 changed=0 unreachable=0 failed=1\n";
+    assert_eq!(parse_recap(delegated).failures[0].host, "worker1");
+}
+
+proptest::proptest! {
+    /// For any set of worker indexes, removing one worker leaves exactly the others in the
+    /// inventory and the LB: names sharing a prefix (`worker1`, `worker10`, `worker100`) never
+    /// touch each other.
+    #[test]
+    fn removing_one_worker_keeps_exactly_the_others(
+        idx in proptest::collection::btree_set(0i64..120, 2..12),
+        pick in 0usize..12,
+    ) {
+        let d = driver();
+        let mut r = vec![row("m0", "masterNode", "masterNode_CP1", Some(0), "10.0.0.10")];
+        for (n, i) in idx.iter().enumerate() {
+            r.push(row(&format!("w{i}"), "workerNode", "workerNode_CP2", Some(*i), &format!("10.0.1.{}", n + 1)));
+        }
+        r.push(row("lb", "externalLB", "externalLB_CP1", None, "10.0.0.5"));
+        let victim = idx.iter().nth(pick % idx.len()).copied().unwrap();
+        let stages = d.scale_start(ctx(&r), &[format!("w{victim}")]).unwrap();
+        let inv = stages.iter().find(|s| s.key.starts_with("ansible.inventory")).unwrap();
+        let lb = stages.iter().find(|s| s.key.starts_with("lb.haproxy")).unwrap();
+        let hosts: serde_yaml_ng::Value = serde_yaml_ng::from_str(upload(inv, "hosts.yaml")).unwrap();
+        let got: BTreeSet<String> = hosts["all"]["hosts"].as_mapping().unwrap().keys()
+            .map(|k| k.as_str().unwrap().to_owned()).collect();
+        let mut want: BTreeSet<String> = idx.iter().filter(|i| **i != victim)
+            .map(|i| format!("worker{}", i + 1)).collect();
+        want.insert("master1".into());
+        proptest::prop_assert_eq!(&got, &want);
+        let lb_nodes: BTreeSet<String> = haproxy_servers(upload(lb, ".vnfkeeper-new"), "kube_nodes").into_iter().collect();
+        proptest::prop_assert_eq!(&lb_nodes, &want);
+        let drained: Vec<&str> = stages.iter().filter(|s| s.key.starts_with("k8s.drain@")).map(|s| s.key.as_str()).collect();
+        let victim_key = format!("k8s.drain@worker{}", victim + 1);
+        proptest::prop_assert_eq!(drained, vec![victim_key.as_str()]);
+    }
+}
