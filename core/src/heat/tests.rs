@@ -539,6 +539,7 @@ fn autoscaling_group_base_hot_keeps_working_with_desired_capacity() {
         vnfcs: a.vnfcs.clone(),
         nfv: a.nfv.as_object().unwrap().clone(),
         ext_virtual_links: req.ext_virtual_links.clone(),
+        ..Current::default()
     };
     let input = Input {
         base: &base,
