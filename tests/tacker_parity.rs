@@ -233,6 +233,14 @@ fn grant(case: &Case, s: &Step, before: &[(String, u32)], after: &[(String, u32)
 /// Runs `hot adjust` for one step on `stack`; returns `{"template", "files", "nfv"}`.
 fn vnfkeeper(case: &Case, s: &Step, stack: &mut Stack, dir: &Path) -> Value {
     let vdus = vdus_of(case);
+    if s.operation == "lose" {
+        let name = s.request["vnfc"].as_str().unwrap();
+        stack.template["resources"]
+            .as_object_mut()
+            .unwrap()
+            .remove(name);
+        return json!({"template": stack.template, "files": files_as_data(stack), "nfv": stack.nfv});
+    }
     let before = vnfcs_of(&stack.template, &vdus);
     let req = dir.join(format!("{}.request.json", s.name));
     std::fs::write(&req, s.request.to_string()).unwrap();
@@ -281,8 +289,12 @@ fn vnfkeeper(case: &Case, s: &Step, stack: &mut Stack, dir: &Path) -> Value {
         stack.ext_virtual_links = list("extVirtualLinks");
         stack.ext_managed_virtual_links = list("extManagedVirtualLinks");
     }
-    // Nested templates as data, as the driver reports Tacker's.
-    let files: Map<String, Value> = stack
+    json!({"template": stack.template, "files": files_as_data(stack), "nfv": stack.nfv})
+}
+
+/// Nested templates as data, as the driver reports Tacker's.
+fn files_as_data(stack: &Stack) -> Value {
+    stack
         .files
         .as_object()
         .into_iter()
@@ -293,8 +305,8 @@ fn vnfkeeper(case: &Case, s: &Step, stack: &mut Stack, dir: &Path) -> Value {
                 serde_yaml_ng::from_str(t.as_str().unwrap()).unwrap(),
             )
         })
-        .collect();
-    json!({"template": stack.template, "files": files, "nfv": stack.nfv})
+        .collect::<Map<String, Value>>()
+        .into()
 }
 
 /// Takes the deliberate differences out of `(ours, theirs)`; returns those met.
@@ -305,16 +317,48 @@ fn normalise(ours: &mut Value, theirs: &mut Value, vdus: &[&str]) -> Vec<Deliber
     if let Some(our_vdu) = our_vdu {
         for (name, e) in our_vdu.iter_mut() {
             if e.get("computeName").and_then(Value::as_str) == Some(name.as_str()) {
-                let t = &mut theirs["nfv"]["VDU"][name];
-                if t.get("computeName").is_none_or(Value::is_null) {
+                // get_mut: indexing a Value mutably would insert the entry.
+                let t = theirs["nfv"]["VDU"]
+                    .get_mut(name.as_str())
+                    .and_then(Value::as_object_mut);
+                if t.as_ref()
+                    .is_none_or(|t| t.get("computeName").is_none_or(Value::is_null))
+                {
                     e.as_object_mut().unwrap().remove("computeName");
-                    if let Some(t) = t.as_object_mut() {
+                    if let Some(t) = t {
                         t.remove("computeName");
                     }
                     if !met.contains(&Deliberate::ComputeName) {
                         met.push(Deliberate::ComputeName);
                     }
                 }
+            }
+        }
+    }
+    // A scale-out after a gap: ours created `<VDU>-<k>` after the highest index, theirs named
+    // an existing VNFC again (so its template gained nothing). Ours' extra VNFCs go.
+    let ours_vnfcs = vnfcs_of(&ours["template"], vdus);
+    let theirs_vnfcs = vnfcs_of(&theirs["template"], vdus);
+    for (v, i) in ours_vnfcs.iter().filter(|c| !theirs_vnfcs.contains(c)) {
+        let of_v = || theirs_vnfcs.iter().filter(|(tv, _)| tv == v);
+        let highest = of_v().map(|(_, ti)| *ti).max();
+        let count = of_v().count() as u32;
+        if highest.is_some_and(|h| h >= count && *i > h) {
+            let name = format!("{v}-{i}");
+            ours["template"]["resources"]
+                .as_object_mut()
+                .unwrap()
+                .remove(&name);
+            for sec in ["VDU", "CP"] {
+                if let Some(m) = ours["nfv"][sec].as_object_mut() {
+                    m.retain(|k, _| {
+                        !(k.ends_with(&format!("-{i}"))
+                            && owns(k.rsplit_once('-').unwrap().0, &name))
+                    });
+                }
+            }
+            if !met.contains(&Deliberate::NoIndexReuse) {
+                met.push(Deliberate::NoIndexReuse);
             }
         }
     }
@@ -428,6 +472,62 @@ fn standard_sequence_matches_tacker() {
                 .expect(&[ComputeName]),
             step("scale-in", "scale-in", scale("SCALE_IN"))
                 .expect(&[ComputeName, ScaleInDropsNfvEntries]),
+        ],
+    });
+}
+
+/// An externally managed internal VL and a name given at INSTANTIATE for a VNFC that a later
+/// scale-out creates (Tacker's functional test expects VDU1-2 to carry it); a heal of every
+/// VNFC with `all: true` and new images for the VDU and the virtual storage (the storage keeps
+/// its image); scale-in.
+#[test]
+fn managed_vl_future_names_and_heal_all_match_tacker() {
+    let mut inst = instantiate_request("fixtures/heat/two-vdus");
+    inst["extManagedVirtualLinks"] = json!([
+        {"id": "mgd-1", "vnfVirtualLinkDescId": "internalVL1", "resourceId": "net-managed-1"}
+    ]);
+    inst["additionalParams"]["nfv"]["VDU"]["VDU1-2"] =
+        json!({"computeName": "vdu1-from-instantiate"});
+    run_case(&Case {
+        package: "fixtures/heat/tacker-parity/package",
+        storages: &[("VDU2", "VDU2-VirtualStorage")],
+        steps: vec![
+            step("instantiate", "instantiate", inst).expect(&[ComputeName]),
+            step("scale-out", "scale-out", scale("SCALE_OUT")).expect(&[ComputeName]),
+            step(
+                "heal-all",
+                "heal",
+                json!({"cause": "all", "additionalParams": {"all": true}}),
+            )
+            .images(&[
+                ("VDU1", "img-vdu1-new"),
+                ("VDU2-VirtualStorage", "img-vs-new"),
+            ])
+            .expect(&[ComputeName]),
+            step("scale-in", "scale-in", scale("SCALE_IN"))
+                .expect(&[ComputeName, ScaleInDropsNfvEntries]),
+        ],
+    });
+}
+
+/// A VNFC lost outside LCM leaves a gap; the next scale-out continues after the highest index
+/// (vnfkeeper) where Tacker takes the count and names the existing VDU1-2 again.
+#[test]
+fn scale_out_after_a_gap_differs_only_by_the_index() {
+    run_case(&Case {
+        package: "fixtures/heat/tacker-parity/package",
+        storages: &[("VDU2", "VDU2-VirtualStorage")],
+        steps: vec![
+            step(
+                "instantiate",
+                "instantiate",
+                instantiate_request("fixtures/heat/two-vdus"),
+            )
+            .expect(&[ComputeName]),
+            step("scale-out", "scale-out", scale("SCALE_OUT")).expect(&[ComputeName]),
+            step("lose-VDU1-1", "lose", json!({"vnfc": "VDU1-1"})).expect(&[ComputeName]),
+            step("scale-out-after-gap", "scale-out", scale("SCALE_OUT"))
+                .expect(&[ComputeName, NoIndexReuse]),
         ],
     });
 }

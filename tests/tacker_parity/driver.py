@@ -4,7 +4,8 @@ Driven by tests/tacker_parity.rs with the venv of scripts/tacker-venv (PyPI tack
 Reads a sequence on stdin:
 
     {"package": DIR, "steps": [{"name", "operation": "instantiate" | "scale-out" | "scale-in"
-      | "heal" | "change-ext-conn" | "scale-out-rollback", "request": SOL003 body,
+      | "heal" | "change-ext-conn" | "scale-out-rollback" | "lose", "request": SOL003 body
+      (for "lose": {"vnfc": "<VDU>-<index>"}, a VNFC that disappears outside LCM),
       "zones"?: {"<VDU>-<k>": zone}, "images"?: {"<VDU or storage>": image}}]}
 
 and prints one JSON object per step, in order: {"name", "template", "files", "nfv"}, the stack's
@@ -179,6 +180,13 @@ def run(seq):
     for step in seq["steps"]:
         op = step["operation"]
         body = step["request"]
+        if op == "lose":
+            # A VNFC lost outside LCM (its resource gone from the stack, its record with it):
+            # how a gap in the indices arises.
+            stack.template["resources"].pop(body["vnfc"])
+            out.append(copy.deepcopy({"name": step["name"], "template": stack.template,
+                                      "files": stack.files, "nfv": stack.nfv}))
+            continue
         inst = instance(stack, vnfd, inst_req)
         inst_obj = objects.VnfInstanceV2.from_dict(copy.deepcopy(inst))
         try:
@@ -239,8 +247,8 @@ def run(seq):
             stack.files = {k: yaml.safe_load(v) for k, v in fields["files"].items()}
         if op == "instantiate":
             inst_req = body
-        out.append({"name": step["name"], "template": stack.template,
-                    "files": stack.files, "nfv": stack.nfv})
+        out.append(copy.deepcopy({"name": step["name"], "template": stack.template,
+                                  "files": stack.files, "nfv": stack.nfv}))
     return out
 
 

@@ -254,7 +254,12 @@ fn fill_target(
             })?
             .entry(entry)
             .or_insert_with(|| json!({}));
+        // A name given earlier by additionalParams.nfv for this VNFC to come is kept.
+        let named = r.rest.len() == 1
+            && r.rest[0] == "computeName"
+            && get_path(e, &r.rest).is_some_and(Value::is_string);
         match value {
+            Some(_) if named => {}
             Some(v) => set_path(e, &r.rest, v),
             // A VNFC created by INSTANTIATE gets `null` for a key without a value, as Tacker's
             // StandardUserData.instantiate (Heat's `get_param` then yields null, not `''`).
@@ -403,7 +408,31 @@ pub(super) fn fill(
     if plan.is_heal {
         drop_vdu_nulls(&mut nfv);
     }
-    let warnings = merge_additional(&mut nfv, plan, grant, &affected)?;
+    // Entries of VNFCs that exist before or after the operation; an `additionalParams.nfv`
+    // entry of an individually managed VDU outside these is kept for the VNFC to come.
+    let mut existing: BTreeSet<(Section, String)> = BTreeSet::new();
+    for c in input.current.vnfcs.iter().chain(after) {
+        existing.extend(entries(
+            vnfd,
+            &c.vdu_id,
+            analysis.individual(&c.vdu_id).then_some(c.index),
+        ));
+    }
+    let future = |sec: Section, name: &str| {
+        name.rsplit_once('-').is_some_and(|(base, i)| {
+            i.parse::<u32>().is_ok_and(|i| {
+                analysis
+                    .modes
+                    .keys()
+                    .filter(|v| analysis.individual(v))
+                    .any(|v| {
+                        entries(vnfd, v, Some(i)).contains(&(sec, name.to_owned()))
+                            && entries(vnfd, v, None).contains(&(sec, base.to_owned()))
+                    })
+            })
+        }) && !existing.contains(&(sec, name.to_owned()))
+    };
+    let warnings = merge_additional(&mut nfv, plan, grant, &affected, &future)?;
     check_values(&nfv, analysis, after, &affected)?;
     Ok(Filled {
         nfv,
@@ -477,13 +506,16 @@ fn heal_images(
 }
 
 /// Merges `additionalParams.nfv` of the request, then of the Grant (RFC 7386), into the
-/// `affected` entries; returns a warning for each section or entry ignored. Errors: an
-/// `additionalParams.nfv` that is not an object.
+/// `affected` entries and into the entries of VNFCs that do not exist yet (`future`: kept in
+/// `nfv` until a SCALE_OUT creates the VNFC and fills the rest of its entry, as Tacker keeps
+/// them); returns a warning for each section or entry ignored (an existing VNFC the operation
+/// does not touch). Errors: an `additionalParams.nfv` that is not an object.
 fn merge_additional(
     nfv: &mut Value,
     plan: &Plan,
     grant: &Grant,
     affected: &BTreeSet<(Section, String)>,
+    future: &dyn Fn(Section, &str) -> bool,
 ) -> Result<Vec<String>, HeatError> {
     let grant_nfv = grant.additional_params.as_ref().and_then(|a| a.get("nfv"));
     let extras = [
@@ -517,7 +549,7 @@ fn merge_additional(
                 }
             };
             for (name, v) in entries_v.as_object().into_iter().flatten() {
-                if affected.contains(&(sec, name.clone())) {
+                if affected.contains(&(sec, name.clone())) || future(sec, name) {
                     let target = nfv
                         .as_object_mut()
                         .expect("nfv is an object")
