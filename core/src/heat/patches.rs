@@ -37,17 +37,15 @@ pub(super) fn current(input: Input<'_>, analysis: &Analysis) -> Stack {
     }
     let mut nfv = Value::Object(input.current.nfv.clone());
     for c in &input.current.vnfcs {
-        // Each entry as stored, `null`s included (a merge patch would drop them).
+        // Each entry as stored, `null`s included (a merge patch would drop them). A section
+        // that is not an object replaces the section, as a merge patch would.
         for (sec, entries) in c.parameters.iter().flat_map(Value::as_object).flatten() {
+            let nfv_map = nfv.as_object_mut().expect("nfv is an object");
             let Some(entries) = entries.as_object() else {
-                nfv = merge::apply(&nfv, &json!({ sec: entries }));
+                nfv_map.insert(sec.clone(), entries.clone());
                 continue;
             };
-            let target = nfv
-                .as_object_mut()
-                .expect("nfv is an object")
-                .entry(sec.clone())
-                .or_insert_with(|| json!({}));
+            let target = nfv_map.entry(sec.clone()).or_insert_with(|| json!({}));
             if !target.is_object() {
                 *target = json!({});
             }
