@@ -12,7 +12,7 @@ use serde_json::json;
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, StackRef};
 use crate::heat::{Analysis, Current};
-use crate::intake::wire::sol003::ExtVirtualLinkData;
+use crate::intake::wire::sol003::{ExtManagedVirtualLinkData, ExtVirtualLinkData};
 use crate::package::{BaseHot, VnfPackage};
 use crate::plan::individual::{self, AdjustedPlan, Known};
 use crate::plan::stages::StackDocument;
@@ -78,6 +78,7 @@ pub(super) async fn current<C: Cloud>(
     stack: &StackRef,
     rows: &[VnfcRow],
     ext_virtual_links: &[ExtVirtualLinkData],
+    ext_managed_virtual_links: &[ExtManagedVirtualLinkData],
 ) -> Result<Current, EngineError> {
     let shown = e
         .cloud
@@ -89,6 +90,7 @@ pub(super) async fn current<C: Cloud>(
         &known(rows),
         shown.parameters.get("nfv"),
         ext_virtual_links,
+        ext_managed_virtual_links,
     )
     .map_err(|err| StepFailure::input("plan", err.to_string()))?)
 }

@@ -102,8 +102,15 @@ async fn decide<C: Cloud>(
     let configuration_only = extra.and_then(|a| a.configuration_only).unwrap_or(false);
     let adjusted = match hot {
         Some(hot) if !configuration_only => {
-            let current =
-                adjusted::current(e, hot, stack, vnfcs, &inst.req.ext_virtual_links).await?;
+            let current = adjusted::current(
+                e,
+                hot,
+                stack,
+                vnfcs,
+                &inst.req.ext_virtual_links,
+                &inst.req.ext_managed_virtual_links,
+            )
+            .await?;
             Some(
                 plan::individual::decide(
                     &hot.base,

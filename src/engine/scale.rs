@@ -72,8 +72,15 @@ async fn decide<C: Cloud>(
         .map_err(|err| StepFailure::input("plan", err.to_string()))?;
     if let Some(hot) = hot {
         // Adjusted HOT: new indices after the highest, removal of the highest (heat::adjust).
-        let current =
-            adjusted::current(e, hot, &i.stack, &i.before, &i.inst.req.ext_virtual_links).await?;
+        let current = adjusted::current(
+            e,
+            hot,
+            &i.stack,
+            &i.before,
+            &i.inst.req.ext_virtual_links,
+            &i.inst.req.ext_managed_virtual_links,
+        )
+        .await?;
         let known = adjusted::known(&i.before);
         let a = plan::individual::decide(
             &hot.base,

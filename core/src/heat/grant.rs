@@ -11,14 +11,15 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::wire::sol003::ExtVirtualLinkData;
+use crate::wire::sol003::{ExtManagedVirtualLinkData, ExtVirtualLinkData};
 
 /// Grant (SOL003 §9.5.2.3): the NFVO's answer to a [`GrantRequest`].
 ///
 /// Shape (camelCase as on the wire): `{"id"?, "vnfInstanceId"?, "vnfLcmOpOccId"?,
 /// "zones": [ZoneInfo], "addResources": [GrantInfo], "removeResources": [GrantInfo],
 /// "vimAssets"?: {"computeResourceFlavours": [...], "softwareImages": [...]},
-/// "extVirtualLinks": [ExtVirtualLinkData], "additionalParams"?: {"nfv"?: {...}}}`; other SOL003
+/// "extVirtualLinks": [ExtVirtualLinkData], "extManagedVirtualLinks": [ExtManagedVirtualLinkData],
+/// "additionalParams"?: {"nfv"?: {...}}}`; other SOL003
 /// attributes (`_links`, `vimConnectionInfo`, `zoneGroups`, …) are kept in `other`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -47,6 +48,10 @@ pub struct Grant {
     /// `extVirtualLinks` (0..N): external VLs; take precedence over the request's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ext_virtual_links: Vec<ExtVirtualLinkData>,
+    /// `extManagedVirtualLinks` (0..N): externally managed internal VLs; applied before the
+    /// request's (instantiate).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ext_managed_virtual_links: Vec<ExtManagedVirtualLinkData>,
     /// `additionalParams` (0..1): `nfv` in it is merged after the request's, as Tacker's
     /// `userdata_standard.py` does.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::grant::GrantRequest;
 use super::template::{Analysis, Mode, indexed};
 use super::{Current, HeatError, Input, Operation, ResourceDefinition, Vnfc, cur_err, req_err};
-use crate::wire::sol003::{ExtVirtualLinkData, ScaleType};
+use crate::wire::sol003::{ExtManagedVirtualLinkData, ExtVirtualLinkData, ScaleType};
 
 /// What an operation asks for, before the Grant: the VNFCs as `(VDU, index)` and the
 /// GrantRequest naming them (resource definitions `add-<name>-<index>`, `remove-<name>-<index>`).
@@ -38,6 +38,8 @@ pub(super) struct Plan {
     pub request_nfv: Option<Value>,
     /// The request's external VLs (instantiate).
     pub request_vls: Vec<ExtVirtualLinkData>,
+    /// The request's externally managed internal VLs (instantiate).
+    pub request_managed_vls: Vec<ExtManagedVirtualLinkData>,
 }
 
 /// The VNFCs `op` creates, removes or heals and the GrantRequest naming them. Errors: the
@@ -125,6 +127,7 @@ pub(super) fn plan(
                 }
             }
             p.request_vls = req.ext_virtual_links.clone();
+            p.request_managed_vls = req.ext_managed_virtual_links.clone();
             p.request_nfv = req
                 .additional_params
                 .as_ref()

@@ -26,8 +26,12 @@
 //! zone; CP `network` and `fixed_ips` from the external virtual links (Grant, request,
 //! instance), at scale-out else copied from an existing VNFC of the VDU; then
 //! `additionalParams.nfv` of the request and the Grant, for the VNFCs the operation creates or
-//! heals. Only keys the BaseHOT references are set; a key without a value is left out (Heat's
-//! `get_param` then yields `''`), never `null`.
+//! heals. Only keys the BaseHOT references are set. A key without a value is `null` in the
+//! entries of a VNFC created by INSTANTIATE and left out in those created by SCALE_OUT (Heat's
+//! `get_param` yields null for the one and `''` for the other), and a HEAL removes the `null`s of
+//! every `nfv.VDU` entry — as Tacker's StandardUserData does (its heal is a merge patch).
+//! `extManagedVirtualLinks` (of the Grant and the InstantiateVnfRequest, kept by the instance)
+//! take their internal VL and its subnets out of the template; the ports use the given network.
 
 pub mod grant;
 pub mod merge;
@@ -56,7 +60,8 @@ pub use template::{Analysis, Mode};
 
 use crate::package::{BaseHot, Vnfd};
 use crate::wire::sol003::{
-    ExtVirtualLinkData, HealVnfRequest, InstantiateVnfRequest, ScaleVnfRequest,
+    ExtManagedVirtualLinkData, ExtVirtualLinkData, HealVnfRequest, InstantiateVnfRequest,
+    ScaleVnfRequest,
 };
 use template::{Section, indexed};
 
@@ -155,7 +160,8 @@ impl Vnfc {
     }
 }
 
-/// The instance before the operation: `{"vnfcs": [Vnfc], "nfv"?: {…}, "extVirtualLinks"?: […]}`.
+/// The instance before the operation: `{"vnfcs": [Vnfc], "nfv"?: {…}, "extVirtualLinks"?: […],
+/// "extManagedVirtualLinks"?: […]}`.
 ///
 /// The stack's current `nfv` parameter is `nfv` with every VNFC's `parameters` merged in; the
 /// current top-level template is the BaseHOT expanded for `vnfcs`. `extVirtualLinks` are the
@@ -172,6 +178,10 @@ pub struct Current {
     /// The instance's external virtual links.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ext_virtual_links: Vec<ExtVirtualLinkData>,
+    /// The instance's externally managed internal VLs (from its InstantiateVnfRequest and
+    /// Grant): their resources stay out of the template, their ports use the given network.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ext_managed_virtual_links: Vec<ExtManagedVirtualLinkData>,
 }
 
 /// The LCM operation to adjust the HOT for.
@@ -317,7 +327,22 @@ pub fn adjust(input: Input<'_>, op: Operation<'_>, grant: &Grant) -> Result<Adju
         &before.nfv,
         &after,
     )?;
-    let docs = patches::documents(input, &analysis, &before, filled.nfv, after);
+    // Externally managed VLs: the Grant's, then the request's (instantiate); the instance's.
+    let managed_vls: Vec<ExtManagedVirtualLinkData> = if plan.instantiate {
+        let mut v = grant.ext_managed_virtual_links.clone();
+        v.extend(plan.request_managed_vls.iter().cloned());
+        v
+    } else {
+        input.current.ext_managed_virtual_links.clone()
+    };
+    let docs = patches::documents(
+        input,
+        &analysis,
+        &before,
+        filled.nfv,
+        after,
+        &patches::managed(&managed_vls),
+    );
     let names = |vnfcs: &[(String, u32)]| vnfcs.iter().map(|(v, i)| indexed(v, *i)).collect();
     Ok(Adjusted {
         template: docs.after.template,

@@ -223,6 +223,8 @@ struct Target<'a> {
     count: usize,
     /// Index of the lowest current VNFC of the VDU that stays (network fallback at scale-out).
     sibling: Option<u32>,
+    /// A key without a value is set to `null` (a VNFC created by INSTANTIATE) instead of left out.
+    null_if_none: bool,
 }
 
 /// Creates the entries `refs` name for target `t` in `nfv` (an object) and sets each referenced
@@ -252,8 +254,17 @@ fn fill_target(
             })?
             .entry(entry)
             .or_insert_with(|| json!({}));
-        if let Some(v) = value {
-            set_path(e, &r.rest, v);
+        // A name given earlier by additionalParams.nfv for this VNFC to come is kept.
+        let named = r.rest.len() == 1
+            && r.rest[0] == "computeName"
+            && get_path(e, &r.rest).is_some_and(Value::is_string);
+        match value {
+            Some(_) if named => {}
+            Some(v) => set_path(e, &r.rest, v),
+            // A VNFC created by INSTANTIATE gets `null` for a key without a value, as Tacker's
+            // StandardUserData.instantiate (Heat's `get_param` then yields null, not `''`).
+            None if t.null_if_none && r.rest.len() == 1 => set_path(e, &r.rest, Value::Null),
+            None => {}
         }
     }
     Ok(())
@@ -276,6 +287,7 @@ pub(super) fn fill_unindexed(
         zone: granted.vdu_zone(vdu),
         count,
         sibling: None,
+        null_if_none: false,
     };
     fill_target(nfv, analysis.refs_of(vdu), sources, &target)
 }
@@ -359,6 +371,7 @@ pub(super) fn fill(
                 zone: granted.zone(v, *i),
                 count: count_after(v),
                 sibling,
+                null_if_none: plan.instantiate,
             };
             fill_target(&mut nfv, analysis.refs_of(v), &sources, &target)?;
             affected.extend(entries(vnfd, v, Some(*i)));
@@ -392,7 +405,34 @@ pub(super) fn fill(
         granted,
         &mut affected,
     )?;
-    let warnings = merge_additional(&mut nfv, plan, grant, &affected)?;
+    if plan.is_heal {
+        drop_vdu_nulls(&mut nfv);
+    }
+    // Entries of VNFCs that exist before or after the operation; an `additionalParams.nfv`
+    // entry of an individually managed VDU outside these is kept for the VNFC to come.
+    let mut existing: BTreeSet<(Section, String)> = BTreeSet::new();
+    for c in input.current.vnfcs.iter().chain(after) {
+        existing.extend(entries(
+            vnfd,
+            &c.vdu_id,
+            analysis.individual(&c.vdu_id).then_some(c.index),
+        ));
+    }
+    let future = |sec: Section, name: &str| {
+        name.rsplit_once('-').is_some_and(|(base, i)| {
+            i.parse::<u32>().is_ok_and(|i| {
+                analysis
+                    .modes
+                    .keys()
+                    .filter(|v| analysis.individual(v))
+                    .any(|v| {
+                        entries(vnfd, v, Some(i)).contains(&(sec, name.to_owned()))
+                            && entries(vnfd, v, None).contains(&(sec, base.to_owned()))
+                    })
+            })
+        }) && !existing.contains(&(sec, name.to_owned()))
+    };
+    let warnings = merge_additional(&mut nfv, plan, grant, &affected, &future)?;
     check_values(&nfv, analysis, after, &affected)?;
     Ok(Filled {
         nfv,
@@ -401,7 +441,8 @@ pub(super) fn fill(
     })
 }
 
-/// Heal and change of image: only the image, only when the Grant gives one (an
+/// Heal and change of image: only the VDU's image (a virtual storage keeps its own, also with
+/// `all: true`), only when the Grant gives one (an
 /// AutoScalingGroup member is rebuilt by Heat with its parameters unchanged). Adds the healed
 /// VNFCs' entries to `affected`; returns `<VDU>-<index>` of those whose image changed. Errors:
 /// a change of image for which the Grant gives no image of the VDU.
@@ -427,10 +468,10 @@ fn heal_images(
                 name.to_owned()
             }
         };
-        let mut names = vec![v.clone()];
-        if plan.heal_storage {
-            names.extend(vnfd.vdus[v].storages.iter().cloned());
-        }
+        // Only the VDU's image: a virtual storage healed with `all: true` is made again from the
+        // image it has (heal restores a VNFC; a new image for a volume is a change of package).
+        // Tacker's StandardUserData.heal does the same (COMPUTE entries only).
+        let names = [v.clone()];
         let mut changed = false;
         for name in &names {
             let uses_image = analysis.refs_of(v).iter().any(|r| {
@@ -465,13 +506,16 @@ fn heal_images(
 }
 
 /// Merges `additionalParams.nfv` of the request, then of the Grant (RFC 7386), into the
-/// `affected` entries; returns a warning for each section or entry ignored. Errors: an
-/// `additionalParams.nfv` that is not an object.
+/// `affected` entries and into the entries of VNFCs that do not exist yet (`future`: kept in
+/// `nfv` until a SCALE_OUT creates the VNFC and fills the rest of its entry, as Tacker keeps
+/// them); returns a warning for each section or entry ignored (an existing VNFC the operation
+/// does not touch). Errors: an `additionalParams.nfv` that is not an object.
 fn merge_additional(
     nfv: &mut Value,
     plan: &Plan,
     grant: &Grant,
     affected: &BTreeSet<(Section, String)>,
+    future: &dyn Fn(Section, &str) -> bool,
 ) -> Result<Vec<String>, HeatError> {
     let grant_nfv = grant.additional_params.as_ref().and_then(|a| a.get("nfv"));
     let extras = [
@@ -505,7 +549,7 @@ fn merge_additional(
                 }
             };
             for (name, v) in entries_v.as_object().into_iter().flatten() {
-                if affected.contains(&(sec, name.clone())) {
+                if affected.contains(&(sec, name.clone())) || future(sec, name) {
                     let target = nfv
                         .as_object_mut()
                         .expect("nfv is an object")
@@ -580,6 +624,21 @@ fn check_values(
         }
     }
     Ok(())
+}
+
+/// A heal leaves no `null` in the `nfv.VDU` entries: Tacker's StandardUserData.heal sends every
+/// VDU entry back as an RFC 7386 merge patch, in which a `null` (an INSTANTIATE without a zone)
+/// removes its key. The `nfv.CP` entries keep theirs.
+fn drop_vdu_nulls(nfv: &mut Value) {
+    fn strip(v: &mut Value) {
+        if let Value::Object(m) = v {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(strip);
+        }
+    }
+    if let Some(vdus) = nfv.get_mut("VDU").and_then(Value::as_object_mut) {
+        vdus.values_mut().for_each(strip);
+    }
 }
 
 /// Whether `v` holds an object with key `key` at any depth.

@@ -7,6 +7,7 @@ use super::membership::indices_by_vdu;
 use super::nfv_fill::entries;
 use super::template::{self, Analysis, Section};
 use super::{Input, Vnfc, merge};
+use crate::wire::sol003::ExtManagedVirtualLinkData;
 
 /// A stack's top-level template and `nfv` parameter.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +29,7 @@ impl Stack {
 }
 
 /// The instance's stack now: the BaseHOT expanded for `current.vnfcs`, and `current.nfv` with
-/// every VNFC's `parameters` merged in (RFC 7386); an instance without VNFCs or `nfv` has
+/// every VNFC's `parameters` entries put in as they are (`null`s kept); an instance without VNFCs or `nfv` has
 /// [`Stack::empty`].
 pub(super) fn current(input: Input<'_>, analysis: &Analysis) -> Stack {
     if input.current.vnfcs.is_empty() && input.current.nfv.is_empty() {
@@ -36,16 +37,39 @@ pub(super) fn current(input: Input<'_>, analysis: &Analysis) -> Stack {
     }
     let mut nfv = Value::Object(input.current.nfv.clone());
     for c in &input.current.vnfcs {
-        if let Some(p) = &c.parameters {
-            nfv = merge::apply(&nfv, p);
+        // Each entry as stored, `null`s included (a merge patch would drop them). A section
+        // that is not an object replaces the section, as a merge patch would.
+        for (sec, entries) in c.parameters.iter().flat_map(Value::as_object).flatten() {
+            let nfv_map = nfv.as_object_mut().expect("nfv is an object");
+            let Some(entries) = entries.as_object() else {
+                nfv_map.insert(sec.clone(), entries.clone());
+                continue;
+            };
+            let target = nfv_map.entry(sec.clone()).or_insert_with(|| json!({}));
+            if !target.is_object() {
+                *target = json!({});
+            }
+            let target = target.as_object_mut().expect("just made an object");
+            for (name, e) in entries {
+                target.insert(name.clone(), e.clone());
+            }
         }
     }
-    let t = template::expand(
+    let mut t = template::expand(
         &input.base.template,
         analysis,
         &indices_by_vdu(&input.current.vnfcs),
     );
+    template::apply_ext_managed(&mut t, &managed(&input.current.ext_managed_virtual_links));
     Stack { template: t, nfv }
+}
+
+/// `(vnfVirtualLinkDescId, resourceId)` of externally managed VLs, for
+/// [`template::apply_ext_managed`].
+pub(super) fn managed(vls: &[ExtManagedVirtualLinkData]) -> Vec<(&str, &str)> {
+    vls.iter()
+        .map(|v| (v.vnf_virtual_link_desc_id.as_str(), v.resource_id.as_str()))
+        .collect()
 }
 
 /// The stack after the operation, the patches to it, and the VNFCs with their slices.
@@ -61,7 +85,8 @@ pub(super) struct Documents {
 }
 
 /// The documents for the VNFCs `after` with parameter `nfv`, and the patches from `before`.
-/// The template is the BaseHOT expanded for `after`; an individually managed VNFC's
+/// The template is the BaseHOT expanded for `after`, the externally managed VLs `managed`
+/// applied; an individually managed VNFC's
 /// `parameters` are its entries of `nfv`, `{"VDU": {…}, "CP": {…}}`.
 pub(super) fn documents(
     input: Input<'_>,
@@ -69,8 +94,10 @@ pub(super) fn documents(
     before: &Stack,
     nfv: Value,
     mut after: Vec<Vnfc>,
+    managed: &[(&str, &str)],
 ) -> Documents {
-    let template = template::expand(&input.base.template, analysis, &indices_by_vdu(&after));
+    let mut template = template::expand(&input.base.template, analysis, &indices_by_vdu(&after));
+    template::apply_ext_managed(&mut template, managed);
     for c in &mut after {
         c.parameters = analysis
             .individual(&c.vdu_id)

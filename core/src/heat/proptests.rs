@@ -69,6 +69,21 @@ fn params(vnfcs: &[Vnfc]) -> BTreeMap<String, Value> {
         .collect()
 }
 
+/// `nfv` (or a VNFC's slice of it) with the `null` keys of its `VDU` entries removed.
+fn without_vdu_nulls(nfv: &Value) -> Value {
+    let mut v = nfv.clone();
+    for e in v["VDU"]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|m| m.values_mut())
+    {
+        if let Some(m) = e.as_object_mut() {
+            m.retain(|_, x| !x.is_null());
+        }
+    }
+    v
+}
+
 fn check_invariants(a: &Adjusted) {
     let names: Vec<String> = a.vnfcs.iter().map(Vnfc::name).collect();
     let unique: BTreeSet<&String> = names.iter().collect();
@@ -115,7 +130,7 @@ proptest! {
         let gr = grant_request(input, Operation::Instantiate(&req)).unwrap();
         let a = adjust(input, Operation::Instantiate(&req), &Grant::derived(&gr)).unwrap();
         check_invariants(&a);
-        let mut cur = Current { vnfcs: a.vnfcs.clone(), nfv: Default::default(), ext_virtual_links: req.ext_virtual_links.clone() };
+        let mut cur = Current { vnfcs: a.vnfcs.clone(), nfv: Default::default(), ext_virtual_links: req.ext_virtual_links.clone(), ..Current::default() };
         let mut docs = (a.template.clone(), a.nfv.clone());
 
         for s in steps {
@@ -211,6 +226,8 @@ proptest! {
                     prop_assert_eq!(&after, &before, "heal keeps the VNFCs and their order");
                     for (n, p) in &before_params {
                         let q = &after_params[n];
+                        // A heal drops the nulls of the VDU entries (Tacker's merge patch).
+                        let p = &without_vdu_nulls(p);
                         if a.image_changed.contains(n) {
                             let img = granted_image.as_deref().unwrap();
                             prop_assert_eq!(q["VDU"][n]["vcImageId"].as_str(), Some(img));
@@ -224,7 +241,7 @@ proptest! {
                     }
                     if granted_image.is_none() {
                         prop_assert!(a.image_changed.is_empty());
-                        prop_assert_eq!(&a.nfv_patch, &json!({}));
+                        prop_assert_eq!(&a.nfv, &without_vdu_nulls(&docs.1));
                     }
                     prop_assert_eq!(&a.template_patch, &json!({}));
                 }

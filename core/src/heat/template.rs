@@ -404,6 +404,40 @@ pub fn copy_for_vnfc(resource: &Value, index: u32) -> Value {
     }
 }
 
+/// Externally managed internal VLs (SOL003 InstantiateVnfRequest `extManagedVirtualLinks`,
+/// §4.4.1.12 ExtManagedVirtualLinkData) applied to a top-level template: for each
+/// `(vnfVirtualLinkDescId, resourceId)` in order, the resource named `vnfVirtualLinkDescId` and
+/// every `OS::Neutron::Subnet` whose `properties.network` is `{get_resource: <it>}` leave the
+/// template, and every `{get_resource: <it>}` left (at any depth, in maps and lists) becomes the
+/// network id `resourceId`. Tacker's `common_script_utils.apply_ext_managed_vls` does the same,
+/// except that it does not look into lists.
+pub fn apply_ext_managed(template: &mut Value, managed: &[(&str, &str)]) {
+    fn change(v: &mut Value, get_res: &Value, network: &str) {
+        if v == get_res {
+            *v = network.into();
+            return;
+        }
+        match v {
+            Value::Object(m) => m.values_mut().for_each(|x| change(x, get_res, network)),
+            Value::Array(a) => a.iter_mut().for_each(|x| change(x, get_res, network)),
+            _ => {}
+        }
+    }
+    let Some(resources) = template.get_mut("resources").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (vl, network) in managed {
+        let get_res = serde_json::json!({ "get_resource": vl });
+        resources.retain(|name, r| {
+            name != vl
+                && !(r["type"] == "OS::Neutron::Subnet" && r["properties"]["network"] == get_res)
+        });
+        for r in resources.values_mut() {
+            change(r, &get_res, network);
+        }
+    }
+}
+
 /// The top-level template for a set of VNFC indices per individually managed VDU: each such
 /// VDU's resource replaced in place by its copies in ascending index order; everything else
 /// (parameters, shared resources, ASG resources, outputs) as in the BaseHOT.

@@ -44,6 +44,13 @@ fn load(dir: &str) -> (VnfPackage, BaseHot) {
     (pkg, base)
 }
 
+fn strip_nulls(v: &mut Value) {
+    if let Value::Object(m) = v {
+        m.retain(|_, x| !x.is_null());
+        m.values_mut().for_each(strip_nulls);
+    }
+}
+
 /// Checks the patches against the current stack, then returns a comparable summary.
 fn checked(input: Input<'_>, a: &Adjusted, instantiate: bool) -> Value {
     let (t0, n0) = if instantiate {
@@ -56,7 +63,12 @@ fn checked(input: Input<'_>, a: &Adjusted, instantiate: bool) -> Value {
         a.template,
         "template patch"
     );
-    assert_eq!(merge::apply(&n0, &a.nfv_patch), a.nfv, "nfv patch");
+    // A merge patch cannot set a null: from the empty stack it leaves those keys out.
+    let mut want = a.nfv.clone();
+    if instantiate {
+        strip_nulls(&mut want);
+    }
+    assert_eq!(merge::apply(&n0, &a.nfv_patch), want, "nfv patch");
     json!({
         "created": a.created, "removed": a.removed, "healed": a.healed,
         "image_changed": a.image_changed,
@@ -539,6 +551,7 @@ fn autoscaling_group_base_hot_keeps_working_with_desired_capacity() {
         vnfcs: a.vnfcs.clone(),
         nfv: a.nfv.as_object().unwrap().clone(),
         ext_virtual_links: req.ext_virtual_links.clone(),
+        ..Current::default()
     };
     let input = Input {
         base: &base,
@@ -563,6 +576,8 @@ fn additional_params_for_untouched_vnfcs_are_ignored_with_a_warning() {
     let mut req = fixture_request();
     req.additional_params.as_mut().unwrap().extra["nfv"]["VDU"]["VDU1-2"] =
         json!({"computeFlavourId": "m1.huge"});
+    req.additional_params.as_mut().unwrap().extra["nfv"]["VDU"]["VDU9-0"] =
+        json!({"computeFlavourId": "m1.huge"});
     let current = Current::default();
     let input = Input {
         base: &base,
@@ -571,9 +586,15 @@ fn additional_params_for_untouched_vnfcs_are_ignored_with_a_warning() {
     };
     let gr = grant_request(input, Operation::Instantiate(&req)).unwrap();
     let a = adjust(input, Operation::Instantiate(&req), &Grant::derived(&gr)).unwrap();
-    assert!(a.nfv["VDU"].get("VDU1-2").is_none());
+    // VDU1-2 does not exist yet: kept for the scale-out that creates it (see
+    // nfv_for_a_vnfc_to_come_is_kept_until_its_scale_out); VDU9 is no VDU: ignored.
+    assert_eq!(
+        a.nfv["VDU"]["VDU1-2"],
+        json!({"computeFlavourId": "m1.huge"})
+    );
+    assert!(a.nfv["VDU"].get("VDU9-0").is_none());
     assert_eq!(a.warnings.len(), 1, "{:?}", a.warnings);
-    assert!(a.warnings[0].contains("/request/additionalParams/nfv/VDU/VDU1-2"));
+    assert!(a.warnings[0].contains("/request/additionalParams/nfv/VDU/VDU9-0"));
     // The fixture request's own overrides apply (zone-x / m1.large + zone-y).
     assert_eq!(a.nfv["VDU"]["VDU1-0"]["locationConstraints"], "zone-x");
     assert_eq!(a.nfv["VDU"]["VDU1-1"]["computeFlavourId"], "m1.large");
@@ -669,4 +690,170 @@ fn a_fixed_address_shared_by_several_vnfcs_is_refused_a_subnet_is_not() {
     // With an address beside it, the `subnet` path still selects only the subnet.
     let g = grant_with(input, address);
     assert!(adjust(input, Operation::Instantiate(&req), &g).is_ok());
+}
+
+/// The two-VDU fixture instantiated with the derived Grant and `req` changed by `f`.
+fn two_vdus_instantiated(
+    f: impl FnOnce(&mut Value),
+) -> (VnfPackage, BaseHot, InstantiateVnfRequest, Adjusted) {
+    let (pkg, base) = load("two-vdus");
+    let mut env = read_json(&root().join("two-vdus/instantiate.json"));
+    f(&mut env["request"]);
+    let req: InstantiateVnfRequest = serde_json::from_value(env["request"].clone()).unwrap();
+    let empty = Current::default();
+    let input = Input {
+        base: &base,
+        vnfd: &pkg.vnfd,
+        current: &empty,
+    };
+    let gr = grant_request(input, Operation::Instantiate(&req)).unwrap();
+    let a = adjust(input, Operation::Instantiate(&req), &Grant::derived(&gr)).unwrap();
+    checked(input, &a, true);
+    (pkg, base, req, a)
+}
+
+fn current_after(req: &InstantiateVnfRequest, a: &Adjusted) -> Current {
+    Current {
+        vnfcs: a.vnfcs.clone(),
+        nfv: a.nfv.as_object().unwrap().clone(),
+        ext_virtual_links: req.ext_virtual_links.clone(),
+        ext_managed_virtual_links: req.ext_managed_virtual_links.clone(),
+    }
+}
+
+#[test]
+fn ext_managed_virtual_links_replace_the_internal_vl_also_at_scale_out() {
+    let (pkg, base, req, a) = two_vdus_instantiated(|r| {
+        r["extManagedVirtualLinks"] = json!([
+            {"id": "m1", "vnfVirtualLinkDescId": "internalVL1", "resourceId": "net-managed"}
+        ]);
+    });
+    let res = a.template["resources"].as_object().unwrap();
+    assert!(!res.contains_key("internalVL1") && !res.contains_key("internalVL1_subnet"));
+    assert_eq!(res["VDU1-0"]["properties"]["net2"], "net-managed");
+    assert_eq!(res["VDU1-1"]["properties"]["net2"], "net-managed");
+
+    // The instance keeps them: a scale-out's VNFC uses the network too, the VL stays out.
+    let current = current_after(&req, &a);
+    let input = Input {
+        base: &base,
+        vnfd: &pkg.vnfd,
+        current: &current,
+    };
+    let so: ScaleVnfRequest = serde_json::from_value(
+        json!({"type": "SCALE_OUT", "aspectId": "VDU1_scale", "numberOfSteps": 1}),
+    )
+    .unwrap();
+    let gr = grant_request(input, Operation::Scale(&so)).unwrap();
+    let b = adjust(input, Operation::Scale(&so), &Grant::derived(&gr)).unwrap();
+    checked(input, &b, false);
+    assert_eq!(
+        b.template["resources"]["VDU1-2"]["properties"]["net2"],
+        "net-managed"
+    );
+    assert!(b.template["resources"].get("internalVL1").is_none());
+    assert_eq!(
+        b.template_patch,
+        json!({"resources": {"VDU1-2": b.template["resources"]["VDU1-2"]}})
+    );
+}
+
+#[test]
+fn null_at_instantiate_absent_at_scale_out_and_dropped_by_heal() {
+    let (pkg, base, req, a) = two_vdus_instantiated(|_| {});
+    // No zone granted: null at instantiate.
+    assert_eq!(a.nfv["VDU"]["VDU1-0"]["locationConstraints"], Value::Null);
+    assert!(a.nfv["VDU"]["VDU1-0"].get("locationConstraints").is_some());
+    let current = current_after(&req, &a);
+    let input = Input {
+        base: &base,
+        vnfd: &pkg.vnfd,
+        current: &current,
+    };
+    // The stored slices keep the nulls.
+    assert_eq!(current_stack(input).unwrap().1, a.nfv);
+    let so: ScaleVnfRequest = serde_json::from_value(
+        json!({"type": "SCALE_OUT", "aspectId": "VDU1_scale", "numberOfSteps": 1}),
+    )
+    .unwrap();
+    let gr = grant_request(input, Operation::Scale(&so)).unwrap();
+    let b = adjust(input, Operation::Scale(&so), &Grant::derived(&gr)).unwrap();
+    assert!(b.nfv["VDU"]["VDU1-2"].get("locationConstraints").is_none());
+    assert_eq!(b.nfv["VDU"]["VDU1-0"]["locationConstraints"], Value::Null);
+
+    // A heal (of one VNFC) removes the nulls of every VDU entry, as Tacker's merge patch does.
+    let heal: HealVnfRequest =
+        serde_json::from_value(json!({"vnfcInstanceId": ["VDU1-0"]})).unwrap();
+    let gr = grant_request(input, Operation::Heal(&heal)).unwrap();
+    let h = adjust(input, Operation::Heal(&heal), &Grant::derived(&gr)).unwrap();
+    checked(input, &h, false);
+    for (name, e) in h.nfv["VDU"].as_object().unwrap() {
+        assert!(
+            e.as_object().unwrap().values().all(|v| !v.is_null()),
+            "{name}: {e}"
+        );
+    }
+    assert_eq!(
+        h.nfv_patch["VDU"]["VDU1-1"]["locationConstraints"],
+        Value::Null
+    );
+}
+
+#[test]
+fn nfv_for_a_vnfc_to_come_is_kept_until_its_scale_out() {
+    let (pkg, base, req, a) = two_vdus_instantiated(|r| {
+        r["additionalParams"]["nfv"]["VDU"]["VDU1-2"] = json!({"computeName": "later-name"});
+    });
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+    assert_eq!(a.nfv["VDU"]["VDU1-2"], json!({"computeName": "later-name"}));
+    let current = current_after(&req, &a);
+    let input = Input {
+        base: &base,
+        vnfd: &pkg.vnfd,
+        current: &current,
+    };
+    let so: ScaleVnfRequest = serde_json::from_value(
+        json!({"type": "SCALE_OUT", "aspectId": "VDU1_scale", "numberOfSteps": 1}),
+    )
+    .unwrap();
+    let gr = grant_request(input, Operation::Scale(&so)).unwrap();
+    let b = adjust(input, Operation::Scale(&so), &Grant::derived(&gr)).unwrap();
+    assert_eq!(b.created, ["VDU1-2"]);
+    assert_eq!(b.nfv["VDU"]["VDU1-2"]["computeName"], "later-name");
+    assert_eq!(b.nfv["VDU"]["VDU1-2"]["computeFlavourId"], "m1.small");
+    // An entry for an existing VNFC the operation does not touch is still ignored.
+    let (_, _, _, c) = two_vdus_instantiated(|r| {
+        r["additionalParams"]["nfv"]["VDU"]["VDU9-0"] = json!({"computeName": "typo"});
+    });
+    assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+    assert!(c.nfv["VDU"].get("VDU9-0").is_none());
+}
+
+#[test]
+fn heal_all_changes_the_vdu_image_and_keeps_the_storage_image() {
+    let (pkg, base, req, a) = two_vdus_instantiated(|_| {});
+    let current = current_after(&req, &a);
+    let input = Input {
+        base: &base,
+        vnfd: &pkg.vnfd,
+        current: &current,
+    };
+    let heal: HealVnfRequest =
+        serde_json::from_value(json!({"additionalParams": {"all": true}})).unwrap();
+    let gr = grant_request(input, Operation::Heal(&heal)).unwrap();
+    let mut g = Grant::derived(&gr);
+    g.vim_assets = Some(
+        serde_json::from_value(json!({"softwareImages": [
+            {"vnfdSoftwareImageId": "VDU1", "vimSoftwareImageId": "img-vdu1-new"},
+            {"vnfdSoftwareImageId": "VDU2-VirtualStorage", "vimSoftwareImageId": "img-vs-new"}
+        ]}))
+        .unwrap(),
+    );
+    let h = adjust(input, Operation::Heal(&heal), &g).unwrap();
+    assert_eq!(h.nfv["VDU"]["VDU1-0"]["vcImageId"], "img-vdu1-new");
+    assert_eq!(
+        h.nfv["VDU"]["VDU2-VirtualStorage-0"]["vcImageId"],
+        a.nfv["VDU"]["VDU2-VirtualStorage-0"]["vcImageId"]
+    );
+    assert_eq!(h.image_changed, ["VDU1-0", "VDU1-1"]);
 }

@@ -25,7 +25,7 @@ use crate::heat::{
     ResourceHandle, Vnfc,
 };
 use crate::package::{BaseHot, Vnfd};
-use crate::wire::sol003::ExtVirtualLinkData;
+use crate::wire::sol003::{ExtManagedVirtualLinkData, ExtVirtualLinkData};
 
 /// Whether the engine drives this BaseHOT through the adjusted HOT: some VDU is managed
 /// individually (a nested-template resource without AutoScalingGroup). Other BaseHOTs keep the
@@ -119,11 +119,14 @@ fn heat_err(e: HeatError) -> PlanError {
 /// it (an object or its JSON text): the entries the VNFCs' parameters do not carry are kept in
 /// `nfv` (AutoScalingGroup and single-resource VDUs). Errors: an individually managed VNFC
 /// without index or parameters (a row written before this version: re-instantiate).
+/// `ext_virtual_links` and `ext_managed_virtual_links` are the instance's (its
+/// InstantiateVnfRequest's).
 pub fn current(
     analysis: &Analysis,
     known: &[Known],
     stack_nfv: Option<&Value>,
     ext_virtual_links: &[ExtVirtualLinkData],
+    ext_managed_virtual_links: &[ExtManagedVirtualLinkData],
 ) -> Result<Current, PlanError> {
     let mut vnfcs = Vec::new();
     let mut position: BTreeMap<&str, u32> = BTreeMap::new();
@@ -184,6 +187,7 @@ pub fn current(
         vnfcs,
         nfv,
         ext_virtual_links: ext_virtual_links.to_vec(),
+        ext_managed_virtual_links: ext_managed_virtual_links.to_vec(),
     })
 }
 
@@ -306,7 +310,7 @@ mod tests {
         let base = p.base_hot("simple").unwrap();
         let a = Analysis::new(&base, &p.vnfd).unwrap();
         let inst: InstantiateVnfRequest = request("individual-vnfc-management.10-instantiate.json");
-        let empty = current(&a, &[], None, &[]).unwrap();
+        let empty = current(&a, &[], None, &[], &[]).unwrap();
         let i = decide(&base, &p.vnfd, &empty, &[], Operation::Instantiate(&inst)).unwrap();
         assert_eq!(i.created, ["VDU1-0", "VDU1-1"]);
         assert_eq!(i.nfv["VDU"]["VDU1-0"]["locationConstraints"], "zone-x");
@@ -318,7 +322,14 @@ mod tests {
         let known = rows(&i, &servers);
         // The stack's nfv as Heat shows it (JSON text), the instance's external VLs.
         let shown = Value::String(i.nfv.to_string());
-        let cur = current(&a, &known, Some(&shown), &inst.ext_virtual_links).unwrap();
+        let cur = current(
+            &a,
+            &known,
+            Some(&shown),
+            &inst.ext_virtual_links,
+            &inst.ext_managed_virtual_links,
+        )
+        .unwrap();
         assert!(cur.nfv.is_empty(), "individual entries come from the rows");
 
         let out: ScaleVnfRequest = request("individual-vnfc-management.20-scale-out.json");
@@ -336,7 +347,14 @@ mod tests {
         );
         servers.insert("VDU1-2".into(), "s2".into());
         let known = rows(&s, &servers);
-        let cur = current(&a, &known, Some(&s.nfv), &inst.ext_virtual_links).unwrap();
+        let cur = current(
+            &a,
+            &known,
+            Some(&s.nfv),
+            &inst.ext_virtual_links,
+            &inst.ext_managed_virtual_links,
+        )
+        .unwrap();
 
         // Heal of VDU1-1 named by `<VDU>-<index>`, with a new image from additionalParams.nfv.
         let heal: HealVnfRequest = serde_json::from_value(json!({
@@ -357,7 +375,14 @@ mod tests {
         assert!(resolve_vnfc(&known, "VDU1-7").is_none());
 
         let known = rows(&h, &servers);
-        let cur = current(&a, &known, Some(&h.nfv), &inst.ext_virtual_links).unwrap();
+        let cur = current(
+            &a,
+            &known,
+            Some(&h.nfv),
+            &inst.ext_virtual_links,
+            &inst.ext_managed_virtual_links,
+        )
+        .unwrap();
         let sin: ScaleVnfRequest = request("individual-vnfc-management.40-scale-in.json");
         let r = decide(&base, &p.vnfd, &cur, &known, Operation::Scale(&sin)).unwrap();
         assert_eq!(r.removed, ["VDU1-2"]);
@@ -388,7 +413,7 @@ mod tests {
             parameters: None,
             server_id: None,
         };
-        let e = current(&a, &[k], None, &[]).unwrap_err();
+        let e = current(&a, &[k], None, &[], &[]).unwrap_err();
         assert!(e.reason.contains("no stored index"), "{e:?}");
     }
 }
