@@ -361,7 +361,7 @@ impl MgmtDriver for KubeadmNfs {
                 })?;
                 (&ss.ssh_cp_name, &ss.username, &ss.password)
             }
-            Role::Other => {
+            Role::Other | Role::Registry => {
                 return Err(FlavourError::new(
                     "plan",
                     "a VNFC without a role in the cluster is not configured",
@@ -605,7 +605,7 @@ impl MgmtDriver for KubeadmNfs {
                     out.extend(self.pv_probes(c, vnfc));
                 }
             }
-            Role::Other => {}
+            Role::Other | Role::Registry => {}
         }
         out
     }

@@ -11,6 +11,7 @@
 
 mod kubeadm_nfs;
 mod plain;
+mod registry;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -140,20 +141,34 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
 
 /// The package files the flavour of `req` reads (package-relative paths).
 pub fn package_files(req: &InstantiateVnfRequest) -> Vec<String> {
-    match k8s(req) {
-        Some(k) => kubeadm_nfs::package_files(k),
-        None => Vec::new(),
+    match (k8s(req), registry_param(req)) {
+        (Some(k), _) => kubeadm_nfs::package_files(k),
+        (None, Some(r)) => registry::package_files(r),
+        (None, None) => Vec::new(),
     }
 }
 
 /// The flavour of an instance, from its INSTANTIATE request: `k8s_cluster_installation_param`
 /// selects the kubeadm-script cluster (with storage server and PersistentVolumes when given);
-/// without it, a VNF whose VNFCs vnfkeeper does not configure.
+/// `private_registry_installation_param` the registry VNF; without either, a VNF whose VNFCs
+/// vnfkeeper does not configure.
 pub fn select(inputs: Inputs) -> Box<dyn MgmtDriver> {
-    match k8s(&inputs.req).cloned() {
-        Some(k) => Box::new(kubeadm_nfs::KubeadmNfs::new(inputs, k)),
-        None => Box::new(plain::Plain),
+    match (
+        k8s(&inputs.req).cloned(),
+        registry_param(&inputs.req).cloned(),
+    ) {
+        (Some(k), _) => Box::new(kubeadm_nfs::KubeadmNfs::new(inputs, k)),
+        (None, Some(r)) => Box::new(registry::PrivateRegistry::new(inputs, r)),
+        (None, None) => Box::new(plain::Plain),
     }
+}
+
+fn registry_param(
+    req: &InstantiateVnfRequest,
+) -> Option<&crate::wire::params::PrivateRegistryInstallationParam> {
+    req.additional_params
+        .as_ref()
+        .and_then(|a| a.private_registry_installation_param.as_ref())
 }
 
 fn k8s(req: &InstantiateVnfRequest) -> Option<&crate::wire::params::K8sClusterInstallationParam> {

@@ -13,6 +13,8 @@ pub enum Role {
     Worker,
     /// The NFS storage server (holds the data volumes).
     StorageServer,
+    /// The private container registry VM (holds the registry's data volume).
+    Registry,
     /// A VDU the flavour does not manage.
     Other,
 }
@@ -21,7 +23,7 @@ impl Role {
     /// Holds data that a rebuild must keep (a heal keeps its volumes; PersistentVolumes in use
     /// block its heal).
     pub fn is_stateful(self) -> bool {
-        matches!(self, Role::StorageServer)
+        matches!(self, Role::StorageServer | Role::Registry)
     }
 
     /// Can run `kubectl` for the cluster (drain, delete node, PersistentVolumes).

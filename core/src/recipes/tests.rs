@@ -312,6 +312,17 @@ fn every_step_round_trips_through_a_stored_plan() {
         "pv1",
         std::time::Duration::from_secs(30),
     ));
+    steps.extend(registry(
+        "r1",
+        &Registry {
+            container: "private_registry".into(),
+            image: "registry:latest".into(),
+            image_tar: Some(("/var/lib/vnfkeeper/registry.tar".into(), b"tar".to_vec())),
+            port: 5000,
+            data_dir: "/var/lib/vnfkeeper/registry".into(),
+            ready_wait: std::time::Duration::from_secs(30),
+        },
+    ));
     let names: std::collections::BTreeSet<&str> = steps.iter().map(|s| s.name).collect();
     assert_eq!(names.len(), SCRIPTS.len(), "one constructor per script");
     for step in steps {
