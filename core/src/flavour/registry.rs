@@ -186,7 +186,7 @@ impl MgmtDriver for PrivateRegistry {
     fn heal_end(&self, c: HookContext<'_>, targets: &[String]) -> Result<Vec<Stage>, FlavourError> {
         let mut list = StageList::default();
         for s in self.servers(c.vnfcs)? {
-            if targets.iter().any(|t| *t == s.id) {
+            if targets.contains(&s.id) {
                 self.configure(s, &mut list)?;
             }
         }
