@@ -127,7 +127,8 @@ fn good_fixtures_parse_and_reference_existing_package_files() {
                 .expect("INSTANTIATE has vnfPackage"),
         );
         assert!(pkg.is_dir(), "{name}: package {} missing", pkg.display());
-        // A VNF package: TOSCA.meta naming an existing VNFD, and a BaseHOT for the flavour.
+        // A VNF package: TOSCA.meta naming an existing VNFD, and a BaseHOT for the flavour
+        // (shipped, or generated from the VNFD when the package has none).
         let meta = std::fs::read_to_string(pkg.join("TOSCA-Metadata/TOSCA.meta"))
             .unwrap_or_else(|e| panic!("{name}: TOSCA.meta: {e}"));
         let entry = meta
@@ -137,8 +138,11 @@ fn good_fixtures_parse_and_reference_existing_package_files() {
             .trim();
         assert!(pkg.join(entry).is_file(), "{name}: VNFD {entry} missing");
         let flavour = env.request["flavourId"].as_str().unwrap();
-        let hot = pkg.join("BaseHOT").join(flavour);
-        assert!(hot.is_dir(), "{name}: {} missing", hot.display());
+        let loaded =
+            vnfkeeper::package::VnfPackage::load(&pkg).unwrap_or_else(|e| panic!("{name}: {e}"));
+        if let Err(e) = loaded.base_hot(flavour) {
+            panic!("{name}: no BaseHOT for flavour {flavour}: {e}");
+        }
         let paths = env.package_paths();
         assert!(!paths.is_empty(), "{name}: no package paths found");
         for (pointer, rel) in paths {

@@ -361,7 +361,7 @@ impl MgmtDriver for KubeadmNfs {
                 })?;
                 (&ss.ssh_cp_name, &ss.username, &ss.password)
             }
-            Role::Other | Role::LoadBalancer | Role::AnsibleServer => {
+            Role::Other | Role::LoadBalancer | Role::AnsibleServer | Role::Registry => {
                 return Err(FlavourError::new(
                     "plan",
                     "a VNFC without a role in the cluster is not configured",
@@ -606,7 +606,7 @@ impl MgmtDriver for KubeadmNfs {
                     out.extend(self.pv_probes(c, vnfc));
                 }
             }
-            Role::Other | Role::LoadBalancer | Role::AnsibleServer => {}
+            Role::Other | Role::LoadBalancer | Role::AnsibleServer | Role::Registry => {}
         }
         out
     }

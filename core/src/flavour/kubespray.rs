@@ -944,7 +944,7 @@ impl MgmtDriver for Kubespray {
                 })?;
                 (String::new(), &a.username, &a.password, Some(ip))
             }
-            Role::StorageServer | Role::Other => {
+            Role::StorageServer | Role::Registry | Role::Other => {
                 return Err(FlavourError::new(
                     "plan",
                     "a VNFC without a role in the cluster is not configured",

@@ -1,5 +1,5 @@
 //! The flavour seam: what a kind of VNF (a Kubernetes cluster installed by the package's script
-//! with NFS PersistentVolumes; later kubespray, the registry VNF, …) adds to the cloud part of an
+//! with NFS PersistentVolumes; kubespray with an external load balancer; the private registry VNF) adds to the cloud part of an
 //! LCM operation. A flavour is one module behind [`MgmtDriver`], shaped like Tacker's MgmtDriver
 //! hooks (`tacker/vnfm/mgmt_drivers/vnflcm_abstract_driver.py`: `instantiate_end`,
 //! `scale_start`/`scale_end`, `heal_start`/`heal_end`, `terminate_start`): each hook returns the
@@ -12,6 +12,7 @@
 mod kubeadm_nfs;
 pub mod kubespray;
 mod plain;
+mod registry;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -154,24 +155,37 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
 
 /// The package files the flavour of `req` reads (package-relative paths).
 pub fn package_files(req: &InstantiateVnfRequest) -> Vec<String> {
-    match k8s(req) {
-        Some(k) if k.ansible.is_some() => kubespray::package_files(k),
-        Some(k) => kubeadm_nfs::package_files(k),
-        None => Vec::new(),
+    match (k8s(req), registry_param(req)) {
+        (Some(k), _) if k.ansible.is_some() => kubespray::package_files(k),
+        (Some(k), _) => kubeadm_nfs::package_files(k),
+        (None, Some(r)) => registry::package_files(r),
+        (None, None) => Vec::new(),
     }
 }
 
 /// The flavour of an instance, from its INSTANTIATE request: `k8s_cluster_installation_param`
 /// with an `ansible` block selects the kubespray cluster (run from that Ansible server, with the
 /// external load balancer); without one, the kubeadm-script cluster (with storage server and
-/// PersistentVolumes when given); without the parameter, a VNF whose VNFCs vnfkeeper does not
-/// configure.
+/// PersistentVolumes when given); `private_registry_installation_param` the registry VNF;
+/// without either, a VNF whose VNFCs vnfkeeper does not configure.
 pub fn select(inputs: Inputs) -> Box<dyn MgmtDriver> {
-    match k8s(&inputs.req).cloned() {
-        Some(k) if k.ansible.is_some() => Box::new(kubespray::Kubespray::new(inputs, k)),
-        Some(k) => Box::new(kubeadm_nfs::KubeadmNfs::new(inputs, k)),
-        None => Box::new(plain::Plain),
+    match (
+        k8s(&inputs.req).cloned(),
+        registry_param(&inputs.req).cloned(),
+    ) {
+        (Some(k), _) if k.ansible.is_some() => Box::new(kubespray::Kubespray::new(inputs, k)),
+        (Some(k), _) => Box::new(kubeadm_nfs::KubeadmNfs::new(inputs, k)),
+        (None, Some(r)) => Box::new(registry::PrivateRegistry::new(inputs, r)),
+        (None, None) => Box::new(plain::Plain),
     }
+}
+
+fn registry_param(
+    req: &InstantiateVnfRequest,
+) -> Option<&crate::wire::params::PrivateRegistryInstallationParam> {
+    req.additional_params
+        .as_ref()
+        .and_then(|a| a.private_registry_installation_param.as_ref())
 }
 
 fn k8s(req: &InstantiateVnfRequest) -> Option<&crate::wire::params::K8sClusterInstallationParam> {

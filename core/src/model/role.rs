@@ -18,6 +18,8 @@ pub enum Role {
     /// The Ansible server that runs kubespray: a host outside the VNF, reached at the address
     /// the request gives (kubespray flavour).
     AnsibleServer,
+    /// The private container registry VM (holds the registry's data volume).
+    Registry,
     /// A VDU the flavour does not manage.
     Other,
 }
@@ -26,7 +28,7 @@ impl Role {
     /// Holds data that a rebuild must keep (a heal keeps its volumes; PersistentVolumes in use
     /// block its heal).
     pub fn is_stateful(self) -> bool {
-        matches!(self, Role::StorageServer)
+        matches!(self, Role::StorageServer | Role::Registry)
     }
 
     /// Can run `kubectl` for the cluster (drain, delete node, PersistentVolumes).

@@ -6,6 +6,7 @@
 
 pub mod csar;
 pub mod files;
+pub mod hot_gen;
 pub mod vnfd;
 
 use std::collections::BTreeMap;
@@ -134,11 +135,20 @@ impl VnfPackage {
     }
 
     /// The BaseHOT of `flavour`: exactly one top-level `*.yaml` in `BaseHOT/<flavour>/` and the
-    /// nested templates in `BaseHOT/<flavour>/nested/`. Errors: missing directory, several
-    /// top-level templates (Tacker picks one by directory order; we refuse to guess), bad YAML.
+    /// nested templates in `BaseHOT/<flavour>/nested/`. A package without `BaseHOT/<flavour>/`
+    /// whose VNFD describes `flavour` gets one generated from the VNFD ([`hot_gen::from_vnfd`]).
+    /// Errors: missing directory for another flavour, several top-level templates (Tacker picks
+    /// one by directory order; we refuse to guess), bad YAML, a VNFD the generator refuses.
     pub fn base_hot(&self, flavour: &str) -> Result<BaseHot, PackageError> {
         let dir_rel = format!("BaseHOT/{flavour}");
         let dir = self.root.join(&dir_rel);
+        if flavour == self.vnfd.flavour_id
+            && std::fs::symlink_metadata(&dir)
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+        {
+            return hot_gen::from_vnfd(&self.vnfd)
+                .map_err(|reason| self.invalid(&dir_rel, &reason));
+        }
         let yaml_files = |d: &Path, rel: &str| -> Result<Vec<String>, PackageError> {
             let rd = std::fs::read_dir(d).map_err(|source| PackageError::Read {
                 package: self.root.clone(),

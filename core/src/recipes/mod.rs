@@ -48,6 +48,13 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("k8s.drain", include_str!("scripts/k8s_drain.sh")),
     ("lb.haproxy", include_str!("scripts/lb_haproxy.sh")),
     ("k8s.kubeconfig", include_str!("scripts/k8s_kubeconfig.sh")),
+    (
+        "registry.runtime",
+        include_str!("scripts/registry_runtime.sh"),
+    ),
+    ("registry.image", include_str!("scripts/registry_image.sh")),
+    ("registry.run", include_str!("scripts/registry_run.sh")),
+    ("registry.ready", include_str!("scripts/registry_ready.sh")),
 ];
 
 /// The step name and script text of the step called `name`, if there is one.
@@ -383,6 +390,78 @@ pub fn k8s_remove_node(host: &str, address: &str, drain: Duration, policy: Drain
         sudo: false,
         timeout: drain + Duration::from_secs(60),
     }
+}
+
+/// The Docker private registry as the registry VNF runs it (`private_registry_installation_param`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registry {
+    /// Container name (`private_registry`, as the reference names it).
+    pub container: String,
+    /// Image reference, e.g. `registry:latest`.
+    pub image: String,
+    /// The package's image tar (`docker save` format) and where it is uploaded; `None`: pulled.
+    pub image_tar: Option<(String, Vec<u8>)>,
+    /// Host TCP port published to the registry's port 5000 (`port_no`).
+    pub port: u16,
+    /// Host directory bound to the registry's `/var/lib/registry` (on the data volume).
+    pub data_dir: String,
+    /// Longest wait for `GET /v2/` to answer after the container started.
+    pub ready_wait: Duration,
+}
+
+/// Registry VM: the container runtime installed, the registry image present (loaded from the
+/// uploaded tar, else pulled), the container running with the wanted port and data directory,
+/// and `GET /v2/` answering — four steps, in this order. Source of the sequence: Tacker
+/// `samples/mgmt_driver/kubernetes/private_registry_mgmt.py` (`instantiate_end`), with the name
+/// conflict, the unbounded waits and the local-disk data removed.
+pub fn registry(host: &str, r: &Registry) -> Vec<Step> {
+    let step = |name: &str, args: Vec<String>, uploads: Vec<Upload>, secs: u64| Step {
+        name: known(name).0,
+        host: host.into(),
+        script: known(name).1,
+        args,
+        uploads,
+        sudo: true,
+        timeout: Duration::from_secs(secs),
+        late: Vec::new(),
+    };
+    let (tar_path, uploads) = match &r.image_tar {
+        Some((path, bytes)) => (
+            path.clone(),
+            vec![Upload {
+                path: path.clone(),
+                bytes: bytes.clone(),
+                mode: 0o600,
+            }],
+        ),
+        None => (String::new(), Vec::new()),
+    };
+    vec![
+        step("registry.runtime", Vec::new(), Vec::new(), 2700),
+        step(
+            "registry.image",
+            vec![r.image.clone(), tar_path],
+            uploads,
+            900,
+        ),
+        step(
+            "registry.run",
+            vec![
+                r.container.clone(),
+                r.image.clone(),
+                r.port.to_string(),
+                r.data_dir.clone(),
+            ],
+            Vec::new(),
+            300,
+        ),
+        step(
+            "registry.ready",
+            vec![r.port.to_string(), r.ready_wait.as_secs().to_string()],
+            Vec::new(),
+            r.ready_wait.as_secs() + 60,
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -314,6 +314,17 @@ fn every_step_round_trips_through_a_stored_plan() {
         std::time::Duration::from_secs(30),
     ));
     steps.extend(crate::flavour::kubespray::tests::sample_steps());
+    steps.extend(registry(
+        "r1",
+        &Registry {
+            container: "private_registry".into(),
+            image: "registry:latest".into(),
+            image_tar: Some(("/var/lib/vnfkeeper/registry.tar".into(), b"tar".to_vec())),
+            port: 5000,
+            data_dir: "/var/lib/vnfkeeper/registry".into(),
+            ready_wait: std::time::Duration::from_secs(30),
+        },
+    ));
     let names: std::collections::BTreeSet<&str> = steps.iter().map(|s| s.name).collect();
     assert_eq!(names.len(), SCRIPTS.len(), "one constructor per script");
     for step in steps {
@@ -325,4 +336,141 @@ fn every_step_round_trips_through_a_stored_plan() {
     let unknown = r#"{"name":"rm.rf","host":"h","args":[],"sudo":true,"timeout_secs":1}"#;
     let err = serde_json::from_str::<Step>(unknown).unwrap_err();
     assert!(err.to_string().contains("unknown step `rm.rf`"), "{err}");
+}
+
+/// A fake `docker` keeping one container's settings as files under `state`, logging each call.
+fn fake_docker(bin: &Path, state: &Path) {
+    fs::create_dir_all(state).unwrap();
+    script(
+        bin,
+        "docker",
+        &format!(
+            r#"S={s}; echo "$*" >> $S/log
+c=$S/c
+case $1 in
+inspect)
+    [ -d $c ] || exit 1
+    case $4 in
+    *.Id*) echo 0123456789ab ;;
+    *.Config.Image*) cat $c/image ;;
+    *Binds*) printf '["%s"]\n' "$(cat $c/bind)" ;;
+    *PortBindings*) printf '{{"5000/tcp":[{{"HostIp":"","HostPort":"%s"}}]}}\n' "$(cat $c/port)" ;;
+    *.State.Running*) cat $c/running ;;
+    esac ;;
+run)
+    [ -d $c ] && {{ echo conflict >&2; exit 125; }}
+    mkdir $c; echo true > $c/running
+    while [ $# -gt 1 ]; do
+        case $1 in -p) echo "${{2%%:*}}" > $c/port; shift ;; -v) echo "$2" > $c/bind; shift ;; esac
+        shift
+    done
+    echo "$1" > $c/image ;;
+start) echo true > $c/running ;;
+rm) rm -rf $c ;;
+esac"#,
+            s = state.display()
+        ),
+    );
+}
+
+fn calls(state: &Path, verb: &str) -> usize {
+    fs::read_to_string(state.join("log"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.split(' ').next() == Some(verb))
+        .count()
+}
+
+fn registry_spec(port: u16, data: &Path) -> Registry {
+    Registry {
+        container: "private_registry".into(),
+        image: "registry:latest".into(),
+        image_tar: None,
+        port,
+        data_dir: data.display().to_string(),
+        ready_wait: std::time::Duration::from_secs(1),
+    }
+}
+
+#[test]
+fn registry_container_is_created_once_started_when_stopped_replaced_when_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    let state = dir.path().join("docker");
+    fake_docker(&bin, &state);
+    let data = dir.path().join("data");
+    let run_step = |port| {
+        registry("r", &registry_spec(port, &data))
+            .into_iter()
+            .find(|s| s.name == "registry.run")
+            .unwrap()
+    };
+    let step = run_step(5000);
+    assert_eq!(run(&step, "check", &bin).0, 10);
+    assert_eq!(run(&step, "apply", &bin).0, 0);
+    assert_eq!(calls(&state, "run"), 1);
+    assert!(data.is_dir());
+    let (code, out) = run(&step, "check", &bin);
+    assert_eq!(code, 0, "{out}");
+    // A second apply of a converged step changes nothing (the executor checks first, but a
+    // re-run of apply alone must not conflict either).
+    assert_eq!(run(&step, "apply", &bin).0, 0);
+    assert_eq!(calls(&state, "run"), 1);
+    // Stopped: started again, never run under the same name.
+    fs::write(state.join("c/running"), "false\n").unwrap();
+    assert_eq!(run(&step, "check", &bin).0, 10);
+    assert_eq!(run(&step, "apply", &bin).0, 0);
+    assert_eq!((calls(&state, "start"), calls(&state, "run")), (1, 1));
+    // Another port: the container is replaced (removed, then run with the new settings).
+    let moved = run_step(5001);
+    assert_eq!(run(&moved, "check", &bin).0, 10);
+    let (code, out) = run(&moved, "apply", &bin);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!((calls(&state, "rm"), calls(&state, "run")), (1, 2));
+    assert_eq!(
+        fs::read_to_string(state.join("c/port")).unwrap().trim(),
+        "5001"
+    );
+    assert_eq!(run(&moved, "check", &bin).0, 0);
+}
+
+#[test]
+fn registry_ready_fails_with_the_reason_then_passes_once_v2_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let step = registry("r", &registry_spec(port, dir.path()))
+        .into_iter()
+        .find(|s| s.name == "registry.ready")
+        .unwrap();
+    assert_eq!(run(&step, "check", &bin).0, 10);
+    let (code, out) = run(&step, "apply", &bin);
+    assert_eq!(code, 3, "{out}");
+    assert!(
+        out.contains(&format!(
+            "did not answer GET http://127.0.0.1:{port}/v2/ within 1 s (last status 000"
+        )),
+        "{out}"
+    );
+    // Something answering /v2/ with 200, as the distribution server does without auth.
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for _ in 0..2 {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+        }
+    });
+    let (code, out) = run(&step, "check", &bin);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(run(&step, "apply", &bin).0, 0);
+    server.join().unwrap();
 }
