@@ -1,5 +1,5 @@
 //! Command line: `daemon`, `submit`, `ops`, `status`, `reconcile --now`, `plan`, `config check`,
-//! `hot adjust`, `backup`, `db init`, `host-key forget`.
+//! `hot adjust`, `backup`, `db init`, `host-key forget`, `pause`, `resume`.
 //!
 //! Human output is an aligned table; `--json` output is stable for scripts (SOL003 field names).
 //! Exit status: 0 success, 1 failure, 78 invalid configuration or a refused database.
@@ -121,6 +121,32 @@ pub enum Command {
         #[command(subcommand)]
         command: HostKeyCommand,
     },
+    /// Maintenance pause: reconcile keeps observing and recording the VNF (`plan` shows what it
+    /// would do) but starts no automatic heal; operations you submit still run. Recorded as a
+    /// MAINTENANCE_PAUSED event naming who asked.
+    Pause {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// What to pause.
+        #[command(flatten)]
+        target: crate::operator::PauseTarget,
+        /// Why (one line, shown by `status` and in the audit trail).
+        #[arg(long)]
+        reason: Option<String>,
+        /// When the pause ends by itself: an RFC 3339 time or a span from now (`90m`, `2h`, `1d`).
+        #[arg(long)]
+        until: Option<String>,
+    },
+    /// End a maintenance pause (MAINTENANCE_RESUMED event); the next pass heals what it finds.
+    Resume {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// What to resume.
+        #[command(flatten)]
+        target: crate::operator::PauseTarget,
+    },
     /// Configuration commands.
     Config {
         /// What to do with the configuration.
@@ -229,6 +255,17 @@ pub fn main() -> ExitCode {
         Command::HostKey {
             command: HostKeyCommand::Forget { config, vnfc_id },
         } => host_key_forget(&config.config, &vnfc_id),
+        Command::Pause {
+            config,
+            target,
+            reason,
+            until,
+        } => load(&config.config).and_then(|s| {
+            let (r, u) = (reason.as_deref(), until.as_deref());
+            Ok(crate::operator::pause(&s, &target, r, u, &caller(), now())?)
+        }),
+        Command::Resume { config, target } => load(&config.config)
+            .and_then(|s| Ok(crate::operator::resume(&s, &target, &caller(), now())?)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -403,6 +440,9 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     let q = db.queries();
     let instances = q.instances()?;
     let ops = q.operations(None)?;
+    let pauses = q.maintenance_pauses()?;
+    let now = now();
+    let paused = |id: &str| crate::model::pause::in_force(&pauses, id, now);
     if as_json {
         let mut list = Vec::new();
         for i in &instances {
@@ -427,6 +467,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 "createdAt": i.created_at.to_rfc3339(),
                 "updatedAt": i.updated_at.to_rfc3339(),
                 "unfinishedOperations": unfinished,
+                "maintenancePause": paused(&i.id).map(crate::reconcile::policy::pause_json),
                 "vnfcs": vnfcs,
             }));
         }
@@ -440,6 +481,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
         "VNFCS",
         "UNFINISHED OPS",
         "LAST OPERATION",
+        "MAINTENANCE PAUSE",
     ]);
     let mut vnfc_table = table(["VNF INSTANCE", "VNFC", "VDU", "INDEX", "SERVER", "IP"]);
     for i in &instances {
@@ -459,6 +501,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 .count()
                 .to_string(),
             last,
+            paused(&i.id).map(|p| p.describe()).unwrap_or_default(),
         ]);
         for c in &vnfcs {
             vnfc_table.add_row([
@@ -470,6 +513,12 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 c.ip_address.clone().unwrap_or_default(),
             ]);
         }
+    }
+    if let Some(all) = pauses
+        .iter()
+        .find(|p| p.scope == crate::model::PauseScope::All && p.active_at(now))
+    {
+        outln!("every VNF instance: maintenance {}\n", all.describe());
     }
     outln!("{t}");
     if vnfc_table.row_count() > 0 {

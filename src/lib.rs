@@ -31,6 +31,8 @@ pub mod hot_adjust;
 pub mod intake;
 /// The journald `MESSAGE_ID`s of records an operator alerts on.
 pub mod message_ids;
+/// Operator controls: `pause`, `resume`.
+pub mod operator;
 /// Reconcile: observe, decide (pure policy), heal or record why not.
 pub mod reconcile;
 /// Remote execution on VNFC hosts: trait Remote, SSH implementation (russh), quoting.

@@ -7,6 +7,7 @@ mod decode;
 mod engine;
 mod hostkeys;
 mod packages;
+mod pause;
 mod reconcile;
 mod rows;
 mod secrets;
