@@ -163,7 +163,7 @@ mod tests {
         assert_eq!(in_force(&both, "v2", now), Some(&all));
         let later = t("2026-11-24T08:00:00Z");
         assert_eq!(in_force(&both, "v1", later), Some(&all), "own one ended");
-        assert_eq!(in_force(&[own.clone()], "v1", later), None);
+        assert_eq!(in_force(std::slice::from_ref(&own), "v1", later), None);
         assert_eq!(expired(&both, later), vec![&own]);
         assert!(expired(&both, now).is_empty());
     }
