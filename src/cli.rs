@@ -147,6 +147,10 @@ pub enum Command {
         #[command(flatten)]
         target: crate::operator::PauseTarget,
     },
+    /// Task verbs (retry, fail, rollback, heal, scale, terminate): build the SOL003 request,
+    /// submit it through the spool as `submit` does, print the operation id.
+    #[command(flatten)]
+    Verb(crate::verbs::VerbCommand),
     /// Configuration commands.
     Config {
         /// What to do with the configuration.
@@ -206,8 +210,11 @@ pub fn main() -> ExitCode {
         return crate::daemon::main(&c.config);
     }
     crate::daemon::logging::init(crate::daemon::logging::LogTarget::Stderr);
+    if let Command::Verb(v) = cli.command {
+        return verb(v);
+    }
     let result = match cli.command {
-        Command::Daemon(_) => unreachable!("handled above"),
+        Command::Daemon(_) | Command::Verb(_) => unreachable!("handled above"),
         Command::Submit { config, request } => submit(&config.config, &request),
         Command::Ops {
             config,
@@ -283,6 +290,26 @@ pub fn main() -> ExitCode {
             ExitCode::from(EXIT_CONFIG)
         }
         Err(Failure::Other(e)) => {
+            eprintln!("vnfkeeper: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A task verb: its exit status (see `verbs::exit_code`), 78 for an invalid configuration, 1
+/// for another error.
+fn verb(v: crate::verbs::VerbCommand) -> ExitCode {
+    let (verb, wait, config) = v.verb();
+    let settings = match Settings::load(&config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("vnfkeeper: invalid configuration: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    match crate::verbs::run(&settings, &verb, wait) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
             eprintln!("vnfkeeper: {e:#}");
             ExitCode::FAILURE
         }

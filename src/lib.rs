@@ -39,6 +39,8 @@ pub mod reconcile;
 pub mod remote;
 /// SQLite: the only module with SQL.
 pub mod store;
+/// Task verbs: `retry`, `fail`, `rollback`, `heal`, `scale`, `terminate` through the spool.
+pub mod verbs;
 
 // The pure core (its own crate, so that the build keeps it free of I/O runtimes), under the
 // paths the rest of the crate uses.
