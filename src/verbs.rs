@@ -198,10 +198,12 @@ pub enum Verb {
 }
 
 impl Verb {
-    /// The spool envelope: `{"operation", "vnfInstanceId", "request"}` or, for a task,
-    /// `{"operation", "vnfLcmOpOccId"}`.
-    pub fn envelope(&self) -> Value {
-        match self {
+    /// The spool envelope: `{"operation", "vnfInstanceId", "requestId", "request"}` or, for a
+    /// task, `{"operation", "vnfLcmOpOccId", "requestId"}`. `request_id` makes each command a
+    /// request of its own: the same command typed twice is two requests, where two identical
+    /// files would be one (intake's duplicate detection by content).
+    pub fn envelope(&self, request_id: &str) -> Value {
+        let mut env = match self {
             Verb::Task(op, id) => json!({"operation": op, "vnfLcmOpOccId": id}),
             Verb::Heal(vnf, vnfcs, cause) => {
                 let mut r = json!({});
@@ -226,7 +228,9 @@ impl Verb {
                 };
                 json!({"operation": "TERMINATE", "vnfInstanceId": vnf, "request": r})
             }
-        }
+        };
+        env["requestId"] = json!(request_id);
+        env
     }
 
     /// The state that counts as success: FAILED for `fail`, ROLLED_BACK for `rollback`,
@@ -260,7 +264,8 @@ pub fn exit_code(state: OperationState, goal: OperationState) -> u8 {
 pub fn run(settings: &Settings, verb: &Verb, wait: bool) -> anyhow::Result<u8> {
     let spool = Spool::open(&settings.spool_dir)
         .map_err(|e| anyhow!("spool {}: {e}", settings.spool_dir.display()))?;
-    let bytes = serde_json::to_vec(&verb.envelope())?;
+    let request_id = format!("cli-{}", uuid::Uuid::new_v4());
+    let bytes = serde_json::to_vec(&verb.envelope(&request_id))?;
     let path = spool
         .submit(&bytes)
         .map_err(|e| anyhow!("cannot submit into {}: {e}", spool.new_dir().display()))?;
@@ -299,10 +304,18 @@ pub fn run(settings: &Settings, verb: &Verb, wait: bool) -> anyhow::Result<u8> {
         .clone()
         .context("intake recorded no operation for an accepted request")?;
     outln!("{op}");
+    if intake.outcome == IntakeOutcome::Duplicate {
+        eprintln!("vnfkeeper: the same request was accepted before as operation {op}");
+    }
     if !wait {
         return Ok(0);
     }
-    let end = follow(settings, &op, intake.committed_at)?;
+    // A task is followed past the state its occurrence was in when the task was accepted.
+    let since = match (verb, intake.outcome) {
+        (Verb::Task(..), IntakeOutcome::Accepted) => Some(intake.committed_at),
+        _ => None,
+    };
+    let end = follow(settings, &op, since)?;
     outln!("{} {}", end.operation_state, op);
     if let Some(e) = &end.error {
         eprintln!("vnfkeeper: {}: {}", e.title, e.detail);
@@ -310,10 +323,15 @@ pub fn run(settings: &Settings, verb: &Verb, wait: bool) -> anyhow::Result<u8> {
     Ok(exit_code(end.operation_state, verb.goal()))
 }
 
-/// Polls operation `op` until it is in a final state or `FAILED_TEMP` entered at or after
-/// `since` (so a RETRY of a FAILED_TEMP occurrence is followed past its old state). Progress
-/// (state and status detail, when they change) goes to stderr if it is a terminal.
-pub fn follow(settings: &Settings, op: &str, since: Timestamp) -> anyhow::Result<OperationRow> {
+/// Polls operation `op` until it is in a final state or `FAILED_TEMP` without a pending task,
+/// entered at or after `since` when given (so a RETRY of a FAILED_TEMP occurrence is followed
+/// past its old state). Progress (state and status detail, when they change) goes to stderr if
+/// it is a terminal.
+pub fn follow(
+    settings: &Settings,
+    op: &str,
+    since: Option<Timestamp>,
+) -> anyhow::Result<OperationRow> {
     use std::io::IsTerminal as _;
     let tty = std::io::stderr().is_terminal();
     let mut last = None;
@@ -335,7 +353,7 @@ pub fn follow(settings: &Settings, op: &str, since: Timestamp) -> anyhow::Result
         last = Some(shown);
         let stop =
             row.operation_state.is_final() || row.operation_state == OperationState::FailedTemp;
-        if stop && row.state_entered_time >= since && row.pending_task.is_none() {
+        if stop && since.is_none_or(|t| row.state_entered_time >= t) && row.pending_task.is_none() {
             return Ok(row);
         }
         std::thread::sleep(Duration::from_millis(250));
@@ -360,7 +378,7 @@ mod tests {
             Verb::Terminate("vnf-1".into(), None),
             Verb::Terminate("vnf-1".into(), Some(120)),
         ] {
-            let env = v.envelope();
+            let env = v.envelope("cli-1");
             let parsed = parse_envelope(env.to_string().as_bytes())
                 .unwrap_or_else(|e| panic!("{v:?}: {e:?}"));
             match (&v, parsed.envelope) {
