@@ -1,4 +1,4 @@
--- SSH host keys of hosts outside any VNF that vnfkeeper logs in to (issue 13: the Ansible server
+-- SSH host keys of hosts outside any VNF that vnfkeeper logs in to (the Ansible server
 -- a kubespray INSTANTIATE names by `ansible.ip_address`). Pinned at first contact (trust on first
 -- use: such a host has no console vnfkeeper can read) and checked exactly afterwards, like
 -- `vnfc.host_key`. One row per address; `host-key forget` does not reach them yet.

@@ -1,5 +1,5 @@
 //! Command line: `daemon`, `submit`, `ops`, `status`, `reconcile --now`, `plan`, `config check`,
-//! `hot adjust`, `backup`, `db init`, `host-key forget`.
+//! `hot adjust`, `backup`, `db init`, `host-key forget`, `pause`, `resume`.
 //!
 //! Human output is an aligned table; `--json` output is stable for scripts (SOL003 field names).
 //! Exit status: 0 success, 1 failure, 78 invalid configuration or a refused database.
@@ -121,6 +121,36 @@ pub enum Command {
         #[command(subcommand)]
         command: HostKeyCommand,
     },
+    /// Maintenance pause: reconcile keeps observing and recording the VNF (`plan` shows what it
+    /// would do) but starts no automatic heal; operations you submit still run. Recorded as a
+    /// MAINTENANCE_PAUSED event naming who asked.
+    Pause {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// What to pause.
+        #[command(flatten)]
+        target: crate::operator::PauseTarget,
+        /// Why (one line, shown by `status` and in the audit trail).
+        #[arg(long)]
+        reason: Option<String>,
+        /// When the pause ends by itself: an RFC 3339 time or a span from now (`90m`, `2h`, `1d`).
+        #[arg(long)]
+        until: Option<String>,
+    },
+    /// End a maintenance pause (MAINTENANCE_RESUMED event); the next pass heals what it finds.
+    Resume {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// What to resume.
+        #[command(flatten)]
+        target: crate::operator::PauseTarget,
+    },
+    /// Task verbs (retry, fail, rollback, heal, scale, terminate): build the SOL003 request,
+    /// submit it through the spool as `submit` does, print the operation id.
+    #[command(flatten)]
+    Verb(crate::verbs::VerbCommand),
     /// Configuration commands.
     Config {
         /// What to do with the configuration.
@@ -180,8 +210,11 @@ pub fn main() -> ExitCode {
         return crate::daemon::main(&c.config);
     }
     crate::daemon::logging::init(crate::daemon::logging::LogTarget::Stderr);
+    if let Command::Verb(v) = cli.command {
+        return verb(v);
+    }
     let result = match cli.command {
-        Command::Daemon(_) => unreachable!("handled above"),
+        Command::Daemon(_) | Command::Verb(_) => unreachable!("handled above"),
         Command::Submit { config, request } => submit(&config.config, &request),
         Command::Ops {
             config,
@@ -229,6 +262,17 @@ pub fn main() -> ExitCode {
         Command::HostKey {
             command: HostKeyCommand::Forget { config, vnfc_id },
         } => host_key_forget(&config.config, &vnfc_id),
+        Command::Pause {
+            config,
+            target,
+            reason,
+            until,
+        } => load(&config.config).and_then(|s| {
+            let (r, u) = (reason.as_deref(), until.as_deref());
+            Ok(crate::operator::pause(&s, &target, r, u, &caller(), now())?)
+        }),
+        Command::Resume { config, target } => load(&config.config)
+            .and_then(|s| Ok(crate::operator::resume(&s, &target, &caller(), now())?)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -246,6 +290,26 @@ pub fn main() -> ExitCode {
             ExitCode::from(EXIT_CONFIG)
         }
         Err(Failure::Other(e)) => {
+            eprintln!("vnfkeeper: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A task verb: its exit status (see `verbs::exit_code`), 78 for an invalid configuration, 1
+/// for another error.
+fn verb(v: crate::verbs::VerbCommand) -> ExitCode {
+    let (verb, wait, config) = v.verb();
+    let settings = match Settings::load(&config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("vnfkeeper: invalid configuration: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    match crate::verbs::run(&settings, &verb, wait) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
             eprintln!("vnfkeeper: {e:#}");
             ExitCode::FAILURE
         }
@@ -411,6 +475,9 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
             std::fs::read_to_string(dir.join("kubeconfig").join(format!("{id}.conf"))).ok()?;
         crate::flavour::kubespray::kubeconfig_server(&text)
     };
+    let pauses = q.maintenance_pauses()?;
+    let now = now();
+    let paused = |id: &str| crate::model::pause::in_force(&pauses, id, now);
     if as_json {
         let mut list = Vec::new();
         for i in &instances {
@@ -436,6 +503,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 "updatedAt": i.updated_at.to_rfc3339(),
                 "unfinishedOperations": unfinished,
                 "clusterEndpoint": endpoint(&i.id),
+                "maintenancePause": paused(&i.id).map(crate::reconcile::policy::pause_json),
                 "vnfcs": vnfcs,
             }));
         }
@@ -450,6 +518,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
         "UNFINISHED OPS",
         "LAST OPERATION",
         "ENDPOINT",
+        "MAINTENANCE PAUSE",
     ]);
     let mut vnfc_table = table(["VNF INSTANCE", "VNFC", "VDU", "INDEX", "SERVER", "IP"]);
     for i in &instances {
@@ -470,6 +539,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 .to_string(),
             last,
             endpoint(&i.id).unwrap_or_default(),
+            paused(&i.id).map(|p| p.describe()).unwrap_or_default(),
         ]);
         for c in &vnfcs {
             vnfc_table.add_row([
@@ -481,6 +551,12 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 c.ip_address.clone().unwrap_or_default(),
             ]);
         }
+    }
+    if let Some(all) = pauses
+        .iter()
+        .find(|p| p.scope == crate::model::PauseScope::All && p.active_at(now))
+    {
+        outln!("every VNF instance: maintenance {}\n", all.describe());
     }
     outln!("{t}");
     if vnfc_table.row_count() > 0 {

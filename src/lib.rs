@@ -31,12 +31,16 @@ pub mod hot_adjust;
 pub mod intake;
 /// The journald `MESSAGE_ID`s of records an operator alerts on.
 pub mod message_ids;
+/// Operator controls: `pause`, `resume`.
+pub mod operator;
 /// Reconcile: observe, decide (pure policy), heal or record why not.
 pub mod reconcile;
 /// Remote execution on VNFC hosts: trait Remote, SSH implementation (russh), quoting.
 pub mod remote;
 /// SQLite: the only module with SQL.
 pub mod store;
+/// Task verbs: `retry`, `fail`, `rollback`, `heal`, `scale`, `terminate` through the spool.
+pub mod verbs;
 
 // The pure core (its own crate, so that the build keeps it free of I/O runtimes), under the
 // paths the rest of the crate uses.

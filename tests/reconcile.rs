@@ -15,7 +15,7 @@ use testbed::cloud::{CloudOptions, FaultRule, Testbed};
 use vnfkeeper::cloud::OpenStackCloud;
 use vnfkeeper::engine::{Engine, EngineLimits};
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
-use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
+use vnfkeeper::model::{LcmOperationType, MaintenancePause, OperationState, PauseScope, Timestamp};
 use vnfkeeper::reconcile::policy::{MaxUnhealthy, Policy};
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, PassReport, Reconciler};
@@ -28,6 +28,7 @@ struct Bed {
     db: Db,
     vnf: String,
     rec: Reconciler<OpenStackCloud>,
+    engine: Engine<OpenStackCloud>,
 }
 
 fn at(secs: i64) -> Timestamp {
@@ -42,7 +43,6 @@ impl Bed {
             .await
             .unwrap();
         let db = Db::new(Store::open(&dir.path().join("state.db")).unwrap());
-        let spool = Spool::open(&dir.path().join("spool")).unwrap();
         let cloud = Arc::new(
             OpenStackCloud::connect(tb.clouds_yaml(), "testbed", Duration::from_secs(30))
                 .await
@@ -65,24 +65,7 @@ impl Bed {
         if let Some(l) = level {
             env["request"]["instantiationLevelId"] = json!(l);
         }
-        let path = spool.submit(env.to_string().as_bytes()).unwrap();
-        let root = support::repo_root();
-        let ctx = IntakeContext {
-            packages_dir: &root,
-            package_store: &dir.path().join("package-store"),
-            cloud_configured: true,
-        };
-        let out = db
-            .with(|s| spool::process(&spool, s, &[path], &ctx, Timestamp(chrono::Utc::now())))
-            .unwrap();
-        let (op, vnf) = match &out[0] {
-            Outcome::Accepted {
-                vnf_lcm_op_occ_id,
-                vnf_instance_id,
-                ..
-            } => (vnf_lcm_op_occ_id.clone(), vnf_instance_id.clone()),
-            o => panic!("{o:?}"),
-        };
+        let (op, vnf) = submit(dir.path(), &db, &env);
         let state = engine.run(&op).await.unwrap();
         assert_eq!(state, OperationState::Completed);
         let rec = Reconciler::new(
@@ -100,6 +83,7 @@ impl Bed {
             db,
             vnf,
             rec,
+            engine,
         }
     }
 
@@ -164,6 +148,30 @@ impl Bed {
                 .write(|tx| tx.set_operation_state(id, to, None, Timestamp(chrono::Utc::now())))
                 .unwrap();
         }
+    }
+}
+
+/// Puts envelope `env` through intake (the spool under `dir`, as the daemon would):
+/// (vnfLcmOpOccId, vnfInstanceId) of the accepted operation.
+fn submit(dir: &std::path::Path, db: &Db, env: &Value) -> (String, String) {
+    let spool = Spool::open(&dir.join("spool")).unwrap();
+    let path = spool.submit(env.to_string().as_bytes()).unwrap();
+    let root = support::repo_root();
+    let ctx = IntakeContext {
+        packages_dir: &root,
+        package_store: &dir.join("package-store"),
+        cloud_configured: true,
+    };
+    let out = db
+        .with(|s| spool::process(&spool, s, &[path], &ctx, Timestamp(chrono::Utc::now())))
+        .unwrap();
+    match &out[0] {
+        Outcome::Accepted {
+            vnf_lcm_op_occ_id,
+            vnf_instance_id,
+            ..
+        } => (vnf_lcm_op_occ_id.clone(), vnf_instance_id.clone()),
+        o => panic!("{o:?}"),
     }
 }
 
@@ -337,4 +345,176 @@ async fn a_server_that_keeps_failing_stops_after_its_retry_budget() {
         1
     );
     bed.tb.shutdown().await;
+}
+
+/// `(kind, message, evidence)` of the MAINTENANCE_* events, oldest first.
+fn pause_events(bed: &Bed) -> Vec<(String, String, Value)> {
+    let conn = rusqlite_conn(&bed._dir.path().join("state.db"));
+    let mut st = conn
+        .prepare(
+            "SELECT kind, message, evidence FROM event WHERE kind LIKE 'MAINTENANCE%' ORDER BY id",
+        )
+        .unwrap();
+    st.query_map([], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or(Value::Null),
+        ))
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}
+
+fn pause(bed: &Bed, scope: PauseScope, until: Option<Timestamp>) -> MaintenancePause {
+    let p = MaintenancePause {
+        scope,
+        paused_by: "uid 0 (root)".into(),
+        reason: Some("replacing a line card".into()),
+        since: at(0),
+        until,
+    };
+    bed.db
+        .write(|tx| tx.set_maintenance_pause(&p, at(0)))
+        .unwrap();
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_vnf_is_recorded_as_paused_and_healed_in_the_first_pass_after_resume() {
+    let bed = Bed::new(None, Policy::default()).await;
+    pause(&bed, PauseScope::Vnf(bed.vnf.clone()), None);
+    let worker = bed.servers_of("workerNode")[0].clone();
+    bed.tb
+        .cloud()
+        .inject_server_error(&worker, "hypervisor lost")
+        .await
+        .unwrap();
+    for n in 1..=2 {
+        let r = bed.pass(PassKind::Cloud, at(n)).await;
+        assert!(r.started.is_empty(), "pass {n}: {:#?}", r.outcomes);
+    }
+    assert!(bed.heals().is_empty());
+    let d = bed.decisions();
+    assert_eq!(d.len(), 1, "one row for the lasting condition: {d:?}");
+    assert_eq!(d[0].0, "PAUSED");
+    assert_eq!(
+        d[0].1.as_deref(),
+        Some(vnfc_of_server(&bed, &worker).as_str())
+    );
+    assert_eq!(
+        d[0].3["cloud"]["state"], "confirmed",
+        "the evidence: {}",
+        d[0].3
+    );
+    assert_eq!(d[0].3["pause"]["paused_by"], "uid 0 (root)");
+    // Observation goes on: two failed observations counted.
+    assert_eq!(d[0].3["counters"]["cloud_failures"], 1);
+
+    let lifted = bed
+        .db
+        .write(|tx| {
+            tx.lift_maintenance_pause(&PauseScope::Vnf(bed.vnf.clone()), "uid 0 (root)", at(3))
+        })
+        .unwrap();
+    assert!(lifted.is_some());
+    let r = bed.pass(PassKind::Cloud, at(4)).await;
+    assert_eq!(r.started.len(), 1, "{:#?}", r.outcomes);
+    assert_eq!(bed.heals().len(), 1);
+    let e = pause_events(&bed);
+    let kinds: Vec<&str> = e.iter().map(|(k, ..)| k.as_str()).collect();
+    assert_eq!(kinds, ["MAINTENANCE_PAUSED", "MAINTENANCE_RESUMED"]);
+    assert_eq!(e[1].2["expired"], false);
+    bed.tb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_until_a_time_ends_by_itself_and_the_heal_follows() {
+    let bed = Bed::new(None, Policy::default()).await;
+    // The global pause, ending at +60 s.
+    let p = pause(&bed, PauseScope::All, Some(at(60)));
+    let worker = bed.servers_of("workerNode")[0].clone();
+    bed.tb
+        .cloud()
+        .inject_server_error(&worker, "hypervisor lost")
+        .await
+        .unwrap();
+    let r = bed.pass(PassKind::Cloud, at(30)).await;
+    assert!(r.started.is_empty() && r.expired_pauses.is_empty());
+    assert_eq!(bed.decisions()[0].0, "PAUSED");
+    let stored = bed.db.with(|s| s.reader().maintenance_pauses()).unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        (&stored[0].scope, stored[0].until.map(|u| u.0.timestamp())),
+        (&p.scope, p.until.map(|u| u.0.timestamp()))
+    );
+    let p = stored[0].clone();
+    // The pass after `until`: the pause is removed with an event, and the heal starts.
+    let r = bed.pass(PassKind::Cloud, at(61)).await;
+    assert_eq!(r.expired_pauses, vec![p]);
+    assert_eq!(r.started.len(), 1, "{:#?}", r.outcomes);
+    assert!(
+        bed.db
+            .with(|s| s.reader().maintenance_pauses())
+            .unwrap()
+            .is_empty()
+    );
+    let e = pause_events(&bed);
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert_eq!(e[1].0, "MAINTENANCE_RESUMED");
+    assert_eq!(e[1].2["expired"], true);
+    assert_eq!(e[1].2["pause"]["scope"], "*");
+    bed.tb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_heal_of_a_paused_vnf_runs() {
+    let bed = Bed::new(None, Policy::default()).await;
+    pause(&bed, PauseScope::Vnf(bed.vnf.clone()), None);
+    let worker = bed.servers_of("workerNode")[0].clone();
+    let vnfc = vnfc_of_server(&bed, &worker);
+    let env = json!({
+        "operation": "HEAL",
+        "vnfInstanceId": bed.vnf,
+        "request": {"vnfcInstanceId": [vnfc], "cause": "operator: replace the worker"},
+    });
+    let (op, _) = submit(bed._dir.path(), &bed.db, &env);
+    let state = bed.engine.run(&op).await.unwrap();
+    assert_eq!(state, OperationState::Completed);
+    assert_ne!(
+        bed.servers_of("workerNode")[0],
+        worker,
+        "the server was replaced"
+    );
+    // Still paused: the operator's heal did not lift it.
+    assert_eq!(
+        bed.db
+            .with(|s| s.reader().maintenance_pauses())
+            .unwrap()
+            .len(),
+        1
+    );
+    bed.tb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instantiate_with_maintenance_pause_starts_paused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::new(Store::open(&dir.path().join("state.db")).unwrap());
+    let fixture =
+        support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
+    let mut env: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    env["request"]["additionalParams"]["maintenance_pause"] =
+        json!({"reason": "burn-in", "until": "2099-01-01T00:00:00Z"});
+    let (op, vnf) = submit(dir.path(), &db, &env);
+    let pauses = db.with(|s| s.reader().maintenance_pauses()).unwrap();
+    assert_eq!(pauses.len(), 1);
+    assert_eq!(pauses[0].scope, PauseScope::Vnf(vnf));
+    assert_eq!(pauses[0].paused_by, format!("INSTANTIATE request {op}"));
+    assert_eq!(pauses[0].reason.as_deref(), Some("burn-in"));
+    assert_eq!(
+        pauses[0].until,
+        Some(Timestamp::parse("2099-01-01T00:00:00Z").unwrap())
+    );
 }

@@ -846,6 +846,9 @@ fn record_acceptance(
     if let Some(snap) = package {
         tx.record_package_snapshot(&op_id, snap.digest, &snap.source)?;
     }
+    if let Some(p) = instantiate_pause(env, &op_id, now) {
+        tx.set_maintenance_pause(&p, now)?;
+    }
     let warnings_json = (!warnings.is_empty()).then(|| json(&warnings));
     let intake_id = tx.insert_intake(
         &NewIntake {
@@ -884,6 +887,29 @@ fn record_acceptance(
         },
         Destination::Accepted { op: op_id },
     ))
+}
+
+/// The maintenance pause an INSTANTIATE asks for in `additionalParams.maintenance_pause`
+/// (checked by the validator: `reason` plain text, `until` RFC 3339), set by "INSTANTIATE
+/// request <op id>" at `now`. `None` for other operations and without the key.
+fn instantiate_pause(
+    env: &LcmEnvelope,
+    op_id: &str,
+    now: Timestamp,
+) -> Option<crate::model::MaintenancePause> {
+    let Ok(wire::LcmRequest::Instantiate(req)) = env.typed_request() else {
+        return None;
+    };
+    let mp = req.additional_params?.maintenance_pause?;
+    Some(crate::model::MaintenancePause {
+        scope: crate::model::PauseScope::Vnf(env.vnf_instance_id.clone()),
+        paused_by: format!("INSTANTIATE request {op_id}"),
+        reason: mp.reason,
+        since: now,
+        // Validated as RFC 3339; were it not, the pause would last until `resume` (the safe
+        // side: no automatic heal), never end early.
+        until: mp.until.as_deref().and_then(|u| Timestamp::parse(u).ok()),
+    })
 }
 
 /// Records an accepted task on `op`: FAIL is a state change only (to `FAILED`); RETRY and

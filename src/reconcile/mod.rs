@@ -33,7 +33,7 @@ use serde_json::{Value, json};
 use crate::cloud::Cloud;
 use crate::flavour;
 use crate::intake::wire::sol003::InstantiateVnfRequest;
-use crate::model::{InstantiationState, LcmOperationType, Timestamp};
+use crate::model::{InstantiationState, LcmOperationType, MaintenancePause, Timestamp, pause};
 use crate::package::VnfPackage;
 use crate::remote::Remote;
 use crate::store::{
@@ -83,10 +83,13 @@ pub struct Snapshot {
     pub states: HashMap<(String, String), ReconcileStateRow>,
     /// VNFC `updated_at` by id.
     pub vnfc_updated: HashMap<String, Timestamp>,
+    /// Maintenance pauses as stored (in force or past their `until`).
+    pub pauses: Vec<MaintenancePause>,
 }
 
 /// Reads what a pass needs: every `INSTANTIATED` instance (or only `only`), its VNFCs,
-/// unfinished operations and INSTANTIATE request, and the loop's memory. Errors: the store's.
+/// unfinished operations and INSTANTIATE request, the loop's memory, and the maintenance
+/// pauses. Errors: the store's.
 pub fn snapshot(q: ReaderRef<'_>, only: Option<&str>) -> crate::store::Result<Snapshot> {
     let unfinished = q.unfinished_operations_by_instance()?;
     let mut vnfs = Vec::new();
@@ -107,6 +110,7 @@ pub fn snapshot(q: ReaderRef<'_>, only: Option<&str>) -> crate::store::Result<Sn
         vnfs,
         states: q.reconcile_states()?,
         vnfc_updated: q.vnfc_updated_at()?,
+        pauses: q.maintenance_pauses()?,
     })
 }
 
@@ -135,6 +139,9 @@ pub struct PassReport {
     pub elapsed: Duration,
     /// HEAL operations started by [`record`]: (vnfInstanceId, vnfLcmOpOccId).
     pub started: Vec<(String, String)>,
+    /// Pauses whose `until` has passed at `at`: [`record`] removes them (if unchanged since the
+    /// snapshot) with a `MAINTENANCE_RESUMED` event, and keeps only those it removed.
+    pub expired_pauses: Vec<MaintenancePause>,
 }
 
 /// Observation, probes and policy over a cloud and a remote.
@@ -351,6 +358,7 @@ impl<C: Cloud> Reconciler<C> {
                 pvs,
                 memory: memory_of(vnf_state),
                 pass: kind.as_str(),
+                pause: pause::in_force(&snap.pauses, id, now).cloned(),
             };
             outcomes.push(policy::decide(&self.policy, &input, now));
         }
@@ -366,20 +374,32 @@ impl<C: Cloud> Reconciler<C> {
             pv_bound,
             elapsed: started.elapsed(),
             started: Vec::new(),
+            expired_pauses: pause::expired(&snap.pauses, now)
+                .into_iter()
+                .cloned()
+                .collect(),
         }
     }
 }
 
 /// Writes a pass in one transaction: for each VNF, its HEAL operation (unless an operation
 /// arrived since the snapshot: then an IN_FLIGHT row instead and the memory is left as it was),
-/// one audit event per decision that is not a repeat, and the loop's memory. Fills
-/// `report.started`. Errors: the store's (nothing is written then).
+/// one audit event per decision that is not a repeat, and the loop's memory; then removes the
+/// pauses that ended (`MAINTENANCE_RESUMED`). Fills `report.started`. Errors: the store's
+/// (nothing is written then).
 pub fn record(
     tx: &mut Tx<'_>,
     report: &mut PassReport,
     now: Timestamp,
 ) -> crate::store::Result<()> {
     report.started.clear();
+    let mut ended = Vec::new();
+    for p in std::mem::take(&mut report.expired_pauses) {
+        if tx.expire_maintenance_pause(&p, now)? {
+            ended.push(p);
+        }
+    }
+    report.expired_pauses = ended;
     for o in &report.outcomes {
         let vnf = o.vnf_instance_id.clone();
         let mut op_id = None;
@@ -478,7 +498,8 @@ fn write_memory(
 
 /// Journald records of a recorded pass: one per decision that is not a repeat (`MESSAGE_ID`
 /// heal started / heal deferred / drift detected / reconcile alert, fields `vnf_instance_id`,
-/// `vnfc_id`, `vnf_lcm_op_occ_id`, `decision`) and one summary line.
+/// `vnfc_id`, `vnf_lcm_op_occ_id`, `decision`), one per maintenance pause that ended, and one
+/// summary line.
 pub fn log(report: &PassReport) {
     use crate::message_ids::{
         MSG_DRIFT_DETECTED, MSG_HEAL_DEFERRED, MSG_HEAL_STARTED, MSG_RECONCILE_ALERT,
@@ -509,6 +530,14 @@ pub fn log(report: &PassReport) {
                 }
             }
         }
+    }
+    for p in &report.expired_pauses {
+        tracing::info!(
+            message_id = crate::message_ids::MSG_MAINTENANCE_RESUMED,
+            vnf_instance_id = p.scope.as_key(),
+            "maintenance pause ended at its until time ({})",
+            p.describe()
+        );
     }
     let level_info = report.kind == PassKind::Full || !report.started.is_empty();
     let summary = format!(

@@ -7,6 +7,7 @@ mod decode;
 mod engine;
 mod hostkeys;
 mod packages;
+mod pause;
 mod reconcile;
 mod rows;
 mod secrets;
@@ -315,6 +316,17 @@ impl ReaderRef<'_> {
         ))?;
         let rows = st.query_map([], IntakeRow::from_row)?;
         collect_checked(rows)
+    }
+
+    /// The intake record of the spool file named `file_name` (as `Spool::submit` named it in
+    /// `new/`), once intake committed its outcome; `None` before.
+    pub fn intake_of_file(&self, file_name: &str) -> Result<Option<IntakeRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM intake WHERE file_name = ?1 ORDER BY id LIMIT 1",
+            IntakeRow::COLUMNS
+        ))?;
+        let rows = st.query_map([file_name], IntakeRow::from_row)?;
+        Ok(collect_checked(rows)?.into_iter().next())
     }
 }
 

@@ -5,6 +5,7 @@
 mod instance;
 mod intake;
 mod operation;
+pub mod pause;
 mod problem;
 mod role;
 mod step;
@@ -14,6 +15,7 @@ mod vnfc;
 pub use instance::InstantiationState;
 pub use intake::IntakeOutcome;
 pub use operation::{IllegalTransition, LcmOperationType, OperationState, PendingTask};
+pub use pause::{MaintenancePause, PauseScope};
 pub use problem::{FieldProblem, ProblemDetails};
 pub use role::Role;
 pub use step::StepState;

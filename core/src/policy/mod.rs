@@ -24,6 +24,9 @@
 //!   `Bound` (alert instead); unknown PV phases defer it.
 //! - **Repair, not rebuild**: drift that needs no new VM (a lost export line or mount, a missing
 //!   NFS client, a missing PV, a node not joined) is a configuration-only heal.
+//! - **Maintenance pause**: a VNF under a pause in force (its own or `--all`) is observed and
+//!   recorded as usual, but a heal it would get is recorded as `PAUSED` instead, spending no
+//!   attempt of the retry budget (Cluster API's `paused`).
 
 mod rules;
 
@@ -32,7 +35,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::model::Timestamp;
+use crate::model::{MaintenancePause, Timestamp};
 use rules::{Candidate, Ruling};
 
 /// Policy settings (from `[reconcile]` in the configuration).
@@ -233,6 +236,9 @@ pub struct VnfInput {
     pub memory: Memory,
     /// `"full"` (with probes) or `"cloud"` — recorded in the evidence.
     pub pass: &'static str,
+    /// The maintenance pause covering the VNF (see `model::pause::in_force`); it holds heals
+    /// only while [`MaintenancePause::active_at`] the pass's `now`.
+    pub pause: Option<MaintenancePause>,
 }
 
 /// The kind of a decision; each is one audit row (`event.kind` = `RECONCILE_<KIND>`).
@@ -257,6 +263,8 @@ pub enum DecisionKind {
     BudgetExhausted,
     /// Storage server not replaced while a PV is Bound (alert).
     PvBoundBlock,
+    /// A heal was called for, but the VNF is under a maintenance pause: nothing started.
+    Paused,
 }
 
 impl DecisionKind {
@@ -272,6 +280,7 @@ impl DecisionKind {
             DecisionKind::ShortCircuit => "RECONCILE_SHORT_CIRCUIT",
             DecisionKind::BudgetExhausted => "RECONCILE_BUDGET_EXHAUSTED",
             DecisionKind::PvBoundBlock => "RECONCILE_PV_BOUND_BLOCK",
+            DecisionKind::Paused => "RECONCILE_PAUSED",
         }
     }
 
@@ -399,9 +408,11 @@ struct Row<'a> {
 /// 3. **Storm control** (`rules::storm_control`): more than `max_unhealthy` → no heal at all.
 /// 4. **Per VNFC**: unknown and waiting VNFCs are deferred, drift is reported; a VNFC needing a
 ///    heal then passes the retry budget, the backoff, and keep-data (PV Bound) in that order.
-/// 5. **One heal per VNF** (`rules::one_heal_per_vnf`): the storage server alone, else every
+/// 5. **Maintenance pause** (`rules::paused`): under a pause in force, every candidate is
+///    recorded as `PAUSED` and no heal starts (no attempt spent).
+/// 6. **One heal per VNF** (`rules::one_heal_per_vnf`): the storage server alone, else every
 ///    rebuild, else every repair; the others are told to wait.
-/// 6. **Repeats** (`rules::mark_repeats`): a decision equal to the last recorded one is marked,
+/// 7. **Repeats** (`rules::mark_repeats`): a decision equal to the last recorded one is marked,
 ///    so a lasting condition is one audit row.
 ///
 /// Decisions come VNF-level first, then per VNFC in that order of rules.
@@ -476,12 +487,22 @@ pub fn decide(p: &Policy, vnf: &VnfInput, now: Timestamp) -> VnfOutcome {
         }
     }
 
-    // 5. One heal per VNF.
+    // 5. Maintenance pause.
+    if let Some(pause) = vnf.pause.as_ref().filter(|p| p.active_at(now)) {
+        for c in candidates.drain(..) {
+            let row = &rows[c.index];
+            let mut d = row_decision(vnf_id, row, rules::paused(pause, &c.remedy));
+            d.evidence["pause"] = pause_json(pause);
+            per_vnfc.push((c.index, d));
+        }
+    }
+
+    // 6. One heal per VNF.
     let mut memory: Vec<Memory> = rows.iter().map(|r| r.memory.clone()).collect();
     let heal = rules::one_heal_per_vnf(&candidates)
         .map(|sel| start_heal(p, vnf_id, &rows, &sel, &mut memory, &mut per_vnfc, now));
 
-    // 6. Repeats.
+    // 7. Repeats.
     rules::mark_repeats(&mut per_vnfc, &mut memory);
     decisions.extend(per_vnfc.into_iter().map(|(_, d)| d));
     VnfOutcome {
@@ -629,6 +650,18 @@ fn evidence(pass: &str, v: &VnfcInput, m: &Memory) -> Value {
             "heal_attempts": m.heal_attempts,
             "last_heal_at": ts(m.last_heal_at),
         },
+    })
+}
+
+/// A pause as evidence: `{"scope", "paused_by", "reason", "since", "until"}` (`scope` is the
+/// vnfInstanceId or `*`; times RFC 3339 or `null`).
+pub fn pause_json(p: &MaintenancePause) -> Value {
+    json!({
+        "scope": p.scope.as_key(),
+        "paused_by": p.paused_by,
+        "reason": p.reason,
+        "since": p.since.to_rfc3339(),
+        "until": ts(p.until),
     })
 }
 

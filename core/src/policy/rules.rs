@@ -484,6 +484,23 @@ pub(super) fn vnf_decision(vnf_memory: &mut Memory, vnf_id: &str, r: VnfRuling) 
     }
 }
 
+/// **Maintenance pause**: a VNFC that would be healed is held while its VNF is paused; the
+/// reason names the remedy it waits for and the pause (who, until when, why).
+pub(super) fn paused(pause: &crate::model::MaintenancePause, remedy: &Remedy) -> Ruling {
+    let what = match remedy {
+        Remedy::Rebuild(_) => "server replacement",
+        Remedy::Repair(_) => "configuration repair",
+    };
+    Ruling::new(
+        DecisionKind::Paused,
+        format!(
+            "{what} held by a maintenance pause ({}): {}",
+            pause.describe(),
+            remedy.why()
+        ),
+    )
+}
+
 /// **A lasting condition is one audit row (VNFC level).** Each decision (index of its VNFC,
 /// decision) whose key equals its VNFC's last recorded decision is marked `repeat` (a started
 /// heal never is); then each VNFC remembers the key of its last decision of this pass, or

@@ -48,6 +48,7 @@ fn vnf(vnfcs: Vec<VnfcInput>) -> VnfInput {
         pvs: PvView::NotApplicable,
         memory: Memory::default(),
         pass: "cloud",
+        pause: None,
     }
 }
 
@@ -867,4 +868,49 @@ fn rule_one_operation_per_vnf_names_the_oldest_and_the_servers_not_healthy() {
     let mut calm = cluster(CloudView::Healthy);
     calm.unfinished_operations = vec!["op-1".into()];
     assert_eq!(rules::one_operation_per_vnf(&calm), Some(None));
+}
+
+#[test]
+fn a_paused_vnf_is_observed_but_not_healed_until_the_pause_ends() {
+    use crate::model::{MaintenancePause, PauseScope};
+    let pause = MaintenancePause {
+        scope: PauseScope::Vnf("vnf-1".into()),
+        paused_by: "uid 0 (root)".into(),
+        reason: Some("kernel upgrade".into()),
+        since: t(0),
+        until: Some(t(100)),
+    };
+    let mut input = cluster(confirmed());
+    input.pause = Some(pause);
+    let o = decide(&policy(), &input, t(10));
+    assert_eq!(o.heal, None);
+    assert_eq!(kinds(&o), vec![(Some("w1"), DecisionKind::Paused)]);
+    let d = &o.decisions[0];
+    assert!(
+        d.reason.contains(
+            "server replacement held by a maintenance pause (paused by uid 0 (root) until"
+        ),
+        "{}",
+        d.reason
+    );
+    assert!(d.reason.contains("kernel upgrade"), "{}", d.reason);
+    assert_eq!(d.evidence["pause"]["until"], t(100).to_rfc3339());
+    assert_eq!(d.evidence["cloud"]["state"], "confirmed");
+    // Observed as usual, no attempt spent.
+    assert_eq!(mem(&o, "w1").cloud_failures, 1);
+    assert_eq!(mem(&o, "w1").heal_attempts, 0);
+    // The next pass under the same pause records nothing new.
+    let next = carry(input.clone(), &o);
+    let o2 = decide(&policy(), &next, t(20));
+    assert!(
+        o2.heal.is_none() && o2.decisions.iter().all(|d| d.repeat),
+        "{o2:#?}"
+    );
+    // At `until` the pause no longer holds: the heal starts.
+    let o3 = decide(&policy(), &carry(next, &o2), t(100));
+    assert_eq!(
+        o3.heal.as_ref().map(|h| h.vnfc_ids.clone()),
+        Some(vec!["w1".to_string()])
+    );
+    assert_eq!(mem(&o3, "w1").heal_attempts, 1);
 }

@@ -23,9 +23,9 @@ use serde_json::Value;
 
 pub use params::{
     Ansible, CinderVolumeSetupParam, ConnectionType, ExternalLbParam, HealAdditionalParams,
-    InstantiateAdditionalParams, K8sClusterInstallationParam, MasterNode, NfsServerSetupParam,
-    PrivateRegistryConnectionInfo, PrivateRegistryInstallationParam, Proxy, PvRegistrationParam,
-    StorageServer, WorkerNode,
+    InstantiateAdditionalParams, K8sClusterInstallationParam, MaintenancePauseParam, MasterNode,
+    NfsServerSetupParam, PrivateRegistryConnectionInfo, PrivateRegistryInstallationParam, Proxy,
+    PvRegistrationParam, StorageServer, WorkerNode,
 };
 pub use secret::Secret;
 pub use sol003::{

@@ -39,9 +39,26 @@ pub struct InstantiateAdditionalParams {
         skip_serializing_if = "Option::is_none"
     )]
     pub lcm_operation_user_data_class: Option<String>,
+    /// `maintenance_pause` (0..1, vnfkeeper's own key): the VNF starts under a maintenance
+    /// pause (see `model::pause`), as `vnfkeeper pause` would set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintenance_pause: Option<MaintenancePauseParam>,
     /// Any other key (e.g. `nfv` overrides of the individual-VNFC spec), kept as given.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// `additionalParams.maintenance_pause` of an InstantiateVnfRequest:
+/// `{"reason": "...", "until": "<RFC 3339>"}`, both optional (`{}` pauses until
+/// `vnfkeeper resume`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MaintenancePauseParam {
+    /// `reason` (0..1): one line of free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `until` (0..1): when the pause ends by itself, RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
 }
 
 /// `k8s_cluster_installation_param` (1).

@@ -1163,3 +1163,31 @@ fn secret_pointers_name_every_secret_field() {
         assert!(env.secret_pointers().is_empty());
     }
 }
+
+#[test]
+fn maintenance_pause_at_instantiate_is_checked_and_typed() {
+    const MP: &str = "/request/additionalParams/maintenance_pause";
+    let good = edit(
+        PV,
+        MP,
+        Some(json!({"reason": "burn-in", "until": "2026-11-25T06:00:00Z"})),
+    );
+    let Envelope::Lcm(env) = ok(&good).envelope else {
+        panic!()
+    };
+    let Ok(LcmRequest::Instantiate(i)) = env.typed_request() else {
+        panic!()
+    };
+    let mp = i.additional_params.unwrap().maintenance_pause.unwrap();
+    assert_eq!(mp.reason.as_deref(), Some("burn-in"));
+    assert_eq!(mp.until.as_deref(), Some("2026-11-25T06:00:00Z"));
+    for (bad, ptr) in [
+        (json!({"until": "tomorrow"}), format!("{MP}/until")),
+        (json!({"reason": "a\nb"}), format!("{MP}/reason")),
+        (json!({"who": "me"}), format!("{MP}/who")),
+        (json!(true), MP.to_string()),
+    ] {
+        let errs = errors(&edit(PV, MP, Some(bad.clone())));
+        assert!(errs.iter().any(|e| e.pointer == ptr), "{bad}: {errs:?}");
+    }
+}

@@ -293,6 +293,21 @@ fn instantiate_additional_params(w: &mut Walk, ap: &Obj<'_>) {
         );
     }
     w.c.obj_field(ap, "nfv", Card::Opt);
+    if let Some(mp) = w.c.obj_field(ap, "maintenance_pause", Card::Opt) {
+        w.c.known_keys(&mp, "maintenance_pause", &["reason", "until"]);
+        w.c.str_rule(&mp, "reason", Card::Opt, |s| {
+            rules::plain_text(s)?;
+            match s.len() > 1024 {
+                true => Err("longer than 1024 bytes".into()),
+                false => Ok(()),
+            }
+        });
+        w.c.str_rule(&mp, "until", Card::Opt, |s| {
+            crate::model::Timestamp::parse(s).map(|_| ()).map_err(|e| {
+                format!("expected an RFC 3339 time such as 2026-11-24T18:00:00Z ({e})")
+            })
+        });
+    }
 }
 
 fn k8s_cluster_installation_param(w: &mut Walk, o: &Obj<'_>) {

@@ -1,0 +1,202 @@
+//! Maintenance pauses: an operator's "I am working on this VNF, do not heal it". While a pause
+//! is in force, reconcile keeps observing and recording the VNF but starts no automatic
+//! operation; operations an operator submits still run. A pause covers one VNF instance or every
+//! instance (`vnfkeeper pause --all`), names who set it and why, and may end by itself at
+//! `until`. Comparable switches: Cluster API's `cluster.x-k8s.io/paused` annotation, Masakari's
+//! segment `enabled`, magnum-auto-healer's `auto_healing_enabled` label.
+
+use std::time::Duration;
+
+use super::Timestamp;
+
+/// What a pause covers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PauseScope {
+    /// Every VNF instance (stored as `*`, which no vnfInstanceId can be: those are
+    /// `[A-Za-z0-9._-]`).
+    All,
+    /// One VNF instance (vnfInstanceId).
+    Vnf(String),
+}
+
+impl PauseScope {
+    /// The stored form: the vnfInstanceId, or `*` for every instance.
+    pub fn as_key(&self) -> &str {
+        match self {
+            PauseScope::All => "*",
+            PauseScope::Vnf(id) => id,
+        }
+    }
+
+    /// The inverse of [`Self::as_key`].
+    pub fn from_key(key: &str) -> Self {
+        if key == "*" {
+            PauseScope::All
+        } else {
+            PauseScope::Vnf(key.to_owned())
+        }
+    }
+
+    /// The vnfInstanceId, `None` for [`PauseScope::All`].
+    pub fn vnf_instance_id(&self) -> Option<&str> {
+        match self {
+            PauseScope::All => None,
+            PauseScope::Vnf(id) => Some(id),
+        }
+    }
+}
+
+/// One maintenance pause as stored (table `maintenance_pause`, `V9__maintenance_pause.sql`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaintenancePause {
+    /// What it covers.
+    pub scope: PauseScope,
+    /// Who set it: `uid N (name)` for the CLI, `INSTANTIATE request <vnfLcmOpOccId>` at intake.
+    pub paused_by: String,
+    /// Why (free text, one line), if given.
+    pub reason: Option<String>,
+    /// When it was set.
+    pub since: Timestamp,
+    /// When it ends by itself (`None`: until `vnfkeeper resume`).
+    pub until: Option<Timestamp>,
+}
+
+impl MaintenancePause {
+    /// In force at `now`: no `until`, or `now` before it.
+    pub fn active_at(&self, now: Timestamp) -> bool {
+        self.until.is_none_or(|u| now < u)
+    }
+
+    /// One line for humans: `paused by <who> [until <time>] [(<reason>)]`.
+    pub fn describe(&self) -> String {
+        let mut s = format!("paused by {}", self.paused_by);
+        if let Some(u) = self.until {
+            s.push_str(&format!(" until {u}"));
+        }
+        if let Some(r) = &self.reason {
+            s.push_str(&format!(" ({r})"));
+        }
+        s
+    }
+}
+
+/// The pause in force for VNF `vnf` at `now`: its own, else the global one; `None` when neither
+/// is in force.
+pub fn in_force<'a>(
+    pauses: &'a [MaintenancePause],
+    vnf: &str,
+    now: Timestamp,
+) -> Option<&'a MaintenancePause> {
+    let own = pauses
+        .iter()
+        .find(|p| p.scope.vnf_instance_id() == Some(vnf) && p.active_at(now));
+    own.or_else(|| {
+        pauses
+            .iter()
+            .find(|p| p.scope == PauseScope::All && p.active_at(now))
+    })
+}
+
+/// The pauses whose `until` has passed at `now` (to be removed, each with a
+/// `MAINTENANCE_RESUMED` event).
+pub fn expired(pauses: &[MaintenancePause], now: Timestamp) -> Vec<&MaintenancePause> {
+    pauses.iter().filter(|p| !p.active_at(now)).collect()
+}
+
+/// Parses `--until`: an RFC 3339 time (`2026-11-24T18:00:00Z`) or a span from `now` — a
+/// positive whole number followed by `s`, `m`, `h` or `d` (`90m`, `2h`). Errors: a message
+/// naming both forms; a time not after `now`.
+pub fn parse_until(text: &str, now: Timestamp) -> Result<Timestamp, String> {
+    let t = text.trim();
+    let form =
+        "expected an RFC 3339 time (e.g. 2026-11-24T18:00:00Z) or a span such as 90m, 2h, 1d";
+    let at = if let Ok(at) = Timestamp::parse(t) {
+        at
+    } else {
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (digits, unit) = t.split_at(split);
+        let n: u64 = digits.parse().map_err(|_| format!("`{text}`: {form}"))?;
+        let secs = match unit {
+            "s" => Some(n),
+            "m" => n.checked_mul(60),
+            "h" => n.checked_mul(3600),
+            "d" => n.checked_mul(86_400),
+            _ => None,
+        }
+        .filter(|s| *s > 0 && *s <= 366 * 86_400)
+        .ok_or_else(|| format!("`{text}`: {form} (at most 366d)"))?;
+        let span = chrono::Duration::from_std(Duration::from_secs(secs))
+            .map_err(|_| format!("`{text}`: too long"))?;
+        Timestamp(now.0 + span)
+    };
+    if at <= now {
+        return Err(format!("`{text}`: {at} is not in the future"));
+    }
+    Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> Timestamp {
+        Timestamp::parse(s).unwrap()
+    }
+
+    fn pause(scope: PauseScope, until: Option<&str>) -> MaintenancePause {
+        MaintenancePause {
+            scope,
+            paused_by: "uid 0 (root)".into(),
+            reason: None,
+            since: t("2026-11-24T06:00:00Z"),
+            until: until.map(t),
+        }
+    }
+
+    #[test]
+    fn a_pause_ends_at_until_and_the_vnfs_own_goes_before_the_global_one() {
+        let now = t("2026-11-24T07:00:00Z");
+        let own = pause(PauseScope::Vnf("v1".into()), Some("2026-11-24T08:00:00Z"));
+        let all = pause(PauseScope::All, None);
+        let both = [all.clone(), own.clone()];
+        assert_eq!(in_force(&both, "v1", now), Some(&own));
+        assert_eq!(in_force(&both, "v2", now), Some(&all));
+        let later = t("2026-11-24T08:00:00Z");
+        assert_eq!(in_force(&both, "v1", later), Some(&all), "own one ended");
+        assert_eq!(in_force(std::slice::from_ref(&own), "v1", later), None);
+        assert_eq!(expired(&both, later), vec![&own]);
+        assert!(expired(&both, now).is_empty());
+    }
+
+    #[test]
+    fn until_is_a_time_or_a_span_in_the_future() {
+        let now = t("2026-11-24T07:00:00Z");
+        assert_eq!(parse_until("90m", now), Ok(t("2026-11-24T08:30:00Z")));
+        assert_eq!(parse_until("1d", now), Ok(t("2026-11-25T07:00:00Z")));
+        assert_eq!(
+            parse_until("2026-11-24T09:00:00+01:00", now),
+            Ok(t("2026-11-24T08:00:00Z"))
+        );
+        for bad in [
+            "",
+            "0m",
+            "5",
+            "2w",
+            "-1h",
+            "h",
+            "400d",
+            "2026-11-24T06:00:00Z",
+        ] {
+            assert!(parse_until(bad, now).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_global_scope_is_a_key_no_instance_can_have() {
+        assert_eq!(PauseScope::from_key("*"), PauseScope::All);
+        assert_eq!(PauseScope::All.as_key(), "*");
+        let v = PauseScope::Vnf("vnf-1".into());
+        assert_eq!(PauseScope::from_key(v.as_key()), v);
+        assert!(crate::wire::rules::identifier("*").is_err());
+    }
+}

@@ -1,0 +1,402 @@
+//! Task verbs: `vnfkeeper retry|fail|rollback OP_ID`, `heal VNF [VNFC…]`, `scale VNF ASPECT
+//! out|in`, `terminate VNF`. Each builds the SOL003 envelope ([`Verb::envelope`]), submits it
+//! through the spool exactly as `vnfkeeper submit` does (so intake's validation, admission and
+//! audit apply), waits for intake's outcome to print the operation id, and with `--wait`
+//! follows the operation to a state where it stops ([`follow`]); the exit status says how it
+//! ended ([`exit_code`]).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, anyhow, bail};
+use serde_json::{Value, json};
+
+use crate::config::Settings;
+use crate::intake::spool::Spool;
+use crate::model::{IntakeOutcome, OperationState, Timestamp};
+use crate::store::{OperationRow, Store};
+
+/// Exit status when the operation stopped in `FAILED_TEMP` (an operator decides: `retry`,
+/// `fail` or `rollback`).
+pub const EXIT_FAILED_TEMP: u8 = 3;
+/// Exit status when the operation ended `FAILED` (other than through `fail`).
+pub const EXIT_FAILED: u8 = 4;
+/// Exit status when the operation ended `ROLLED_BACK` (other than through `rollback`).
+pub const EXIT_ROLLED_BACK: u8 = 5;
+/// Exit status when intake rejected the request (the reason is printed).
+pub const EXIT_REJECTED: u8 = 6;
+
+/// How long to wait for intake to record the submitted file before giving up (the daemon
+/// normally takes it within a second).
+const INTAKE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `vnfkeeper retry|fail|rollback|heal|scale|terminate` arguments (the `--config` option comes
+/// from `cli.rs`).
+#[derive(Debug, clap::Subcommand)]
+pub enum VerbCommand {
+    /// RETRY an operation in FAILED_TEMP (SOL003 §5.4.14): resume at the failed step.
+    Retry(TaskArgs),
+    /// FAIL an operation in FAILED_TEMP (SOL003 §5.4.16): end it as FAILED.
+    Fail(TaskArgs),
+    /// ROLLBACK an operation in FAILED_TEMP (SOL003 §5.4.15): undo what it created.
+    Rollback(TaskArgs),
+    /// HEAL VNFCs of a VNF instance (all of it when no VNFC is named).
+    Heal {
+        /// vnfInstanceId.
+        vnf_instance_id: String,
+        /// vnfcInstanceId of each VNFC to heal (as `vnfkeeper status` lists them).
+        vnfc_ids: Vec<String>,
+        /// Why (HealVnfRequest `cause`).
+        #[arg(long)]
+        cause: Option<String>,
+        /// Follow the operation.
+        #[command(flatten)]
+        wait: WaitArg,
+        /// Configuration file (`spool_dir`, `database`).
+        #[command(flatten)]
+        config: crate::cli::ConfigArg,
+    },
+    /// SCALE a VNF instance's aspect out or in.
+    Scale {
+        /// vnfInstanceId.
+        vnf_instance_id: String,
+        /// aspectId (from the VNFD).
+        aspect_id: String,
+        /// `out` or `in`.
+        direction: Direction,
+        /// numberOfSteps.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        steps: u32,
+        /// Follow the operation.
+        #[command(flatten)]
+        wait: WaitArg,
+        /// Configuration file (`spool_dir`, `database`).
+        #[command(flatten)]
+        config: crate::cli::ConfigArg,
+    },
+    /// TERMINATE a VNF instance (FORCEFUL, or GRACEFUL with --graceful).
+    Terminate {
+        /// vnfInstanceId.
+        vnf_instance_id: String,
+        /// GRACEFUL with this gracefulTerminationTimeout, in seconds.
+        #[arg(long)]
+        graceful: Option<u32>,
+        /// Follow the operation.
+        #[command(flatten)]
+        wait: WaitArg,
+        /// Configuration file (`spool_dir`, `database`).
+        #[command(flatten)]
+        config: crate::cli::ConfigArg,
+    },
+}
+
+/// SCALE direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Direction {
+    /// SCALE_OUT.
+    Out,
+    /// SCALE_IN.
+    In,
+}
+
+/// A task verb's arguments.
+#[derive(Debug, clap::Args)]
+pub struct TaskArgs {
+    /// vnfLcmOpOccId (as `vnfkeeper ops` lists it).
+    pub vnf_lcm_op_occ_id: String,
+    /// Follow the operation.
+    #[command(flatten)]
+    pub wait: WaitArg,
+    /// Configuration file (`spool_dir`, `database`).
+    #[command(flatten)]
+    pub config: crate::cli::ConfigArg,
+}
+
+/// `--wait`.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct WaitArg {
+    /// Follow the operation until it ends or stops in FAILED_TEMP; the exit status says how:
+    /// 0 as asked, 3 FAILED_TEMP, 4 FAILED, 5 ROLLED_BACK, 6 request rejected.
+    #[arg(long)]
+    pub wait: bool,
+}
+
+impl VerbCommand {
+    /// The request, whether to follow it, and the configuration file.
+    pub fn verb(self) -> (Verb, bool, std::path::PathBuf) {
+        match self {
+            VerbCommand::Retry(t) => (
+                Verb::Task("RETRY", t.vnf_lcm_op_occ_id),
+                t.wait.wait,
+                t.config.config,
+            ),
+            VerbCommand::Fail(t) => (
+                Verb::Task("FAIL", t.vnf_lcm_op_occ_id),
+                t.wait.wait,
+                t.config.config,
+            ),
+            VerbCommand::Rollback(t) => (
+                Verb::Task("ROLLBACK", t.vnf_lcm_op_occ_id),
+                t.wait.wait,
+                t.config.config,
+            ),
+            VerbCommand::Heal {
+                vnf_instance_id,
+                vnfc_ids,
+                cause,
+                wait,
+                config,
+            } => (
+                Verb::Heal(vnf_instance_id, vnfc_ids, cause),
+                wait.wait,
+                config.config,
+            ),
+            VerbCommand::Scale {
+                vnf_instance_id,
+                aspect_id,
+                direction,
+                steps,
+                wait,
+                config,
+            } => (
+                Verb::Scale(
+                    vnf_instance_id,
+                    aspect_id,
+                    direction == Direction::Out,
+                    steps,
+                ),
+                wait.wait,
+                config.config,
+            ),
+            VerbCommand::Terminate {
+                vnf_instance_id,
+                graceful,
+                wait,
+                config,
+            } => (
+                Verb::Terminate(vnf_instance_id, graceful),
+                wait.wait,
+                config.config,
+            ),
+        }
+    }
+}
+
+/// A request the CLI builds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verb {
+    /// SOL003 §5.4.14 RETRY / §5.4.15 ROLLBACK / §5.4.16 FAIL of an occurrence in FAILED_TEMP:
+    /// `"RETRY"`, `"ROLLBACK"` or `"FAIL"`, and the vnfLcmOpOccId.
+    Task(&'static str, String),
+    /// HealVnfRequest (SOL003 §5.5.2.9; `vnfcInstanceId` as SOL002): VNF, VNFCs (empty: the
+    /// whole VNF as the flavour heals it), cause.
+    Heal(String, Vec<String>, Option<String>),
+    /// ScaleVnfRequest (SOL003 §5.5.2.5): VNF, aspectId, out (true) or in, numberOfSteps.
+    Scale(String, String, bool, u32),
+    /// TerminateVnfRequest (SOL003 §5.5.2.8): VNF, `None` FORCEFUL, or GRACEFUL with
+    /// `gracefulTerminationTimeout` in seconds.
+    Terminate(String, Option<u32>),
+}
+
+impl Verb {
+    /// The spool envelope: `{"operation", "vnfInstanceId", "requestId", "request"}` or, for a
+    /// task, `{"operation", "vnfLcmOpOccId", "requestId"}`. `request_id` makes each command a
+    /// request of its own: the same command typed twice is two requests, where two identical
+    /// files would be one (intake's duplicate detection by content).
+    pub fn envelope(&self, request_id: &str) -> Value {
+        let mut env = match self {
+            Verb::Task(op, id) => json!({"operation": op, "vnfLcmOpOccId": id}),
+            Verb::Heal(vnf, vnfcs, cause) => {
+                let mut r = json!({});
+                if !vnfcs.is_empty() {
+                    r["vnfcInstanceId"] = json!(vnfcs);
+                }
+                if let Some(c) = cause {
+                    r["cause"] = json!(c);
+                }
+                json!({"operation": "HEAL", "vnfInstanceId": vnf, "request": r})
+            }
+            Verb::Scale(vnf, aspect, out, steps) => json!({
+                "operation": "SCALE", "vnfInstanceId": vnf,
+                "request": {"type": if *out { "SCALE_OUT" } else { "SCALE_IN" },
+                            "aspectId": aspect, "numberOfSteps": steps},
+            }),
+            Verb::Terminate(vnf, graceful) => {
+                let r = match graceful {
+                    None => json!({"terminationType": "FORCEFUL"}),
+                    Some(s) => json!({"terminationType": "GRACEFUL",
+                                      "gracefulTerminationTimeout": s}),
+                };
+                json!({"operation": "TERMINATE", "vnfInstanceId": vnf, "request": r})
+            }
+        };
+        env["requestId"] = json!(request_id);
+        env
+    }
+
+    /// The state that counts as success: FAILED for `fail`, ROLLED_BACK for `rollback`,
+    /// COMPLETED otherwise.
+    fn goal(&self) -> OperationState {
+        match self {
+            Verb::Task("FAIL", _) => OperationState::Failed,
+            Verb::Task("ROLLBACK", _) => OperationState::RolledBack,
+            _ => OperationState::Completed,
+        }
+    }
+}
+
+/// Exit status for an operation that stopped in `state` when `goal` was wanted: 0 for the
+/// goal, else [`EXIT_FAILED_TEMP`], [`EXIT_FAILED`], [`EXIT_ROLLED_BACK`] (1 for any other).
+pub fn exit_code(state: OperationState, goal: OperationState) -> u8 {
+    match state {
+        s if s == goal => 0,
+        OperationState::FailedTemp => EXIT_FAILED_TEMP,
+        OperationState::Failed => EXIT_FAILED,
+        OperationState::RolledBack => EXIT_ROLLED_BACK,
+        _ => 1,
+    }
+}
+
+/// Submits `verb` and prints the operation id; with `wait`, follows it (progress lines on
+/// stderr when it is a terminal) and returns its exit status. Errors: the spool cannot be
+/// written, intake did not record the file within 60 s (is the daemon running?), the
+/// database cannot be read. A rejection is not an error: its reason is printed and the status
+/// is [`EXIT_REJECTED`].
+pub fn run(settings: &Settings, verb: &Verb, wait: bool) -> anyhow::Result<u8> {
+    let spool = Spool::open(&settings.spool_dir)
+        .map_err(|e| anyhow!("spool {}: {e}", settings.spool_dir.display()))?;
+    let request_id = format!("cli-{}", uuid::Uuid::new_v4());
+    let bytes = serde_json::to_vec(&verb.envelope(&request_id))?;
+    let path = spool
+        .submit(&bytes)
+        .map_err(|e| anyhow!("cannot submit into {}: {e}", spool.new_dir().display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let started = Instant::now();
+    let intake = loop {
+        if settings.database.exists() {
+            let db = Store::open_read_only(&settings.database)?;
+            if let Some(row) = db.queries().intake_of_file(&name)? {
+                break row;
+            }
+        }
+        if started.elapsed() > INTAKE_TIMEOUT {
+            bail!(
+                "submitted {} but no intake outcome after {} s: is the daemon running?",
+                path.display(),
+                INTAKE_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    if intake.outcome == IntakeOutcome::Rejected {
+        let why = intake
+            .problem
+            .as_ref()
+            .map(|p| serde_json::to_string(p).unwrap_or_default())
+            .unwrap_or_default();
+        eprintln!("vnfkeeper: request rejected: {why}");
+        return Ok(EXIT_REJECTED);
+    }
+    let op = intake
+        .vnf_lcm_op_occ_id
+        .clone()
+        .context("intake recorded no operation for an accepted request")?;
+    outln!("{op}");
+    if intake.outcome == IntakeOutcome::Duplicate {
+        eprintln!("vnfkeeper: the same request was accepted before as operation {op}");
+    }
+    if !wait {
+        return Ok(0);
+    }
+    // A task is followed past the state its occurrence was in when the task was accepted.
+    let since = match (verb, intake.outcome) {
+        (Verb::Task(..), IntakeOutcome::Accepted) => Some(intake.committed_at),
+        _ => None,
+    };
+    let end = follow(settings, &op, since)?;
+    outln!("{} {}", end.operation_state, op);
+    if let Some(e) = &end.error {
+        eprintln!("vnfkeeper: {}: {}", e.title, e.detail);
+    }
+    Ok(exit_code(end.operation_state, verb.goal()))
+}
+
+/// Polls operation `op` until it is in a final state or `FAILED_TEMP` without a pending task,
+/// entered at or after `since` when given (so a RETRY of a FAILED_TEMP occurrence is followed
+/// past its old state). Progress (state and status detail, when they change) goes to stderr if
+/// it is a terminal.
+pub fn follow(
+    settings: &Settings,
+    op: &str,
+    since: Option<Timestamp>,
+) -> anyhow::Result<OperationRow> {
+    use std::io::IsTerminal as _;
+    let tty = std::io::stderr().is_terminal();
+    let mut last = None;
+    loop {
+        let db = Store::open_read_only(&settings.database)?;
+        let row = db
+            .queries()
+            .operation(op)?
+            .with_context(|| format!("operation {op} vanished from the database"))?;
+        drop(db);
+        let shown = (row.operation_state, row.status_detail.clone());
+        if tty && last.as_ref() != Some(&shown) {
+            eprintln!(
+                "{} {}",
+                row.operation_state,
+                row.status_detail.as_deref().unwrap_or("")
+            );
+        }
+        last = Some(shown);
+        let stop =
+            row.operation_state.is_final() || row.operation_state == OperationState::FailedTemp;
+        if stop && since.is_none_or(|t| row.state_entered_time >= t) && row.pending_task.is_none() {
+            return Ok(row);
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intake::wire::{Envelope, parse_envelope};
+
+    #[test]
+    fn every_verb_builds_an_envelope_intake_accepts_as_valid() {
+        for v in [
+            Verb::Task("RETRY", "op-1".into()),
+            Verb::Task("FAIL", "op-1".into()),
+            Verb::Task("ROLLBACK", "op-1".into()),
+            Verb::Heal("vnf-1".into(), vec!["vnfc-a".into()], Some("disk".into())),
+            Verb::Heal("vnf-1".into(), vec![], None),
+            Verb::Scale("vnf-1".into(), "worker_instance".into(), true, 2),
+            Verb::Scale("vnf-1".into(), "worker_instance".into(), false, 1),
+            Verb::Terminate("vnf-1".into(), None),
+            Verb::Terminate("vnf-1".into(), Some(120)),
+        ] {
+            let env = v.envelope("cli-1");
+            let parsed = parse_envelope(env.to_string().as_bytes())
+                .unwrap_or_else(|e| panic!("{v:?}: {e:?}"));
+            match (&v, parsed.envelope) {
+                (Verb::Task(..), Envelope::Task(_)) => {}
+                (_, Envelope::Lcm(l)) => assert!(l.typed_request().is_ok(), "{v:?}"),
+                (v, e) => panic!("{v:?} parsed as {e:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_exit_status_names_how_the_operation_ended() {
+        use OperationState::*;
+        assert_eq!(exit_code(Completed, Completed), 0);
+        assert_eq!(exit_code(FailedTemp, Completed), EXIT_FAILED_TEMP);
+        assert_eq!(exit_code(Failed, Completed), EXIT_FAILED);
+        assert_eq!(exit_code(Failed, Failed), 0);
+        assert_eq!(exit_code(RolledBack, RolledBack), 0);
+        assert_eq!(exit_code(RolledBack, Completed), EXIT_ROLLED_BACK);
+    }
+}
