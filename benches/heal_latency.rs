@@ -182,7 +182,7 @@ async fn main() {
         300.0 / median
     );
     table::row(
-        "heal latency: ERROR → automatic HEAL start, median",
+        "heal latency: ERROR to automatic HEAL start, median",
         median,
         "s",
         table::Target::AtMost(30.0),

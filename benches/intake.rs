@@ -144,7 +144,7 @@ fn main() {
         }),
     );
     table::row(
-        "intake: rename → commit p99",
+        "intake: rename to commit p99",
         pct(0.99),
         "ms",
         table::Target::None,
@@ -158,7 +158,7 @@ fn main() {
         None,
     );
     table::row(
-        "intake: SIGTERM → exit",
+        "intake: SIGTERM to exit",
         stop.as_secs_f64(),
         "s",
         table::Target::AtMost(3.0),

@@ -208,7 +208,7 @@ fn main() {
         None,
     );
     table::row(
-        "queue: single file rename → accepted/ p99",
+        "queue: single file rename to accepted/ p99",
         pct(0.99),
         "ms",
         table::Target::AtMost(100.0),
@@ -222,7 +222,7 @@ fn main() {
         None,
     );
     table::row(
-        "queue: SIGTERM → exit",
+        "queue: SIGTERM to exit",
         stop.as_secs_f64(),
         "s",
         table::Target::AtMost(3.0),
