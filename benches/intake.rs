@@ -7,7 +7,7 @@
 //! validation and no database (the filesystem's share of the work). Figures are printed as
 //! absolute numbers and as a ratio to that baseline. Target: ≥ 2,000 files/s on 2 cores.
 //!
-//! Run: `cargo bench --bench intake` (optionally `-- --files N`).
+//! Run: `cargo bench --bench intake` (optionally `-- --files N`; `-- --quick`: 2,000 files).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -17,13 +17,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 mod support;
+mod table;
 
 fn main() {
-    let files = std::env::args()
-        .skip_while(|a| a != "--files")
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10_000usize);
+    let files = table::arg("files").unwrap_or(if table::quick() { 2_000 } else { 10_000usize });
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let seed: Value = serde_json::from_slice(
         &fs::read(root.join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json")).unwrap(),
@@ -134,6 +131,38 @@ fn main() {
     println!(
         "  SIGTERM → exit:                  {:.3} s   ({status})",
         stop.as_secs_f64()
+    );
+    table::row(
+        "intake: accepted files/s (ratio: / read+sha256+rename)",
+        rate,
+        "files/s",
+        table::Target::AtLeast(2000.0),
+        Some(table::SameRun {
+            baseline,
+            ratio: rate / baseline,
+            target: table::Target::None,
+        }),
+    );
+    table::row(
+        "intake: rename to commit p99",
+        pct(0.99),
+        "ms",
+        table::Target::None,
+        None,
+    );
+    table::row(
+        "intake: longest watchdog ping gap",
+        gap.as_secs_f64(),
+        "s",
+        table::Target::AtMost(1.0),
+        None,
+    );
+    table::row(
+        "intake: SIGTERM to exit",
+        stop.as_secs_f64(),
+        "s",
+        table::Target::AtMost(3.0),
+        None,
     );
 }
 

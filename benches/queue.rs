@@ -15,7 +15,7 @@
 //!
 //!    Then again with half of the queued operations FAILED_TEMP (nothing pending).
 //!
-//! Run: `cargo bench --bench queue` (optionally `-- --queued N`).
+//! Run: `cargo bench --bench queue` (optionally `-- --queued N`; `-- --quick`: 2,000 queued).
 
 use std::collections::HashSet;
 use std::fs;
@@ -27,16 +27,13 @@ use vnfkeeper::model::{LcmOperationType, Timestamp};
 use vnfkeeper::store::{NewOperation, Store};
 
 mod support;
+mod table;
 
 const FURTHER: usize = 1_000;
 const SINGLES: usize = 200;
 
 fn main() {
-    let queued = std::env::args()
-        .skip_while(|a| a != "--queued")
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(20_000usize);
+    let queued = table::arg("queued").unwrap_or(if table::quick() { 2_000 } else { 20_000usize });
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let seed: Value = serde_json::from_slice(
         &fs::read(root.join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json")).unwrap(),
@@ -202,6 +199,47 @@ fn main() {
     println!(
         "  old / new tick:                   {:.0}",
         old_one.as_secs_f64() * heads as f64 / tick.as_secs_f64()
+    );
+    table::row(
+        "queue: accepted files/s, 1,000 at once",
+        rate,
+        "files/s",
+        table::Target::AtLeast(2000.0),
+        None,
+    );
+    table::row(
+        "queue: single file rename to accepted/ p99",
+        pct(0.99),
+        "ms",
+        table::Target::AtMost(100.0),
+        None,
+    );
+    table::row(
+        "queue: longest watchdog ping gap",
+        gap.as_secs_f64(),
+        "s",
+        table::Target::AtMost(1.0),
+        None,
+    );
+    table::row(
+        "queue: SIGTERM to exit",
+        stop.as_secs_f64(),
+        "s",
+        table::Target::AtMost(3.0),
+        None,
+    );
+    let old_tick = old_one.as_secs_f64() * heads as f64 * 1e3;
+    let tick_ms = tick.as_secs_f64() * 1e3;
+    table::row(
+        "queue: scheduler tick (ratio: old per-head scans / tick)",
+        tick_ms,
+        "ms",
+        table::Target::None,
+        Some(table::SameRun {
+            baseline: old_tick,
+            ratio: old_tick / tick_ms,
+            target: table::Target::None,
+        }),
     );
 }
 

@@ -6,7 +6,7 @@
 //! 1,000 servers. Targets (not asserted): requests grow only with pagination, CPU ≤ 0.5 s per
 //! 1,000 servers.
 //!
-//! Run: `cargo bench --bench reconcile`.
+//! Run: `cargo bench --bench reconcile` (`-- --quick`: 20 and 50 VNFs).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,6 +21,8 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
+
+mod table;
 
 const PER_VNF: usize = 6;
 
@@ -68,7 +70,8 @@ fn main() {
                 .unwrap(),
         );
         let mut made = 0;
-        for (n, db_name) in [(50usize, "small.db"), (200, "large.db")] {
+        let sizes = if table::quick() { [20, 50] } else { [50usize, 200] };
+        for (n, db_name) in [(sizes[0], "small.db"), (sizes[1], "large.db")] {
             // Each database in a directory of its own: the secrets key another one left beside
             // it would be a sign of an earlier database and refuse the new one.
             let state_dir = dir.path().join(db_name.trim_end_matches(".db"));
@@ -124,6 +127,24 @@ fn main() {
                 cpu * 1000.0 / servers.max(1) as f64,
                 report.started.len(),
                 report.cloud_error
+            );
+            table::row(
+                &format!("reconcile: pass CPU per 1,000 VNFCs ({n} VNFs)"),
+                cpu * 1000.0 / servers.max(1) as f64,
+                "s",
+                table::Target::AtMost(0.5),
+                None,
+            );
+            table::row(
+                &format!("reconcile: API requests per pass ({n} VNFs; ratio: / bare list calls)"),
+                report.api_requests as f64,
+                "requests",
+                table::Target::None,
+                Some(table::SameRun {
+                    baseline: base_req as f64,
+                    ratio: report.api_requests as f64 / base_req.max(1) as f64,
+                    target: table::Target::None,
+                }),
             );
         }
         println!(
