@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use vnfkeeper::model::{LcmOperationType, Timestamp};
-use vnfkeeper::store::{NewOperation, Store};
+use vnfkeeper::store::{NewOperation, RequestBody, Store};
 
 mod support;
 mod table;
@@ -54,7 +54,10 @@ fn main() {
     {
         let mut store = Store::open(&db).unwrap();
         let now = Timestamp(chrono::Utc::now());
-        let params = serde_json::to_string(&seed["request"]).unwrap();
+        let params = RequestBody::split(
+            LcmOperationType::Instantiate,
+            &serde_json::to_string(&seed["request"]).unwrap(),
+        );
         store
             .write(|tx| {
                 for i in 0..queued {

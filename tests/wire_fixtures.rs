@@ -105,8 +105,18 @@ fn good_fixtures_parse_and_reference_existing_package_files() {
         let parsed = parse_envelope(&bytes).unwrap_or_else(|e| panic!("{name} rejected: {e:#?}"));
         assert_no_secret(&name, &bytes, &parsed.warnings);
         let Envelope::Lcm(env) = parsed.envelope else {
+            assert!(parsed.secret_pointers.is_empty() && parsed.package_paths.is_empty());
             continue;
         };
+        // What the validating walk found is what the envelope's own walks find.
+        assert_eq!(parsed.secret_pointers, env.secret_pointers(), "{name}");
+        assert_eq!(parsed.package_paths, env.package_paths(), "{name}");
+        if bytes.windows(10).any(|w| w == b"\"password\"") {
+            assert!(
+                !parsed.secret_pointers.is_empty(),
+                "{name}: no secret found"
+            );
+        }
         env.typed_request()
             .unwrap_or_else(|e| panic!("{name}: typed body: {e:?}"));
         // The body is kept exactly as received.

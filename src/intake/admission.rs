@@ -25,8 +25,8 @@ use crate::model::{
 };
 use crate::package::Vnfd;
 use crate::store::{
-    InstanceRow, IntakeRow, NewEvent, NewIntake, NewOperation, OperationRow, ReaderRef, StoreError,
-    Tx, VnfcRow,
+    InstanceRow, IntakeRow, NewEvent, NewIntake, NewOperation, OperationRow, ReaderRef,
+    RequestBody, StoreError, Tx, VnfcRow,
 };
 
 /// What intake did with one file.
@@ -110,7 +110,7 @@ pub(super) struct Examined {
 /// What a request file's content is.
 pub(super) enum Verdict {
     /// A valid INSTANTIATE, SCALE, HEAL or TERMINATE.
-    Lcm(LcmRequest),
+    Lcm(Box<LcmRequest>),
     /// A valid RETRY, FAIL or ROLLBACK.
     Task(TaskEnvelope),
     /// Rejected without consulting the database.
@@ -125,8 +125,11 @@ pub(super) enum Verdict {
 /// A valid LCM request with what was derived from it.
 pub(super) struct LcmRequest {
     env: LcmEnvelope,
-    /// The SOL003 body as JSON text, stored verbatim.
-    raw_request: String,
+    /// Pointers (`/request/...`) of the secrets validation found in it.
+    secret_pointers: Vec<String>,
+    /// The SOL003 body as the store keeps it (secrets split off), made here on the reading
+    /// threads rather than inside the serial write transaction.
+    body: RequestBody,
     /// The snapshot of the package it names (INSTANTIATE).
     package: Option<Snapshot>,
     warnings: Vec<FieldProblem>,
@@ -167,21 +170,29 @@ pub(super) fn examine(
             },
             Ok(parsed) => match parsed.envelope {
                 Envelope::Task(env) => Verdict::Task(env),
-                Envelope::Lcm(env) => match check_package(&env, ctx, batch) {
-                    Err(problem) => Verdict::Invalid {
-                        vnf_instance_id: Some(env.vnf_instance_id.clone()),
-                        problem,
-                    },
-                    Ok(package) => {
-                        let raw_request = env.request.to_string();
-                        Verdict::Lcm(LcmRequest {
-                            env,
-                            raw_request,
-                            package,
-                            warnings: parsed.warnings,
-                        })
+                Envelope::Lcm(env) => {
+                    match check_package(&env, &parsed.package_paths, ctx, batch) {
+                        Err(problem) => Verdict::Invalid {
+                            vnf_instance_id: Some(env.vnf_instance_id.clone()),
+                            problem,
+                        },
+                        Ok(package) => {
+                            let in_body: Vec<String> = parsed
+                                .secret_pointers
+                                .iter()
+                                .filter_map(|p| p.strip_prefix("/request").map(str::to_owned))
+                                .collect();
+                            let body = RequestBody::redacted(&env.request, &in_body);
+                            Verdict::Lcm(Box::new(LcmRequest {
+                                env,
+                                secret_pointers: parsed.secret_pointers,
+                                body,
+                                package,
+                                warnings: parsed.warnings,
+                            }))
+                        }
                     }
-                },
+                }
             },
         }
     };
@@ -215,10 +226,10 @@ fn kept_copy(bytes: &[u8], verdict: &Verdict) -> KeptCopy {
     match verdict {
         Verdict::Task(_) => KeptCopy::shared(bytes.to_vec()),
         Verdict::Lcm(lcm) => {
-            let pointers = lcm.env.secret_pointers();
+            let pointers = &lcm.secret_pointers;
             match json() {
                 _ if pointers.is_empty() => KeptCopy::shared(bytes.to_vec()),
-                Some(doc) => redacted(wire::redact::redact(&doc, &pointers).0),
+                Some(doc) => redacted(wire::redact::redact(&doc, pointers).0),
                 None => KeptCopy::private(bytes.to_vec()),
             }
         }
@@ -262,12 +273,13 @@ fn sniff_instance_id(bytes: &[u8]) -> Option<String> {
 }
 
 /// Resolves `vnfPackage` (relative paths against `ctx.packages_dir`, `..` refused), snapshots
-/// it into `ctx.package_store` and checks that every file the request references is a file of
-/// the snapshot. `Ok(None)` when the envelope names no package. Errors: 422 naming each
+/// it into `ctx.package_store` and checks that every file the request references
+/// (`package_paths`, as validation found them) is a file of the snapshot. `Ok(None)` when the envelope names no package. Errors: 422 naming each
 /// defective field (the package itself: `/vnfPackage` with the reason), 500 when the package
 /// store cannot be written.
 fn check_package(
     env: &LcmEnvelope,
+    package_paths: &[(String, String)],
     ctx: &IntakeContext<'_>,
     batch: &BatchPackages,
 ) -> Result<Option<Snapshot>, ProblemDetails> {
@@ -316,8 +328,8 @@ fn check_package(
         }
     })?;
     let mut errors = Vec::new();
-    for (pointer, rel) in env.package_paths() {
-        let rel = rel.strip_prefix("./").unwrap_or(&rel);
+    for (pointer, rel) in package_paths {
+        let rel = rel.strip_prefix("./").unwrap_or(rel);
         if files.get(rel).is_some() {
             continue;
         }
@@ -330,7 +342,10 @@ fn check_package(
         } else {
             format!("`{rel}` not found in the VNF package {}", root.display())
         };
-        errors.push(FieldProblem { pointer, reason });
+        errors.push(FieldProblem {
+            pointer: pointer.clone(),
+            reason,
+        });
     }
     if errors.is_empty() {
         Ok(Some(snap))
@@ -475,10 +490,12 @@ pub(super) fn decide(
                 let problem = request_id_reused(rid, &op);
                 return record_rejection(tx, req, Some(&env.vnf_instance_id), &problem, now);
             }
-            if let Err(problem) = check_instance(tx, env, bases)? {
-                return record_rejection(tx, req, Some(&env.vnf_instance_id), &problem, now);
+            match check_instance(tx, env, bases)? {
+                Err(problem) => {
+                    record_rejection(tx, req, Some(&env.vnf_instance_id), &problem, now)
+                }
+                Ok(ahead) => record_acceptance(tx, req, lcm, &ahead, ctx, now),
             }
-            record_acceptance(tx, req, lcm, ctx, now)
         }
     }
 }
@@ -544,15 +561,16 @@ fn task_name(task: TaskOperation) -> &'static str {
 }
 
 /// Checks an LCM request against its instance's state once the instance's queued operations are
-/// done, reading the rows the rules need.
+/// done, reading the rows the rules need. `Ok(Ok(ahead))`: acceptable, behind the instance's
+/// unfinished operations `ahead` (oldest first; none for an instance not yet known).
 fn check_instance(
     tx: &Tx<'_>,
     env: &LcmEnvelope,
     bases: &ScaleBases,
-) -> Result<Result<(), ProblemDetails>, StoreError> {
+) -> Result<Result<Vec<OperationRow>, ProblemDetails>, StoreError> {
     let op = LcmOperationType::from(env.operation);
     let Some(instance) = tx.instance(&env.vnf_instance_id)? else {
-        return Ok(check_unknown_instance(env));
+        return Ok(check_unknown_instance(env).map(|()| Vec::new()));
     };
     let queued = tx.unfinished_operations(&instance.id)?;
     if let Err(problem) = check_state(env, &instance, &queued) {
@@ -567,9 +585,9 @@ fn check_instance(
         && instance.instantiation_state == InstantiationState::Instantiated
     {
         let vnfcs = tx.reader().vnfcs(&instance.id)?;
-        return Ok(check_heal_targets(env, &vnfcs));
+        return Ok(check_heal_targets(env, &vnfcs).map(|()| queued));
     }
-    Ok(Ok(()))
+    Ok(Ok(queued))
 }
 
 /// An instance the database does not know: only INSTANTIATE creates one (404 otherwise).
@@ -810,32 +828,34 @@ fn conflict(status: u16, pointer: &str, reason: String) -> ProblemDetails {
 }
 
 /// Records an accepted LCM request: the instance if new, the operation in `STARTING` with why it
-/// waits, the `intake` row and a `REQUEST_ACCEPTED` event.
+/// waits (behind `ahead`, the instance's unfinished operations as [`check_instance`] read them),
+/// the `intake` row and a `REQUEST_ACCEPTED` event.
 fn record_acceptance(
     tx: &mut Tx<'_>,
     req: &Examined,
     lcm: &LcmRequest,
+    ahead: &[OperationRow],
     ctx: &IntakeContext<'_>,
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
     let LcmRequest {
         env,
-        raw_request,
+        body,
         package,
         warnings,
+        ..
     } = lcm;
     let op_id = uuid::Uuid::new_v4().to_string();
     let operation = LcmOperationType::from(env.operation);
     tx.create_instance_if_missing(&env.vnf_instance_id, now)?;
-    let ahead = tx.unfinished_operations(&env.vnf_instance_id)?;
-    let status_detail = waiting_reason(&ahead, ctx.cloud_configured);
+    let status_detail = waiting_reason(ahead, ctx.cloud_configured);
     let package_text = package.as_ref().map(|p| p.dir.display().to_string());
     tx.insert_operation(
         &NewOperation {
             id: &op_id,
             vnf_instance_id: &env.vnf_instance_id,
             operation,
-            operation_params: raw_request,
+            operation_params: body,
             vnf_package: package_text.as_deref(),
             request_id: env.request_id.as_deref(),
             is_automatic_invocation: false,
@@ -1125,7 +1145,7 @@ mod tests {
                 id,
                 vnf_instance_id: "vnf-1",
                 operation,
-                operation_params: "{}",
+                operation_params: &RequestBody::split(operation, "{}"),
                 vnf_package: None,
                 request_id: None,
                 is_automatic_invocation: false,

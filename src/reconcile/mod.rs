@@ -37,7 +37,7 @@ use crate::model::{InstantiationState, LcmOperationType, MaintenancePause, Times
 use crate::package::VnfPackage;
 use crate::remote::Remote;
 use crate::store::{
-    InstanceRow, NewEvent, NewOperation, ReaderRef, ReconcileStateRow, Tx, VnfcRow,
+    InstanceRow, NewEvent, NewOperation, ReaderRef, ReconcileStateRow, RequestBody, Tx, VnfcRow,
 };
 use policy::{CloudView, Memory, Policy, PvView, VnfInput, VnfOutcome, VnfcInput};
 use probe::{Cluster, ProbeSettings};
@@ -424,7 +424,7 @@ pub fn record(
                 continue;
             }
             let id = uuid::Uuid::new_v4().to_string();
-            let params = heal.request().to_string();
+            let params = RequestBody::split(LcmOperationType::Heal, &heal.request().to_string());
             let detail = format!(
                 "automatic heal started by reconcile ({})",
                 if heal.configuration_only {

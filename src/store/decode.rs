@@ -97,7 +97,7 @@ mod tests {
 
     use serde_json::json;
 
-    use super::super::{NewIntake, NewOperation, Store, StoreError};
+    use super::super::{NewIntake, NewOperation, RequestBody, Store, StoreError};
     use crate::model::{IntakeOutcome, LcmOperationType, OperationState, PendingTask, Timestamp};
     use crate::plan::vnfcs::{AttachedVolume, ObservedVnfc};
     use crate::store::ReconcileStateRow;
@@ -136,7 +136,7 @@ mod tests {
                         id: "op-1",
                         vnf_instance_id: "vnf-1",
                         operation: LcmOperationType::Instantiate,
-                        operation_params: "{}",
+                        operation_params: &RequestBody::split(LcmOperationType::Instantiate, "{}"),
                         vnf_package: None,
                         request_id: None,
                         is_automatic_invocation: false,

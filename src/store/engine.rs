@@ -508,7 +508,7 @@ mod scheduler_tests {
 
     use super::*;
     use crate::model::{LcmOperationType, PendingTask};
-    use crate::store::{NewOperation, Store};
+    use crate::store::{NewOperation, RequestBody, Store};
 
     fn now() -> Timestamp {
         Timestamp::parse("2026-11-24T03:00:00Z").unwrap()
@@ -523,7 +523,7 @@ mod scheduler_tests {
                         id,
                         vnf_instance_id: vnf,
                         operation: op,
-                        operation_params: "{}",
+                        operation_params: &RequestBody::split(op, "{}"),
                         vnf_package: None,
                         request_id: None,
                         is_automatic_invocation: false,

@@ -27,7 +27,7 @@ pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow};
-pub use secrets::{KEY_FILE, SecretsKey, key_path};
+pub use secrets::{KEY_FILE, RequestBody, SecretsKey, key_path};
 pub use startup::{BackupReport, DB_MODE, History, InitReport, Refusal, backup, check, init};
 
 mod embedded {
@@ -132,6 +132,7 @@ impl Store {
         }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let report = embedded::migrations::runner().run(&mut conn)?;
         for m in report.applied_migrations() {
             tracing::info!(version = m.version(), name = %m.name(), "database migrated");
@@ -345,6 +346,11 @@ pub struct Tx<'c> {
     key: Option<&'c SecretsKey>,
 }
 
+/// Prepared statements kept per connection (rusqlite's default is 16). The daemon's one
+/// read-write connection serves intake, the scheduler, the engine and reconcile, whose
+/// statements together are more than that; an evicted statement is parsed again at its next use.
+const STATEMENT_CACHE: usize = 256;
+
 /// A new LCM operation occurrence, as intake records it.
 #[derive(Debug, Clone)]
 pub struct NewOperation<'a> {
@@ -354,8 +360,8 @@ pub struct NewOperation<'a> {
     pub vnf_instance_id: &'a str,
     /// Operation type.
     pub operation: LcmOperationType,
-    /// The SOL003 request body, JSON text.
-    pub operation_params: &'a str,
+    /// The SOL003 request body, split into the text stored and its secrets.
+    pub operation_params: &'a RequestBody,
     /// Absolute VNF package path (INSTANTIATE).
     pub vnf_package: Option<&'a str>,
     /// Idempotency key.
@@ -479,8 +485,8 @@ impl Tx<'_> {
     /// The body is stored redacted; its secrets are stored encrypted in `operation_secrets`.
     pub fn insert_operation(&mut self, op: &NewOperation<'_>, now: Timestamp) -> Result<()> {
         let now = now.to_rfc3339();
-        let (params, secrets) = secrets::split(op.operation, op.operation_params)?;
-        let sealed = match (&secrets, self.key) {
+        let body = op.operation_params;
+        let sealed = match (body.secrets(), self.key) {
             (None, _) => None,
             (Some(s), Some(key)) => Some(key.seal(op.id, s)?),
             (Some(_), None) => {
@@ -502,7 +508,7 @@ impl Tx<'_> {
                 op.operation.as_str(),
                 now,
                 op.is_automatic_invocation,
-                params,
+                body.stored(),
                 op.vnf_package,
                 op.request_id,
                 op.status_detail,
@@ -614,7 +620,7 @@ mod tests {
                         id: "op-1",
                         vnf_instance_id: "vnf-1",
                         operation: LcmOperationType::Instantiate,
-                        operation_params: "{}",
+                        operation_params: &RequestBody::split(LcmOperationType::Instantiate, "{}"),
                         vnf_package: Some("/pkg"),
                         request_id: Some("r1"),
                         is_automatic_invocation: false,

@@ -202,12 +202,12 @@ pub(super) fn at_open(conn: &mut rusqlite::Connection, db_path: &Path) -> Result
                     column: "operation",
                     reason: "not an LCM operation type".into(),
                 })?;
-            let (stored, secrets) = split(operation, &params)?;
-            let sealed = secrets.map(|s| key.seal(&id, &s)).transpose()?;
+            let body = RequestBody::split(operation, &params);
+            let sealed = body.secrets().map(|s| key.seal(&id, s)).transpose()?;
             if sealed.is_some() {
                 converted += 1;
             }
-            update.execute(rusqlite::params![id, stored, sealed])?;
+            update.execute(rusqlite::params![id, body.stored(), sealed])?;
         }
     }
     tx.commit()?;
@@ -230,22 +230,57 @@ fn request_kind(operation: LcmOperationType) -> LcmOperation {
     }
 }
 
-/// Splits the request body `params` (JSON text) of an `operation` into the redacted body to store
-/// and its secrets (`None` when it holds none). A body that is not JSON is stored as it is (the
-/// store does not validate; intake did). Errors: [`StoreError::Encode`].
-pub(super) fn split(
-    operation: LcmOperationType,
-    params: &str,
-) -> Result<(String, Option<SecretValues>)> {
-    let Ok(doc) = serde_json::from_str::<serde_json::Value>(params) else {
-        return Ok((params.to_owned(), None));
-    };
-    let pointers = request_secret_pointers(request_kind(operation), &doc);
-    if pointers.is_empty() {
-        return Ok((params.to_owned(), None));
+/// A request body as the store keeps it: its JSON text with every secret replaced by `"***"`, and
+/// the secrets taken out, which [`super::Tx::insert_operation`] seals under the operation's id.
+/// Made before the write transaction (intake makes it on every core), so that the transaction
+/// only writes.
+#[derive(Debug, Clone)]
+pub struct RequestBody {
+    stored: String,
+    secrets: Option<SecretValues>,
+}
+
+impl RequestBody {
+    /// Splits `params`, the JSON text of a request body of `operation`, finding its secrets with
+    /// the validator's walk ([`request_secret_pointers`]). A body that is not JSON is stored as
+    /// it is (the store does not validate; intake did).
+    pub fn split(operation: LcmOperationType, params: &str) -> Self {
+        let Ok(doc) = serde_json::from_str::<serde_json::Value>(params) else {
+            return Self::plain(params.to_owned());
+        };
+        let pointers = request_secret_pointers(request_kind(operation), &doc);
+        Self::redacted(&doc, &pointers)
     }
-    let (redacted, secrets) = redact::redact(&doc, &pointers);
-    Ok((redacted.to_string(), Some(secrets)))
+
+    /// `body` with the secrets at `pointers` (RFC 6901, relative to the body, as validation
+    /// found them) taken out.
+    pub fn redacted(body: &serde_json::Value, pointers: &[String]) -> Self {
+        if pointers.is_empty() {
+            return Self::plain(body.to_string());
+        }
+        let (redacted, secrets) = redact::redact(body, pointers);
+        Self {
+            stored: redacted.to_string(),
+            secrets: Some(secrets),
+        }
+    }
+
+    fn plain(stored: String) -> Self {
+        Self {
+            stored,
+            secrets: None,
+        }
+    }
+
+    /// The JSON text stored in `operation_params` (secrets replaced by `"***"`).
+    pub fn stored(&self) -> &str {
+        &self.stored
+    }
+
+    /// The secrets taken out, if any.
+    pub(super) fn secrets(&self) -> Option<&SecretValues> {
+        self.secrets.as_ref()
+    }
 }
 
 /// `params` as stored with the secrets sealed in `sealed` put back. Errors:
@@ -302,7 +337,10 @@ mod tests {
                         id: "op-1",
                         vnf_instance_id: "vnf-1",
                         operation: LcmOperationType::Instantiate,
-                        operation_params: PARAMS,
+                        operation_params: &RequestBody::split(
+                            LcmOperationType::Instantiate,
+                            PARAMS,
+                        ),
                         vnf_package: None,
                         request_id: None,
                         is_automatic_invocation: false,
@@ -365,9 +403,10 @@ mod tests {
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         let params = r#"{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"openstack","accessInfo":{"password":"hunter2"}}]}"#;
-        let (stored, secrets) = split(LcmOperationType::Instantiate, params).unwrap();
+        let body = RequestBody::split(LcmOperationType::Instantiate, params);
+        let stored = body.stored().to_owned();
         assert!(!stored.contains("hunter2") && stored.contains("***"));
-        let sealed = key.seal("op-1", &secrets.unwrap()).unwrap();
+        let sealed = key.seal("op-1", body.secrets().unwrap()).unwrap();
         assert!(!String::from_utf8_lossy(&sealed).contains("hunter2"));
         let back = join(Some(&key), "op-1", stored.clone(), Some(sealed.clone())).unwrap();
         assert_eq!(

@@ -184,6 +184,12 @@ pub struct Parsed {
     pub envelope: Envelope,
     /// Non-fatal findings, same shape as errors.
     pub warnings: Vec<FieldError>,
+    /// What [`LcmEnvelope::secret_pointers`] returns for the envelope (`/request/...`, document
+    /// order), found by the validating walk itself; empty for a task envelope.
+    pub secret_pointers: Vec<String>,
+    /// What [`LcmEnvelope::package_paths`] returns for the envelope, found by the validating
+    /// walk itself; empty for a task envelope.
+    pub package_paths: Vec<(String, String)>,
 }
 
 const LCM_KEYS: &[&str] = &[
@@ -310,7 +316,11 @@ pub fn parse_envelope(bytes: &[u8]) -> Result<Parsed, Vec<FieldError>> {
             if let Some(b) = body {
                 validate::request(&mut w, operation, b);
             }
-            let mut c = w.c;
+            let validate::Walk {
+                mut c,
+                paths,
+                secrets,
+            } = w;
             if c.errors.is_empty()
                 && let Some(b) = body
                 && let Err(mut e) = typed(operation, b)
@@ -335,6 +345,12 @@ pub fn parse_envelope(bytes: &[u8]) -> Result<Parsed, Vec<FieldError>> {
                     request: body.clone(),
                 }),
                 warnings,
+                secret_pointers: secrets,
+                package_paths: if operation == LcmOperation::Instantiate {
+                    paths
+                } else {
+                    Vec::new()
+                },
             })
         }
         Some(Op::Task(operation)) => {
@@ -349,6 +365,8 @@ pub fn parse_envelope(bytes: &[u8]) -> Result<Parsed, Vec<FieldError>> {
                             request_id,
                         }),
                         warnings,
+                        secret_pointers: Vec::new(),
+                        package_paths: Vec::new(),
                     })
                 }
                 _ => Err(c.errors),
