@@ -38,7 +38,7 @@ fn main() {
         })
         .collect();
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = support::BenchDir::new();
     let baseline = baseline(dir.path(), &bodies);
 
     let (spool, db, config) = support::write_config(dir.path(), &root);
@@ -113,6 +113,7 @@ fn main() {
         "intake benchmark: {files} valid INSTANTIATE envelopes, {} cores",
         num_cores()
     );
+    println!("  {}", dir.what);
     println!(
         "  producer renames into new/:      {:.3} s",
         renames.as_secs_f64()

@@ -46,7 +46,7 @@ fn main() {
         serde_json::to_vec(&env).unwrap()
     };
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = support::BenchDir::new();
     let (spool, db, config) = support::write_config(dir.path(), &root);
 
     // 1. The queued operations.
@@ -160,6 +160,7 @@ fn main() {
         "queue benchmark: {queued} queued INSTANTIATE operations (no cloud), {} cores",
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
+    println!("  {}", dir.what);
     println!(
         "  created through the store API:    {:.3} s",
         created.as_secs_f64()
