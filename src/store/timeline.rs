@@ -20,8 +20,8 @@
 //!   operation is rolled back or re-planned, so earlier attempts are not in the timeline (their
 //!   `STATE_CHANGED` events are).
 //!
-//! Order: by time, then events (by id), intake rows without an event (by id), steps (by
-//! operation arrival, then position in the plan).
+//! Order: by time, then (entries of the same microsecond) steps (by operation arrival, then
+//! position in the plan), events (by id), intake rows without an event (by id).
 
 use std::collections::HashMap;
 
@@ -36,12 +36,13 @@ use crate::model::{IntakeOutcome, LcmOperationType, ProblemDetails, StepState, T
 /// Where a [`TimelineEntry`] comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TimelineSource {
+    /// A step journal row (first on a tie: the engine journals a step before it changes the
+    /// operation's state).
+    Step,
     /// A row of the audit trail (`event`).
     Event,
     /// An intake record that no event claims.
     Intake,
-    /// A step journal row.
-    Step,
 }
 
 impl TimelineSource {
@@ -406,8 +407,14 @@ fn step_message(s: &StepFacts) -> String {
     if !extra.is_empty() {
         m.push_str(&format!(" ({})", extra.join(", ")));
     }
-    if let Some(d) = s.detail.as_deref().filter(|d| !d.trim().is_empty()) {
-        m.push_str(&format!(": {}", d.trim()));
+    let state = s.state.as_str().to_lowercase();
+    if let Some(d) = s
+        .detail
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty() && *d != state)
+    {
+        m.push_str(&format!(": {d}"));
     }
     m
 }
@@ -541,6 +548,10 @@ mod tests {
                     "stack CREATE_COMPLETE",
                     t("2026-11-24T06:05:00Z"),
                 )?;
+                // 06:06 a step that ends in the same microsecond as the next event.
+                let at = t("2026-11-24T06:06:00Z");
+                tx.journal_start("op-1", "heat.wait", 3, "heat.wait", "", at)?;
+                tx.journal_finish("op-1", "heat.wait", StepState::Done, None, "done", at)?;
                 // 06:06 a reconcile decision with its evidence; 06:07 a pause of every instance.
                 tx.append_event(
                     &NewEvent {
@@ -586,6 +597,7 @@ mod tests {
                 ("intake", "REQUEST_DUPLICATE"),
                 ("step", "STEP_STARTED"),
                 ("step", "STEP_DONE"),
+                ("step", "STEP_DONE"),
                 ("event", "RECONCILE_DEFERRED_GRACE"),
                 ("event", "MAINTENANCE_PAUSED"),
             ]
@@ -621,11 +633,12 @@ mod tests {
             "{}",
             tl[4].message
         );
+        assert_eq!(tl[5].message, "step 3 heat.wait: done", "first on a tie");
         assert_eq!(
-            tl[5].evidence.as_ref().unwrap()["server"]["status"],
+            tl[6].evidence.as_ref().unwrap()["server"]["status"],
             "SHUTOFF"
         );
-        assert_eq!(tl[6].vnf_instance_id, None);
+        assert_eq!(tl[7].vnf_instance_id, None);
         assert!(tl.iter().all(|e| e.message != "other"));
 
         // --since: from 06:04 on (the running step started then).
@@ -638,6 +651,7 @@ mod tests {
             kinds,
             [
                 "STEP_STARTED",
+                "STEP_DONE",
                 "STEP_DONE",
                 "RECONCILE_DEFERRED_GRACE",
                 "MAINTENANCE_PAUSED"
