@@ -90,8 +90,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// What happened to a VNF instance, in order: requests accepted or rejected, operations and
-    /// their steps, reconcile decisions with their evidence, maintenance pauses.
+    /// What happened to a VNF instance: its timeline, oldest first.
+    ///
+    /// Requests accepted or rejected, operations and their steps, reconcile decisions with their
+    /// evidence, maintenance pauses; read-only, like `ops`.
     Events {
         /// Configuration file (for `database`).
         #[command(flatten)]
