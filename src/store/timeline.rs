@@ -268,18 +268,19 @@ fn event_entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TimelineEntry>>
     let at: String = r.get(1)?;
     let operation: Option<String> = r.get(5)?;
     let evidence: Option<String> = r.get(8)?;
-    let (kind, vnf, op_id, vnfc, message) = (r.get(2)?, r.get(3)?, r.get(4)?, r.get(6)?, r.get(7)?);
+    let op_id: Option<String> = r.get(4)?;
+    let (kind, vnf, vnfc, message) = (r.get(2)?, r.get(3)?, r.get(6)?, r.get(7)?);
     Ok((|| {
+        let op_key = op_id.as_deref().unwrap_or_default();
         Ok(TimelineEntry {
             at: c.time("at", &at)?,
             source: TimelineSource::Event,
             event_id: Some(id),
             kind,
             vnf_instance_id: vnf,
-            operation_id: op_id,
             operation: operation
                 .map(|o| {
-                    Cells::new("vnf_lcm_op_occ", "(of event)").spelling(
+                    Cells::new("vnf_lcm_op_occ", op_key).spelling(
                         "operation",
                         &o,
                         LcmOperationType::parse,
@@ -287,6 +288,7 @@ fn event_entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TimelineEntry>>
                     )
                 })
                 .transpose()?,
+            operation_id: op_id.clone(),
             vnfc_id: vnfc,
             message,
             evidence: c.json("evidence", evidence, "JSON")?,
@@ -667,5 +669,32 @@ mod tests {
         // Unknown: nothing names it. A pause of every instance does not make one known.
         assert_eq!(q.timeline("vnf-9", None).unwrap(), None);
         assert!(q.vnf_known("vnf-2").unwrap());
+    }
+
+    #[test]
+    fn an_evidence_that_is_not_json_is_an_error_naming_the_row() {
+        let (_dir, mut store) = store();
+        store
+            .write(|tx| {
+                tx.append_event(
+                    &NewEvent {
+                        kind: "STATE_CHANGED",
+                        vnf_instance_id: Some("vnf-1"),
+                        message: "m",
+                        evidence: Some("{not json"),
+                        ..Default::default()
+                    },
+                    t("2026-11-24T06:08:00Z"),
+                )
+            })
+            .unwrap();
+        match store.reader().timeline("vnf-1", None) {
+            Err(crate::store::StoreError::Corrupt {
+                table: "event",
+                column: "evidence",
+                ..
+            }) => {}
+            other => panic!("expected Corrupt event.evidence, got {other:?}"),
+        }
     }
 }
