@@ -1,5 +1,5 @@
 //! Command line: `daemon`, `submit`, `ops`, `status`, `reconcile --now`, `plan`, `config check`,
-//! `hot adjust`, `backup`, `db init`, `host-key forget`, `pause`, `resume`.
+//! `hot adjust`, `backup`, `db init`, `host-key forget`, `pause`, `resume`, `events`.
 //!
 //! Human output is an aligned table; `--json` output is stable for scripts (SOL003 field names).
 //! Exit status: 0 success, 1 failure, 78 invalid configuration or a refused database.
@@ -87,6 +87,24 @@ pub enum Command {
         #[arg(long = "vnf")]
         vnf_instance_id: Option<String>,
         /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What happened to a VNF instance: its timeline, oldest first.
+    ///
+    /// Requests accepted or rejected, operations and their steps, reconcile decisions with their
+    /// evidence, maintenance pauses; read-only, like `ops`.
+    Events {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The VNF instance (vnfInstanceId, as `vnfkeeper status` lists it or a request named it).
+        vnf_instance_id: String,
+        /// Only entries at or after this time: an RFC 3339 time or a span back from now (`90m`,
+        /// `2h`, `1d`).
+        #[arg(long)]
+        since: Option<String>,
+        /// JSON array instead of a table (field names are stable, see the README).
         #[arg(long)]
         json: bool,
     },
@@ -246,6 +264,20 @@ pub fn main() -> ExitCode {
                 &s,
                 vnf_instance_id.as_deref(),
                 json,
+            )?)
+        }),
+        Command::Events {
+            config,
+            vnf_instance_id,
+            since,
+            json,
+        } => load(&config.config).and_then(|s| {
+            Ok(crate::events::run(
+                &s,
+                &vnf_instance_id,
+                since.as_deref(),
+                json,
+                now(),
             )?)
         }),
         Command::Hot {

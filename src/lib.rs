@@ -23,6 +23,8 @@ pub mod config;
 pub mod daemon;
 /// Runs LCM operations: step journal, resume, bounded parallel fan-out, retries.
 pub mod engine;
+/// `vnfkeeper events`: the timeline of one VNF instance (table or stable JSON).
+pub mod events;
 /// Crash hooks for tests (debug builds only).
 pub mod failpoint;
 /// `vnfkeeper hot adjust`: arguments and rendering over file contents.

@@ -103,36 +103,54 @@ pub fn expired(pauses: &[MaintenancePause], now: Timestamp) -> Vec<&MaintenanceP
     pauses.iter().filter(|p| !p.active_at(now)).collect()
 }
 
+/// The form both `--until` and `--since` accept, for their errors.
+const TIME_OR_SPAN: &str =
+    "expected an RFC 3339 time (e.g. 2026-11-24T18:00:00Z) or a span such as 90m, 2h, 1d";
+
+/// Parses a span: a positive whole number followed by `s`, `m`, `h` or `d` (`90m`, `2h`), at
+/// most 366 days. Errors: a message naming both accepted forms.
+fn parse_span(text: &str, t: &str) -> Result<chrono::Duration, String> {
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("`{text}`: {TIME_OR_SPAN}"))?;
+    let secs = match unit {
+        "s" => Some(n),
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
+        "d" => n.checked_mul(86_400),
+        _ => None,
+    }
+    .filter(|s| *s > 0 && *s <= 366 * 86_400)
+    .ok_or_else(|| format!("`{text}`: {TIME_OR_SPAN} (at most 366d)"))?;
+    chrono::Duration::from_std(Duration::from_secs(secs)).map_err(|_| format!("`{text}`: too long"))
+}
+
 /// Parses `--until`: an RFC 3339 time (`2026-11-24T18:00:00Z`) or a span from `now` — a
 /// positive whole number followed by `s`, `m`, `h` or `d` (`90m`, `2h`). Errors: a message
 /// naming both forms; a time not after `now`.
 pub fn parse_until(text: &str, now: Timestamp) -> Result<Timestamp, String> {
     let t = text.trim();
-    let form =
-        "expected an RFC 3339 time (e.g. 2026-11-24T18:00:00Z) or a span such as 90m, 2h, 1d";
-    let at = if let Ok(at) = Timestamp::parse(t) {
-        at
-    } else {
-        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-        let (digits, unit) = t.split_at(split);
-        let n: u64 = digits.parse().map_err(|_| format!("`{text}`: {form}"))?;
-        let secs = match unit {
-            "s" => Some(n),
-            "m" => n.checked_mul(60),
-            "h" => n.checked_mul(3600),
-            "d" => n.checked_mul(86_400),
-            _ => None,
-        }
-        .filter(|s| *s > 0 && *s <= 366 * 86_400)
-        .ok_or_else(|| format!("`{text}`: {form} (at most 366d)"))?;
-        let span = chrono::Duration::from_std(Duration::from_secs(secs))
-            .map_err(|_| format!("`{text}`: too long"))?;
-        Timestamp(now.0 + span)
+    let at = match Timestamp::parse(t) {
+        Ok(at) => at,
+        Err(_) => Timestamp(now.0 + parse_span(text, t)?),
     };
     if at <= now {
         return Err(format!("`{text}`: {at} is not in the future"));
     }
     Ok(at)
+}
+
+/// Parses `vnfkeeper events --since`: an RFC 3339 time (`2026-11-24T18:00:00Z`, any offset) or
+/// a span back from `now` in the form `--until` takes (`90m`: the last 90 minutes; `1d`).
+/// A time in the future is accepted (it selects nothing). Errors: a message naming both forms.
+pub fn parse_since(text: &str, now: Timestamp) -> Result<Timestamp, String> {
+    let t = text.trim();
+    match Timestamp::parse(t) {
+        Ok(at) => Ok(at),
+        Err(_) => Ok(Timestamp(now.0 - parse_span(text, t)?)),
+    }
 }
 
 #[cfg(test)]
@@ -188,6 +206,21 @@ mod tests {
             "2026-11-24T06:00:00Z",
         ] {
             assert!(parse_until(bad, now).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn since_is_a_time_or_a_span_back_from_now() {
+        let now = t("2026-11-24T07:00:00Z");
+        assert_eq!(parse_since("90m", now), Ok(t("2026-11-24T05:30:00Z")));
+        assert_eq!(parse_since(" 1d ", now), Ok(t("2026-11-23T07:00:00Z")));
+        assert_eq!(
+            parse_since("2026-11-24T09:00:00+01:00", now),
+            Ok(t("2026-11-24T08:00:00Z"))
+        );
+        for bad in ["", "0m", "5", "2w", "-1h", "h", "400d", "yesterday"] {
+            let e = parse_since(bad, now).unwrap_err();
+            assert!(e.contains("RFC 3339"), "{bad}: {e}");
         }
     }
 
