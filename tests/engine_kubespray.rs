@@ -67,7 +67,8 @@ async fn ansible_server(bed: &Bed) -> AnsibleServer {
     }
 }
 
-/// The seed request with the Ansible server's real values and the LB's CP.
+/// The seed request with the Ansible server's real values (its `ansible` block); everything
+/// else as the seed has it, `external_lb_param.ssh_cp_name: externalLB_instance` included.
 fn request(a: &AnsibleServer) -> Vec<u8> {
     let text = std::fs::read_to_string(
         support::repo_root()
@@ -81,16 +82,6 @@ fn request(a: &AnsibleServer) -> Vec<u8> {
     k["ansible"]["password"] = a.password.clone().into();
     k["ansible"]["kubespray_root_path"] = a.kubespray_root_path.clone().into();
     k["ansible"]["transferring_inventory_path"] = INVENTORY.into();
-    k["external_lb_param"]["ssh_cp_name"] = "externalLB_CP1".into();
-    // The package's LB has a second port (externalLB_CP2) the fixture's links leave out.
-    let links = v["request"]["extVirtualLinks"].as_array_mut().unwrap();
-    let lb = links
-        .iter_mut()
-        .find(|l| l["id"] == "net0_externalLB")
-        .unwrap();
-    let mut cp2 = lb["extCps"][0].clone();
-    cp2["cpdId"] = "externalLB_CP2".into();
-    lb["extCps"].as_array_mut().unwrap().push(cp2);
     serde_json::to_vec(&v).unwrap()
 }
 

@@ -257,11 +257,13 @@ impl<C: Cloud> Reconciler<C> {
                 .into_iter()
                 .filter_map(|f| pkg.read(&f).ok().map(|b| (f, b)))
                 .collect();
+            let base_hot = pkg.base_hot(&req.flavour_id).ok().map(|b| b.template);
             let driver = flavour::select(flavour::Inputs {
                 vnf_instance_id: v.instance.id.clone(),
                 req,
                 vnfd: pkg.vnfd.clone(),
                 files,
+                base_hot,
             });
             clusters.insert(v.instance.id.clone(), Cluster { driver });
         }

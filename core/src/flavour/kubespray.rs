@@ -610,6 +610,47 @@ impl Kubespray {
             .ok_or_else(|| FlavourError::new("plan", "the request has no ansible parameters"))
     }
 
+    /// The VNFD CP an `ssh_cp_name` of `what` (`master_node`, …) names. The seed spec calls it
+    /// the "resource name of CP" and Tacker's `_get_ssh_ip_and_nic_ip` looks it up as a Heat
+    /// resource of the stack: a CP's port (a VduCp of the VNFD, whose port resource has its name)
+    /// or, as in Tacker's kubespray guide (`externalLB_FloatingIP`), an `OS::Neutron::FloatingIP`
+    /// of the BaseHOT whose `port_id` (or `port`) is `get_resource` of such a CP. vnfkeeper
+    /// reaches the CP's fixed address (its VNFC row); a floating address is not read.
+    /// Errors: a name that is neither.
+    pub fn cp_of(&self, name: &str, what: &str) -> Result<String, FlavourError> {
+        if self.inputs.vnfd.cps.contains_key(name) {
+            return Ok(name.to_owned());
+        }
+        let resource = self
+            .inputs
+            .base_hot
+            .as_ref()
+            .and_then(|t| t.get("resources"))
+            .and_then(|r| r.get(name));
+        if let Some(r) = resource
+            && r.get("type").and_then(serde_json::Value::as_str) == Some("OS::Neutron::FloatingIP")
+        {
+            let props = &r["properties"];
+            let port = ["port_id", "port"]
+                .iter()
+                .find_map(|k| props.get(*k))
+                .and_then(|p| p.get("get_resource"))
+                .and_then(serde_json::Value::as_str);
+            if let Some(cp) = port
+                && self.inputs.vnfd.cps.contains_key(cp)
+            {
+                return Ok(cp.to_owned());
+            }
+        }
+        Err(FlavourError::new(
+            "plan",
+            format!(
+                "{what}.ssh_cp_name `{name}` is neither a CP of the VNFD nor a floating IP of one \
+                 in the BaseHOT"
+            ),
+        ))
+    }
+
     fn inventory_dir(&self) -> Result<String, FlavourError> {
         Ok(self
             .ansible()?
@@ -886,13 +927,9 @@ fn targeted(targets: &[String]) -> BTreeSet<&str> {
 impl MgmtDriver for Kubespray {
     fn role(&self, vdu: &str) -> Result<Role, FlavourError> {
         let vnfd = &self.inputs.vnfd;
-        let owner = |cp: &str, what: &str| {
-            vnfd.cps.get(cp).map(|c| c.vdu.clone()).ok_or_else(|| {
-                FlavourError::new(
-                    "plan",
-                    format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
-                )
-            })
+        let owner = |name: &str, what: &str| -> Result<String, FlavourError> {
+            let cp = self.cp_of(name, what)?;
+            Ok(vnfd.cps.get(&cp).map(|c| c.vdu.clone()).unwrap_or_default())
         };
         if owner(&self.k8s.master_node.ssh_cp_name, "master_node")? == vdu {
             return Ok(Role::Master);
@@ -912,13 +949,13 @@ impl MgmtDriver for Kubespray {
         let k = &self.k8s;
         let (cp, user, password, address) = match role {
             Role::Master => (
-                k.master_node.ssh_cp_name.clone(),
+                self.cp_of(&k.master_node.ssh_cp_name, "master_node")?,
                 &k.master_node.username,
                 &k.master_node.password,
                 None,
             ),
             Role::Worker => (
-                k.worker_node.ssh_cp_name.clone(),
+                self.cp_of(&k.worker_node.ssh_cp_name, "worker_node")?,
                 &k.worker_node.username,
                 &k.worker_node.password,
                 None,
@@ -928,7 +965,7 @@ impl MgmtDriver for Kubespray {
                     FlavourError::new("plan", "the request has no external_lb_param")
                 })?;
                 (
-                    lb.ssh_cp_name.clone(),
+                    self.cp_of(&lb.ssh_cp_name, "external_lb_param")?,
                     &lb.ssh_username,
                     &lb.ssh_password,
                     None,

@@ -72,6 +72,10 @@ pub struct Inputs {
     pub vnfd: Vnfd,
     /// Package-relative path → content, for every path of [`MgmtDriver::package_files`].
     pub files: BTreeMap<String, Vec<u8>>,
+    /// The top-level BaseHOT of the request's deployment flavour (`VnfPackage::base_hot`), as
+    /// JSON, when the package has one: Heat resource names a request may name (kubespray's
+    /// `ssh_cp_name`, a "resource name of CP" in the seed spec).
+    pub base_hot: Option<serde_json::Value>,
 }
 
 /// What a hook sees: the instance's VNFCs as stored now and the engine's limits.

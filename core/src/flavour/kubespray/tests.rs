@@ -12,10 +12,7 @@ const REQUEST: &str =
 
 fn driver() -> Kubespray {
     let env: serde_json::Value = serde_json::from_str(REQUEST).unwrap();
-    let mut req = env["request"].clone();
-    req["additionalParams"]["k8s_cluster_installation_param"]["external_lb_param"]["ssh_cp_name"] =
-        "externalLB_CP1".into();
-    let req: InstantiateVnfRequest = serde_json::from_value(req).unwrap();
+    let req: InstantiateVnfRequest = serde_json::from_value(env["request"].clone()).unwrap();
     let pkg = crate::package::VnfPackage::load(Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../fixtures/packages/k8s-mgmtdriver-kubespray"
@@ -32,6 +29,7 @@ fn driver() -> Kubespray {
         Inputs {
             vnf_instance_id: "vnf-kubespray".into(),
             req,
+            base_hot: pkg.base_hot("simple").ok().map(|b| b.template),
             vnfd: pkg.vnfd,
             files: BTreeMap::new(),
         },
@@ -412,7 +410,17 @@ fn roles_and_access() {
     let a = d.access(Role::AnsibleServer).unwrap();
     assert_eq!(a.address, Some("10.10.0.50".parse::<IpAddr>().unwrap()));
     assert_eq!(a.username, "ansible");
+    // The seed's `externalLB_instance` is the BaseHOT's floating IP of `externalLB_CP1`.
     assert_eq!(d.access(Role::LoadBalancer).unwrap().cp, "externalLB_CP1");
+    assert_eq!(
+        d.cp_of("externalLB_CP1", "external_lb_param").unwrap(),
+        "externalLB_CP1"
+    );
+    // A resource that is neither a CP nor a floating IP of one is refused by name.
+    for name in ["externalLB", "internalVL1", "no_such_resource"] {
+        let e = d.cp_of(name, "external_lb_param").unwrap_err();
+        assert!(e.reason.contains(name), "{e}");
+    }
 }
 
 const FAILED_RUN: &str = "\
