@@ -100,6 +100,16 @@ async fn text(bed: &Bed, server: &str, path: &str) -> String {
     String::from_utf8(bed.farm.read_file(server, path).await.unwrap()).unwrap()
 }
 
+/// Whether `path` exists on the Ansible server.
+async fn exists(bed: &Bed, path: &str) -> bool {
+    bed.farm
+        .exec(ANSIBLE_SERVER_ID, &format!("test -e {path}"))
+        .await
+        .unwrap()
+        .status
+        .success()
+}
+
 /// Every file under the Ansible server's home and every command any host ran, as text.
 async fn everything_the_hosts_kept(bed: &Bed) -> String {
     let mut all = String::new();
@@ -360,6 +370,93 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
         "remove-node.yml ran for {gone_name}"
     );
 
+    // 5. HEAL of one worker: drained, removed by remove-node.yml, its server rebuilt, then
+    // facts.yml and scale.yml limited to it; it keeps its node name, and the inventory, the
+    // cluster and the LB list exactly the current nodes.
+    let worker = after.iter().find(|v| v.vdu_id == "workerNode").unwrap();
+    let healed_name =
+        vnfkeeper::flavour::kubespray::node_name(worker, vnfkeeper::model::Role::Worker);
+    let old_server = worker.server_id.clone().unwrap();
+    let log_before = bed.farm.command_log(ANSIBLE_SERVER_ID).await.unwrap().len();
+    let heal = serde_json::json!({
+        "operation": "HEAL",
+        "vnfInstanceId": vnf,
+        "requestId": "vnf-kubespray.30",
+        "request": {"vnfcInstanceId": [worker.id]}
+    });
+    let (heal_op, _) = submit(&bed, &serde_json::to_vec(&heal).unwrap());
+    let state = bed.engine.run(&heal_op).await.unwrap();
+    bed.print_journal(&heal_op);
+    if state != OperationState::Completed {
+        for l in journal
+            .text()
+            .lines()
+            .filter(|l| l.contains("vnfkeeper::ansible"))
+            .rev()
+            .take(40)
+        {
+            eprintln!("{l}");
+        }
+    }
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&heal_op)
+    );
+    let healed_rows = bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap();
+    let healed = healed_rows.iter().find(|v| v.id == worker.id).unwrap();
+    assert_ne!(
+        healed.server_id.as_deref(),
+        Some(old_server.as_str()),
+        "the worker's server was rebuilt"
+    );
+    assert_eq!(
+        vnfkeeper::flavour::kubespray::node_name(healed, vnfkeeper::model::Role::Worker),
+        healed_name,
+        "the node name is stable across HEAL"
+    );
+    let hosts_yaml = text(&bed, ANSIBLE_SERVER_ID, &format!("{INVENTORY}/hosts.yaml")).await;
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&hosts_yaml).unwrap();
+    let mut inv: Vec<String> = doc["all"]["hosts"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap().to_owned())
+        .collect();
+    inv.sort();
+    assert_eq!(inv, stay, "{hosts_yaml}");
+    let mut registered = bed.farm.kube(&stack).nodes().unwrap();
+    registered.sort();
+    assert_eq!(registered, stay);
+    let cfg = text(&bed, &server, "/etc/haproxy/haproxy.cfg").await;
+    let mut lb_nodes = haproxy_servers(&cfg, "kube_nodes");
+    lb_nodes.sort();
+    assert_eq!(lb_nodes, stay, "{cfg}");
+    // The healed node's pinned key (of the new server) is the one Ansible checks against.
+    let known = text(&bed, ANSIBLE_SERVER_ID, &format!("{INVENTORY}/known_hosts")).await;
+    let blob = healed
+        .host_key
+        .as_deref()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    assert!(known.contains(&blob), "{known}");
+    let log = bed.farm.command_log(ANSIBLE_SERVER_ID).await.unwrap();
+    let heal_log = &log[log_before..];
+    let position = |what: &str, with: &str| {
+        heal_log
+            .iter()
+            .position(|c| c.contains("' sh apply ") && c.contains(what) && c.contains(with))
+            .unwrap_or_else(|| panic!("{what} with {with} ran at the heal: {heal_log:#?}"))
+    };
+    let removed = position("remove-node.yml", &format!("node={healed_name}"));
+    let facts = position("facts.yml", "facts-");
+    let scaled = position("scale.yml", &healed_name);
+    assert!(removed < facts && facts < scaled, "{heal_log:#?}");
+
     // The journal: the playbooks' output with the operation's fields.
     let logged = journal.text();
     assert!(
@@ -377,10 +474,54 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     for secret in ["password1", "password2", "ansible_password: ubuntu"] {
         assert!(!kept.contains(secret), "{secret} found on a host");
     }
-    for o in [&op, &scale_op] {
+    for o in [&op, &scale_op, &in_op, &heal_op] {
         for j in bed.db.with(|s| s.reader().journal(o)).unwrap() {
             let d = j.detail.unwrap_or_default();
             assert!(!d.contains("password1") && !d.contains("password2"), "{d}");
         }
     }
+
+    // 6. TERMINATE: the stack goes, and the inventory directory vnfkeeper wrote on the Ansible
+    // server with it (checked first, then removed).
+    assert!(
+        exists(&bed, INVENTORY).await,
+        "the inventory exists before TERMINATE"
+    );
+    let terminate = serde_json::json!({
+        "operation": "TERMINATE",
+        "vnfInstanceId": vnf,
+        "requestId": "vnf-kubespray.90",
+        "request": {"terminationType": "FORCEFUL"}
+    });
+    let (term_op, _) = submit(&bed, &serde_json::to_vec(&terminate).unwrap());
+    let state = bed.engine.run(&term_op).await.unwrap();
+    bed.print_journal(&term_op);
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&term_op)
+    );
+    assert!(
+        !exists(&bed, INVENTORY).await,
+        "TERMINATE removed {INVENTORY} from the Ansible server"
+    );
+    let journal = bed.db.with(|s| s.reader().journal(&term_op)).unwrap();
+    assert!(
+        journal
+            .iter()
+            .any(|j| j.name == "ansible.forget" && j.state == vnfkeeper::model::StepState::Done),
+        "{journal:?}"
+    );
+    assert!(bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap().is_empty());
+    // The kubespray root itself (not vnfkeeper's) is still there.
+    let root = bed
+        .farm
+        .exec(
+            ANSIBLE_SERVER_ID,
+            &format!("test -f {}/cluster.yml", a.kubespray_root_path),
+        )
+        .await
+        .unwrap();
+    assert!(root.status.success(), "kubespray's tree is left alone");
 }

@@ -20,7 +20,9 @@
 //! - `heal_start`: healed nodes drained (leniently: they may be dead) and removed;
 //!   `heal_end`: healed VNFCs reached, the inventory, `facts.yml` then `scale.yml --limit` for
 //!   workers (`cluster.yml` when a master is healed), HAProxy; with no node targeted (the LB, or a
-//!   configuration-only heal) the inventory and HAProxy are converged.
+//!   configuration-only heal) the inventory and HAProxy are converged;
+//! - `terminate_start`: the inventory directory on the Ansible server removed (`ansible.forget`,
+//!   only a directory vnfkeeper wrote).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -1141,9 +1143,20 @@ impl MgmtDriver for Kubespray {
     }
 
     fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
-        // Tacker's terminate_end deletes the inventory and the LB's VM with the stack; the
-        // inventory directory on the Ansible server is left for the operator's records.
-        Ok(Vec::new())
+        // Tacker's terminate_end removes `transferring_inventory_path` on the Ansible server
+        // (`rm -rf`); the LB and the nodes go with the stack. Only a directory vnfkeeper wrote
+        // is removed (`ansible.forget`).
+        let inv = self.inventory_dir()?;
+        let s = step(
+            "ansible.forget",
+            ANSIBLE_HOST,
+            vec![inv],
+            false,
+            Duration::from_secs(120),
+        );
+        let mut list = StageList::default();
+        list.wave(|w| vec![Stage::remote(w, ANSIBLE_HOST, Role::AnsibleServer, s)]);
+        Ok(list.into_stages())
     }
 
     fn probes(

@@ -100,6 +100,7 @@ pub(crate) fn sample_steps() -> Vec<Step> {
     let r = rows();
     let mut stages = d.instantiate_end(ctx(&r)).unwrap();
     stages.extend(d.scale_start(ctx(&r), &["w0".into()]).unwrap());
+    stages.extend(d.terminate_start(ctx(&r)).unwrap());
     stages
         .into_iter()
         .filter_map(|s| match s.action {
@@ -399,6 +400,22 @@ fn configuration_only_heal_of_the_lb_converges_inventory_and_haproxy() {
             "2:lb.haproxy@lb"
         ]
     );
+}
+
+#[test]
+fn terminate_removes_the_inventory_directory_on_the_ansible_server() {
+    let d = driver();
+    let stages = d.terminate_start(ctx(&rows())).unwrap();
+    assert_eq!(keys(&stages), ["0:ansible.forget@ansible-server"]);
+    let Action::Remote(r) = &stages[0].action else {
+        panic!("{:?}", stages[0])
+    };
+    assert_eq!(r.step.host, ANSIBLE_HOST);
+    assert_eq!(
+        r.step.args,
+        ["/home/ansible/kubespray/inventory/vnf-kubespray"]
+    );
+    assert!(!r.step.sudo);
 }
 
 #[test]
