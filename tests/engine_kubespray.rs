@@ -164,6 +164,30 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
         .filter(|v| v.vdu_id == "masterNode" || v.vdu_id == "workerNode")
         .count();
     assert_eq!(names.len(), nodes, "{hosts_yaml}");
+    // Calico's MTU: the first master's NIC MTU as observed there, in group_vars.
+    let master = vnfcs.iter().find(|v| v.vdu_id == "masterNode").unwrap();
+    let nic_mtu = bed
+        .farm
+        .exec(
+            master.server_id.as_deref().unwrap(),
+            "cat /sys/class/net/eth0/mtu",
+        )
+        .await
+        .unwrap();
+    let nic_mtu: u64 = String::from_utf8_lossy(&nic_mtu.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let calico = text(
+        &bed,
+        ANSIBLE_SERVER_ID,
+        &format!("{INVENTORY}/group_vars/k8s_cluster/vnfkeeper-calico.yml"),
+    )
+    .await;
+    let calico: serde_yaml_ng::Value = serde_yaml_ng::from_str(&calico).unwrap();
+    assert_eq!(calico["calico_mtu"].as_u64(), Some(nic_mtu), "{calico:?}");
+    assert_eq!(calico["calico_veth_mtu"].as_u64(), Some(nic_mtu - 20));
+
     // Host keys: the known_hosts the playbooks used is the pinned keys, one line per node.
     let known = text(&bed, ANSIBLE_SERVER_ID, &format!("{INVENTORY}/known_hosts")).await;
     assert_eq!(known.lines().count(), nodes, "{known}");

@@ -10,8 +10,9 @@
 //! Roles: the VDUs owning `master_node`, `worker_node` and `external_lb_param`'s `ssh_cp_name`;
 //! the Ansible server is [`ANSIBLE_HOST`], reached at `ansible.ip_address`.
 //! Hooks (stages as data; every step check-then-apply):
-//! - `instantiate_end`: every node and the LB reached (host keys pinned), the inventory written,
-//!   `cluster.yml`, HAProxy configured;
+//! - `instantiate_end`: every node and the LB reached (host keys pinned), the first master's NIC
+//!   MTU read (`node.nic_mtu`), then (`configure`, decided from that observation) Calico's MTUs
+//!   in group_vars, the inventory written, `cluster.yml`, HAProxy configured;
 //! - `scale_start` (SCALE_IN): each victim drained on a master that stays (strict, bounded), then
 //!   `remove-node.yml -e node=<name> -e skip_confirmation=yes`; the inventory and HAProxy without
 //!   the victims;
@@ -33,7 +34,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role};
 use crate::model::VnfcRow;
-use crate::plan::stages::{Stage, StageList};
+use crate::plan::stages::{Hook, Stage, StageList};
 use crate::recipes::{DrainPolicy, Late, Step, Upload, known};
 use crate::wire::Secret;
 use crate::wire::params::K8sClusterInstallationParam;
@@ -572,6 +573,55 @@ fn recap_line(t: &str) -> Option<(String, HostCounts)> {
     any.then(|| (host.trim().to_owned(), c))
 }
 
+/// Calico's MTUs (kubespray's `calico_mtu` and `calico_veth_mtu` group variables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CalicoMtu {
+    /// `calico_mtu`: the MTU of the nodes' NIC, in bytes.
+    pub mtu: u32,
+    /// `calico_veth_mtu`: the pods' veth MTU, in bytes: `mtu` − 20 (the IP-in-IP header), as
+    /// Tacker's kubespray MgmtDriver sets it.
+    pub veth_mtu: u32,
+}
+
+/// The group_vars file of Calico's MTUs, relative to the inventory directory (kubespray reads
+/// `group_vars/k8s_cluster/*.yml` for every cluster host; Tacker edits `k8s-net-calico.yml`).
+pub const CALICO_VARS: &str = "group_vars/k8s_cluster/vnfkeeper-calico.yml";
+
+/// Calico's MTUs from the verdict line of `node.nic_mtu` on the first master (`already done: mtu
+/// N on DEV`). Errors: no `mtu N` in the line, or N outside 576..=65535 (IPv4's minimum
+/// datagram a host must accept, RFC 791, to the largest IP datagram).
+pub fn calico_mtu(observed: &str) -> Result<CalicoMtu, FlavourError> {
+    let bad = || {
+        FlavourError::new(
+            "node.nic_mtu",
+            format!("the observation `{observed}` gives no usable MTU"),
+        )
+    };
+    let mut words = observed.split_whitespace();
+    let mtu: u32 = loop {
+        match words.next() {
+            Some("mtu") => break words.next().and_then(|n| n.parse().ok()).ok_or_else(bad)?,
+            Some(_) => {}
+            None => return Err(bad()),
+        }
+    };
+    if !(576..=65535).contains(&mtu) {
+        return Err(bad());
+    }
+    Ok(CalicoMtu {
+        mtu,
+        veth_mtu: mtu - 20,
+    })
+}
+
+/// The content of [`CALICO_VARS`] for `m`, whole.
+pub fn calico_vars(m: CalicoMtu) -> String {
+    let mut vars = serde_yaml_ng::Mapping::new();
+    vars.insert("calico_mtu".into(), u64::from(m.mtu).into());
+    vars.insert("calico_veth_mtu".into(), u64::from(m.veth_mtu).into());
+    header(serde_yaml_ng::to_string(&vars).unwrap_or_default())
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
@@ -768,6 +818,25 @@ impl Kubespray {
                 mode: 0o644,
             },
         ];
+        Ok(s)
+    }
+
+    /// `ansible.group_vars` of [`CALICO_VARS`] on the Ansible server.
+    fn calico_step(&self, m: CalicoMtu) -> Result<Step, FlavourError> {
+        let path = format!("{}/{CALICO_VARS}", self.inventory_dir()?);
+        let text = calico_vars(m);
+        let mut s = step(
+            "ansible.group_vars",
+            ANSIBLE_HOST,
+            vec![path.clone(), sha256_hex(text.as_bytes())],
+            false,
+            Duration::from_secs(120),
+        );
+        s.uploads = vec![Upload {
+            path,
+            bytes: text.into_bytes(),
+            mode: 0o644,
+        }];
         Ok(s)
     }
 
@@ -1000,12 +1069,53 @@ impl MgmtDriver for Kubespray {
 
     fn instantiate_end(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
         let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
-        if !nodes.iter().any(|n| n.role == Role::Master) {
-            return Err(FlavourError::new("plan", "the stack has no master VNFC"));
-        }
+        let master = nodes
+            .iter()
+            .find(|n| n.role == Role::Master)
+            .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
         let mut list = StageList::default();
         let all: Vec<&ClusterNode> = nodes.iter().collect();
         list.wave(|w| at_all(w, Self::reach(&all)));
+        // The first master's NIC MTU, observed, then the rest decided from it (`configure`).
+        let nic = c
+            .vnfcs
+            .iter()
+            .find(|r| r.id == master.vnfc_id)
+            .and_then(|r| crate::plan::vnfcs::cp_address(r, &self.k8s.master_node.nic_cp_name))
+            .unwrap_or(master.address);
+        let probe = step(
+            "node.nic_mtu",
+            &master.vnfc_id,
+            vec![nic.to_string()],
+            false,
+            Duration::from_secs(60),
+        );
+        list.wave(|w| vec![Stage::remote(w, &master.vnfc_id, Role::Master, probe)]);
+        list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
+        Ok(list.into_stages())
+    }
+
+    fn configure(
+        &self,
+        c: HookContext<'_>,
+        observed: &BTreeMap<String, String>,
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
+        let master = nodes
+            .iter()
+            .find(|n| n.role == Role::Master)
+            .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
+        let key = format!("node.nic_mtu@{}", master.vnfc_id);
+        let line = observed.get(&key).ok_or_else(|| {
+            FlavourError::new(
+                "node.nic_mtu",
+                format!("no MTU was observed on master {} ({key})", master.name),
+            )
+        })?;
+        let mtu = calico_mtu(line)?;
+        let mut list = StageList::default();
+        let calico = self.calico_step(mtu)?;
+        list.wave(|w| vec![Stage::remote(w, ANSIBLE_HOST, Role::AnsibleServer, calico)]);
         let record = format!("cluster-{}", servers_tag(&nodes));
         self.converge(
             &nodes,

@@ -133,6 +133,19 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     /// Stages before the stack is deleted (Tacker `terminate_start`).
     fn terminate_start(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError>;
 
+    /// The expansion of a [`Hook::Configure`](crate::plan::stages::Hook::Configure) placeholder
+    /// one of this flavour's hooks returned: stages decided from what the stages before it
+    /// observed. `observed` maps the stage key of each stage of the operation journaled DONE to
+    /// its verdict line (the last line its check or apply printed, e.g. `already done: mtu 1450
+    /// on eth0`). Errors: an observation the flavour needs is missing or does not parse.
+    fn configure(
+        &self,
+        _c: HookContext<'_>,
+        _observed: &BTreeMap<String, String>,
+    ) -> Result<Vec<Stage>, FlavourError> {
+        Ok(Vec::new())
+    }
+
     /// Reconcile probes of one VNFC in `role` (`first_master`: the master that also reads the
     /// cluster's nodes and PersistentVolumes).
     fn probes(

@@ -101,6 +101,7 @@ pub(crate) fn sample_steps() -> Vec<Step> {
     let mut stages = d.instantiate_end(ctx(&r)).unwrap();
     stages.extend(d.scale_start(ctx(&r), &["w0".into()]).unwrap());
     stages.extend(d.terminate_start(ctx(&r)).unwrap());
+    stages.extend(d.configure(ctx(&r), &observed_mtu("mtu 1500")).unwrap());
     stages
         .into_iter()
         .filter_map(|s| match s.action {
@@ -243,8 +244,14 @@ fn haproxy_cfg_passes_haproxy_check_when_installed() {
     );
 }
 
+fn observed_mtu(line: &str) -> BTreeMap<String, String> {
+    [("node.nic_mtu@m0".to_owned(), line.to_owned())]
+        .into_iter()
+        .collect()
+}
+
 #[test]
-fn instantiate_end_reaches_writes_runs_cluster_then_configures_the_lb() {
+fn instantiate_end_reaches_reads_the_master_mtu_then_configures() {
     let d = driver();
     let r = rows();
     let stages = d.instantiate_end(ctx(&r)).unwrap();
@@ -255,13 +262,55 @@ fn instantiate_end_reaches_writes_runs_cluster_then_configures_the_lb() {
             "0:node.reach@w0",
             "0:node.reach@w9",
             "0:node.reach@lb",
+            "1:node.nic_mtu@m0",
+            "2:configure",
+        ]
+    );
+    let Action::Remote(p) = &stages[4].action else {
+        panic!()
+    };
+    assert_eq!(p.role, Role::Master);
+    assert_eq!(
+        p.step.args,
+        ["10.0.0.10"],
+        "the master's nic_cp_name address"
+    );
+    assert_eq!(stages[5].action, Action::Expand(Hook::Configure));
+}
+
+#[test]
+fn configure_writes_calico_mtu_then_runs_cluster_then_configures_the_lb() {
+    let d = driver();
+    let r = rows();
+    let stages = d
+        .configure(ctx(&r), &observed_mtu("already done: mtu 1450 on eth0"))
+        .unwrap();
+    assert_eq!(
+        keys(&stages),
+        [
+            "0:ansible.group_vars@ansible-server",
             "1:ansible.inventory@ansible-server",
             "2:ansible.playbook@cluster.yml",
             "3:lb.haproxy@lb",
             "4:k8s.kubeconfig@m0",
         ]
     );
-    let Action::Remote(p) = &stages[5].action else {
+    let Action::Remote(g) = &stages[0].action else {
+        panic!()
+    };
+    assert_eq!(
+        g.step.uploads[0].path,
+        "/home/ansible/kubespray/inventory/vnf-kubespray/group_vars/k8s_cluster/vnfkeeper-calico.yml"
+    );
+    let vars: serde_yaml_ng::Value = serde_yaml_ng::from_slice(&g.step.uploads[0].bytes).unwrap();
+    assert_eq!(vars["calico_mtu"], 1450);
+    assert_eq!(vars["calico_veth_mtu"], 1430);
+    assert_eq!(
+        g.step.args[1],
+        sha256_hex(&g.step.uploads[0].bytes),
+        "the check compares the planned digest"
+    );
+    let Action::Remote(p) = &stages[2].action else {
         panic!()
     };
     assert_eq!(p.role, Role::AnsibleServer);
@@ -279,6 +328,35 @@ fn instantiate_end_reaches_writes_runs_cluster_then_configures_the_lb() {
         stored.contains("credentials.yml"),
         "the credentials file is late"
     );
+    // Without the observation, or with one that gives no MTU, nothing is decided.
+    let e = d.configure(ctx(&r), &BTreeMap::new()).unwrap_err();
+    assert!(e.reason.contains("no MTU was observed"), "{e}");
+    let e = d
+        .configure(ctx(&r), &observed_mtu("already done: mtu ? on eth0"))
+        .unwrap_err();
+    assert_eq!(e.step, "node.nic_mtu");
+}
+
+#[test]
+fn calico_mtu_is_the_nic_mtu_and_the_veth_20_bytes_less() {
+    assert_eq!(
+        calico_mtu("already done: mtu 1500 on eth0").unwrap(),
+        CalicoMtu {
+            mtu: 1500,
+            veth_mtu: 1480
+        }
+    );
+    assert_eq!(calico_mtu("mtu 9000").unwrap().veth_mtu, 8980);
+    for bad in [
+        "",
+        "already done: eth0",
+        "mtu",
+        "mtu 1500x",
+        "mtu 575",
+        "mtu 70000",
+    ] {
+        assert!(calico_mtu(bad).is_err(), "{bad:?}");
+    }
 }
 
 #[test]
