@@ -14,7 +14,11 @@ use support::bed::{Bed, fast_limits};
 use testbed::hosts::{ANSIBLE_SERVER_FILE, ANSIBLE_SERVER_ID, AnsibleServer};
 use vnfkeeper::flavour::kubespray::haproxy_servers;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::OperationState;
+use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
+use vnfkeeper::reconcile::policy::Policy;
+use vnfkeeper::reconcile::probe::ProbeSettings;
+use vnfkeeper::reconcile::{self, PassKind, Reconciler};
+use vnfkeeper::remote::{SshConfig, SshRemote};
 
 /// Everything the engine logs (the daemon's journal), as text with span fields.
 #[derive(Clone, Default)]
@@ -393,6 +397,79 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
             && c.contains("skip_confirmation=yes")),
         "remove-node.yml ran for {gone_name}"
     );
+
+    // Reconcile: a server line removed from the LB's haproxy.cfg behind vnfkeeper's back is found
+    // by the full pass's probe of the LB and repaired by a configuration-only HEAL of the LB
+    // (same server), after which the backends are the nodes again.
+    let policy = Policy::default();
+    let rec = Reconciler::new(
+        bed.cloud.clone(),
+        std::sync::Arc::new(SshRemote::new(SshConfig::default())),
+        policy.clone(),
+        ProbeSettings {
+            timeout: Duration::from_secs(30),
+            max_parallel_hosts: 16,
+        },
+    );
+    let at = |secs: i64| Timestamp(chrono::Utc::now() + chrono::Duration::seconds(secs));
+    let pass = |now: Timestamp| {
+        let rec = &rec;
+        let db = &bed.db;
+        async move {
+            let snap = db.with(|s| reconcile::snapshot(s.reader(), None)).unwrap();
+            let mut report = rec.evaluate(&snap, PassKind::Full, now).await;
+            db.write(|tx| reconcile::record(tx, &mut report, now))
+                .unwrap();
+            report
+        }
+    };
+    let t0 = policy.startup_grace.as_secs() as i64 + 1;
+    let r = pass(at(t0)).await;
+    assert!(r.started.is_empty(), "healthy cluster: {r:?}");
+    let cut = bed
+        .farm
+        .exec(
+            &server,
+            &format!(
+                "sed -i '/^    server {} /d' /etc/haproxy/haproxy.cfg",
+                stay[0]
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(cut.status.success(), "{cut:?}");
+    let cfg = text(&bed, &server, "/etc/haproxy/haproxy.cfg").await;
+    assert!(!haproxy_servers(&cfg, "kube_nodes").contains(&stay[0]));
+    let r = pass(at(t0 + 10)).await;
+    assert_eq!(r.started.len(), 1, "{r:?}");
+    let lb_heal = bed
+        .db
+        .with(|s| s.reader().operations(Some(&vnf)))
+        .unwrap()
+        .into_iter()
+        .find(|o| o.operation == LcmOperationType::Heal)
+        .unwrap();
+    assert!(lb_heal.is_automatic_invocation);
+    assert_eq!(
+        bed.engine.run(&lb_heal.id).await.unwrap(),
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&lb_heal.id)
+    );
+    bed.print_journal(&lb_heal.id);
+    let lb_after = bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap();
+    assert_eq!(
+        lb_after
+            .iter()
+            .find(|v| v.id == lb.id)
+            .and_then(|v| v.server_id.clone()),
+        Some(server.clone()),
+        "the LB was not rebuilt"
+    );
+    let cfg = text(&bed, &server, "/etc/haproxy/haproxy.cfg").await;
+    let mut lb_nodes = haproxy_servers(&cfg, "kube_nodes");
+    lb_nodes.sort();
+    assert_eq!(lb_nodes, stay, "{cfg}");
 
     // 5. HEAL of one worker: drained, removed by remove-node.yml, its server rebuilt, then
     // facts.yml and scale.yml limited to it; it keeps its node name, and the inventory, the

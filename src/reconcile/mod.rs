@@ -238,10 +238,12 @@ impl<C: Cloud> Reconciler<C> {
             let Some(path) = v.instance.vnf_package.as_deref() else {
                 continue;
             };
-            let files = flavour::package_files(&req);
-            if files.is_empty() {
+            // A flavour that reads no package file (kubespray; the registry without an image)
+            // is still probed; only a VNF vnfkeeper does not configure is skipped.
+            if !flavour::configures(&req) {
                 continue;
             }
+            let files = flavour::package_files(&req);
             let pkg = packages
                 .entry(path.to_owned())
                 .or_insert_with(|| match VnfPackage::load(std::path::Path::new(path)) {

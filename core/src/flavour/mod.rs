@@ -180,6 +180,12 @@ pub fn package_files(req: &InstantiateVnfRequest) -> Vec<String> {
     }
 }
 
+/// Whether the INSTANTIATE request selects a flavour that configures its VNFCs (anything but
+/// the plain VNF): the VNFs reconcile loads a package and a driver for, to probe them.
+pub fn configures(req: &InstantiateVnfRequest) -> bool {
+    k8s(req).is_some() || registry_param(req).is_some()
+}
+
 /// The flavour of an instance, from its INSTANTIATE request: `k8s_cluster_installation_param`
 /// with an `ansible` block selects the kubespray cluster (run from that Ansible server, with the
 /// external load balancer); without one, the kubeadm-script cluster (with storage server and
