@@ -1,8 +1,11 @@
-//! The kubespray flavour on the testbed (needs root): the seed's kubespray INSTANTIATE request
-//! runs real `ansible-playbook` on the testbed's Ansible server against the VNF's hosts over real
-//! SSH (host keys checked against the keys vnfkeeper pinned) and configures real HAProxy on the
-//! LB VNFC; a playbook failure on a node whose sshd is stopped gives FAILED_TEMP naming the host
-//! and the task, and RETRY after the node is back completes.
+//! The kubespray flavour on the testbed (needs root): the seed's kubespray INSTANTIATE request,
+//! as written apart from its `ansible` block, runs real `ansible-playbook` on the testbed's
+//! Ansible server against the VNF's hosts over real SSH (host keys checked against the keys
+//! vnfkeeper pinned) and configures real HAProxy on the LB VNFC; Calico's MTU is the master's NIC
+//! MTU; a playbook failure on a node whose sshd is stopped gives FAILED_TEMP naming the host and
+//! the task, and RETRY after the node is back completes; SCALE_IN removes a node everywhere; a
+//! reconcile pass repairs a cut haproxy.cfg; a worker HEAL keeps the node's name; TERMINATE
+//! removes the inventory from the Ansible server.
 
 mod support;
 
