@@ -1,8 +1,11 @@
-//! The kubespray flavour on the testbed (needs root): the seed's kubespray INSTANTIATE request
-//! runs real `ansible-playbook` on the testbed's Ansible server against the VNF's hosts over real
-//! SSH (host keys checked against the keys vnfkeeper pinned) and configures real HAProxy on the
-//! LB VNFC; a playbook failure on a node whose sshd is stopped gives FAILED_TEMP naming the host
-//! and the task, and RETRY after the node is back completes.
+//! The kubespray flavour on the testbed (needs root): the seed's kubespray INSTANTIATE request,
+//! as written apart from its `ansible` block, runs real `ansible-playbook` on the testbed's
+//! Ansible server against the VNF's hosts over real SSH (host keys checked against the keys
+//! vnfkeeper pinned) and configures real HAProxy on the LB VNFC; Calico's MTU is the master's NIC
+//! MTU; a playbook failure on a node whose sshd is stopped gives FAILED_TEMP naming the host and
+//! the task, and RETRY after the node is back completes; SCALE_IN removes a node everywhere; a
+//! reconcile pass repairs a cut haproxy.cfg; a worker HEAL keeps the node's name; TERMINATE
+//! removes the inventory from the Ansible server.
 
 mod support;
 
@@ -14,7 +17,11 @@ use support::bed::{Bed, fast_limits};
 use testbed::hosts::{ANSIBLE_SERVER_FILE, ANSIBLE_SERVER_ID, AnsibleServer};
 use vnfkeeper::flavour::kubespray::haproxy_servers;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::OperationState;
+use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
+use vnfkeeper::reconcile::policy::Policy;
+use vnfkeeper::reconcile::probe::ProbeSettings;
+use vnfkeeper::reconcile::{self, PassKind, Reconciler};
+use vnfkeeper::remote::{SshConfig, SshRemote};
 
 /// Everything the engine logs (the daemon's journal), as text with span fields.
 #[derive(Clone, Default)]
@@ -67,7 +74,8 @@ async fn ansible_server(bed: &Bed) -> AnsibleServer {
     }
 }
 
-/// The seed request with the Ansible server's real values and the LB's CP.
+/// The seed request with the Ansible server's real values (its `ansible` block); everything
+/// else as the seed has it, `external_lb_param.ssh_cp_name: externalLB_instance` included.
 fn request(a: &AnsibleServer) -> Vec<u8> {
     let text = std::fs::read_to_string(
         support::repo_root()
@@ -81,16 +89,6 @@ fn request(a: &AnsibleServer) -> Vec<u8> {
     k["ansible"]["password"] = a.password.clone().into();
     k["ansible"]["kubespray_root_path"] = a.kubespray_root_path.clone().into();
     k["ansible"]["transferring_inventory_path"] = INVENTORY.into();
-    k["external_lb_param"]["ssh_cp_name"] = "externalLB_CP1".into();
-    // The package's LB has a second port (externalLB_CP2) the fixture's links leave out.
-    let links = v["request"]["extVirtualLinks"].as_array_mut().unwrap();
-    let lb = links
-        .iter_mut()
-        .find(|l| l["id"] == "net0_externalLB")
-        .unwrap();
-    let mut cp2 = lb["extCps"][0].clone();
-    cp2["cpdId"] = "externalLB_CP2".into();
-    lb["extCps"].as_array_mut().unwrap().push(cp2);
     serde_json::to_vec(&v).unwrap()
 }
 
@@ -107,6 +105,16 @@ fn submit(bed: &Bed, bytes: &[u8]) -> (String, String) {
 
 async fn text(bed: &Bed, server: &str, path: &str) -> String {
     String::from_utf8(bed.farm.read_file(server, path).await.unwrap()).unwrap()
+}
+
+/// Whether `path` exists on the Ansible server.
+async fn exists(bed: &Bed, path: &str) -> bool {
+    bed.farm
+        .exec(ANSIBLE_SERVER_ID, &format!("test -e {path}"))
+        .await
+        .unwrap()
+        .status
+        .success()
 }
 
 /// Every file under the Ansible server's home and every command any host ran, as text.
@@ -163,6 +171,30 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
         .filter(|v| v.vdu_id == "masterNode" || v.vdu_id == "workerNode")
         .count();
     assert_eq!(names.len(), nodes, "{hosts_yaml}");
+    // Calico's MTU: the first master's NIC MTU as observed there, in group_vars.
+    let master = vnfcs.iter().find(|v| v.vdu_id == "masterNode").unwrap();
+    let nic_mtu = bed
+        .farm
+        .exec(
+            master.server_id.as_deref().unwrap(),
+            "cat /sys/class/net/eth0/mtu",
+        )
+        .await
+        .unwrap();
+    let nic_mtu: u64 = String::from_utf8_lossy(&nic_mtu.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let calico = text(
+        &bed,
+        ANSIBLE_SERVER_ID,
+        &format!("{INVENTORY}/group_vars/k8s_cluster/vnfkeeper-calico.yml"),
+    )
+    .await;
+    let calico: serde_yaml_ng::Value = serde_yaml_ng::from_str(&calico).unwrap();
+    assert_eq!(calico["calico_mtu"].as_u64(), Some(nic_mtu), "{calico:?}");
+    assert_eq!(calico["calico_veth_mtu"].as_u64(), Some(nic_mtu - 20));
+
     // Host keys: the known_hosts the playbooks used is the pinned keys, one line per node.
     let known = text(&bed, ANSIBLE_SERVER_ID, &format!("{INVENTORY}/known_hosts")).await;
     assert_eq!(known.lines().count(), nodes, "{known}");
@@ -369,6 +401,166 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
         "remove-node.yml ran for {gone_name}"
     );
 
+    // Reconcile: a server line removed from the LB's haproxy.cfg behind vnfkeeper's back is found
+    // by the full pass's probe of the LB and repaired by a configuration-only HEAL of the LB
+    // (same server), after which the backends are the nodes again.
+    let policy = Policy::default();
+    let rec = Reconciler::new(
+        bed.cloud.clone(),
+        std::sync::Arc::new(SshRemote::new(SshConfig::default())),
+        policy.clone(),
+        ProbeSettings {
+            timeout: Duration::from_secs(30),
+            max_parallel_hosts: 16,
+        },
+    );
+    let at = |secs: i64| Timestamp(chrono::Utc::now() + chrono::Duration::seconds(secs));
+    let pass = |now: Timestamp| {
+        let rec = &rec;
+        let db = &bed.db;
+        async move {
+            let snap = db.with(|s| reconcile::snapshot(s.reader(), None)).unwrap();
+            let mut report = rec.evaluate(&snap, PassKind::Full, now).await;
+            db.write(|tx| reconcile::record(tx, &mut report, now))
+                .unwrap();
+            report
+        }
+    };
+    let t0 = policy.startup_grace.as_secs() as i64 + 1;
+    let r = pass(at(t0)).await;
+    assert!(r.started.is_empty(), "healthy cluster: {r:?}");
+    let cut = bed
+        .farm
+        .exec(
+            &server,
+            &format!(
+                "sed -i '/^    server {} /d' /etc/haproxy/haproxy.cfg",
+                stay[0]
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(cut.status.success(), "{cut:?}");
+    let cfg = text(&bed, &server, "/etc/haproxy/haproxy.cfg").await;
+    assert!(!haproxy_servers(&cfg, "kube_nodes").contains(&stay[0]));
+    let r = pass(at(t0 + 10)).await;
+    assert_eq!(r.started.len(), 1, "{r:?}");
+    let lb_heal = bed
+        .db
+        .with(|s| s.reader().operations(Some(&vnf)))
+        .unwrap()
+        .into_iter()
+        .find(|o| o.operation == LcmOperationType::Heal)
+        .unwrap();
+    assert!(lb_heal.is_automatic_invocation);
+    assert_eq!(
+        bed.engine.run(&lb_heal.id).await.unwrap(),
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&lb_heal.id)
+    );
+    bed.print_journal(&lb_heal.id);
+    let lb_after = bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap();
+    assert_eq!(
+        lb_after
+            .iter()
+            .find(|v| v.id == lb.id)
+            .and_then(|v| v.server_id.clone()),
+        Some(server.clone()),
+        "the LB was not rebuilt"
+    );
+    let cfg = text(&bed, &server, "/etc/haproxy/haproxy.cfg").await;
+    let mut lb_nodes = haproxy_servers(&cfg, "kube_nodes");
+    lb_nodes.sort();
+    assert_eq!(lb_nodes, stay, "{cfg}");
+
+    // 5. HEAL of one worker: drained, removed by remove-node.yml, its server rebuilt, then
+    // facts.yml and scale.yml limited to it; it keeps its node name, and the inventory, the
+    // cluster and the LB list exactly the current nodes.
+    let worker = after.iter().find(|v| v.vdu_id == "workerNode").unwrap();
+    let healed_name =
+        vnfkeeper::flavour::kubespray::node_name(worker, vnfkeeper::model::Role::Worker);
+    let old_server = worker.server_id.clone().unwrap();
+    let log_before = bed.farm.command_log(ANSIBLE_SERVER_ID).await.unwrap().len();
+    let heal = serde_json::json!({
+        "operation": "HEAL",
+        "vnfInstanceId": vnf,
+        "requestId": "vnf-kubespray.30",
+        "request": {"vnfcInstanceId": [worker.id]}
+    });
+    let (heal_op, _) = submit(&bed, &serde_json::to_vec(&heal).unwrap());
+    let state = bed.engine.run(&heal_op).await.unwrap();
+    bed.print_journal(&heal_op);
+    if state != OperationState::Completed {
+        for l in journal
+            .text()
+            .lines()
+            .filter(|l| l.contains("vnfkeeper::ansible"))
+            .rev()
+            .take(40)
+        {
+            eprintln!("{l}");
+        }
+    }
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&heal_op)
+    );
+    let healed_rows = bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap();
+    let healed = healed_rows.iter().find(|v| v.id == worker.id).unwrap();
+    assert_ne!(
+        healed.server_id.as_deref(),
+        Some(old_server.as_str()),
+        "the worker's server was rebuilt"
+    );
+    assert_eq!(
+        vnfkeeper::flavour::kubespray::node_name(healed, vnfkeeper::model::Role::Worker),
+        healed_name,
+        "the node name is stable across HEAL"
+    );
+    let hosts_yaml = text(&bed, ANSIBLE_SERVER_ID, &format!("{INVENTORY}/hosts.yaml")).await;
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&hosts_yaml).unwrap();
+    let mut inv: Vec<String> = doc["all"]["hosts"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str().unwrap().to_owned())
+        .collect();
+    inv.sort();
+    assert_eq!(inv, stay, "{hosts_yaml}");
+    let mut registered = bed.farm.kube(&stack).nodes().unwrap();
+    registered.sort();
+    assert_eq!(registered, stay);
+    let cfg = text(&bed, &server, "/etc/haproxy/haproxy.cfg").await;
+    let mut lb_nodes = haproxy_servers(&cfg, "kube_nodes");
+    lb_nodes.sort();
+    assert_eq!(lb_nodes, stay, "{cfg}");
+    // The healed node's pinned key (of the new server) is the one Ansible checks against.
+    let known = text(&bed, ANSIBLE_SERVER_ID, &format!("{INVENTORY}/known_hosts")).await;
+    let blob = healed
+        .host_key
+        .as_deref()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    assert!(known.contains(&blob), "{known}");
+    let log = bed.farm.command_log(ANSIBLE_SERVER_ID).await.unwrap();
+    let heal_log = &log[log_before..];
+    let position = |what: &str, with: &str| {
+        heal_log
+            .iter()
+            .position(|c| c.contains("' sh apply ") && c.contains(what) && c.contains(with))
+            .unwrap_or_else(|| panic!("{what} with {with} ran at the heal: {heal_log:#?}"))
+    };
+    let removed = position("remove-node.yml", &format!("node={healed_name}"));
+    let facts = position("facts.yml", "facts-");
+    let scaled = position("scale.yml", &healed_name);
+    assert!(removed < facts && facts < scaled, "{heal_log:#?}");
+
     // The journal: the playbooks' output with the operation's fields.
     let logged = journal.text();
     assert!(
@@ -386,10 +578,54 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     for secret in ["password1", "password2", "ansible_password: ubuntu"] {
         assert!(!kept.contains(secret), "{secret} found on a host");
     }
-    for o in [&op, &scale_op] {
+    for o in [&op, &scale_op, &in_op, &heal_op] {
         for j in bed.db.with(|s| s.reader().journal(o)).unwrap() {
             let d = j.detail.unwrap_or_default();
             assert!(!d.contains("password1") && !d.contains("password2"), "{d}");
         }
     }
+
+    // 6. TERMINATE: the stack goes, and the inventory directory vnfkeeper wrote on the Ansible
+    // server with it (checked first, then removed).
+    assert!(
+        exists(&bed, INVENTORY).await,
+        "the inventory exists before TERMINATE"
+    );
+    let terminate = serde_json::json!({
+        "operation": "TERMINATE",
+        "vnfInstanceId": vnf,
+        "requestId": "vnf-kubespray.90",
+        "request": {"terminationType": "FORCEFUL"}
+    });
+    let (term_op, _) = submit(&bed, &serde_json::to_vec(&terminate).unwrap());
+    let state = bed.engine.run(&term_op).await.unwrap();
+    bed.print_journal(&term_op);
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&term_op)
+    );
+    assert!(
+        !exists(&bed, INVENTORY).await,
+        "TERMINATE removed {INVENTORY} from the Ansible server"
+    );
+    let journal = bed.db.with(|s| s.reader().journal(&term_op)).unwrap();
+    assert!(
+        journal
+            .iter()
+            .any(|j| j.name == "ansible.forget" && j.state == vnfkeeper::model::StepState::Done),
+        "{journal:?}"
+    );
+    assert!(bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap().is_empty());
+    // The kubespray root itself (not vnfkeeper's) is still there.
+    let root = bed
+        .farm
+        .exec(
+            ANSIBLE_SERVER_ID,
+            &format!("test -f {}/cluster.yml", a.kubespray_root_path),
+        )
+        .await
+        .unwrap();
+    assert!(root.status.success(), "kubespray's tree is left alone");
 }

@@ -11,6 +11,7 @@ use super::steps::{Host, LateFile};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, ErrorKind, StackCreate, StackRef, StackStatus};
 use crate::flavour::{FlavourError, HookContext};
+use crate::model::StepState;
 use crate::plan::individual::AdjustedPlan;
 use crate::plan::stages::{self, Action, CloudAction, Hook, ReadCheck, StackDocument, Stage};
 use crate::remote::{Auth, HostKeyPolicy, Target};
@@ -70,7 +71,7 @@ impl<C: Cloud> Engine<C> {
                 .map_or(stages.len(), |n| i + n);
             if let Action::Expand(hook) = stages[i].action {
                 let rows = self.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
-                let expansion = self.hook(hook, &rows, x)?;
+                let expansion = self.hook(op, hook, &rows, x)?;
                 stages::expand(&mut stages, hook, expansion);
                 stages::check(&stages)
                     .map_err(|err| StepFailure::input("plan", err.to_string()))?;
@@ -90,7 +91,13 @@ impl<C: Cloud> Engine<C> {
         Ok(())
     }
 
-    fn hook(&self, hook: Hook, rows: &[VnfcRow], x: &Exec<'_>) -> Result<Vec<Stage>, StepFailure> {
+    fn hook(
+        &self,
+        op: &OperationRow,
+        hook: Hook,
+        rows: &[VnfcRow],
+        x: &Exec<'_>,
+    ) -> Result<Vec<Stage>, EngineError> {
         let c = HookContext {
             vnfcs: rows,
             pv_wait: self.limits.pv_wait,
@@ -109,6 +116,17 @@ impl<C: Cloud> Engine<C> {
             Hook::InstantiateEnd => d.instantiate_end(c)?,
             Hook::ScaleEnd => d.scale_end(c, &subjects)?,
             Hook::HealEnd => d.heal_end(c, &subjects)?,
+            Hook::Configure => {
+                // What the operation's DONE stages observed: their verdict lines.
+                let observed = self
+                    .db
+                    .with(|s| s.reader().journal(&op.id))?
+                    .into_iter()
+                    .filter(|j| j.state == StepState::Done)
+                    .map(|j| (j.stage_key, j.detail.unwrap_or_default()))
+                    .collect();
+                d.configure(c, &observed)?
+            }
         })
     }
 

@@ -51,6 +51,7 @@ impl Instance {
             req: req.clone(),
             vnfd: pkg.vnfd.clone(),
             files,
+            base_hot: pkg.base_hot(&req.flavour_id).ok().map(|b| b.template),
         });
         Ok(Self { req, pkg, driver })
     }

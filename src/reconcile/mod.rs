@@ -238,10 +238,12 @@ impl<C: Cloud> Reconciler<C> {
             let Some(path) = v.instance.vnf_package.as_deref() else {
                 continue;
             };
-            let files = flavour::package_files(&req);
-            if files.is_empty() {
+            // A flavour that reads no package file (kubespray; the registry without an image)
+            // is still probed; only a VNF vnfkeeper does not configure is skipped.
+            if !flavour::configures(&req) {
                 continue;
             }
+            let files = flavour::package_files(&req);
             let pkg = packages
                 .entry(path.to_owned())
                 .or_insert_with(|| match VnfPackage::load(std::path::Path::new(path)) {
@@ -257,11 +259,13 @@ impl<C: Cloud> Reconciler<C> {
                 .into_iter()
                 .filter_map(|f| pkg.read(&f).ok().map(|b| (f, b)))
                 .collect();
+            let base_hot = pkg.base_hot(&req.flavour_id).ok().map(|b| b.template);
             let driver = flavour::select(flavour::Inputs {
                 vnf_instance_id: v.instance.id.clone(),
                 req,
                 vnfd: pkg.vnfd.clone(),
                 files,
+                base_hot,
             });
             clusters.insert(v.instance.id.clone(), Cluster { driver });
         }

@@ -10,8 +10,9 @@
 //! Roles: the VDUs owning `master_node`, `worker_node` and `external_lb_param`'s `ssh_cp_name`;
 //! the Ansible server is [`ANSIBLE_HOST`], reached at `ansible.ip_address`.
 //! Hooks (stages as data; every step check-then-apply):
-//! - `instantiate_end`: every node and the LB reached (host keys pinned), the inventory written,
-//!   `cluster.yml`, HAProxy configured;
+//! - `instantiate_end`: every node and the LB reached (host keys pinned), the first master's NIC
+//!   MTU read (`node.nic_mtu`), then (`configure`, decided from that observation) Calico's MTUs
+//!   in group_vars, the inventory written, `cluster.yml`, HAProxy configured;
 //! - `scale_start` (SCALE_IN): each victim drained on a master that stays (strict, bounded), then
 //!   `remove-node.yml -e node=<name> -e skip_confirmation=yes`; the inventory and HAProxy without
 //!   the victims;
@@ -20,7 +21,9 @@
 //! - `heal_start`: healed nodes drained (leniently: they may be dead) and removed;
 //!   `heal_end`: healed VNFCs reached, the inventory, `facts.yml` then `scale.yml --limit` for
 //!   workers (`cluster.yml` when a master is healed), HAProxy; with no node targeted (the LB, or a
-//!   configuration-only heal) the inventory and HAProxy are converged.
+//!   configuration-only heal) the inventory and HAProxy are converged;
+//! - `terminate_start`: the inventory directory on the Ansible server removed (`ansible.forget`,
+//!   only a directory vnfkeeper wrote).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -31,7 +34,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role};
 use crate::model::VnfcRow;
-use crate::plan::stages::{Stage, StageList};
+use crate::plan::stages::{Hook, Stage, StageList};
 use crate::recipes::{DrainPolicy, Late, Step, Upload, known};
 use crate::wire::Secret;
 use crate::wire::params::K8sClusterInstallationParam;
@@ -570,6 +573,55 @@ fn recap_line(t: &str) -> Option<(String, HostCounts)> {
     any.then(|| (host.trim().to_owned(), c))
 }
 
+/// Calico's MTUs (kubespray's `calico_mtu` and `calico_veth_mtu` group variables).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CalicoMtu {
+    /// `calico_mtu`: the MTU of the nodes' NIC, in bytes.
+    pub mtu: u32,
+    /// `calico_veth_mtu`: the pods' veth MTU, in bytes: `mtu` − 20 (the IP-in-IP header), as
+    /// Tacker's kubespray MgmtDriver sets it.
+    pub veth_mtu: u32,
+}
+
+/// The group_vars file of Calico's MTUs, relative to the inventory directory (kubespray reads
+/// `group_vars/k8s_cluster/*.yml` for every cluster host; Tacker edits `k8s-net-calico.yml`).
+pub const CALICO_VARS: &str = "group_vars/k8s_cluster/vnfkeeper-calico.yml";
+
+/// Calico's MTUs from the verdict line of `node.nic_mtu` on the first master (`already done: mtu
+/// N on DEV`). Errors: no `mtu N` in the line, or N outside 576..=65535 (IPv4's minimum
+/// datagram a host must accept, RFC 791, to the largest IP datagram).
+pub fn calico_mtu(observed: &str) -> Result<CalicoMtu, FlavourError> {
+    let bad = || {
+        FlavourError::new(
+            "node.nic_mtu",
+            format!("the observation `{observed}` gives no usable MTU"),
+        )
+    };
+    let mut words = observed.split_whitespace();
+    let mtu: u32 = loop {
+        match words.next() {
+            Some("mtu") => break words.next().and_then(|n| n.parse().ok()).ok_or_else(bad)?,
+            Some(_) => {}
+            None => return Err(bad()),
+        }
+    };
+    if !(576..=65535).contains(&mtu) {
+        return Err(bad());
+    }
+    Ok(CalicoMtu {
+        mtu,
+        veth_mtu: mtu - 20,
+    })
+}
+
+/// The content of [`CALICO_VARS`] for `m`, whole.
+pub fn calico_vars(m: CalicoMtu) -> String {
+    let mut vars = serde_yaml_ng::Mapping::new();
+    vars.insert("calico_mtu".into(), u64::from(m.mtu).into());
+    vars.insert("calico_veth_mtu".into(), u64::from(m.veth_mtu).into());
+    header(serde_yaml_ng::to_string(&vars).unwrap_or_default())
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
@@ -608,6 +660,47 @@ impl Kubespray {
             .ansible
             .as_ref()
             .ok_or_else(|| FlavourError::new("plan", "the request has no ansible parameters"))
+    }
+
+    /// The VNFD CP an `ssh_cp_name` of `what` (`master_node`, …) names. The seed spec calls it
+    /// the "resource name of CP" and Tacker's `_get_ssh_ip_and_nic_ip` looks it up as a Heat
+    /// resource of the stack: a CP's port (a VduCp of the VNFD, whose port resource has its name)
+    /// or, as in Tacker's kubespray guide (`externalLB_FloatingIP`), an `OS::Neutron::FloatingIP`
+    /// of the BaseHOT whose `port_id` (or `port`) is `get_resource` of such a CP. vnfkeeper
+    /// reaches the CP's fixed address (its VNFC row); a floating address is not read.
+    /// Errors: a name that is neither.
+    pub fn cp_of(&self, name: &str, what: &str) -> Result<String, FlavourError> {
+        if self.inputs.vnfd.cps.contains_key(name) {
+            return Ok(name.to_owned());
+        }
+        let resource = self
+            .inputs
+            .base_hot
+            .as_ref()
+            .and_then(|t| t.get("resources"))
+            .and_then(|r| r.get(name));
+        if let Some(r) = resource
+            && r.get("type").and_then(serde_json::Value::as_str) == Some("OS::Neutron::FloatingIP")
+        {
+            let props = &r["properties"];
+            let port = ["port_id", "port"]
+                .iter()
+                .find_map(|k| props.get(*k))
+                .and_then(|p| p.get("get_resource"))
+                .and_then(serde_json::Value::as_str);
+            if let Some(cp) = port
+                && self.inputs.vnfd.cps.contains_key(cp)
+            {
+                return Ok(cp.to_owned());
+            }
+        }
+        Err(FlavourError::new(
+            "plan",
+            format!(
+                "{what}.ssh_cp_name `{name}` is neither a CP of the VNFD nor a floating IP of one \
+                 in the BaseHOT"
+            ),
+        ))
     }
 
     fn inventory_dir(&self) -> Result<String, FlavourError> {
@@ -725,6 +818,25 @@ impl Kubespray {
                 mode: 0o644,
             },
         ];
+        Ok(s)
+    }
+
+    /// `ansible.group_vars` of [`CALICO_VARS`] on the Ansible server.
+    fn calico_step(&self, m: CalicoMtu) -> Result<Step, FlavourError> {
+        let path = format!("{}/{CALICO_VARS}", self.inventory_dir()?);
+        let text = calico_vars(m);
+        let mut s = step(
+            "ansible.group_vars",
+            ANSIBLE_HOST,
+            vec![path.clone(), sha256_hex(text.as_bytes())],
+            false,
+            Duration::from_secs(120),
+        );
+        s.uploads = vec![Upload {
+            path,
+            bytes: text.into_bytes(),
+            mode: 0o644,
+        }];
         Ok(s)
     }
 
@@ -886,13 +998,9 @@ fn targeted(targets: &[String]) -> BTreeSet<&str> {
 impl MgmtDriver for Kubespray {
     fn role(&self, vdu: &str) -> Result<Role, FlavourError> {
         let vnfd = &self.inputs.vnfd;
-        let owner = |cp: &str, what: &str| {
-            vnfd.cps.get(cp).map(|c| c.vdu.clone()).ok_or_else(|| {
-                FlavourError::new(
-                    "plan",
-                    format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
-                )
-            })
+        let owner = |name: &str, what: &str| -> Result<String, FlavourError> {
+            let cp = self.cp_of(name, what)?;
+            Ok(vnfd.cps.get(&cp).map(|c| c.vdu.clone()).unwrap_or_default())
         };
         if owner(&self.k8s.master_node.ssh_cp_name, "master_node")? == vdu {
             return Ok(Role::Master);
@@ -912,13 +1020,13 @@ impl MgmtDriver for Kubespray {
         let k = &self.k8s;
         let (cp, user, password, address) = match role {
             Role::Master => (
-                k.master_node.ssh_cp_name.clone(),
+                self.cp_of(&k.master_node.ssh_cp_name, "master_node")?,
                 &k.master_node.username,
                 &k.master_node.password,
                 None,
             ),
             Role::Worker => (
-                k.worker_node.ssh_cp_name.clone(),
+                self.cp_of(&k.worker_node.ssh_cp_name, "worker_node")?,
                 &k.worker_node.username,
                 &k.worker_node.password,
                 None,
@@ -928,7 +1036,7 @@ impl MgmtDriver for Kubespray {
                     FlavourError::new("plan", "the request has no external_lb_param")
                 })?;
                 (
-                    lb.ssh_cp_name.clone(),
+                    self.cp_of(&lb.ssh_cp_name, "external_lb_param")?,
                     &lb.ssh_username,
                     &lb.ssh_password,
                     None,
@@ -961,12 +1069,53 @@ impl MgmtDriver for Kubespray {
 
     fn instantiate_end(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
         let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
-        if !nodes.iter().any(|n| n.role == Role::Master) {
-            return Err(FlavourError::new("plan", "the stack has no master VNFC"));
-        }
+        let master = nodes
+            .iter()
+            .find(|n| n.role == Role::Master)
+            .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
         let mut list = StageList::default();
         let all: Vec<&ClusterNode> = nodes.iter().collect();
         list.wave(|w| at_all(w, Self::reach(&all)));
+        // The first master's NIC MTU, observed, then the rest decided from it (`configure`).
+        let nic = c
+            .vnfcs
+            .iter()
+            .find(|r| r.id == master.vnfc_id)
+            .and_then(|r| crate::plan::vnfcs::cp_address(r, &self.k8s.master_node.nic_cp_name))
+            .unwrap_or(master.address);
+        let probe = step(
+            "node.nic_mtu",
+            &master.vnfc_id,
+            vec![nic.to_string()],
+            false,
+            Duration::from_secs(60),
+        );
+        list.wave(|w| vec![Stage::remote(w, &master.vnfc_id, Role::Master, probe)]);
+        list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
+        Ok(list.into_stages())
+    }
+
+    fn configure(
+        &self,
+        c: HookContext<'_>,
+        observed: &BTreeMap<String, String>,
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
+        let master = nodes
+            .iter()
+            .find(|n| n.role == Role::Master)
+            .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
+        let key = format!("node.nic_mtu@{}", master.vnfc_id);
+        let line = observed.get(&key).ok_or_else(|| {
+            FlavourError::new(
+                "node.nic_mtu",
+                format!("no MTU was observed on master {} ({key})", master.name),
+            )
+        })?;
+        let mtu = calico_mtu(line)?;
+        let mut list = StageList::default();
+        let calico = self.calico_step(mtu)?;
+        list.wave(|w| vec![Stage::remote(w, ANSIBLE_HOST, Role::AnsibleServer, calico)]);
         let record = format!("cluster-{}", servers_tag(&nodes));
         self.converge(
             &nodes,
@@ -1104,9 +1253,20 @@ impl MgmtDriver for Kubespray {
     }
 
     fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
-        // Tacker's terminate_end deletes the inventory and the LB's VM with the stack; the
-        // inventory directory on the Ansible server is left for the operator's records.
-        Ok(Vec::new())
+        // Tacker's terminate_end removes `transferring_inventory_path` on the Ansible server
+        // (`rm -rf`); the LB and the nodes go with the stack. Only a directory vnfkeeper wrote
+        // is removed (`ansible.forget`).
+        let inv = self.inventory_dir()?;
+        let s = step(
+            "ansible.forget",
+            ANSIBLE_HOST,
+            vec![inv],
+            false,
+            Duration::from_secs(120),
+        );
+        let mut list = StageList::default();
+        list.wave(|w| vec![Stage::remote(w, ANSIBLE_HOST, Role::AnsibleServer, s)]);
+        Ok(list.into_stages())
     }
 
     fn probes(

@@ -72,6 +72,10 @@ pub struct Inputs {
     pub vnfd: Vnfd,
     /// Package-relative path → content, for every path of [`MgmtDriver::package_files`].
     pub files: BTreeMap<String, Vec<u8>>,
+    /// The top-level BaseHOT of the request's deployment flavour (`VnfPackage::base_hot`), as
+    /// JSON, when the package has one: Heat resource names a request may name (kubespray's
+    /// `ssh_cp_name`, a "resource name of CP" in the seed spec).
+    pub base_hot: Option<serde_json::Value>,
 }
 
 /// What a hook sees: the instance's VNFCs as stored now and the engine's limits.
@@ -129,6 +133,19 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     /// Stages before the stack is deleted (Tacker `terminate_start`).
     fn terminate_start(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError>;
 
+    /// The expansion of a [`Hook::Configure`](crate::plan::stages::Hook::Configure) placeholder
+    /// one of this flavour's hooks returned: stages decided from what the stages before it
+    /// observed. `observed` maps the stage key of each stage of the operation journaled DONE to
+    /// its verdict line (the last line its check or apply printed, e.g. `already done: mtu 1450
+    /// on eth0`). Errors: an observation the flavour needs is missing or does not parse.
+    fn configure(
+        &self,
+        _c: HookContext<'_>,
+        _observed: &BTreeMap<String, String>,
+    ) -> Result<Vec<Stage>, FlavourError> {
+        Ok(Vec::new())
+    }
+
     /// Reconcile probes of one VNFC in `role` (`first_master`: the master that also reads the
     /// cluster's nodes and PersistentVolumes).
     fn probes(
@@ -161,6 +178,12 @@ pub fn package_files(req: &InstantiateVnfRequest) -> Vec<String> {
         (None, Some(r)) => registry::package_files(r),
         (None, None) => Vec::new(),
     }
+}
+
+/// Whether the INSTANTIATE request selects a flavour that configures its VNFCs (anything but
+/// the plain VNF): the VNFs reconcile loads a package and a driver for, to probe them.
+pub fn configures(req: &InstantiateVnfRequest) -> bool {
+    k8s(req).is_some() || registry_param(req).is_some()
 }
 
 /// The flavour of an instance, from its INSTANTIATE request: `k8s_cluster_installation_param`

@@ -163,8 +163,20 @@ mod tests {
                 initial_delta: Some(1),
             },
         );
-        v.cps.insert("CP1".into(), Cp { vdu: "R".into() });
-        v.cps.insert("CP2".into(), Cp { vdu: "R".into() });
+        v.cps.insert(
+            "CP1".into(),
+            Cp {
+                vdu: "R".into(),
+                ..Cp::default()
+            },
+        );
+        v.cps.insert(
+            "CP2".into(),
+            Cp {
+                vdu: "R".into(),
+                ..Cp::default()
+            },
+        );
         v.storages.insert("Data".into(), 10);
         v
     }

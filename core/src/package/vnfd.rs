@@ -49,6 +49,10 @@ pub struct Vdu {
 pub struct Cp {
     /// The VDU it binds to (`virtual_binding`).
     pub vdu: String,
+    /// The VNFD's internal virtual link it attaches to (`virtual_link` requirement, SOL001
+    /// §6.8.4 `tosca.nodes.nfv.VduCp`), if any; a CP without one is connected by the
+    /// request's `extVirtualLinks`.
+    pub virtual_link: Option<String>,
 }
 
 /// A scaling aspect: `max_scale_level` and, per VDU, instances added per step.
@@ -135,7 +139,8 @@ impl Vnfd {
                             .ok_or_else(|| {
                                 err(&at, "VduCp without a virtual_binding requirement".into())
                             })?;
-                        self.cps.insert(name.to_owned(), Cp { vdu });
+                        let virtual_link = requirements(node, "virtual_link").into_iter().next();
+                        self.cps.insert(name.to_owned(), Cp { vdu, virtual_link });
                     }
                     "tosca.nodes.nfv.Vdu.VirtualBlockStorage" => {
                         let size =

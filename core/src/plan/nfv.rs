@@ -11,8 +11,11 @@ use crate::wire::sol003::{CpConfigs, InstantiateVnfRequest};
 /// Builds the `nfv` parameter for INSTANTIATE: each VDU's flavour and image from the VNFD, its
 /// `desired_capacity` from the instantiation level (`instantiationLevelId`, else the VNFD's
 /// default level), and each CP's network from the `extVirtualLinks` entry whose `extCps` names
-/// it (`resourceId`), with fixed addresses when `cpProtocolData.ipOverEthernet` gives them.
-/// Errors: a VDU without flavour or image, a CP without an external virtual link.
+/// it (`resourceId`), with fixed addresses when `cpProtocolData.ipOverEthernet` gives them. A CP
+/// on an internal virtual link of the VNFD (its `virtual_link` requirement) that no extCp names
+/// gets no entry: the BaseHOT connects it to the VNF's own network.
+/// Errors: a VDU without flavour or image, a CP without an external virtual link (and without
+/// an internal one).
 pub fn instantiate_parameters(
     vnfd: &Vnfd,
     req: &InstantiateVnfRequest,
@@ -48,17 +51,23 @@ pub fn instantiate_parameters(
         );
     }
     let mut cps = Map::new();
-    for cp in vnfd.cps.keys() {
+    for (cp, c) in &vnfd.cps {
         let link = req
             .ext_virtual_links
             .iter()
-            .find(|l| l.ext_cps.iter().any(|c| &c.cpd_id == cp))
-            .ok_or_else(|| {
-                PlanError::at(
-                    "/request/extVirtualLinks",
-                    format!("no external virtual link has an extCp for CP `{cp}`"),
-                )
-            })?;
+            .find(|l| l.ext_cps.iter().any(|c| &c.cpd_id == cp));
+        if link.is_none() && c.virtual_link.is_some() {
+            // On the VNF's own internal virtual link: the BaseHOT gives its network
+            // (`get_resource` of the internal net), as Tacker's DefaultUserData builds `nfv.CP`
+            // from the request's external CPs only.
+            continue;
+        }
+        let link = link.ok_or_else(|| {
+            PlanError::at(
+                "/request/extVirtualLinks",
+                format!("no external virtual link has an extCp for CP `{cp}`"),
+            )
+        })?;
         let mut entry = Map::new();
         entry.insert("network".into(), link.resource_id.clone().into());
         let fixed: Vec<Value> = link
@@ -139,5 +148,36 @@ mod tests {
         req.ext_virtual_links.retain(|l| l.id != "net0_storage");
         let e = instantiate_parameters(&pkg.vnfd, &req).unwrap_err();
         assert!(e.reason.contains("storage_server_CP"), "{e}");
+    }
+
+    #[test]
+    fn a_cp_on_an_internal_virtual_link_needs_no_ext_cp_but_an_external_one_does() {
+        let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .join("fixtures/packages/k8s-mgmtdriver-kubespray");
+        let pkg = VnfPackage::load(&root).unwrap();
+        assert_eq!(
+            pkg.vnfd.cps["externalLB_CP2"].virtual_link.as_deref(),
+            Some("internalVL1")
+        );
+        assert_eq!(pkg.vnfd.cps["externalLB_CP1"].virtual_link, None);
+        let bytes = include_bytes!(
+            "../../../fixtures/requests/good/k8s-mgmtdriver-kubespray.10-instantiate.json"
+        );
+        let Envelope::Lcm(env) = parse_envelope(bytes).unwrap().envelope else {
+            panic!("not LCM")
+        };
+        let LcmRequest::Instantiate(req) = env.typed_request().unwrap() else {
+            panic!("not INSTANTIATE")
+        };
+        let nfv = instantiate_parameters(&pkg.vnfd, &req).unwrap();
+        assert!(nfv["CP"].get("externalLB_CP2").is_none(), "{nfv}");
+        assert_eq!(
+            nfv["CP"]["externalLB_CP1"]["network"],
+            "b0b84da3-3259-4855-b4cd-5711ba5e5de1"
+        );
+        let mut req = *req;
+        req.ext_virtual_links.retain(|l| l.id != "net0_externalLB");
+        let e = instantiate_parameters(&pkg.vnfd, &req).unwrap_err();
+        assert!(e.reason.contains("externalLB_CP1"), "{e}");
     }
 }

@@ -60,6 +60,10 @@ pub enum Hook {
     ScaleEnd,
     /// Configure the healed VNFCs.
     HealEnd,
+    /// The rest of a hook's expansion that needs what its earlier stages observed (the
+    /// verdict lines of their checks, e.g. a NIC's MTU): [`MgmtDriver::configure`]
+    /// (`crate::flavour::MgmtDriver::configure`), expanded when reached.
+    Configure,
 }
 
 impl Hook {
@@ -69,6 +73,7 @@ impl Hook {
             Hook::InstantiateEnd => "instantiate_end",
             Hook::ScaleEnd => "scale_end",
             Hook::HealEnd => "heal_end",
+            Hook::Configure => "configure",
         }
     }
 }

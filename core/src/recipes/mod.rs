@@ -45,6 +45,12 @@ const SCRIPTS: &[(&str, &str)] = &[
         "ansible.playbook",
         include_str!("scripts/ansible_playbook.sh"),
     ),
+    ("ansible.forget", include_str!("scripts/ansible_forget.sh")),
+    (
+        "ansible.group_vars",
+        include_str!("scripts/ansible_group_vars.sh"),
+    ),
+    ("node.nic_mtu", include_str!("scripts/node_nic_mtu.sh")),
     ("k8s.drain", include_str!("scripts/k8s_drain.sh")),
     ("lb.haproxy", include_str!("scripts/lb_haproxy.sh")),
     ("k8s.kubeconfig", include_str!("scripts/k8s_kubeconfig.sh")),

@@ -12,10 +12,7 @@ const REQUEST: &str =
 
 fn driver() -> Kubespray {
     let env: serde_json::Value = serde_json::from_str(REQUEST).unwrap();
-    let mut req = env["request"].clone();
-    req["additionalParams"]["k8s_cluster_installation_param"]["external_lb_param"]["ssh_cp_name"] =
-        "externalLB_CP1".into();
-    let req: InstantiateVnfRequest = serde_json::from_value(req).unwrap();
+    let req: InstantiateVnfRequest = serde_json::from_value(env["request"].clone()).unwrap();
     let pkg = crate::package::VnfPackage::load(Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../fixtures/packages/k8s-mgmtdriver-kubespray"
@@ -32,6 +29,7 @@ fn driver() -> Kubespray {
         Inputs {
             vnf_instance_id: "vnf-kubespray".into(),
             req,
+            base_hot: pkg.base_hot("simple").ok().map(|b| b.template),
             vnfd: pkg.vnfd,
             files: BTreeMap::new(),
         },
@@ -102,6 +100,8 @@ pub(crate) fn sample_steps() -> Vec<Step> {
     let r = rows();
     let mut stages = d.instantiate_end(ctx(&r)).unwrap();
     stages.extend(d.scale_start(ctx(&r), &["w0".into()]).unwrap());
+    stages.extend(d.terminate_start(ctx(&r)).unwrap());
+    stages.extend(d.configure(ctx(&r), &observed_mtu("mtu 1500")).unwrap());
     stages
         .into_iter()
         .filter_map(|s| match s.action {
@@ -244,8 +244,14 @@ fn haproxy_cfg_passes_haproxy_check_when_installed() {
     );
 }
 
+fn observed_mtu(line: &str) -> BTreeMap<String, String> {
+    [("node.nic_mtu@m0".to_owned(), line.to_owned())]
+        .into_iter()
+        .collect()
+}
+
 #[test]
-fn instantiate_end_reaches_writes_runs_cluster_then_configures_the_lb() {
+fn instantiate_end_reaches_reads_the_master_mtu_then_configures() {
     let d = driver();
     let r = rows();
     let stages = d.instantiate_end(ctx(&r)).unwrap();
@@ -256,13 +262,55 @@ fn instantiate_end_reaches_writes_runs_cluster_then_configures_the_lb() {
             "0:node.reach@w0",
             "0:node.reach@w9",
             "0:node.reach@lb",
+            "1:node.nic_mtu@m0",
+            "2:configure",
+        ]
+    );
+    let Action::Remote(p) = &stages[4].action else {
+        panic!()
+    };
+    assert_eq!(p.role, Role::Master);
+    assert_eq!(
+        p.step.args,
+        ["10.0.0.10"],
+        "the master's nic_cp_name address"
+    );
+    assert_eq!(stages[5].action, Action::Expand(Hook::Configure));
+}
+
+#[test]
+fn configure_writes_calico_mtu_then_runs_cluster_then_configures_the_lb() {
+    let d = driver();
+    let r = rows();
+    let stages = d
+        .configure(ctx(&r), &observed_mtu("already done: mtu 1450 on eth0"))
+        .unwrap();
+    assert_eq!(
+        keys(&stages),
+        [
+            "0:ansible.group_vars@ansible-server",
             "1:ansible.inventory@ansible-server",
             "2:ansible.playbook@cluster.yml",
             "3:lb.haproxy@lb",
             "4:k8s.kubeconfig@m0",
         ]
     );
-    let Action::Remote(p) = &stages[5].action else {
+    let Action::Remote(g) = &stages[0].action else {
+        panic!()
+    };
+    assert_eq!(
+        g.step.uploads[0].path,
+        "/home/ansible/kubespray/inventory/vnf-kubespray/group_vars/k8s_cluster/vnfkeeper-calico.yml"
+    );
+    let vars: serde_yaml_ng::Value = serde_yaml_ng::from_slice(&g.step.uploads[0].bytes).unwrap();
+    assert_eq!(vars["calico_mtu"], 1450);
+    assert_eq!(vars["calico_veth_mtu"], 1430);
+    assert_eq!(
+        g.step.args[1],
+        sha256_hex(&g.step.uploads[0].bytes),
+        "the check compares the planned digest"
+    );
+    let Action::Remote(p) = &stages[2].action else {
         panic!()
     };
     assert_eq!(p.role, Role::AnsibleServer);
@@ -280,6 +328,35 @@ fn instantiate_end_reaches_writes_runs_cluster_then_configures_the_lb() {
         stored.contains("credentials.yml"),
         "the credentials file is late"
     );
+    // Without the observation, or with one that gives no MTU, nothing is decided.
+    let e = d.configure(ctx(&r), &BTreeMap::new()).unwrap_err();
+    assert!(e.reason.contains("no MTU was observed"), "{e}");
+    let e = d
+        .configure(ctx(&r), &observed_mtu("already done: mtu ? on eth0"))
+        .unwrap_err();
+    assert_eq!(e.step, "node.nic_mtu");
+}
+
+#[test]
+fn calico_mtu_is_the_nic_mtu_and_the_veth_20_bytes_less() {
+    assert_eq!(
+        calico_mtu("already done: mtu 1500 on eth0").unwrap(),
+        CalicoMtu {
+            mtu: 1500,
+            veth_mtu: 1480
+        }
+    );
+    assert_eq!(calico_mtu("mtu 9000").unwrap().veth_mtu, 8980);
+    for bad in [
+        "",
+        "already done: eth0",
+        "mtu",
+        "mtu 1500x",
+        "mtu 575",
+        "mtu 70000",
+    ] {
+        assert!(calico_mtu(bad).is_err(), "{bad:?}");
+    }
 }
 
 #[test]
@@ -404,6 +481,22 @@ fn configuration_only_heal_of_the_lb_converges_inventory_and_haproxy() {
 }
 
 #[test]
+fn terminate_removes_the_inventory_directory_on_the_ansible_server() {
+    let d = driver();
+    let stages = d.terminate_start(ctx(&rows())).unwrap();
+    assert_eq!(keys(&stages), ["0:ansible.forget@ansible-server"]);
+    let Action::Remote(r) = &stages[0].action else {
+        panic!("{:?}", stages[0])
+    };
+    assert_eq!(r.step.host, ANSIBLE_HOST);
+    assert_eq!(
+        r.step.args,
+        ["/home/ansible/kubespray/inventory/vnf-kubespray"]
+    );
+    assert!(!r.step.sudo);
+}
+
+#[test]
 fn roles_and_access() {
     let d = driver();
     assert_eq!(d.role("masterNode").unwrap(), Role::Master);
@@ -412,7 +505,17 @@ fn roles_and_access() {
     let a = d.access(Role::AnsibleServer).unwrap();
     assert_eq!(a.address, Some("10.10.0.50".parse::<IpAddr>().unwrap()));
     assert_eq!(a.username, "ansible");
+    // The seed's `externalLB_instance` is the BaseHOT's floating IP of `externalLB_CP1`.
     assert_eq!(d.access(Role::LoadBalancer).unwrap().cp, "externalLB_CP1");
+    assert_eq!(
+        d.cp_of("externalLB_CP1", "external_lb_param").unwrap(),
+        "externalLB_CP1"
+    );
+    // A resource that is neither a CP nor a floating IP of one is refused by name.
+    for name in ["externalLB", "internalVL1", "no_such_resource"] {
+        let e = d.cp_of(name, "external_lb_param").unwrap_err();
+        assert!(e.reason.contains(name), "{e}");
+    }
 }
 
 const FAILED_RUN: &str = "\

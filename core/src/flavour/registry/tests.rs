@@ -40,6 +40,7 @@ fn driver() -> Box<dyn MgmtDriver> {
         req,
         vnfd,
         files,
+        base_hot: None,
     })
 }
 

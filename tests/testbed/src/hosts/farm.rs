@@ -474,6 +474,24 @@ impl HostFarm {
             self.cfg.bridge_cidr.prefix_len(),
         )
         .await?;
+        // A rebuilt server keeps its address (the port survives a heal) but its veth has a new
+        // MAC, where a cloud keeps the port's MAC. The other hosts (the Ansible server, the LB,
+        // masters) may still hold the old MAC in their neighbour tables and would time out
+        // reaching it: drop their entries for this address, as the machine's are above.
+        let others: Vec<String> = self
+            .lock()
+            .hosts
+            .values()
+            .filter(|h| h.netns != netns && h.init_pid.is_some())
+            .map(|h| h.netns.clone())
+            .collect();
+        for ns in others {
+            let _ = run(
+                "ip",
+                ["-n", &ns, "neigh", "flush", "to", &spec.ip.to_string()],
+            )
+            .await;
+        }
 
         let log = std::fs::File::create(dir.join("setup.log"))?;
         let mut cmd = Command::new("setpriv");
