@@ -22,8 +22,8 @@
 //!   `heal_end`: healed VNFCs reached, the inventory, `facts.yml` then `scale.yml --limit` for
 //!   workers (`cluster.yml` when a master is healed), HAProxy; with no node targeted (the LB, or a
 //!   configuration-only heal) the inventory and HAProxy are converged;
-//! - `terminate_start`: the inventory directory on the Ansible server removed (`ansible.forget`,
-//!   only a directory vnfkeeper wrote).
+//! - `terminate_start`: what vnfkeeper and kubespray wrote into the inventory directory on the
+//!   Ansible server removed, then the directory when empty (`ansible.forget`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -1254,8 +1254,8 @@ impl MgmtDriver for Kubespray {
 
     fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
         // Tacker's terminate_end removes `transferring_inventory_path` on the Ansible server
-        // (`rm -rf`); the LB and the nodes go with the stack. Only a directory vnfkeeper wrote
-        // is removed (`ansible.forget`).
+        // (`rm -rf`); the LB and the nodes go with the stack. `ansible.forget` removes only what
+        // vnfkeeper and kubespray wrote there, then the directory when it is empty.
         let inv = self.inventory_dir()?;
         let s = step(
             "ansible.forget",
