@@ -427,7 +427,7 @@ mod tests {
 
     use super::*;
     use crate::model::{MaintenancePause, PauseScope};
-    use crate::store::{NewEvent, NewIntake, NewOperation, Store};
+    use crate::store::{NewEvent, NewIntake, NewOperation, RequestBody, Store};
 
     fn t(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -496,7 +496,7 @@ mod tests {
                         id: "op-1",
                         vnf_instance_id: "vnf-1",
                         operation: LcmOperationType::Instantiate,
-                        operation_params: "{}",
+                        operation_params: &RequestBody::split(LcmOperationType::Instantiate, "{}"),
                         vnf_package: None,
                         request_id: None,
                         is_automatic_invocation: false,
