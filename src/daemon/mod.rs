@@ -374,9 +374,12 @@ impl Intake {
         if self.flushing || self.ready.is_empty() {
             return;
         }
+        // The first `batch_size` paths in order, O(batch log backlog): the main loop does not
+        // walk a backlog of thousands of files for every batch.
         let n = self.settings.intake.batch_size as usize;
-        let mut batch: Vec<PathBuf> = std::mem::take(&mut self.ready).into_iter().collect();
-        self.ready.extend(batch.drain(batch.len().min(n)..));
+        let batch: Vec<PathBuf> = std::iter::from_fn(|| self.ready.pop_first())
+            .take(n)
+            .collect();
         let (spool, db, done) = (self.spool.clone(), self.db.clone(), self.batch_done.clone());
         let packages_dir = self.settings.packages_dir.clone();
         let package_store = self.settings.package_store();
