@@ -274,9 +274,9 @@ fn sniff_instance_id(bytes: &[u8]) -> Option<String> {
 
 /// Resolves `vnfPackage` (relative paths against `ctx.packages_dir`, `..` refused), snapshots
 /// it into `ctx.package_store` and checks that every file the request references
-/// (`package_paths`, as validation found them) is a file of the snapshot. `Ok(None)` when the envelope names no package. Errors: 422 naming each
-/// defective field (the package itself: `/vnfPackage` with the reason), 500 when the package
-/// store cannot be written.
+/// (`package_paths`, as validation found them) is a file of the snapshot. `Ok(None)` when the
+/// envelope names no package. Errors: 422 naming each defective field (the package itself:
+/// `/vnfPackage` with the reason), 500 when the package store cannot be written.
 fn check_package(
     env: &LcmEnvelope,
     package_paths: &[(String, String)],
