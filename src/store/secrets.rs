@@ -242,13 +242,16 @@ pub struct RequestBody {
 
 impl RequestBody {
     /// Splits `params`, the JSON text of a request body of `operation`, finding its secrets with
-    /// the validator's walk ([`request_secret_pointers`]). A body that is not JSON is stored as
-    /// it is (the store does not validate; intake did).
+    /// the validator's walk ([`request_secret_pointers`]). A body without secrets, or that is not
+    /// JSON, is stored as it is (the store does not validate; intake did).
     pub fn split(operation: LcmOperationType, params: &str) -> Self {
         let Ok(doc) = serde_json::from_str::<serde_json::Value>(params) else {
             return Self::plain(params.to_owned());
         };
         let pointers = request_secret_pointers(request_kind(operation), &doc);
+        if pointers.is_empty() {
+            return Self::plain(params.to_owned());
+        }
         Self::redacted(&doc, &pointers)
     }
 
