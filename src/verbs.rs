@@ -24,6 +24,9 @@ pub const EXIT_FAILED: u8 = 4;
 pub const EXIT_ROLLED_BACK: u8 = 5;
 /// Exit status when intake rejected the request (the reason is printed).
 pub const EXIT_REJECTED: u8 = 6;
+/// Exit status when `--timeout` ran out before the operation stopped (it goes on; the last
+/// state seen is printed).
+pub const EXIT_TIMEOUT: u8 = 7;
 
 /// How long to wait for intake to record the submitted file before giving up (the daemon
 /// normally takes it within a second).
@@ -111,32 +114,44 @@ pub struct TaskArgs {
     pub config: crate::cli::ConfigArg,
 }
 
-/// `--wait`.
-#[derive(Debug, Clone, Copy, clap::Args)]
+/// `--wait [--timeout SECONDS]`.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct WaitArg {
     /// Follow the operation until it ends or stops in FAILED_TEMP; the exit status says how:
-    /// 0 as asked, 3 FAILED_TEMP, 4 FAILED, 5 ROLLED_BACK, 6 request rejected.
+    /// 0 as asked, 3 FAILED_TEMP, 4 FAILED, 5 ROLLED_BACK, 6 request rejected, 7 timed out.
     #[arg(long)]
     pub wait: bool,
+    /// With --wait: stop following after this many seconds and exit 7 (the operation itself
+    /// goes on). Without it, --wait follows for as long as the operation runs.
+    #[arg(long, value_name = "SECONDS", requires = "wait",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: Option<u64>,
+}
+
+impl WaitArg {
+    /// How long to follow: `None` when not following, `Some(None)` without a limit.
+    pub fn follow_for(self) -> Option<Option<Duration>> {
+        self.wait.then(|| self.timeout.map(Duration::from_secs))
+    }
 }
 
 impl VerbCommand {
-    /// The request, whether to follow it, and the configuration file.
-    pub fn verb(self) -> (Verb, bool, std::path::PathBuf) {
+    /// The request, whether and how long to follow it, and the configuration file.
+    pub fn verb(self) -> (Verb, WaitArg, std::path::PathBuf) {
         match self {
             VerbCommand::Retry(t) => (
                 Verb::Task("RETRY", t.vnf_lcm_op_occ_id),
-                t.wait.wait,
+                t.wait,
                 t.config.config,
             ),
             VerbCommand::Fail(t) => (
                 Verb::Task("FAIL", t.vnf_lcm_op_occ_id),
-                t.wait.wait,
+                t.wait,
                 t.config.config,
             ),
             VerbCommand::Rollback(t) => (
                 Verb::Task("ROLLBACK", t.vnf_lcm_op_occ_id),
-                t.wait.wait,
+                t.wait,
                 t.config.config,
             ),
             VerbCommand::Heal {
@@ -147,7 +162,7 @@ impl VerbCommand {
                 config,
             } => (
                 Verb::Heal(vnf_instance_id, vnfc_ids, cause),
-                wait.wait,
+                wait,
                 config.config,
             ),
             VerbCommand::Scale {
@@ -164,7 +179,7 @@ impl VerbCommand {
                     direction == Direction::Out,
                     steps,
                 ),
-                wait.wait,
+                wait,
                 config.config,
             ),
             VerbCommand::Terminate {
@@ -174,7 +189,7 @@ impl VerbCommand {
                 config,
             } => (
                 Verb::Terminate(vnf_instance_id, graceful),
-                wait.wait,
+                wait,
                 config.config,
             ),
         }
@@ -256,12 +271,13 @@ pub fn exit_code(state: OperationState, goal: OperationState) -> u8 {
     }
 }
 
-/// Submits `verb` and prints the operation id; with `wait`, follows it (progress lines on
-/// stderr when it is a terminal) and returns its exit status. Errors: the spool cannot be
-/// written, intake did not record the file within 60 s (is the daemon running?), the
-/// database cannot be read. A rejection is not an error: its reason is printed and the status
-/// is [`EXIT_REJECTED`].
-pub fn run(settings: &Settings, verb: &Verb, wait: bool) -> anyhow::Result<u8> {
+/// Submits `verb` and prints the operation id; with `wait.wait`, follows it (progress lines on
+/// stderr when it is a terminal) for at most `wait.timeout` seconds and returns its exit
+/// status. Errors: the spool cannot be written, intake did not record the file within 60 s
+/// (is the daemon running?), the database cannot be read. A rejection is not an error: its
+/// reason is printed and the status is [`EXIT_REJECTED`]; neither is a timeout
+/// ([`EXIT_TIMEOUT`]).
+pub fn run(settings: &Settings, verb: &Verb, wait: WaitArg) -> anyhow::Result<u8> {
     let spool = Spool::open(&settings.spool_dir)
         .map_err(|e| anyhow!("spool {}: {e}", settings.spool_dir.display()))?;
     let request_id = format!("cli-{}", uuid::Uuid::new_v4());
@@ -307,16 +323,24 @@ pub fn run(settings: &Settings, verb: &Verb, wait: bool) -> anyhow::Result<u8> {
     if intake.outcome == IntakeOutcome::Duplicate {
         eprintln!("vnfkeeper: the same request was accepted before as operation {op}");
     }
-    if !wait {
+    let Some(limit) = wait.follow_for() else {
         return Ok(0);
-    }
+    };
     // A task is followed past the state its occurrence was in when the task was accepted.
     let since = match (verb, intake.outcome) {
         (Verb::Task(..), IntakeOutcome::Accepted) => Some(intake.committed_at),
         _ => None,
     };
-    let end = follow(settings, &op, since)?;
+    let (end, stopped) = follow(settings, &op, since, limit)?;
     outln!("{} {}", end.operation_state, op);
+    if !stopped {
+        eprintln!(
+            "vnfkeeper: gave up waiting after {} s; {op} goes on ({})",
+            limit.unwrap_or_default().as_secs(),
+            end.operation_state
+        );
+        return Ok(EXIT_TIMEOUT);
+    }
     if let Some(e) = &end.error {
         eprintln!("vnfkeeper: {}: {}", e.title, e.detail);
     }
@@ -325,15 +349,18 @@ pub fn run(settings: &Settings, verb: &Verb, wait: bool) -> anyhow::Result<u8> {
 
 /// Polls operation `op` until it is in a final state or `FAILED_TEMP` without a pending task,
 /// entered at or after `since` when given (so a RETRY of a FAILED_TEMP occurrence is followed
-/// past its old state). Progress (state and status detail, when they change) goes to stderr if
-/// it is a terminal.
+/// past its old state), or until `limit` has passed. Returns the last row read and whether
+/// the operation stopped (`false`: the limit ran out). Progress (state and status detail,
+/// when they change) goes to stderr if it is a terminal.
 pub fn follow(
     settings: &Settings,
     op: &str,
     since: Option<Timestamp>,
-) -> anyhow::Result<OperationRow> {
+    limit: Option<Duration>,
+) -> anyhow::Result<(OperationRow, bool)> {
     use std::io::IsTerminal as _;
     let tty = std::io::stderr().is_terminal();
+    let started = Instant::now();
     let mut last = None;
     loop {
         let db = Store::open_read_only(&settings.database)?;
@@ -354,7 +381,10 @@ pub fn follow(
         let stop =
             row.operation_state.is_final() || row.operation_state == OperationState::FailedTemp;
         if stop && since.is_none_or(|t| row.state_entered_time >= t) && row.pending_task.is_none() {
-            return Ok(row);
+            return Ok((row, true));
+        }
+        if limit.is_some_and(|l| started.elapsed() >= l) {
+            return Ok((row, false));
         }
         std::thread::sleep(Duration::from_millis(250));
     }

@@ -176,7 +176,88 @@ async fn every_verb_goes_through_the_spool_and_wait_exits_with_the_outcome() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(op_state(&install, &out).1, "COMPLETED");
     events_tell_the_story(&install, &vnf);
+    rollback_and_timeout(&install, &tb);
     tb.shutdown().await;
+}
+
+/// A second VNF: its INSTANTIATE stops in FAILED_TEMP while Heat refuses, `rollback --wait`
+/// exits 0 at ROLLED_BACK; then, with Heat answering slowly, `heal --wait --timeout 1` gives
+/// up with exit 7 and the last state it saw while the HEAL goes on to COMPLETED.
+fn rollback_and_timeout(install: &Install, tb: &Testbed) {
+    let fixture =
+        support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
+    let mut env: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    env["request"]["additionalParams"]
+        .as_object_mut()
+        .unwrap()
+        .remove("k8s_cluster_installation_param");
+    env["vnfInstanceId"] = "verbs-second-vnf".into();
+    env["requestId"] = "verbs-second-instantiate".into();
+    tb.cloud().add_api_fault(
+        "orchestration",
+        FaultRule {
+            status: Some(400),
+            ..FaultRule::default()
+        },
+    );
+    install.drop_file("second.json", env.to_string().as_bytes());
+    let failed = || {
+        install.ops_json().into_iter().find(|o| {
+            o["vnfInstanceId"] == "verbs-second-vnf" && o["operationState"] == "FAILED_TEMP"
+        })
+    };
+    assert!(wait_until(Duration::from_secs(60), || failed().is_some()));
+    let op = failed().unwrap()["id"].as_str().unwrap().to_owned();
+    tb.cloud().clear_api_faults(None);
+    let out = verb(install, &["rollback", &op, "--wait"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(op_state(install, &out), (op, "ROLLED_BACK".into()));
+
+    // Instantiate it for real, then heal it while every Heat call takes 3 s.
+    env["requestId"] = "verbs-second-instantiate-again".into();
+    install.drop_file("second-again.json", env.to_string().as_bytes());
+    assert!(wait_until(Duration::from_secs(60), || install
+        .ops_json()
+        .iter()
+        .any(|o| o["vnfInstanceId"] == "verbs-second-vnf"
+            && o["operation"] == "INSTANTIATE"
+            && o["operationState"] == "COMPLETED")));
+    tb.cloud().add_api_fault(
+        "orchestration",
+        FaultRule {
+            latency_ms: 3000,
+            ..FaultRule::default()
+        },
+    );
+    let started = std::time::Instant::now();
+    let out = verb(
+        install,
+        &["heal", "verbs-second-vnf", "--wait", "--timeout", "1"],
+    );
+    let waited = started.elapsed();
+    assert_eq!(out.status.code(), Some(7));
+    assert!(waited < Duration::from_secs(20), "gave up after {waited:?}");
+    let (heal, state) = op_state(install, &out);
+    assert!(
+        ["STARTING", "PROCESSING"].contains(&state.as_str()),
+        "{state}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.lines().nth(1).is_some_and(|l| l.ends_with(&heal)),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gave up waiting after 1 s"));
+    tb.cloud().clear_api_faults(None);
+    assert!(wait_until(Duration::from_secs(120), || install
+        .ops_json()
+        .iter()
+        .any(
+            |o| o["id"] == heal.as_str() && o["operationState"] == "COMPLETED"
+        )));
+    // --timeout without --wait is a usage error.
+    let out = verb(install, &["heal", "verbs-second-vnf", "--timeout", "5"]);
+    assert_eq!(out.status.code(), Some(2));
 }
 
 /// A password no output may contain.
