@@ -504,7 +504,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     let endpoint = |id: &str| -> Option<String> {
         let dir = settings.database.parent()?;
         let text =
-            std::fs::read_to_string(dir.join("kubeconfig").join(format!("{id}.conf"))).ok()?;
+            std::fs::read_to_string(crate::flavour::kubespray::kubeconfig_path(dir, id)).ok()?;
         crate::flavour::kubespray::kubeconfig_server(&text)
     };
     let pauses = q.maintenance_pauses()?;

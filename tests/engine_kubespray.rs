@@ -618,6 +618,12 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
         "{journal:?}"
     );
     assert!(bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap().is_empty());
+    // The admin kubeconfig of the cluster that is gone is gone too.
+    assert!(
+        !kc.exists(),
+        "TERMINATE removed the kept kubeconfig {}",
+        kc.display()
+    );
     // The kubespray root itself (not vnfkeeper's) is still there.
     let root = bed
         .farm

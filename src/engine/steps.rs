@@ -528,8 +528,8 @@ impl<C: Cloud> Engine<C> {
         let Some(dir) = self.db.with(|s| s.state_dir()) else {
             return Ok(());
         };
-        let name = format!("{}.conf", host.vnf_instance_id);
-        let written = write_private(&dir.join("kubeconfig"), &name, &text);
+        let path = crate::flavour::kubespray::kubeconfig_path(&dir, &host.vnf_instance_id);
+        let written = write_private(&path, &text);
         written.map_err(|e| Attempt::Failed {
             exit_status: None,
             reason: format!("cannot keep the admin kubeconfig under the state directory: {e}"),
@@ -608,16 +608,22 @@ enum Attempt {
     Store(StoreError),
 }
 
-/// Writes `text` to `dir/name` with mode 0600 (`dir` created 0700): a temporary file, synced,
-/// renamed over the old one.
-fn write_private(dir: &std::path::Path, name: &str, text: &str) -> std::io::Result<()> {
+/// Writes `text` to `path` with mode 0600 (its directory created 0700): a temporary file,
+/// synced, renamed over the old one.
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::other(format!(
+            "{} names no file",
+            path.display()
+        )));
+    };
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
-    let tmp = dir.join(format!(".{name}.tmp"));
+    let tmp = dir.join(format!(".{}.tmp", name.to_string_lossy()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -626,7 +632,7 @@ fn write_private(dir: &std::path::Path, name: &str, text: &str) -> std::io::Resu
         .open(&tmp)?;
     f.write_all(text.as_bytes())?;
     f.sync_all()?;
-    std::fs::rename(&tmp, dir.join(name))
+    std::fs::rename(&tmp, path)
 }
 
 /// The last line a step script printed: its verdict ("already done: …", "applied …").

@@ -79,5 +79,17 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             now(),
         )
     })?;
+    // The cluster is gone, and with it what its admin kubeconfig (kept by `k8s.kubeconfig`)
+    // pointed at: `vnfkeeper status` shows no endpoint for a terminated instance.
+    if let Some(dir) = e.db.with(|s| s.state_dir()) {
+        let path = crate::flavour::kubespray::kubeconfig_path(&dir, &op.vnf_instance_id);
+        match std::fs::remove_file(&path) {
+            Ok(()) => tracing::info!(path = %path.display(), "admin kubeconfig removed"),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => {
+                tracing::warn!(path = %path.display(), error = %err, "cannot remove the admin kubeconfig")
+            }
+        }
+    }
     Ok(())
 }

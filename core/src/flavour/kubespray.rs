@@ -411,6 +411,16 @@ pub fn kubeconfig_for(text: &str, endpoint: &str) -> Result<String, FlavourError
     Ok(out)
 }
 
+/// Where vnfkeeper keeps an instance's admin kubeconfig: `<state_dir>/kubeconfig/<vnfInstanceId>.conf`
+/// (file 0600 in a 0700 directory). Written by the `k8s.kubeconfig` step, read by `vnfkeeper
+/// status` for the cluster endpoint, removed by TERMINATE. `vnf_instance_id` is an identifier
+/// intake validated (no `/`).
+pub fn kubeconfig_path(state_dir: &std::path::Path, vnf_instance_id: &str) -> std::path::PathBuf {
+    state_dir
+        .join("kubeconfig")
+        .join(format!("{vnf_instance_id}.conf"))
+}
+
 /// The endpoint the cluster of a kubeconfig written by [`kubeconfig_for`] is reached at.
 pub fn kubeconfig_server(text: &str) -> Option<String> {
     text.lines()
