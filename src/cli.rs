@@ -498,7 +498,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     let db = open_db(&settings)?;
     let q = db.queries();
     let instances = q.instances()?;
-    let ops = q.operations(None)?;
+    let summaries = q.operation_summaries()?;
     // The cluster endpoint of a kubespray instance: the server of the admin kubeconfig the
     // engine kept (0600) next to the database; unreadable or absent: none.
     let endpoint = |id: &str| -> Option<String> {
@@ -521,10 +521,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                            "serverId": c.server_id, "ipAddress": c.ip_address})
                 })
                 .collect();
-            let unfinished = ops
-                .iter()
-                .filter(|o| o.vnf_instance_id == i.id && !o.operation_state.is_final())
-                .count();
+            let unfinished = summaries.get(&i.id).map_or(0, |o| o.unfinished);
             list.push(json!({
                 "id": i.id,
                 "instantiationState": i.instantiation_state.as_str(),
@@ -554,21 +551,20 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     ]);
     let mut vnfc_table = table(["VNF INSTANCE", "VNFC", "VDU", "INDEX", "SERVER", "IP"]);
     for i in &instances {
-        let mine: Vec<&OperationRow> = ops.iter().filter(|o| o.vnf_instance_id == i.id).collect();
+        let summary = summaries.get(&i.id);
         let vnfcs = q.vnfcs(&i.id)?;
-        let last = mine
-            .last()
-            .map(|o| format!("{} {} ({})", o.operation, o.operation_state, o.id))
+        let last = summary
+            .map(|o| {
+                let o = &o.last;
+                format!("{} {} ({})", o.operation, o.operation_state, o.id)
+            })
             .unwrap_or_default();
         t.add_row([
             i.id.clone(),
             i.instantiation_state.as_str().into(),
             i.flavour_id.clone().unwrap_or_default(),
             vnfcs.len().to_string(),
-            mine.iter()
-                .filter(|o| !o.operation_state.is_final())
-                .count()
-                .to_string(),
+            summary.map_or(0, |o| o.unfinished).to_string(),
             last,
             endpoint(&i.id).unwrap_or_default(),
             paused(&i.id).map(|p| p.describe()).unwrap_or_default(),

@@ -2,6 +2,9 @@
 //! on (`WATCHDOG_USEC`, `WATCHDOG_PID`, `NOTIFY_SOCKET` bound by the benchmark), records when each
 //! `WATCHDOG=1` ping arrives, and times SIGTERM to exit.
 
+// Each benchmark uses the part it needs.
+#![allow(dead_code)]
+
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -101,6 +104,11 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(10));
         }
         d
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The longest time without a watchdog ping between `from` and `to` (both ends count as

@@ -605,6 +605,56 @@ mod scheduler_tests {
         }
     }
 
+    /// `vnfkeeper status` on a long history: its two queries read indexes, never the whole
+    /// operation table, and give each instance's unfinished count and newest operation.
+    #[test]
+    fn status_summaries_come_from_indexes_with_counts_and_the_newest_operation() {
+        use LcmOperationType::{Heal, Instantiate, Scale};
+        use OperationState::{Completed, FailedTemp, Processing};
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("state.db")).unwrap();
+        for i in 0..200 {
+            let id = format!("old-{i}");
+            add(&mut store, &format!("vnf-{}", i % 50), &id, Heal);
+            to(&mut store, &id, &[Processing, Completed]);
+        }
+        add(&mut store, "a", "a1", Instantiate);
+        to(&mut store, "a1", &[Processing, Completed]);
+        add(&mut store, "a", "a2", Scale);
+        to(&mut store, "a2", &[Processing, FailedTemp]);
+        add(&mut store, "a", "a3", Heal);
+        add(&mut store, "b", "b1", Instantiate);
+        to(&mut store, "b1", &[Processing, Completed]);
+        store
+            .write(|tx| tx.create_instance_if_missing("c", now()))
+            .unwrap();
+        store.conn.execute_batch("ANALYZE").unwrap();
+        for sql in [
+            crate::store::UNFINISHED_BY_INSTANCE_SQL.to_owned(),
+            crate::store::newest_operations_sql(),
+        ] {
+            let plan = plan(&store, &sql);
+            for d in &plan {
+                let scan_ops = d.starts_with("SCAN ") && !d.contains(" INDEX ");
+                assert!(
+                    !scan_ops,
+                    "full scan of vnf_lcm_op_occ in {plan:?} for {sql}"
+                );
+            }
+        }
+        let s = store.reader().operation_summaries().unwrap();
+        assert_eq!(s["a"].unfinished, 2);
+        assert_eq!(s["a"].last.id, "a3");
+        assert_eq!(s["b"].unfinished, 0);
+        assert_eq!(s["b"].last.id, "b1");
+        assert!(
+            !s.contains_key("c"),
+            "an instance without operations has no summary"
+        );
+        assert_eq!(s["vnf-7"].last.id, "old-157");
+        assert_eq!(s.len(), 52);
+    }
+
     #[test]
     fn runnable_heads_skip_stuck_finished_busy_and_queued_behind() {
         use LcmOperationType::{Instantiate, Scale, Terminate};

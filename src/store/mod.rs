@@ -266,6 +266,36 @@ impl ReaderRef<'_> {
         Ok(rows)
     }
 
+    /// Per VNF instance with at least one operation: how many of its operations are not in a
+    /// final state (read from the partial index `op_unfinished`, migration V6) and its newest
+    /// operation. For `vnfkeeper status`, which must not read the whole history: two index reads
+    /// per instance, whatever the number of finished operations.
+    pub fn operation_summaries(
+        &self,
+    ) -> Result<std::collections::BTreeMap<String, OperationSummary>> {
+        let mut unfinished = std::collections::BTreeMap::<String, usize>::new();
+        let mut st = self.conn.prepare(UNFINISHED_BY_INSTANCE_SQL)?;
+        for row in st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+            let (vnf, n) = row?;
+            unfinished.insert(vnf, usize::try_from(n).unwrap_or_default());
+        }
+        let mut st = self.conn.prepare(&newest_operations_sql())?;
+        let last = collect_checked(st.query_map([], OperationRow::from_row)?)?;
+        Ok(last
+            .into_iter()
+            .map(|op| {
+                let n = unfinished.get(&op.vnf_instance_id).copied().unwrap_or(0);
+                (
+                    op.vnf_instance_id.clone(),
+                    OperationSummary {
+                        unfinished: n,
+                        last: op,
+                    },
+                )
+            })
+            .collect())
+    }
+
     /// `(VNF instances, operations not in a final state)`, for the one-line service status. The
     /// second count reads only the partial index `op_unfinished` (migration V6).
     pub fn counts(&self) -> Result<(i64, i64)> {
@@ -324,10 +354,7 @@ impl ReaderRef<'_> {
     /// The intake record of the spool file named `file_name` (as `Spool::submit` named it in
     /// `new/`), once intake committed its outcome; `None` before.
     pub fn intake_of_file(&self, file_name: &str) -> Result<Option<IntakeRow>> {
-        let mut st = self.conn.prepare(&format!(
-            "SELECT {} FROM intake WHERE file_name = ?1 ORDER BY id LIMIT 1",
-            IntakeRow::COLUMNS
-        ))?;
+        let mut st = self.conn.prepare(&intake_of_file_sql())?;
         let rows = st.query_map([file_name], IntakeRow::from_row)?;
         Ok(collect_checked(rows)?.into_iter().next())
     }
@@ -393,6 +420,40 @@ pub struct NewIntake<'a> {
     pub problem: Option<&'a str>,
     /// JSON array of warnings.
     pub warnings: Option<&'a str>,
+}
+
+/// The intake row of one spool file (`?1`), through `intake_by_file` (migration V10).
+pub(crate) fn intake_of_file_sql() -> String {
+    format!(
+        "SELECT {} FROM intake WHERE file_name = ?1 ORDER BY id LIMIT 1",
+        IntakeRow::COLUMNS
+    )
+}
+
+/// Unfinished operations per VNF instance, from the partial index `op_unfinished` alone.
+pub(crate) const UNFINISHED_BY_INSTANCE_SQL: &str =
+    "SELECT vnf_instance_id, COUNT(*) FROM vnf_lcm_op_occ INDEXED BY op_unfinished
+      WHERE operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK')
+      GROUP BY vnf_instance_id";
+
+/// The newest operation of each VNF instance: one search of `op_by_instance` per instance for
+/// its highest `seq`, then the rows by primary key.
+pub(crate) fn newest_operations_sql() -> String {
+    format!(
+        "SELECT {} FROM vnf_lcm_op_occ WHERE seq IN (
+             SELECT (SELECT MAX(x.seq) FROM vnf_lcm_op_occ x WHERE x.vnf_instance_id = i.id)
+               FROM vnf_instance i)",
+        OperationRow::COLUMNS
+    )
+}
+
+/// What `vnfkeeper status` shows of an instance's operations ([`ReaderRef::operation_summaries`]).
+#[derive(Debug, Clone)]
+pub struct OperationSummary {
+    /// Operations not in a final state (queued, running or `FAILED_TEMP`).
+    pub unfinished: usize,
+    /// The newest operation (highest `seq`).
+    pub last: OperationRow,
 }
 
 /// A new audit event.

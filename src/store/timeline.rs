@@ -160,6 +160,21 @@ const EVENTS_SQL: &str =
  WHERE e.vnf_instance_id IS NULL AND e.kind IN ('MAINTENANCE_PAUSED', 'MAINTENANCE_RESUMED')
    AND e.at >= ?2";
 
+/// Whether the instance `?1` has a row, an event or an intake record: three index searches
+/// (`vnf_instance`'s key, `event_by_instance`, `intake_by_instance`).
+const KNOWN_SQL: &str = "SELECT EXISTS (SELECT 1 FROM vnf_instance WHERE id = ?1)
+     OR EXISTS (SELECT 1 FROM event WHERE vnf_instance_id = ?1)
+     OR EXISTS (SELECT 1 FROM intake WHERE vnf_instance_id = ?1)";
+
+/// Intake rows of the instance `?1` from `?2` on, in order, through `intake_by_instance`
+/// (migration V10).
+fn intake_sql() -> String {
+    format!(
+        "SELECT {} FROM intake WHERE vnf_instance_id = ?1 AND committed_at >= ?2 ORDER BY id",
+        IntakeRow::COLUMNS
+    )
+}
+
 /// Journal rows of the instance's operations (through `op_by_instance`), from `?2` on.
 const STEPS_SQL: &str =
     "SELECT o.seq, j.vnf_lcm_op_occ_id, o.operation, j.stage_key, j.step_no, j.name, j.host,
@@ -175,13 +190,9 @@ impl ReaderRef<'_> {
     /// Whether anything names `vnf_instance_id`: its `vnf_instance` row, an event or an intake
     /// record (a rejected INSTANTIATE names an instance that never existed).
     pub fn vnf_known(&self, vnf_instance_id: &str) -> Result<bool> {
-        Ok(self.conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM vnf_instance WHERE id = ?1)
-                 OR EXISTS (SELECT 1 FROM event WHERE vnf_instance_id = ?1)
-                 OR EXISTS (SELECT 1 FROM intake WHERE vnf_instance_id = ?1)",
-            [vnf_instance_id],
-            |r| r.get(0),
-        )?)
+        Ok(self
+            .conn
+            .query_row(KNOWN_SQL, [vnf_instance_id], |r| r.get(0))?)
     }
 
     /// The timeline of `vnf_instance_id` (see the module documentation for its sources and
@@ -206,10 +217,7 @@ impl ReaderRef<'_> {
         events.sort_by_key(|e| e.event_id);
 
         // Intake rows of this instance, keyed by id; each event of a request claims its own.
-        let mut st = self.conn.prepare(&format!(
-            "SELECT {} FROM intake WHERE vnf_instance_id = ?1 AND committed_at >= ?2 ORDER BY id",
-            IntakeRow::COLUMNS
-        ))?;
+        let mut st = self.conn.prepare(&intake_sql())?;
         let rows = st.query_map(params![vnf_instance_id, since], IntakeRow::from_row)?;
         let mut intake: HashMap<i64, IntakeRow> = collect_checked(rows)?
             .into_iter()
@@ -449,6 +457,32 @@ mod tests {
             vnf_lcm_op_occ_id: op,
             problem,
             warnings: None,
+        }
+    }
+
+    /// The timeline's queries and the verbs' poll by file name read indexes only: none scans
+    /// `intake`, `event`, `vnf_lcm_op_occ` or `step_journal`, tables that keep the whole history.
+    #[test]
+    fn the_timeline_and_the_file_poll_search_indexes() {
+        // Without statistics, as the daemon's database has none (it never runs ANALYZE).
+        let (_dir, store) = store();
+        let file = crate::store::intake_of_file_sql();
+        for sql in [KNOWN_SQL, EVENTS_SQL, &intake_sql(), STEPS_SQL, &file] {
+            let sql = sql.replace("?1", "'vnf-1'").replace("?2", "''");
+            let mut st = store
+                .conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .unwrap();
+            let plan: Vec<String> = st
+                .query_map([], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(|r| r.unwrap())
+                .collect();
+            for d in &plan {
+                let scan =
+                    d.starts_with("SCAN ") && !d.contains(" INDEX ") && d != "SCAN CONSTANT ROW";
+                assert!(!scan, "a full scan in {plan:?} for {sql}");
+            }
         }
     }
 
