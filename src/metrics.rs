@@ -214,12 +214,12 @@ impl Metrics {
         );
         registry.register(
             "vnfkeeper_heals_blocked",
-            "Reconcile decisions that held back a heal a VNFC or VNF called for, by reason; counted every pass while the condition lasts",
+            "Reconcile decisions that held back a heal a VNFC or VNF called for (max_unhealthy, retry budget, Bound PV, maintenance pause), by reason; counted every pass while the condition lasts",
             m.heals_blocked.clone(),
         );
         registry.register(
             "vnfkeeper_heals_deferred",
-            "Reconcile decisions that waited before judging (unknown health, grace, backoff), by reason; counted every pass while the condition lasts",
+            "Reconcile decisions that waited before judging (unknown health, grace, backoff, an operation in flight), by reason; counted every pass while the condition lasts",
             m.heals_deferred.clone(),
         );
         registry.register(
@@ -401,7 +401,7 @@ impl Metrics {
             // A heal decided on but not queued: an operation arrived between observation and
             // record (`record` writes a RECONCILE_IN_FLIGHT event for it).
             if o.heal.is_some() && !report.started.iter().any(|(v, _)| *v == o.vnf_instance_id) {
-                self.heals_blocked
+                self.heals_deferred
                     .get_or_create(&ReasonLabels {
                         reason: "in_flight",
                     })
@@ -437,17 +437,12 @@ impl Metrics {
     }
 }
 
-/// Values of `vnfkeeper_heals_blocked_total{reason}`.
-const BLOCKED_REASONS: [&str; 5] = [
-    "max_unhealthy",
-    "retry_budget",
-    "pv_bound",
-    "paused",
-    "in_flight",
-];
+/// Values of `vnfkeeper_heals_blocked_total{reason}`: a heal is called for and a rule holds it.
+const BLOCKED_REASONS: [&str; 4] = ["max_unhealthy", "retry_budget", "pv_bound", "paused"];
 
-/// Values of `vnfkeeper_heals_deferred_total{reason}`.
-const DEFERRED_REASONS: [&str; 3] = ["unknown_health", "grace", "backoff"];
+/// Values of `vnfkeeper_heals_deferred_total{reason}`: nothing judged yet. `in_flight`: an
+/// operation of the VNF runs (often the automatic heal itself), or another heal goes first.
+const DEFERRED_REASONS: [&str; 4] = ["unknown_health", "grace", "backoff", "in_flight"];
 
 /// Values of `vnfkeeper_intake_files_total{outcome}`.
 const INTAKE_OUTCOMES: [&str; 5] = [
@@ -465,7 +460,6 @@ fn blocked_reason(kind: DecisionKind) -> Option<&'static str> {
         DecisionKind::BudgetExhausted => "retry_budget",
         DecisionKind::PvBoundBlock => "pv_bound",
         DecisionKind::Paused => "paused",
-        DecisionKind::InFlight => "in_flight",
         _ => return None,
     })
 }
@@ -476,6 +470,7 @@ fn deferred_reason(kind: DecisionKind) -> Option<&'static str> {
         DecisionKind::DeferredUnknown => "unknown_health",
         DecisionKind::DeferredGrace => "grace",
         DecisionKind::DeferredBackoff => "backoff",
+        DecisionKind::InFlight => "in_flight",
         _ => return None,
     })
 }
