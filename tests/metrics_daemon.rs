@@ -1,7 +1,7 @@
 //! The Prometheus endpoint (`[metrics] listen`) of a running daemon over the testbed cloud (no
 //! hosts, no root): scraped before and after a good and a bad request, a paused VNF with a
-//! server in ERROR, and the automatic heal after `resume`, the counters move by exactly what
-//! happened; the scraped text passes `promtool check metrics`; OpenMetrics is served to a client
+//! server in ERROR, the automatic heal after `resume`, and an operator HEAL that fails and is
+//! then FAILed, the counters move by exactly what happened; the scraped text passes `promtool check metrics`; OpenMetrics is served to a client
 //! that asks for it; other paths and methods are refused; an idle connection is closed; a port
 //! that cannot be bound stops the daemon at start; the README's example alert rules pass
 //! `promtool check rules` and their unit tests (`promtool test rules`).
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{Install, wait_until};
-use testbed::cloud::{CloudOptions, Testbed};
+use testbed::cloud::{CloudOptions, FaultRule, Testbed};
 
 /// `promtool` (Debian package `prometheus`; `scripts/test` installs it).
 fn promtool() -> &'static str {
@@ -263,6 +263,41 @@ async fn scrapes_count_what_happened_and_pass_promtool() {
     assert_eq!(finished(&healed, "HEAL", "COMPLETED"), 1.0);
     assert_eq!(intake(&healed, "accepted"), 1.0);
 
+    // An operator HEAL that Heat refuses stops in FAILED_TEMP; a FAIL task ends it in FAILED.
+    tb.cloud().add_api_fault(
+        "orchestration",
+        FaultRule {
+            status: Some(400),
+            ..FaultRule::default()
+        },
+    );
+    let out = install.cli(&["heal", &vnf, worker["id"].as_str().unwrap(), "--wait"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let heal = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    tb.cloud().clear_api_faults(None);
+    let out = install.cli(&["fail", &heal, "--wait"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let (_, _, failed) = get(&url, None).await;
+    run_promtool(&["check", "metrics"], &failed);
+    assert_eq!(finished(&failed, "HEAL", "FAILED_TEMP"), 1.0);
+    assert_eq!(finished(&failed, "HEAL", "FAILED"), 1.0);
+    assert_eq!(finished(&failed, "HEAL", "COMPLETED"), 1.0);
+    assert_eq!(intake(&failed, "accepted"), 3.0);
+    let failed_steps: f64 = failed
+        .lines()
+        .filter(|l| {
+            l.starts_with("vnfkeeper_step_duration_seconds_count{")
+                && l.contains("result=\"failed\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(failed_steps, 1.0, "{failed}");
+
     // Every metric name the example alert rules use is served.
     let rules = std::fs::read_to_string(support::repo_root().join(ALERT_RULES)).unwrap();
     for name in rules
@@ -270,7 +305,7 @@ async fn scrapes_count_what_happened_and_pass_promtool() {
         .filter(|w| w.starts_with("vnfkeeper_"))
     {
         assert!(
-            healed.contains(&format!("\n{name}")),
+            failed.contains(&format!("\n{name}")),
             "{ALERT_RULES} uses {name}, which /metrics does not serve"
         );
     }
@@ -290,7 +325,7 @@ async fn scrapes_count_what_happened_and_pass_promtool() {
     assert!(om.contains("# UNIT vnfkeeper_operation_duration_seconds seconds"));
     assert_eq!(
         value(&om, "vnfkeeper_intake_files_total{outcome=\"accepted\"}"),
-        1.0
+        3.0
     );
 
     // Other paths are 404, other methods 405.
