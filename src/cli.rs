@@ -36,6 +36,11 @@ pub struct ConfigArg {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the service in the foreground (systemd runs this).
+    ///
+    /// With `[metrics] listen = "ADDR:PORT"` in the configuration it also serves Prometheus
+    /// metrics at `GET http://ADDR:PORT/metrics` (OpenMetrics text when asked for, else the
+    /// Prometheus text format); a port it cannot bind stops it at start. The families are listed
+    /// in the README, section "Metrics (Prometheus)".
     Daemon(ConfigArg),
     /// Submit a request envelope to the spool (written to tmp/, then renamed into new/).
     Submit {

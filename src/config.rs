@@ -61,6 +61,8 @@ struct File {
     limits: LimitsFile,
     #[serde(default)]
     intake: IntakeFile,
+    #[serde(default)]
+    metrics: MetricsFile,
 }
 
 #[derive(Debug, Deserialize)]
@@ -110,6 +112,12 @@ struct IntakeFile {
     batch_size: Option<u32>,
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetricsFile {
+    listen: Option<String>,
+}
+
 /// Validated settings with every default applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -128,6 +136,18 @@ pub struct Settings {
     pub limits: Limits,
     /// Spool intake tuning.
     pub intake: IntakeSettings,
+    /// The Prometheus endpoint (`[metrics]`).
+    pub metrics: MetricsSettings,
+}
+
+/// The opt-in Prometheus endpoint (`[metrics]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MetricsSettings {
+    /// `listen = "ADDR:PORT"`: where `GET /metrics` is served (OpenMetrics text). `None` (the
+    /// key absent, the default): no endpoint, no listening socket. A literal IP address and a
+    /// port, e.g. `127.0.0.1:9464` or `[::1]:9464`; host names are refused so that the daemon
+    /// never resolves names to decide where it listens.
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// Which cloud to use, the OpenStack way: an entry of a `clouds.yaml` file.
@@ -374,6 +394,14 @@ impl Settings {
                 )?,
                 batch_size: count("intake.batch_size", file.intake.batch_size, 256, 10_000)?,
             },
+            metrics: MetricsSettings {
+                listen: match file.metrics.listen {
+                    None => None,
+                    Some(text) => Some(
+                        parse_listen(&text).map_err(|reason| invalid("metrics.listen", reason))?,
+                    ),
+                },
+            },
         })
     }
 
@@ -453,8 +481,30 @@ impl Settings {
             self.intake.rescan_interval.as_secs()
         ));
         out.push_str(&format!("batch_size = {}\n", self.intake.batch_size));
+        out.push('\n');
+        match &self.metrics.listen {
+            None => out.push_str("# [metrics] not configured: no Prometheus endpoint\n"),
+            Some(addr) => {
+                out.push_str("[metrics]\n");
+                out.push_str(&format!("listen = {}\n", toml_string(&addr.to_string())));
+            }
+        }
         out
     }
+}
+
+/// `metrics.listen`: a literal socket address (`IP:PORT`, IPv6 in brackets) with a port other
+/// than 0. Errors: why, without echoing more than the value written.
+fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    let addr: std::net::SocketAddr = text.trim().parse().map_err(|_| {
+        format!(
+            "must be an IP address and a port, e.g. \"127.0.0.1:9464\" or \"[::1]:9464\", got {text:?}"
+        )
+    })?;
+    if addr.port() == 0 {
+        return Err(format!("needs a fixed port (not 0), got {text:?}"));
+    }
+    Ok(addr)
 }
 
 fn toml_string(s: &str) -> String {
@@ -653,6 +703,36 @@ mod tests {
         assert!(e.contains("reconcile.retry_budget"), "{e}");
         let p = parse("[reconcile]\nmax_unhealthy = \"25%\"\n").unwrap();
         assert_eq!(parse(&p.to_toml()).unwrap(), p);
+    }
+
+    #[test]
+    fn metrics_listen_is_a_socket_address() {
+        assert_eq!(parse("").unwrap().metrics.listen, None);
+        let s = parse("[metrics]\nlisten = \"127.0.0.1:9464\"\n").unwrap();
+        assert_eq!(
+            s.metrics.listen,
+            Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9464)))
+        );
+        assert_eq!(parse(&s.to_toml()).unwrap(), s);
+        let v6 = parse("[metrics]\nlisten = \"[::1]:9464\"\n").unwrap();
+        assert_eq!(v6.metrics.listen.map(|a| a.is_ipv6()), Some(true));
+        for bad in [
+            "localhost:9464",
+            "127.0.0.1",
+            "127.0.0.1:0",
+            ":9464",
+            "127.0.0.1:70000",
+            "",
+        ] {
+            let e = parse(&format!("[metrics]\nlisten = \"{bad}\"\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("`metrics.listen`"), "{bad}: {e}");
+        }
+        let e = parse("[metrics]\nlisten = 9464\n").unwrap_err().to_string();
+        assert!(e.contains("listen"), "{e}");
+        let e = parse("[metrics]\nport = 9464\n").unwrap_err().to_string();
+        assert!(e.contains("port"), "{e}");
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub mod hot_adjust;
 pub mod intake;
 /// The journald `MESSAGE_ID`s of records an operator alerts on.
 pub mod message_ids;
+/// Prometheus metrics of the daemon (OpenMetrics text for `GET /metrics`).
+pub mod metrics;
 /// Operator controls: `pause`, `resume`.
 pub mod operator;
 /// Reconcile: observe, decide (pure policy), heal or record why not.

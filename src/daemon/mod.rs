@@ -12,6 +12,7 @@
 //! and the operation scheduler and its status counts on their own task ([`runner::Scheduler`]).
 
 mod connect;
+pub mod http;
 pub mod logging;
 mod reconcile;
 mod runner;
@@ -22,6 +23,7 @@ pub use reconcile::TRIGGER_PREFIX;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -33,6 +35,7 @@ use tokio::sync::mpsc;
 
 use crate::config::{EXIT_CONFIG, Settings};
 use crate::intake::spool::{self, FileLook, Found, IntakeContext, Outcome, Spool};
+use crate::metrics::Metrics;
 use crate::model::Timestamp;
 use crate::store::{Db, Store, StoreError};
 use connect::Connector;
@@ -128,6 +131,10 @@ struct Intake {
     last_reconcile: Option<Timestamp>,
     /// Whether a batch runs on a blocking thread now (its files are not in `ready`).
     flushing: bool,
+    /// Files in the batch running now (0 when none runs).
+    in_batch: usize,
+    /// The daemon's metrics: intake outcomes and the spool backlog.
+    metrics: Arc<Metrics>,
     /// Where a batch reports its end; the main loop receives it.
     batch_done: mpsc::UnboundedSender<BatchDone>,
 }
@@ -150,6 +157,17 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let watch = watch::SpoolWatch::new(&spool, events_tx)?;
 
+    // The metrics endpoint is bound before anything is processed: a port that cannot be bound
+    // is a startup error, not a surprise later.
+    let metrics = Arc::new(Metrics::new());
+    let http = match settings.metrics.listen {
+        None => None,
+        Some(addr) => {
+            let server = http::Server::start(addr, http::router(metrics.clone())).await?;
+            tracing::info!(listen = %server.local_addr, "metrics endpoint: GET http://{}/metrics", server.local_addr);
+            Some(server)
+        }
+    };
     let db = Db::new(store);
     let (batch_done, mut batches) = mpsc::unbounded_channel();
     let mut intake = Intake {
@@ -163,6 +181,8 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
         check_watch: false,
         last_reconcile: None,
         flushing: false,
+        in_batch: 0,
+        metrics: metrics.clone(),
         batch_done,
     };
     intake.scan().context("scanning the spool")?;
@@ -179,9 +199,10 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     // One cloud connection and one SSH session pool for the engine and reconcile alike.
     let mut connector = Connector::new();
     let mut connection_handed = false;
-    let scheduler = Scheduler::spawn(db.clone(), &intake.settings);
+    let scheduler = Scheduler::spawn(db.clone(), &intake.settings, metrics.clone());
     let mut schedule_tick = tokio::time::interval(Duration::from_secs(1));
-    let mut reconcile = reconcile::ReconcileLoop::new(db.clone(), &intake.settings.spool_dir);
+    let mut reconcile =
+        reconcile::ReconcileLoop::new(db.clone(), &intake.settings.spool_dir, metrics.clone());
     let mut reconcile_tick = tokio::time::interval(Duration::from_secs(1));
 
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -261,6 +282,9 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     }
     scheduler.stop().await;
     reconcile.stop().await;
+    if let Some(server) = http {
+        server.stop();
+    }
     drop(intake);
     Ok(())
 }
@@ -357,7 +381,15 @@ impl Intake {
         self.looks = looks;
         // Committed files whose step after the commit did not finish (crash, I/O error).
         self.ready.extend(self.spool.unfinished()?);
+        self.count_backlog();
         Ok(())
+    }
+
+    /// Sets the spool backlog gauge: files of `new/` ready, waiting for their second look, or
+    /// in the batch running now.
+    fn count_backlog(&self) {
+        self.metrics
+            .set_spool_backlog(self.ready.len() + self.looks.len() + self.in_batch);
     }
 
     fn scan_logged(&mut self) {
@@ -372,6 +404,7 @@ impl Intake {
     /// signals while a batch holds the database.
     fn flush(&mut self) {
         if self.flushing || self.ready.is_empty() {
+            self.count_backlog();
             return;
         }
         // The first `batch_size` paths in order, O(batch log backlog): the main loop does not
@@ -385,6 +418,8 @@ impl Intake {
         let package_store = self.settings.package_store();
         let cloud_configured = self.settings.cloud.is_some();
         self.flushing = true;
+        self.in_batch = batch.len();
+        self.count_backlog();
         tokio::task::spawn_blocking(move || {
             let ctx = IntakeContext {
                 packages_dir: &packages_dir,
@@ -410,21 +445,29 @@ impl Intake {
     /// Logs the outcomes of a finished batch and starts the next one.
     fn batch_done(&mut self, (files, result): BatchDone) {
         self.flushing = false;
+        self.in_batch = 0;
         // An event or scan may have queued a file of this batch again while it ran; it is
         // decided and moved now (a file left in new/ is found by the next scan).
         for f in &files {
             self.ready.remove(f);
         }
         match result {
-            Ok(outcomes) => outcomes.iter().for_each(log_outcome),
+            Ok(outcomes) => {
+                for o in &outcomes {
+                    log_outcome(o);
+                    self.metrics.intake_outcome(o);
+                }
+            }
             Err(e) => {
                 // Nothing was committed or moved; the files stay in new/ for the next scan.
                 tracing::error!(error = %e, files = files.len(), "intake batch failed ({e}); will retry");
                 self.ready.clear();
+                self.count_backlog();
                 return;
             }
         }
         self.flush();
+        self.count_backlog();
     }
 
     /// One-line summary for `systemctl status` (`STATUS=`), e.g. "2 VNF instances, 3
@@ -460,6 +503,10 @@ impl Intake {
                     new.spool_dir = self.settings.spool_dir.clone();
                     new.database = self.settings.database.clone();
                 }
+                if new.metrics != self.settings.metrics {
+                    tracing::warn!("metrics.listen changes take effect after a restart");
+                    new.metrics = self.settings.metrics.clone();
+                }
                 self.settings = new;
                 tracing::info!("configuration reloaded");
             }
@@ -476,6 +523,7 @@ fn log_outcome(o: &Outcome) {
             operation,
             status_detail,
             warnings,
+            ended: _,
         } => {
             tracing::info!(
                 message_id = MSG_REQUEST_ACCEPTED,

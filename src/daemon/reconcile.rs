@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use super::connect::Connection;
 use crate::cloud::OpenStackCloud;
 use crate::config::Settings;
+use crate::metrics::Metrics;
 use crate::model::Timestamp;
 use crate::reconcile::{self, PassKind, Reconciler, probe::ProbeSettings};
 use crate::store::Db;
@@ -32,10 +33,12 @@ pub(super) struct ReconcileLoop {
     next_full: Option<chrono::DateTime<chrono::Utc>>,
     /// When the last pass was recorded (for systemd's STATUS line).
     last_recorded: Arc<std::sync::Mutex<Option<Timestamp>>>,
+    /// The daemon's metrics: every pass is counted there.
+    metrics: Arc<Metrics>,
 }
 
 impl ReconcileLoop {
-    pub(super) fn new(db: Db, spool_dir: &Path) -> Self {
+    pub(super) fn new(db: Db, spool_dir: &Path, metrics: Arc<Metrics>) -> Self {
         Self {
             db,
             new_dir: spool_dir.join("new"),
@@ -43,6 +46,7 @@ impl ReconcileLoop {
             last_cloud_pass: None,
             next_full: None,
             last_recorded: Arc::default(),
+            metrics,
         }
     }
 
@@ -107,8 +111,9 @@ impl ReconcileLoop {
             },
         );
         let last_recorded = self.last_recorded.clone();
+        let metrics = self.metrics.clone();
         self.task = Some(tokio::spawn(async move {
-            if let Some(at) = run_pass(&db, &rec, kind, only.as_deref()).await {
+            if let Some(at) = run_pass(&db, &rec, kind, only.as_deref(), &metrics).await {
                 *last_recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
             }
         }));
@@ -154,14 +159,17 @@ impl ReconcileLoop {
     }
 }
 
-/// One pass: snapshot, evaluate, record (one transaction), log. Returns when it was recorded
-/// (`None`: skipped).
+/// One pass: snapshot, evaluate, record (one transaction), log, count in `metrics` (a pass
+/// whose snapshot cannot be read is not counted: nothing was observed). Returns when it was
+/// recorded (`None`: skipped).
 async fn run_pass(
     db: &Db,
     rec: &Reconciler<OpenStackCloud>,
     kind: PassKind,
     only: Option<&str>,
+    metrics: &Metrics,
 ) -> Option<Timestamp> {
+    let started = Instant::now();
     let snap = match db.with(|s| reconcile::snapshot(s.reader(), only)) {
         Ok(s) => s,
         Err(e) => {
@@ -172,6 +180,7 @@ async fn run_pass(
     let now = Timestamp(chrono::Utc::now());
     let mut report = rec.evaluate(&snap, kind, now).await;
     let recorded = db.write(|tx| reconcile::record(tx, &mut report, now));
+    metrics.reconcile_pass(&report, recorded.is_ok(), started.elapsed(), now);
     match recorded {
         Ok(()) => {
             reconcile::log(&report);

@@ -15,6 +15,7 @@ use super::connect::Connection;
 use crate::cloud::OpenStackCloud;
 use crate::config::Settings;
 use crate::engine::{Engine, EngineLimits};
+use crate::metrics::Metrics;
 use crate::model::OperationState;
 use crate::store::Db;
 
@@ -35,12 +36,14 @@ struct Runner {
     busy_vnfs: HashSet<String>,
     /// How to abort the task in flight for a VNF instance (a TERMINATE superseding it).
     aborts: HashMap<String, tokio::task::AbortHandle>,
+    /// The daemon's metrics, handed to the engine; superseded operations are counted here.
+    metrics: Arc<Metrics>,
 }
 
 impl Runner {
     /// A scheduler with no engine yet: the engine is made by the first [`Runner::schedule`]
     /// that has a connection, so readiness never waits for the cloud.
-    fn new(db: Db, settings: &Settings) -> Self {
+    fn new(db: Db, settings: &Settings, metrics: Arc<Metrics>) -> Self {
         let limits = EngineLimits {
             max_parallel_hosts: settings.limits.max_parallel_hosts as usize,
             command_timeout: settings.limits.command_timeout,
@@ -55,6 +58,7 @@ impl Runner {
             busy: HashMap::new(),
             busy_vnfs: HashSet::new(),
             aborts: HashMap::new(),
+            metrics,
         }
     }
 
@@ -74,12 +78,15 @@ impl Runner {
         if self.engine.is_none()
             && let Some(c) = conn
         {
-            self.engine = Some(Arc::new(Engine::new(
-                self.db.clone(),
-                c.cloud.clone(),
-                c.remote.clone(),
-                self.limits.clone(),
-            )));
+            self.engine = Some(Arc::new(
+                Engine::new(
+                    self.db.clone(),
+                    c.cloud.clone(),
+                    c.remote.clone(),
+                    self.limits.clone(),
+                )
+                .with_metrics(self.metrics.clone()),
+            ));
         }
         let Some(engine) = self.engine.clone() else {
             return;
@@ -148,18 +155,24 @@ impl Runner {
             if let Some(handle) = self.aborts.remove(&term.vnf_instance_id) {
                 handle.abort();
             }
-            let ahead: Vec<String> = queue
+            let ahead: Vec<(String, LcmOperationType)> = queue
                 .iter()
                 .filter(|o| o.seq < term.seq)
-                .map(|o| o.id.clone())
+                .map(|o| (o.id.clone(), o.operation))
                 .collect();
             let now = crate::model::Timestamp(chrono::Utc::now());
             let result = self.db.write(|tx| {
-                for id in &ahead {
+                for (id, _) in &ahead {
                     tx.supersede(id, &term.id, &why, now)?;
                 }
                 Ok(())
             });
+            if result.is_ok() {
+                for (_, operation) in &ahead {
+                    self.metrics
+                        .operation_finished(*operation, OperationState::Failed, None);
+                }
+            }
             match result {
                 Ok(()) => tracing::warn!(
                     vnf_instance_id = %term.vnf_instance_id, vnf_lcm_op_occ_id = %term.id,
@@ -259,8 +272,8 @@ impl Scheduler {
     /// Spawns the scheduler task: every second it runs [`Runner::schedule`] (whose database
     /// calls run under `block_in_place` on this task's worker, not on the main loop's) and
     /// publishes the counts for the status line; it collects finished operations as they end.
-    pub(super) fn spawn(db: Db, settings: &Settings) -> Self {
-        let mut runner = Runner::new(db.clone(), settings);
+    pub(super) fn spawn(db: Db, settings: &Settings, metrics: Arc<Metrics>) -> Self {
+        let mut runner = Runner::new(db.clone(), settings, metrics);
         let (conn_tx, mut conn_rx) = mpsc::unbounded_channel::<Connection>();
         // Counted once here (at start-up, before the main loop runs) so that the first status
         // line is true.

@@ -22,6 +22,7 @@ use std::time::Duration;
 use tracing::Instrument as _;
 
 use crate::cloud::Cloud;
+use crate::metrics::Metrics;
 use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 use crate::remote::Remote;
 use crate::store::{Db, NewEvent, OperationRow, StoreError};
@@ -82,6 +83,9 @@ pub struct Engine<C> {
     cloud: Arc<C>,
     remote: Arc<dyn Remote>,
     limits: EngineLimits,
+    /// Where operation and step ends are counted (the daemon's registry; a private one unless
+    /// [`Engine::with_metrics`] was called).
+    metrics: Arc<Metrics>,
 }
 
 impl<C> std::fmt::Debug for Engine<C> {
@@ -90,6 +94,13 @@ impl<C> std::fmt::Debug for Engine<C> {
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
+}
+
+/// What one call of [`Engine::run`] did: the state the occurrence is in, and whether this run
+/// moved it there (`None`: nothing to do, e.g. already final or waiting for an operator).
+struct Ran {
+    state: OperationState,
+    reached: Option<OperationState>,
 }
 
 fn now() -> Timestamp {
@@ -104,7 +115,14 @@ impl<C: Cloud> Engine<C> {
             cloud,
             remote,
             limits,
+            metrics: Arc::default(),
         }
+    }
+
+    /// The same engine counting into `metrics` (the daemon's registry, served at `/metrics`).
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Runs (or resumes) the operation `op_id` until it reaches `COMPLETED`, `FAILED_TEMP` or
@@ -115,27 +133,43 @@ impl<C: Cloud> Engine<C> {
             return Ok(OperationState::Failed);
         };
         let span = tracing::info_span!("operation", vnf_instance_id = %op.vnf_instance_id, vnf_lcm_op_occ_id = %op.id, operation = %op.operation);
-        self.run_op(op).instrument(span).await
+        let operation = op.operation;
+        let started = std::time::Instant::now();
+        let ran = self.run_op(op).instrument(span).await?;
+        if let Some(state) = ran.reached {
+            self.metrics
+                .operation_finished(operation, state, Some(started.elapsed()));
+        }
+        Ok(ran.state)
     }
 
-    async fn run_op(&self, op: OperationRow) -> Result<OperationState, StoreError> {
-        match (op.operation_state, op.pending_task) {
+    async fn run_op(&self, op: OperationRow) -> Result<Ran, StoreError> {
+        let reached = match (op.operation_state, op.pending_task) {
             (OperationState::Starting, _)
             | (OperationState::FailedTemp, Some(PendingTask::Retry)) => {
                 self.transition(&op, OperationState::Processing, None, "processing")?;
-                self.process(&op).await
+                self.process(&op).await?
             }
             (OperationState::Processing, _) => {
                 tracing::info!("resuming after a restart at the first unfinished step");
-                self.process(&op).await
+                self.process(&op).await?
             }
             (OperationState::FailedTemp, Some(PendingTask::Rollback)) => {
                 self.transition(&op, OperationState::RollingBack, None, "rolling back")?;
-                self.roll_back(&op).await
+                self.roll_back(&op).await?
             }
-            (OperationState::RollingBack, _) => self.roll_back(&op).await,
-            (state, _) => Ok(state),
-        }
+            (OperationState::RollingBack, _) => self.roll_back(&op).await?,
+            (state, _) => {
+                return Ok(Ran {
+                    state,
+                    reached: None,
+                });
+            }
+        };
+        Ok(Ran {
+            state: reached,
+            reached: Some(reached),
+        })
     }
 
     async fn process(&self, op: &OperationRow) -> Result<OperationState, StoreError> {

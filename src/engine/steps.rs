@@ -158,7 +158,7 @@ impl<C: Cloud> Engine<C> {
         op: &OperationRow,
         key: &str,
         step_no: i64,
-        name: &str,
+        name: &'static str,
         f: F,
         persist: P,
     ) -> Result<T, EngineError>
@@ -170,6 +170,30 @@ impl<C: Cloud> Engine<C> {
         self.step_status(op, step_no, name)?;
         self.db
             .write(|tx| tx.journal_start(&op.id, key, step_no, name, "", now()))?;
+        let started = std::time::Instant::now();
+        let r = self.cloud_attempts(op, key, name, f, persist).await;
+        match &r {
+            Ok(_) => self.metrics.step_finished(name, true, started.elapsed()),
+            Err(EngineError::Step(_)) => self.metrics.step_finished(name, false, started.elapsed()),
+            Err(EngineError::Store(_)) => {}
+        }
+        r
+    }
+
+    /// The attempts of [`Engine::cloud_step`] after its journal start.
+    async fn cloud_attempts<T, F, Fut, P>(
+        &self,
+        op: &OperationRow,
+        key: &str,
+        name: &'static str,
+        f: F,
+        persist: P,
+    ) -> Result<T, EngineError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, CloudError>>,
+        P: FnOnce(&T) -> Result<(), EngineError>,
+    {
         let mut attempt = 1;
         loop {
             match f().await {
@@ -244,6 +268,7 @@ impl<C: Cloud> Engine<C> {
     ) -> Result<(), EngineError> {
         self.db
             .write(|tx| tx.journal_start(&op.id, key, step_no, step.name, &host.vnfc_id, now()))?;
+        let started = std::time::Instant::now();
         let mut attempt = 1;
         let outcome = loop {
             match self.check_apply(step, host, attempt).await {
@@ -299,6 +324,8 @@ impl<C: Cloud> Engine<C> {
                 Err(Attempt::Store(e)) => return Err(e.into()),
             }
         };
+        self.metrics
+            .step_finished(step.name, outcome.is_ok(), started.elapsed());
         match outcome {
             Ok(detail) => {
                 tracing::info!(detail = %detail, "step done");

@@ -46,6 +46,9 @@ pub enum Outcome {
         status_detail: Option<String>,
         /// Normalisations applied or noticed.
         warnings: Vec<FieldProblem>,
+        /// For an accepted FAIL task: the type of the operation it ended in `FAILED`
+        /// (`None` for everything else).
+        ended: Option<LcmOperationType>,
     },
     /// Same request as an earlier one: no new operation.
     Duplicate {
@@ -904,6 +907,7 @@ fn record_acceptance(
             operation: operation.as_str().to_owned(),
             status_detail: Some(status_detail),
             warnings: warnings.to_vec(),
+            ended: None,
         },
         Destination::Accepted { op: op_id },
     ))
@@ -989,6 +993,7 @@ fn record_task(
             operation: task.to_owned(),
             status_detail: None,
             warnings: Vec::new(),
+            ended: (env.operation == TaskOperation::Fail).then_some(op.operation),
         },
         Destination::Task {
             op: op.id.clone(),
