@@ -1,7 +1,7 @@
 //! The daemon's HTTP server: today it serves `GET /metrics` (the Prometheus endpoint,
 //! `[metrics] listen`; OpenMetrics text for clients that ask for it, else the Prometheus text
 //! format); it is the one server later HTTP routes of the daemon join (the
-//! notification endpoint of SOL003 §5.4.20 / issue 15 is to be a further route of
+//! notification endpoint of SOL003 §5.4.20 is to be a further route of
 //! [`router`], on the same listener when both are on), so that the daemon listens on one
 //! socket.
 //!
