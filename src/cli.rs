@@ -232,7 +232,7 @@ pub fn main() -> ExitCode {
     if let Command::Daemon(c) = &cli.command {
         return crate::daemon::main(&c.config);
     }
-    crate::daemon::logging::init(crate::daemon::logging::LogTarget::Stderr);
+    crate::daemon::logging::init(crate::daemon::logging::LogTarget::Stderr, "warn");
     if let Command::Verb(v) = cli.command {
         return verb(v);
     }

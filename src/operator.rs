@@ -45,6 +45,14 @@ fn open(settings: &Settings) -> anyhow::Result<Store> {
             settings.database.display()
         );
     }
+    // The database is the service user's (0640, group vnfkeeper: members read it, only the
+    // service and root write it). Say so plainly rather than fail on the first file refused.
+    if rustix::fs::access(&settings.database, rustix::fs::Access::WRITE_OK).is_err() {
+        bail!(
+            "this command writes the database {}, which you may only read: run it as root or as the service's user",
+            settings.database.display()
+        );
+    }
     Ok(Store::open(&settings.database)?)
 }
 

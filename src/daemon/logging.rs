@@ -19,10 +19,12 @@ pub enum LogTarget {
     Stderr,
 }
 
-/// Installs the global subscriber. Level from `RUST_LOG` (default `info`). Returns which sink
-/// was chosen (`"journald"` or `"stderr"`). Calling it twice is harmless (the second is ignored).
-pub fn init(target: LogTarget) -> &'static str {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+/// Installs the global subscriber. Level from `RUST_LOG`, else `default` (an `EnvFilter`
+/// directive: the daemon logs at `info`, one-shot commands only `warn`, so that their output is
+/// what they print, not the store's migration chatter). Returns which sink was chosen
+/// (`"journald"` or `"stderr"`). Calling it twice is harmless (the second is ignored).
+pub fn init(target: LogTarget, default: &str) -> &'static str {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let journald = match target {
         LogTarget::Stderr => None,
         LogTarget::Auto => std::env::var_os("JOURNAL_STREAM")

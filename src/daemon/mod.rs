@@ -55,7 +55,7 @@ const SETTLE_TICK: Duration = Duration::from_millis(500);
 /// ([`crate::store::StoreError::SecretsKey`]; a restart cannot fix either), 1 for any other
 /// fatal error (logged).
 pub fn main(config_path: &Path) -> ExitCode {
-    let sink = logging::init(LogTarget::Auto);
+    let sink = logging::init(LogTarget::Auto, "info");
     let settings = match Settings::load(config_path) {
         Ok(s) => s,
         Err(e) => {
