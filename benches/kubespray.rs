@@ -26,7 +26,7 @@
 //! - vnfkeeper's own share = wall − Ansible, as wall / Ansible and as own seconds per cluster
 //!   node (N + 1), and once more without the cloud part.
 //!
-//! Target (printed with "met"/"not met", never asserted): at the largest N, vnfkeeper's own time
+//! Target (printed with "met"/"not met", never asserted): at N = 20, vnfkeeper's own time
 //! with the cloud part excluded is at most 25 % of Ansible's, i.e. (wall − cloud) / Ansible ≤ 1.25. On the testbed every host is a process on the
 //! same machine as the daemon and the Ansible server, so all of them share its cores.
 //!
@@ -55,8 +55,11 @@ const PACKAGE: &str = "k8s-mgmtdriver-kubespray";
 const VNF: &str = "vnf-kubespray";
 /// How long one INSTANTIATE may take before the run is given up.
 const LIMIT: Duration = Duration::from_secs(30 * 60);
-/// Target of (wall − cloud) / Ansible at the largest N.
+/// Target of (wall − cloud) / Ansible at N = [`TARGET_N`].
 const TARGET: f64 = 1.25;
+/// The size the target applies to (issue 13's largest); smaller clusters carry more fixed cost
+/// per node, so their ratios are printed for information.
+const TARGET_N: u32 = 20;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -224,6 +227,7 @@ async fn run(n: u32) -> Run {
     assert!(ready.is_some(), "daemon not ready: {}", tail(&log));
 
     let t0 = Instant::now();
+    let submitted = chrono::Utc::now().fixed_offset();
     let out = vk(&config, &["submit", req.to_str().unwrap()]);
     assert!(out.status.success(), "submit: {out:?}");
     let done = wait(LIMIT, || {
@@ -276,6 +280,31 @@ async fn run(n: u32) -> Run {
     let ansible: f64 = playbooks.iter().map(|s| s.seconds()).sum();
     let cloud = span(steps.iter().filter(|s| s.name.starts_with("heat.")));
     let outside = wall - span(steps.iter());
+    // Where the time outside the steps goes: submit → operation created (intake), created →
+    // first step, last step → COMPLETED, COMPLETED → seen by the polling.
+    let op_time = |k: &str| {
+        done.as_ref()
+            .and_then(|o| o[k].as_str())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+    };
+    if let (Some(created), Some(completed), Some(first), Some(last)) = (
+        op_time("startTime"),
+        op_time("stateEnteredTime"),
+        steps.iter().map(|s| s.started).min(),
+        steps.iter().map(|s| s.finished).max(),
+    ) {
+        let secs = |a: chrono::DateTime<chrono::FixedOffset>,
+                    b: chrono::DateTime<chrono::FixedOffset>| {
+            (b - a).as_seconds_f64()
+        };
+        eprintln!(
+            "N = {n}: outside the steps {outside:.3} s: submit → operation created {:.3} s, → first step {:.3} s; last step → COMPLETED {:.3} s, → seen {:.3} s",
+            secs(submitted, created),
+            secs(created, first),
+            secs(last, completed),
+            wall - secs(submitted, completed)
+        );
+    }
 
     eprintln!("N = {n}: steps of the INSTANTIATE (name: count, first start → last finish):");
     let mut names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
@@ -314,7 +343,6 @@ async fn run(n: u32) -> Run {
 
 /// Prints the table: a human-readable block, then one `bench-result` row per figure.
 fn report(runs: &[Run]) {
-    let largest = runs.iter().map(|r| r.workers).max().unwrap_or(0);
     println!(
         "kubespray INSTANTIATE, 1 master + N workers + 1 LB on testbed hosts, {} cores shared by the hosts, the Ansible server and the daemon",
         std::thread::available_parallelism().map_or(0, |n| n.get())
@@ -352,16 +380,21 @@ fn report(runs: &[Run]) {
     println!(
         "  cloud = span of the heat.* steps (stack create: starting the hosts); outside = wall time before the first and after the last step"
     );
-    if let Some(r) = runs.iter().find(|r| r.workers == largest) {
-        let ratio = (r.wall - r.cloud) / r.ansible;
-        println!(
-            "  target: (wall − cloud) / ansible ≤ {TARGET} at N = {largest} (vnfkeeper's own time ≤ 25 % of Ansible's): {ratio:.2}, {}",
-            if ratio <= TARGET { "met" } else { "not met" }
-        );
+    match runs.iter().find(|r| r.workers == TARGET_N) {
+        Some(r) => {
+            let ratio = (r.wall - r.cloud) / r.ansible;
+            println!(
+                "  target: (wall − cloud) / ansible ≤ {TARGET} at N = {TARGET_N} (vnfkeeper's own time ≤ 25 % of Ansible's): {ratio:.3}, {}",
+                if ratio <= TARGET { "met" } else { "not met" }
+            );
+        }
+        None => println!(
+            "  target: (wall − cloud) / ansible ≤ {TARGET} at N = {TARGET_N}: not measured in this run"
+        ),
     }
     for r in runs {
         let n = r.workers;
-        let target = if n == largest {
+        let target = if n == TARGET_N {
             table::Target::AtMost(TARGET)
         } else {
             table::Target::None
