@@ -1,0 +1,591 @@
+//! Kubespray benchmark (needs root): wall time of INSTANTIATE of the kubespray flavour's seed
+//! request with 1 master + N workers (N = 2, 10, 20; `-- --sizes 2,10` to choose, `-- --quick`:
+//! N = 2 only), against the time Ansible itself took, so vnfkeeper's own overhead shows as a
+//! ratio.
+//!
+//! Each size runs on a fresh testbed cloud whose servers are real hosts (network namespaces with
+//! sshd) on `10.231.84.0/24`, with the testbed's Ansible server (Debian's `ansible-core` and the
+//! kubespray stand-in playbooks, `tests/testbed/kubespray/`), and a fresh daemon (the real
+//! binary, temporary config, spool and database, reconcile off). The request is
+//! `fixtures/requests/good/k8s-mgmtdriver-kubespray.10-instantiate.json` with its `ansible` block
+//! filled in with the testbed's Ansible server; the package is a copy of
+//! `fixtures/packages/k8s-mgmtdriver-kubespray` whose VNFD gives the worker VDU N instances at the
+//! default instantiation level (the level's `VduInstantiationLevels` count is what the engine
+//! reads first, then the `VduInitialDelta`: both are set) and whose BaseHOT's worker group allows
+//! them (`max_size`).
+//!
+//! Measured per N:
+//! - wall: from `vnfkeeper submit` to `vnfkeeper ops --json` showing COMPLETED (polled every
+//!   100 ms);
+//! - Ansible: the sum over the operation's `ansible.playbook` steps (`cluster.yml` on the Ansible
+//!   server) of finishedAt − startedAt, from `vnfkeeper events VNF --json`;
+//! - the cloud part: the span of the `heat.*` steps (stack create and its wait: in the testbed,
+//!   starting the hosts);
+//! - outside the steps: wall time before the first step starts and after the last one finishes
+//!   (intake, scheduling, state changes, the polling);
+//! - vnfkeeper's own share = wall − Ansible, as wall / Ansible and as own seconds per cluster
+//!   node (N + 1), and once more without the cloud part.
+//!
+//! Target (printed with "met"/"not met", never asserted): at N = 20, vnfkeeper's own time
+//! with the cloud part excluded is at most 25 % of Ansible's, i.e. (wall − cloud) / Ansible ≤ 1.25. On the testbed every host is a process on the
+//! same machine as the daemon and the Ansible server, so all of them share its cores.
+//!
+//! Run: `cargo bench -p vnfkeeper --bench kubespray`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use serde_yaml_ng::Value as Yaml;
+use testbed::cloud::{CloudOptions, Testbed};
+use testbed::hosts::{FarmConfig, HostFarm};
+
+mod table;
+
+const VK: &str = env!("CARGO_BIN_EXE_vnfkeeper");
+/// Name prefix of the testbed's namespaces and links (no test or other bench uses it).
+const PREFIX: &str = "vkkb";
+/// Third octet of the testbed subnet `10.231.<NET>.0/24` (no test or other bench uses it).
+const NET: u8 = 84;
+/// The fixture package, copied and resized per N.
+const PACKAGE: &str = "k8s-mgmtdriver-kubespray";
+/// The seed request's VNF instance id.
+const VNF: &str = "vnf-kubespray";
+/// How long one INSTANTIATE may take before the run is given up.
+const LIMIT: Duration = Duration::from_secs(30 * 60);
+/// Target of (wall − cloud) / Ansible at N = [`TARGET_N`].
+const TARGET: f64 = 1.25;
+/// The size the target applies to (issue 13's largest); smaller clusters carry more fixed cost
+/// per node, so their ratios are printed for information.
+const TARGET_N: u32 = 20;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn main() {
+    let sizes: Vec<u32> = match table::arg::<String>("sizes") {
+        Some(s) => s
+            .split(',')
+            .map(|n| n.trim().parse().expect("--sizes: comma-separated counts"))
+            .collect(),
+        None if table::quick() => vec![2],
+        None => vec![2, 10, 20],
+    };
+    assert!(
+        sizes.iter().all(|&n| (1..=200).contains(&n)),
+        "--sizes: each N in 1..=200"
+    );
+    if Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout != b"0\n")
+        .unwrap_or(true)
+    {
+        eprintln!("kubespray benchmark: needs root (network namespaces); skipped");
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut results = Vec::new();
+    for &n in &sizes {
+        results.push(rt.block_on(run(n)));
+    }
+    report(&results);
+}
+
+/// What one size measured (seconds).
+struct Run {
+    workers: u32,
+    wall: f64,
+    ansible: f64,
+    cloud: f64,
+    /// Wall time outside the steps: from submission to the first step's start and from the last
+    /// step's finish to COMPLETED seen (intake, scheduling, state changes, the 100 ms polling).
+    outside: f64,
+    playbooks: usize,
+}
+
+/// Kills the daemon and removes every testbed leftover of [`PREFIX`] when dropped (also on
+/// panic).
+struct Teardown {
+    daemon: Option<Child>,
+}
+
+impl Teardown {
+    /// SIGTERM, up to 10 s, then SIGKILL.
+    fn stop_daemon(&mut self) {
+        if let Some(mut c) = self.daemon.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_secs(10) {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Teardown {
+    fn drop(&mut self) {
+        self.stop_daemon();
+        let _ = std::thread::spawn(|| {
+            tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(testbed::hosts::down_all(PREFIX))
+        })
+        .join();
+    }
+}
+
+/// One INSTANTIATE with `n` workers on a fresh testbed and daemon.
+async fn run(n: u32) -> Run {
+    let _ = testbed::hosts::down_all(PREFIX).await;
+    let mut teardown = Teardown { daemon: None };
+    testbed::hosts::setup_packages()
+        .await
+        .expect("host packages");
+    let dir = tempfile::Builder::new()
+        .prefix("vk-bench-kubespray-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let farm = Arc::new(
+        HostFarm::new(FarmConfig {
+            state_dir: dir.path().join("hosts"),
+            prefix: PREFIX.into(),
+            bridge_cidr: format!("10.231.{NET}.1/24").parse().unwrap(),
+        })
+        .await
+        .expect("farm"),
+    );
+    let mut opts = CloudOptions::no_hosts(dir.path());
+    opts.subnet = format!("10.231.{NET}.0/24");
+    opts.farm = Some(Arc::new(testbed::cloud::farm::FarmBackend(farm.clone())));
+    opts.ansible_server = true;
+    let tb = Testbed::start(opts)
+        .await
+        .expect("testbed with Ansible server");
+    let (server, _) = tb.ansible_server().expect("Ansible server");
+
+    let packages = dir.path().join("packages");
+    resized_package(&packages.join(PACKAGE), n);
+    let mut env: Value = serde_json::from_slice(
+        &std::fs::read(
+            repo().join("fixtures/requests/good/k8s-mgmtdriver-kubespray.10-instantiate.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    env["vnfPackage"] = Value::from(PACKAGE);
+    server.fill_request(&mut env).unwrap();
+    let req = dir.path().join("instantiate.json");
+    write_private(&req, env.to_string().as_bytes());
+
+    let config = dir.path().join("vnfkeeper.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "spool_dir = \"{0}/spool\"\ndatabase = \"{0}/state.db\"\npackages_dir = \"{1}\"\n\n\
+             [cloud]\nclouds_yaml = \"{2}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n",
+            dir.path().display(),
+            packages.display(),
+            tb.clouds_yaml().display()
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("daemon.log");
+    teardown.daemon = Some(
+        Command::new(VK)
+            .arg("daemon")
+            .env("VNFKEEPER_CONFIG", &config)
+            .env_remove("JOURNAL_STREAM")
+            .env_remove("NOTIFY_SOCKET")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start daemon"),
+    );
+    let ready = wait(Duration::from_secs(30), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains(" ready")
+            .then_some(())
+    })
+    .await;
+    assert!(ready.is_some(), "daemon not ready: {}", tail(&log));
+
+    let t0 = Instant::now();
+    let submitted = chrono::Utc::now().fixed_offset();
+    let out = vk(&config, &["submit", req.to_str().unwrap()]);
+    assert!(out.status.success(), "submit: {out:?}");
+    let done = wait(LIMIT, || {
+        ops(&config).into_iter().next().filter(|o| {
+            matches!(
+                o["operationState"].as_str(),
+                Some("COMPLETED" | "FAILED_TEMP" | "FAILED")
+            )
+        })
+    })
+    .await;
+    let wall = t0.elapsed().as_secs_f64();
+    assert_eq!(
+        done.as_ref().map(|o| &o["operationState"]),
+        Some(&Value::from("COMPLETED")),
+        "INSTANTIATE with {n} workers did not complete within {LIMIT:?}: {:?}\n{}",
+        ops(&config).first(),
+        tail(&log)
+    );
+
+    // The VNF really has 1 master and n workers.
+    let status: Value = serde_json::from_slice(&vk(&config, &["status", "--json"]).stdout).unwrap();
+    let count = |vdu: &str| {
+        status[0]["vnfcs"]
+            .as_array()
+            .map(|v| v.iter().filter(|c| c["vduId"] == vdu).count())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        (count("masterNode"), count("workerNode")),
+        (1, n as usize),
+        "VNFCs of the instantiated VNF"
+    );
+
+    // Step times from the VNF's timeline.
+    let events: Value =
+        serde_json::from_slice(&vk(&config, &["events", VNF, "--json"]).stdout).unwrap();
+    let steps: Vec<Step> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| done.as_ref().is_some_and(|o| e["vnfLcmOpOccId"] == o["id"]))
+        .filter_map(|e| Step::from_json(&e["step"]))
+        .collect();
+    let playbooks: Vec<&Step> = steps
+        .iter()
+        .filter(|s| s.name == "ansible.playbook")
+        .collect();
+    assert!(!playbooks.is_empty(), "no ansible.playbook step: {events}");
+    let ansible: f64 = playbooks.iter().map(|s| s.seconds()).sum();
+    let cloud = span(steps.iter().filter(|s| s.name.starts_with("heat.")));
+    let outside = wall - span(steps.iter());
+    // Where the time outside the steps goes: submit → operation created (intake), created →
+    // first step, last step → COMPLETED, COMPLETED → seen by the polling.
+    let op_time = |k: &str| {
+        done.as_ref()
+            .and_then(|o| o[k].as_str())
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+    };
+    if let (Some(created), Some(completed), Some(first), Some(last)) = (
+        op_time("startTime"),
+        op_time("stateEnteredTime"),
+        steps.iter().map(|s| s.started).min(),
+        steps.iter().map(|s| s.finished).max(),
+    ) {
+        let secs = |a: chrono::DateTime<chrono::FixedOffset>,
+                    b: chrono::DateTime<chrono::FixedOffset>| {
+            (b - a).as_seconds_f64()
+        };
+        eprintln!(
+            "N = {n}: outside the steps {outside:.3} s: submit → operation created {:.3} s, → first step {:.3} s; last step → COMPLETED {:.3} s, → seen {:.3} s",
+            secs(submitted, created),
+            secs(created, first),
+            secs(last, completed),
+            wall - secs(submitted, completed)
+        );
+    }
+
+    eprintln!("N = {n}: steps of the INSTANTIATE (name: count, first start → last finish):");
+    let mut names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let of: Vec<&Step> = steps.iter().filter(|s| s.name == name).collect();
+        eprintln!(
+            "  {name:<24} {:>3} × {:>8.3} s",
+            of.len(),
+            span(of.iter().copied())
+        );
+    }
+
+    teardown.stop_daemon();
+    tb.shutdown().await;
+    farm.shutdown().await.unwrap();
+    let left = testbed::hosts::down_all(PREFIX).await.unwrap();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let netns = String::from_utf8_lossy(&netns.stdout);
+    assert!(
+        !netns.lines().any(|l| l.starts_with(PREFIX)),
+        "namespaces left: {netns}"
+    );
+    drop(teardown);
+    Run {
+        workers: n,
+        wall,
+        ansible,
+        cloud,
+        outside,
+        playbooks: playbooks.len(),
+    }
+}
+
+/// Prints the table: a human-readable block, then one `bench-result` row per figure.
+fn report(runs: &[Run]) {
+    println!(
+        "kubespray INSTANTIATE, 1 master + N workers + 1 LB on testbed hosts, {} cores shared by the hosts, the Ansible server and the daemon",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "  {:>3} {:>9} {:>9} {:>9} {:>9} {:>11} {:>12} {:>14} {:>18}",
+        "N",
+        "wall s",
+        "ansible s",
+        "cloud s",
+        "outside s",
+        "wall/ansible",
+        "own s (w−a)",
+        "own s per node",
+        "(wall−cloud)/ansible"
+    );
+    for r in runs {
+        let own = r.wall - r.ansible;
+        println!(
+            "  {:>3} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>11.2} {:>12.2} {:>14.2} {:>18.2}",
+            r.workers,
+            r.wall,
+            r.ansible,
+            r.cloud,
+            r.outside,
+            r.wall / r.ansible,
+            own,
+            own / f64::from(r.workers + 1),
+            (r.wall - r.cloud) / r.ansible
+        );
+        if r.playbooks != 1 {
+            println!("      ({} ansible.playbook steps summed)", r.playbooks);
+        }
+    }
+    println!(
+        "  cloud = span of the heat.* steps (stack create: starting the hosts); outside = wall time before the first and after the last step"
+    );
+    match runs.iter().find(|r| r.workers == TARGET_N) {
+        Some(r) => {
+            let ratio = (r.wall - r.cloud) / r.ansible;
+            println!(
+                "  target: (wall − cloud) / ansible ≤ {TARGET} at N = {TARGET_N} (vnfkeeper's own time ≤ 25 % of Ansible's): {ratio:.3}, {}",
+                if ratio <= TARGET { "met" } else { "not met" }
+            );
+        }
+        None => println!(
+            "  target: (wall − cloud) / ansible ≤ {TARGET} at N = {TARGET_N}: not measured in this run"
+        ),
+    }
+    for r in runs {
+        let n = r.workers;
+        let target = if n == TARGET_N {
+            table::Target::AtMost(TARGET)
+        } else {
+            table::Target::None
+        };
+        table::row(
+            &format!(
+                "kubespray: INSTANTIATE 1 master + {n} workers, wall (ratio: / ansible-playbook)"
+            ),
+            r.wall,
+            "s",
+            table::Target::None,
+            Some(table::SameRun {
+                baseline: r.ansible,
+                ratio: r.wall / r.ansible,
+                target: table::Target::None,
+            }),
+        );
+        table::row(
+            &format!("kubespray: N = {n}, wall without the cloud part (ratio: / ansible-playbook)"),
+            r.wall - r.cloud,
+            "s",
+            table::Target::None,
+            Some(table::SameRun {
+                baseline: r.ansible,
+                ratio: (r.wall - r.cloud) / r.ansible,
+                target,
+            }),
+        );
+        table::row(
+            &format!("kubespray: N = {n}, own seconds per node ((wall − ansible) / (N + 1))"),
+            (r.wall - r.ansible) / f64::from(n + 1),
+            "s",
+            table::Target::None,
+            None,
+        );
+    }
+}
+
+/// One `step` of `vnfkeeper events --json`: its name and times.
+struct Step {
+    name: String,
+    started: chrono::DateTime<chrono::FixedOffset>,
+    finished: chrono::DateTime<chrono::FixedOffset>,
+}
+
+impl Step {
+    /// `None` for an entry that is no step or a step still running.
+    fn from_json(v: &Value) -> Option<Step> {
+        let time = |k: &str| chrono::DateTime::parse_from_rfc3339(v[k].as_str()?).ok();
+        Some(Step {
+            name: v["name"].as_str()?.to_owned(),
+            started: time("startedAt")?,
+            finished: time("finishedAt")?,
+        })
+    }
+
+    fn seconds(&self) -> f64 {
+        (self.finished - self.started).as_seconds_f64()
+    }
+}
+
+/// Seconds from the first start to the last finish of `steps` (0 for none).
+fn span<'a>(steps: impl Iterator<Item = &'a Step>) -> f64 {
+    let mut first = None;
+    let mut last = None;
+    for s in steps {
+        first = Some(first.map_or(s.started, |f: chrono::DateTime<_>| f.min(s.started)));
+        last = Some(last.map_or(s.finished, |l: chrono::DateTime<_>| l.max(s.finished)));
+    }
+    match (first, last) {
+        (Some(f), Some(l)) => (l - f).as_seconds_f64(),
+        _ => 0.0,
+    }
+}
+
+/// Copies the fixture package to `to` and gives its worker VDU `n` instances at INSTANTIATE:
+/// VNFD `workerNode_initial_delta` and `workerNode_instantiation_levels` (every level) = n,
+/// `vdu_profile` min ≤ n ≤ max (max = n + 2, room to scale out), BaseHOT worker group
+/// `max_size` = the same max. The fixture itself is not changed.
+fn resized_package(to: &Path, n: u32) {
+    let from = repo().join("fixtures/packages").join(PACKAGE);
+    copy_dir(&from, to);
+    let max = n + 2;
+
+    let vnfd_path = to.join("Definitions/kubespray_k8s_cluster_vnfd.yaml");
+    let mut vnfd: Yaml = serde_yaml_ng::from_str(&std::fs::read_to_string(&vnfd_path).unwrap())
+        .expect("VNFD is YAML");
+    let topo = &mut vnfd["topology_template"];
+    let profile = &mut topo["node_templates"]["workerNode"]["properties"]["vdu_profile"];
+    let min = profile["min_number_of_instances"].as_u64().unwrap_or(0);
+    profile["min_number_of_instances"] = Yaml::from(min.min(u64::from(n)));
+    profile["max_number_of_instances"] = Yaml::from(max);
+    let mut set = 0;
+    for policy in topo["policies"]
+        .as_sequence_mut()
+        .expect("policies")
+        .iter_mut()
+    {
+        let Some(map) = policy.as_mapping_mut() else {
+            continue;
+        };
+        for (name, body) in map.iter_mut() {
+            match name.as_str() {
+                Some("workerNode_initial_delta") => {
+                    body["properties"]["initial_delta"]["number_of_instances"] = Yaml::from(n);
+                    set += 1;
+                }
+                Some("workerNode_instantiation_levels") => {
+                    for (_, level) in body["properties"]["levels"]
+                        .as_mapping_mut()
+                        .expect("levels")
+                        .iter_mut()
+                    {
+                        level["number_of_instances"] = Yaml::from(n);
+                    }
+                    set += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(set, 2, "the VNFD's worker initial delta and levels");
+    std::fs::write(&vnfd_path, serde_yaml_ng::to_string(&vnfd).unwrap()).unwrap();
+
+    let hot_path = to.join("BaseHOT/simple/kubespray_k8s_cluster_top.hot.yaml");
+    let mut hot: Yaml =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(&hot_path).unwrap()).expect("HOT");
+    let group = hot["resources"]
+        .as_mapping_mut()
+        .expect("resources")
+        .iter_mut()
+        .map(|(_, r)| r)
+        .find(|r| r["properties"]["resource"]["type"] == "workerNode.yaml")
+        .expect("the worker group in the BaseHOT");
+    group["properties"]["max_size"] = Yaml::from(max);
+    std::fs::write(&hot_path, serde_yaml_ng::to_string(&hot).unwrap()).unwrap();
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest: PathBuf = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// Writes a file readable by its owner only (the request holds the testbed's passwords).
+fn write_private(path: &Path, bytes: &[u8]) {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+fn vk(config: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(VK)
+        .args(args)
+        .env("VNFKEEPER_CONFIG", config)
+        .output()
+        .unwrap()
+}
+
+fn ops(config: &Path) -> Vec<Value> {
+    serde_json::from_slice(&vk(config, &["ops", "--json"]).stdout).unwrap_or_default()
+}
+
+/// Calls `f` every 100 ms until it gives a value or `limit` passes.
+async fn wait<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
+/// The last 40 lines of the daemon's log (for a failure message; the daemon logs no secrets).
+fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
