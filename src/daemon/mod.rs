@@ -239,7 +239,11 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
                 intake.scan_logged();
                 intake.flush();
             }
-            Some(done) = batches.recv() => intake.batch_done(done),
+            Some(done) = batches.recv() => {
+                intake.batch_done(done);
+                // Operations (or tasks) it accepted start now, not at the next tick.
+                scheduler.wake();
+            }
             _ = watchdog.tick(), if watchdog_period.is_some() => {
                 notify_systemd(&[NotifyState::Watchdog]);
             }

@@ -262,6 +262,8 @@ fn queue_status(db: &Db, running: usize) -> QueueStatus {
 /// and reads its [`QueueStatus`]; neither side ever waits for the other.
 pub(super) struct Scheduler {
     conn: mpsc::UnboundedSender<Connection>,
+    /// Asks for a scheduling round now (intake accepted something).
+    wake: Arc<tokio::sync::Notify>,
     /// The latest [`QueueStatus`].
     pub status: watch::Receiver<QueueStatus>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -269,9 +271,10 @@ pub(super) struct Scheduler {
 }
 
 impl Scheduler {
-    /// Spawns the scheduler task: every second it runs [`Runner::schedule`] (whose database
-    /// calls run under `block_in_place` on this task's worker, not on the main loop's) and
-    /// publishes the counts for the status line; it collects finished operations as they end.
+    /// Spawns the scheduler task: every second, when [`Scheduler::wake`] asks and when an
+    /// operation ends (its instance's next queued operation may start), it runs
+    /// [`Runner::schedule`] (whose database calls run under `block_in_place` on this task's
+    /// worker, not on the main loop's) and publishes the counts for the status line.
     pub(super) fn spawn(db: Db, settings: &Settings, metrics: Arc<Metrics>) -> Self {
         let mut runner = Runner::new(db.clone(), settings, metrics);
         let (conn_tx, mut conn_rx) = mpsc::unbounded_channel::<Connection>();
@@ -279,30 +282,42 @@ impl Scheduler {
         // line is true.
         let (status_tx, status) = watch::channel(queue_status(&db, 0));
         let (stop, mut stop_rx) = tokio::sync::oneshot::channel();
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let woken = wake.clone();
         let task = tokio::spawn(async move {
             let mut conn: Option<Connection> = None;
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tokio::select! {
-                    _ = tick.tick() => {
-                        runner.schedule(conn.as_ref());
-                        let now = queue_status(&db, runner.running.len());
-                        status_tx.send_if_modified(|s| if *s == now { false } else { *s = now; true });
+                    _ = tick.tick() => {}
+                    _ = woken.notified() => {}
+                    Some(c) = conn_rx.recv() => {
+                        conn = Some(c);
+                        continue;
                     }
-                    Some(c) = conn_rx.recv() => conn = Some(c),
                     Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
                     _ = &mut stop_rx => break,
                 }
+                runner.schedule(conn.as_ref());
+                let now = queue_status(&db, runner.running.len());
+                status_tx.send_if_modified(|s| if *s == now { false } else { *s = now; true });
             }
             runner.stop().await;
         });
         Self {
             conn: conn_tx,
+            wake,
             status,
             stop: Some(stop),
             task,
         }
+    }
+
+    /// Asks for a scheduling round now rather than at the next tick (several asks before the
+    /// round runs make one round).
+    pub(super) fn wake(&self) {
+        self.wake.notify_one();
     }
 
     /// Hands the daemon's connection to the scheduler (once, when it is made).
