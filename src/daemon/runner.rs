@@ -271,8 +271,9 @@ pub(super) struct Scheduler {
 }
 
 impl Scheduler {
-    /// Spawns the scheduler task: every second, when [`Scheduler::wake`] asks and when an
-    /// operation ends (its instance's next queued operation may start), it runs
+    /// Spawns the scheduler task: every second, when [`Scheduler::wake`] asks, when the cloud
+    /// connection arrives and when an operation ends (its instance's next queued operation may
+    /// start), it runs
     /// [`Runner::schedule`] (whose database calls run under `block_in_place` on this task's
     /// worker, not on the main loop's) and publishes the counts for the status line.
     pub(super) fn spawn(db: Db, settings: &Settings, metrics: Arc<Metrics>) -> Self {
@@ -292,10 +293,7 @@ impl Scheduler {
                 tokio::select! {
                     _ = tick.tick() => {}
                     _ = woken.notified() => {}
-                    Some(c) = conn_rx.recv() => {
-                        conn = Some(c);
-                        continue;
-                    }
+                    Some(c) = conn_rx.recv() => conn = Some(c),
                     Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
                     _ = &mut stop_rx => break,
                 }
