@@ -68,13 +68,15 @@ fn main() {
     let probe = "fleet-vnf-000007";
     let version = median(&["--version"], config);
     let status = median(&["status", "--config", config], config);
+    let status_json = median(&["status", "--json", "--config", config], config);
     let ops_vnf = median(&["ops", "--vnf", probe, "--config", config], config);
     let events = median(&["events", probe, "--config", config], config);
     println!(
-        "fleet: idle RSS {:.1} MB (empty store {:.1} MB); status {:.0} ms, ops --vnf {:.0} ms, events {:.0} ms (start-up {:.0} ms)",
+        "fleet: idle RSS {:.1} MB (empty store {:.1} MB); status {:.0} ms (--json {:.0} ms), ops --vnf {:.0} ms, events {:.0} ms (start-up {:.0} ms)",
         rss_full / 1e3,
         rss_empty / 1e3,
         status * 1e3,
+        status_json * 1e3,
         ops_vnf * 1e3,
         events * 1e3,
         version * 1e3
@@ -99,6 +101,7 @@ fn main() {
     );
     for (name, secs) in [
         ("status", status),
+        ("status --json", status_json),
         ("ops --vnf", ops_vnf),
         ("events VNF", events),
     ] {

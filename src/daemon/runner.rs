@@ -290,16 +290,33 @@ impl Scheduler {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = woken.notified() => {}
-                    Some(c) = conn_rx.recv() => conn = Some(c),
-                    Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => runner.finished(done),
+                // The status line's counts are refreshed on the tick only: they cost a pass over
+                // the unfinished operations, too much for every intake batch.
+                let ticked = tokio::select! {
+                    _ = tick.tick() => true,
+                    _ = woken.notified() => false,
+                    Some(c) = conn_rx.recv() => {
+                        conn = Some(c);
+                        false
+                    }
+                    Some(done) = runner.running.join_next_with_id(), if !runner.running.is_empty() => {
+                        runner.finished(done);
+                        false
+                    }
                     _ = &mut stop_rx => break,
-                }
+                };
                 runner.schedule(conn.as_ref());
-                let now = queue_status(&db, runner.running.len());
-                status_tx.send_if_modified(|s| if *s == now { false } else { *s = now; true });
+                if ticked {
+                    let now = queue_status(&db, runner.running.len());
+                    status_tx.send_if_modified(|s| {
+                        if *s == now {
+                            false
+                        } else {
+                            *s = now;
+                            true
+                        }
+                    });
+                }
             }
             runner.stop().await;
         });

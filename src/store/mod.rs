@@ -333,7 +333,7 @@ impl ReaderRef<'_> {
 
     /// VNFCs of one instance ordered by VDU and index.
     pub fn vnfcs(&self, vnf_instance_id: &str) -> Result<Vec<VnfcRow>> {
-        let mut st = self.conn.prepare(&format!(
+        let mut st = self.conn.prepare_cached(&format!(
             "SELECT {} FROM vnfc WHERE vnf_instance_id = ?1 ORDER BY vdu_id, vnfc_index, created_at, id",
             rows::VnfcColumns::COLUMNS
         ))?;
