@@ -262,7 +262,7 @@ fn queue_status(db: &Db, running: usize) -> QueueStatus {
 /// and reads its [`QueueStatus`]; neither side ever waits for the other.
 pub(super) struct Scheduler {
     conn: mpsc::UnboundedSender<Connection>,
-    /// Asks for a scheduling round now (intake accepted something).
+    /// Asks for a scheduling round now (an intake batch ended).
     wake: Arc<tokio::sync::Notify>,
     /// The latest [`QueueStatus`].
     pub status: watch::Receiver<QueueStatus>,
@@ -273,9 +273,9 @@ pub(super) struct Scheduler {
 impl Scheduler {
     /// Spawns the scheduler task: every second, when [`Scheduler::wake`] asks, when the cloud
     /// connection arrives and when an operation ends (its instance's next queued operation may
-    /// start), it runs
-    /// [`Runner::schedule`] (whose database calls run under `block_in_place` on this task's
-    /// worker, not on the main loop's) and publishes the counts for the status line.
+    /// start), it runs [`Runner::schedule`] (whose database calls run under `block_in_place` on
+    /// this task's worker, not on the main loop's); every second it also publishes the counts
+    /// for the status line.
     pub(super) fn spawn(db: Db, settings: &Settings, metrics: Arc<Metrics>) -> Self {
         let mut runner = Runner::new(db.clone(), settings, metrics);
         let (conn_tx, mut conn_rx) = mpsc::unbounded_channel::<Connection>();
