@@ -10,7 +10,6 @@
 //! Run: `cargo bench --bench fleet`.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -144,12 +143,7 @@ fn idle_rss(config: &Path, dir: &Path) -> f64 {
 fn median(args: &[&str], config: &str) -> f64 {
     let run = || {
         let t = Instant::now();
-        let out = Command::new(VK)
-            .args(args)
-            .env("VNFKEEPER_CONFIG", config)
-            .env_remove("JOURNAL_STREAM")
-            .output()
-            .unwrap();
+        let out = support::vk(Path::new(config), args);
         assert!(
             out.status.success(),
             "vnfkeeper {args:?}: {}",

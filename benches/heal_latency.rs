@@ -18,25 +18,15 @@ use serde_json::Value;
 use testbed::cloud::{CloudOptions, Testbed};
 use vnfkeeper::cloud::{Cloud, OpenStackCloud};
 
+mod support;
 mod table;
+
+use support::{ops, vk};
 
 const VK: &str = env!("CARGO_BIN_EXE_vnfkeeper");
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn vk(config: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(VK)
-        .args(args)
-        .env("VNFKEEPER_CONFIG", config)
-        .output()
-        .unwrap()
-}
-
-fn ops(config: &Path) -> Vec<Value> {
-    let out = vk(config, &["ops", "--json"]);
-    serde_json::from_slice(&out.stdout).unwrap_or_default()
 }
 
 fn wait<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {

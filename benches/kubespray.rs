@@ -42,7 +42,10 @@ use serde_yaml_ng::Value as Yaml;
 use testbed::cloud::{CloudOptions, Testbed};
 use testbed::hosts::{FarmConfig, HostFarm};
 
+mod support;
 mod table;
+
+use support::{ops, vk};
 
 const VK: &str = env!("CARGO_BIN_EXE_vnfkeeper");
 /// Name prefix of the testbed's namespaces and links (no test or other bench uses it).
@@ -557,18 +560,6 @@ fn write_private(path: &Path, bytes: &[u8]) {
         .open(path)
         .unwrap();
     f.write_all(bytes).unwrap();
-}
-
-fn vk(config: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(VK)
-        .args(args)
-        .env("VNFKEEPER_CONFIG", config)
-        .output()
-        .unwrap()
-}
-
-fn ops(config: &Path) -> Vec<Value> {
-    serde_json::from_slice(&vk(config, &["ops", "--json"]).stdout).unwrap_or_default()
 }
 
 /// Calls `f` every 100 ms until it gives a value or `limit` passes.

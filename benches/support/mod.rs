@@ -304,3 +304,19 @@ fn fs_type(path: &Path) -> String {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default()
 }
+
+/// Runs the `vnfkeeper` binary under benchmark with `args` and `VNFKEEPER_CONFIG=config`, and
+/// returns its output (panics when it cannot be started).
+pub fn vk(config: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
+        .args(args)
+        .env("VNFKEEPER_CONFIG", config)
+        .env_remove("JOURNAL_STREAM")
+        .output()
+        .expect("run vnfkeeper")
+}
+
+/// `vnfkeeper ops --json` as JSON values (empty when it fails or prints nothing).
+pub fn ops(config: &Path) -> Vec<serde_json::Value> {
+    serde_json::from_slice(&vk(config, &["ops", "--json"]).stdout).unwrap_or_default()
+}
