@@ -474,6 +474,50 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     lb_nodes.sort();
     assert_eq!(lb_nodes, stay, "{cfg}");
 
+    // Reconcile: the inventory on the Ansible server, edited behind vnfkeeper's back (a host
+    // removed), is found by the LB's probe run on the Ansible server (with its pinned key) and
+    // written whole again by the LB's configuration-only HEAL; nothing is rebuilt.
+    let hosts_path = format!("{INVENTORY}/hosts.yaml");
+    let good = text(&bed, ANSIBLE_SERVER_ID, &hosts_path).await;
+    assert!(good.contains(&format!("{}:", stay[0])), "{good}");
+    let cut = bed
+        .farm
+        .exec(
+            ANSIBLE_SERVER_ID,
+            &format!("sed -i '/{}/d' {hosts_path}", stay[0]),
+        )
+        .await
+        .unwrap();
+    assert!(cut.status.success(), "{cut:?}");
+    assert_ne!(text(&bed, ANSIBLE_SERVER_ID, &hosts_path).await, good);
+    // After the second attempt's retry backoff (twice the first).
+    let t1 = t0 + 10 + 2 * policy.retry_backoff.as_secs() as i64 + 1;
+    let r = pass(at(t1)).await;
+    assert_eq!(r.started.len(), 1, "{r:?}");
+    let inv_heal = bed
+        .db
+        .with(|s| s.reader().operations(Some(&vnf)))
+        .unwrap()
+        .into_iter()
+        .find(|o| o.operation == LcmOperationType::Heal && o.id != lb_heal.id)
+        .unwrap();
+    assert!(inv_heal.is_automatic_invocation);
+    assert_eq!(
+        bed.engine.run(&inv_heal.id).await.unwrap(),
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&inv_heal.id)
+    );
+    bed.print_journal(&inv_heal.id);
+    assert_eq!(text(&bed, ANSIBLE_SERVER_ID, &hosts_path).await, good);
+    let rows_now = bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap();
+    for v in &lb_after {
+        let now = rows_now.iter().find(|n| n.id == v.id).unwrap();
+        assert_eq!(now.server_id, v.server_id, "{} was not rebuilt", v.id);
+    }
+    let r = pass(at(t1 + 10)).await;
+    assert!(r.started.is_empty(), "repaired: {r:?}");
+
     // 5. HEAL of one worker: drained, removed by remove-node.yml, its server rebuilt, then
     // facts.yml and scale.yml limited to it; it keeps its node name, and the inventory, the
     // cluster and the LB list exactly the current nodes.

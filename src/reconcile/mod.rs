@@ -85,6 +85,8 @@ pub struct Snapshot {
     pub vnfc_updated: HashMap<String, Timestamp>,
     /// Maintenance pauses as stored (in force or past their `until`).
     pub pauses: Vec<MaintenancePause>,
+    /// Pinned host keys of hosts outside any VNF (the Ansible server): address → OpenSSH line.
+    pub external_host_keys: HashMap<String, String>,
 }
 
 /// Reads what a pass needs: every `INSTANTIATED` instance (or only `only`), its VNFCs,
@@ -111,6 +113,7 @@ pub fn snapshot(q: ReaderRef<'_>, only: Option<&str>) -> crate::store::Result<Sn
         states: q.reconcile_states()?,
         vnfc_updated: q.vnfc_updated_at()?,
         pauses: q.maintenance_pauses()?,
+        external_host_keys: q.external_host_keys()?,
     })
 }
 
@@ -309,6 +312,7 @@ impl<C: Cloud> Reconciler<C> {
                         probe,
                         roles: &roles[&v.instance.id],
                         cluster,
+                        external_host_keys: &snap.external_host_keys,
                     })
                 })
                 .collect();

@@ -83,6 +83,9 @@ enum Check {
 struct Job {
     vnf: String,
     vnfc: String,
+    /// The VNFC the verdicts are about when not the step's host (a probe of a host outside the
+    /// VNF on behalf of a VNFC).
+    about: Option<String>,
     target: Target,
     secrets: Vec<Secret<String>>,
     checks: Vec<Check>,
@@ -111,6 +114,9 @@ pub struct Target1<'a> {
     pub roles: &'a HashMap<String, Role>,
     /// Intended configuration.
     pub cluster: &'a Cluster,
+    /// Pinned host keys of hosts outside any VNF (address → OpenSSH line), for
+    /// [`Probe::Outside`].
+    pub external_host_keys: &'a HashMap<String, String>,
 }
 
 /// Probes every VNF in `targets`; returns findings per VNF. Never fails: whatever cannot be read
@@ -248,18 +254,26 @@ fn plan_jobs(
             ));
             continue;
         };
-        let checks = driver
-            .probes(c, v, flavour_role, first_master == Some(v.id.as_str()))
-            .into_iter()
-            .map(|p| match p {
-                Probe::Script(step) => Check::Script(step),
-                Probe::Kubectl(kind) => Check::Kubectl(kind),
-            })
-            .collect();
+        let mut checks = Vec::new();
+        let mut outside = Vec::new();
+        for p in driver.probes(c, v, flavour_role, first_master == Some(v.id.as_str())) {
+            match p {
+                Probe::Script(step) => checks.push(Check::Script(step)),
+                Probe::Kubectl(kind) => checks.push(Check::Kubectl(kind)),
+                Probe::Outside(step) => outside.push(Check::Script(step)),
+            }
+        }
+        if !outside.is_empty() {
+            match outside_job(t, &v.id, outside) {
+                Ok(job) => jobs.push(job),
+                Err(why) => unprobed.push((v.id.clone(), why)),
+            }
+        }
         let (user, password) = (access.username, access.password);
         jobs.push(Job {
             vnf: t.vnf_instance_id.to_owned(),
             vnfc: v.id.clone(),
+            about: None,
             target: Target {
                 address,
                 port: 22,
@@ -273,6 +287,40 @@ fn plan_jobs(
         });
     }
     (jobs, unprobed, nodes, pv_names)
+}
+
+/// The job that runs `checks` on the host outside the VNF (the flavour's
+/// [`Role::AnsibleServer`]) on behalf of VNFC `about`, with that host's pinned key. Errors (why
+/// it is not probed): the flavour reaches no such host, or its key is not pinned yet.
+fn outside_job(t: &Target1<'_>, about: &str, checks: Vec<Check>) -> Result<Job, String> {
+    let access = t
+        .cluster
+        .driver
+        .access(Role::AnsibleServer)
+        .map_err(|e| format!("no host outside the VNF to probe: {e}"))?;
+    let address = access
+        .address
+        .ok_or("the host outside the VNF has no fixed address")?;
+    let key = t
+        .external_host_keys
+        .get(&address.to_string())
+        .cloned()
+        .ok_or_else(|| format!("no pinned host key for {address} yet; not probed"))?;
+    Ok(Job {
+        vnf: t.vnf_instance_id.to_owned(),
+        vnfc: about.to_owned(),
+        about: Some(about.to_owned()),
+        target: Target {
+            address,
+            port: 22,
+            username: access.username,
+            auth: Auth::Password(access.password.clone()),
+            host_key: HostKeyPolicy::Pinned(key),
+            label: address.to_string(),
+        },
+        secrets: vec![access.password],
+        checks,
+    })
 }
 
 /// Runs a host's probes one after the other (one SSH session). After an SSH-level failure the
@@ -367,9 +415,10 @@ async fn run_job(remote: &dyn Remote, job: &Job, timeout: Duration) -> Vec<Answe
                 } else {
                     name
                 };
-                // A PV check is about the storage server (step.host, see plan_jobs).
+                // A PV check is about the storage server (step.host, see plan_jobs); a check
+                // of a host outside the VNF about the VNFC it was planned for.
                 out.push(Answer::Verdict(
-                    step.host.clone(),
+                    job.about.clone().unwrap_or_else(|| step.host.clone()),
                     Finding {
                         check,
                         verdict,

@@ -153,4 +153,13 @@ impl super::ReaderRef<'_> {
             )
             .optional()?)
     }
+
+    /// Every pinned host key of a host outside any VNF: address → OpenSSH line.
+    pub fn external_host_keys(&self) -> Result<std::collections::HashMap<String, String>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT address, host_key FROM external_host_key")?;
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
 }

@@ -20,10 +20,15 @@
 //!   --limit <new nodes>`, HAProxy;
 //! - `heal_start`: healed nodes drained (leniently: they may be dead) and removed;
 //!   `heal_end`: healed VNFCs reached, the inventory, `facts.yml` then `scale.yml --limit` for
-//!   workers (`cluster.yml` when a master is healed), HAProxy; with no node targeted (the LB, or a
-//!   configuration-only heal) the inventory and HAProxy are converged;
+//!   workers, HAProxy; when a master was healed (e.g. a whole-VNF heal), the MTU is observed
+//!   again and everything after it is as at INSTANTIATE (`cluster.yml`); with no node targeted
+//!   (the LB, or a configuration-only heal) the inventory and HAProxy are converged;
 //! - `terminate_start`: what vnfkeeper and kubespray wrote into the inventory directory on the
 //!   Ansible server removed, then the directory when empty (`ansible.forget`).
+//!
+//! Reconcile probes the LB's HAProxy configuration and, on the Ansible server, the inventory
+//! (`ansible.inventory` in check mode); drift of either is repaired by the LB's
+//! configuration-only heal, which writes both whole again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -950,6 +955,33 @@ impl Kubespray {
         list.wave(|w| vec![Stage::remote(w, &m.vnfc_id, Role::Master, s)]);
     }
 
+    /// The first master's NIC MTU observed (`node.nic_mtu`), then the rest decided from it by
+    /// [`MgmtDriver::configure`]: Calico's MTUs, the inventory, `cluster.yml`, HAProxy and the
+    /// admin kubeconfig. Used wherever `cluster.yml` runs: INSTANTIATE and a HEAL that rebuilt
+    /// a master (a whole-VNF heal may bring new NICs).
+    fn observe_then_configure(
+        &self,
+        c: HookContext<'_>,
+        master: &ClusterNode,
+        list: &mut StageList,
+    ) {
+        let nic = c
+            .vnfcs
+            .iter()
+            .find(|r| r.id == master.vnfc_id)
+            .and_then(|r| crate::plan::vnfcs::cp_address(r, &self.k8s.master_node.nic_cp_name))
+            .unwrap_or(master.address);
+        let probe = step(
+            "node.nic_mtu",
+            &master.vnfc_id,
+            vec![nic.to_string()],
+            false,
+            Duration::from_secs(60),
+        );
+        list.wave(|w| vec![Stage::remote(w, &master.vnfc_id, Role::Master, probe)]);
+        list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
+    }
+
     /// Drain (on `master`) then `remove-node.yml` for each of `leaving`, one wave each.
     fn remove(
         &self,
@@ -1086,22 +1118,7 @@ impl MgmtDriver for Kubespray {
         let mut list = StageList::default();
         let all: Vec<&ClusterNode> = nodes.iter().collect();
         list.wave(|w| at_all(w, Self::reach(&all)));
-        // The first master's NIC MTU, observed, then the rest decided from it (`configure`).
-        let nic = c
-            .vnfcs
-            .iter()
-            .find(|r| r.id == master.vnfc_id)
-            .and_then(|r| crate::plan::vnfcs::cp_address(r, &self.k8s.master_node.nic_cp_name))
-            .unwrap_or(master.address);
-        let probe = step(
-            "node.nic_mtu",
-            &master.vnfc_id,
-            vec![nic.to_string()],
-            false,
-            Duration::from_secs(60),
-        );
-        list.wave(|w| vec![Stage::remote(w, &master.vnfc_id, Role::Master, probe)]);
-        list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
+        self.observe_then_configure(c, master, &mut list);
         Ok(list.into_stages())
     }
 
@@ -1233,32 +1250,32 @@ impl MgmtDriver for Kubespray {
             .collect();
         let mut list = StageList::default();
         list.wave(|w| at_all(w, Self::reach(&back)));
+        if back.iter().any(|n| n.role == Role::Master) {
+            // A rebuilt master (a whole-VNF heal, as Tacker's heal_end calls instantiate_end):
+            // `cluster.yml` over every node, decided as at INSTANTIATE from the MTU observed on
+            // the first master now (its NIC may have changed with the rebuild).
+            let master = nodes
+                .iter()
+                .find(|n| n.role == Role::Master)
+                .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
+            self.observe_then_configure(c, master, &mut list);
+            return Ok(list.into_stages());
+        }
         let node_names: Vec<String> = back
             .iter()
             .filter(|n| n.role.is_node())
             .map(|n| n.name.clone())
             .collect();
         let tag = servers_tag(back.iter().copied());
-        let books = if back.iter().any(|n| n.role == Role::Master) {
-            vec![(
-                "cluster.yml",
-                "cluster.yml",
-                format!("cluster-{tag}"),
-                Vec::new(),
-            )]
-        } else if !node_names.is_empty() {
+        let books = if node_names.is_empty() {
+            Vec::new()
+        } else {
             vec![
                 ("facts.yml", "facts.yml", format!("facts-{tag}"), Vec::new()),
                 ("scale.yml", "scale.yml", format!("scale-{tag}"), node_names),
             ]
-        } else {
-            Vec::new()
         };
-        let master_back = back.iter().any(|n| n.role == Role::Master);
         self.converge(&nodes, books, &mut list)?;
-        if master_back {
-            Self::kubeconfig(&nodes, &mut list);
-        }
         Ok(list.into_stages())
     }
 
@@ -1290,10 +1307,19 @@ impl MgmtDriver for Kubespray {
             return Vec::new();
         };
         match role {
-            Role::LoadBalancer => self
-                .haproxy_step(&nodes)
-                .map(|(_, s)| vec![Probe::Script(s)])
-                .unwrap_or_default(),
+            // The LB's configuration-only heal converges both the inventory and HAProxy, so
+            // drift of either is the LB's.
+            Role::LoadBalancer => {
+                let mut probes: Vec<Probe> = self
+                    .haproxy_step(&nodes)
+                    .map(|(_, s)| Probe::Script(s))
+                    .into_iter()
+                    .collect();
+                if let Ok(s) = self.inventory_step(&nodes) {
+                    probes.push(Probe::Outside(s));
+                }
+                probes
+            }
             _ => Vec::new(),
         }
     }

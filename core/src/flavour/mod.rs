@@ -92,6 +92,10 @@ pub struct HookContext<'a> {
 pub enum Probe {
     /// The step's script with `MODE=check` (0 in place, 10 drift).
     Script(Step),
+    /// The step's script with `MODE=check` on the host outside the VNF that the flavour reaches
+    /// in [`Role::AnsibleServer`] (kubespray's inventory); its verdict is about the VNFC whose
+    /// probes list it, so that drift there is repaired by that VNFC's configuration-only heal.
+    Outside(Step),
     /// `kubectl get <kind> -o json` on a master (`nodes`, `pv`).
     Kubectl(&'static str),
 }

@@ -466,6 +466,30 @@ fn heal_of_a_worker_removes_it_leniently_then_scales_it_back_under_its_name() {
 }
 
 #[test]
+fn heal_of_every_vnfc_reads_the_mtu_again_then_configures_as_instantiate_does() {
+    let d = driver();
+    let r = rows();
+    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    let end = d.heal_end(ctx(&r), &all).unwrap();
+    assert_eq!(
+        keys(&end),
+        [
+            "0:node.reach@m0",
+            "0:node.reach@w0",
+            "0:node.reach@w9",
+            "0:node.reach@lb",
+            "1:node.nic_mtu@m0",
+            "2:configure",
+        ]
+    );
+    assert_eq!(
+        keys(&d.heal_end(ctx(&r), &["m0".into()]).unwrap()),
+        ["0:node.reach@m0", "1:node.nic_mtu@m0", "2:configure"],
+        "a healed master alone: the MTU is read again too"
+    );
+}
+
+#[test]
 fn configuration_only_heal_of_the_lb_converges_inventory_and_haproxy() {
     let d = driver();
     let r = rows();
@@ -622,4 +646,40 @@ proptest::proptest! {
         let victim_key = format!("k8s.drain@worker{}", victim + 1);
         proptest::prop_assert_eq!(drained, vec![victim_key.as_str()]);
     }
+}
+
+#[test]
+fn the_lb_probes_haproxy_on_itself_and_the_inventory_on_the_ansible_server() {
+    let d = driver();
+    let r = rows();
+    let probes = d.probes(ctx(&r), &r[3], Role::LoadBalancer, false);
+    let names: Vec<(bool, &str, &str)> = probes
+        .iter()
+        .map(|p| match p {
+            Probe::Script(s) => (false, s.name, s.host.as_str()),
+            Probe::Outside(s) => (true, s.name, s.host.as_str()),
+            Probe::Kubectl(k) => (false, *k, ""),
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (false, "lb.haproxy", "lb"),
+            (true, "ansible.inventory", ANSIBLE_HOST)
+        ]
+    );
+    // The probe compares the files with the digests of what the rows give now.
+    let Probe::Outside(inv) = &probes[1] else {
+        panic!()
+    };
+    assert_eq!(
+        inv.args[1],
+        sha256_hex(upload_of(inv, "hosts.yaml").as_bytes())
+    );
+    assert!(d.probes(ctx(&r), &r[1], Role::Worker, false).is_empty());
+}
+
+fn upload_of<'a>(s: &'a Step, suffix: &str) -> &'a str {
+    let u = s.uploads.iter().find(|u| u.path.ends_with(suffix)).unwrap();
+    std::str::from_utf8(&u.bytes).unwrap()
 }

@@ -161,6 +161,7 @@ fn probes_check_the_mount_the_container_and_v2() {
         .iter()
         .map(|p| match p {
             Probe::Script(s) => s.name,
+            Probe::Outside(s) => panic!("the registry probes nothing outside: {s:?}"),
             Probe::Kubectl(k) => k,
         })
         .collect();
