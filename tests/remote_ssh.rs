@@ -219,6 +219,55 @@ fn all_text(e: &RemoteError) -> String {
     format!("{e} {e:?}")
 }
 
+/// A streamed command's lines reach the sink while it still runs: the command prints one line,
+/// then waits for a file the test creates only after it got that line.
+#[tokio::test]
+#[ignore = "needs root (starts sshd)"]
+async fn stdout_lines_reach_the_sink_while_the_command_runs() {
+    let sshd = Sshd::start();
+    let r = Arc::new(remote());
+    let t = sshd.root();
+    let flag = sshd.path("go");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let tx = std::sync::Mutex::new(tx);
+    let sink: vnfkeeper::remote::LineSink = Arc::new(move |line: &str| {
+        let _ = tx.lock().unwrap().send(line.to_owned());
+    });
+    let cmd = RemoteCommand::script(
+        "printf 'first\\r\\n'; while [ ! -e \"$1\" ]; do sleep 0.05; done; printf 'second\\nlast'",
+    )
+    .arg(flag.display().to_string())
+    .timeout(Duration::from_secs(60))
+    .stream_stdout(sink);
+    let run = {
+        let r = r.clone();
+        let t = t.clone();
+        tokio::spawn(async move { r.run(&t, &cmd).await })
+    };
+    let first = tokio::task::spawn_blocking(move || {
+        let line = rx.recv_timeout(Duration::from_secs(30));
+        (line, rx)
+    })
+    .await
+    .unwrap();
+    let (line, rx) = first;
+    assert_eq!(
+        line.as_deref(),
+        Ok("first"),
+        "the first line, without CR LF"
+    );
+    assert!(!run.is_finished(), "the line came while the command waited");
+    std::fs::write(&flag, b"").unwrap();
+    let out = run.await.unwrap().unwrap();
+    assert!(out.success(), "{out:?}");
+    assert_eq!(
+        out.stdout, b"first\r\nsecond\nlast",
+        "collected whole as well"
+    );
+    let rest: Vec<String> = rx.try_iter().collect();
+    assert_eq!(rest, ["second", "last"]);
+}
+
 #[tokio::test]
 #[ignore = "needs root (starts sshd)"]
 async fn exec_collects_status_stdout_stderr_and_reuses_the_session() {

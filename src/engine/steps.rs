@@ -510,7 +510,23 @@ impl<C: Cloud> Engine<C> {
                 .await
                 .map_err(Attempt::Remote)?;
         }
-        let apply = self.exec(step, &target, "apply").await?;
+        let apply = if step.name == "ansible.playbook" {
+            // Ansible's output into the journal line by line as it runs, secrets masked, with
+            // the step's span (so the operation's fields).
+            let secrets: Vec<Secret<String>> = host.secrets.clone();
+            let sink: crate::remote::LineSink = std::sync::Arc::new(move |line: &str| {
+                if line.trim().is_empty() {
+                    return;
+                }
+                let refs: Vec<&Secret<String>> = secrets.iter().collect();
+                let line = crate::remote::tail_masked(line.as_bytes(), usize::MAX, &refs);
+                tracing::info!(target: "vnfkeeper::ansible", line = %line, "ansible-playbook");
+            });
+            self.exec_streamed(step, &target, "apply", Some(sink))
+                .await?
+        } else {
+            self.exec(step, &target, "apply").await?
+        };
         if step.name == "ansible.playbook" {
             self.playbook_outcome(&apply, host)?;
         }
@@ -531,13 +547,27 @@ impl<C: Cloud> Engine<C> {
     }
 
     async fn exec(&self, step: &Step, target: &Target, mode: &str) -> Result<Output, Attempt> {
+        self.exec_streamed(step, target, mode, None).await
+    }
+
+    /// [`exec`](Self::exec), with standard output given line by line to `sink` as it arrives.
+    async fn exec_streamed(
+        &self,
+        step: &Step,
+        target: &Target,
+        mode: &str,
+        sink: Option<crate::remote::LineSink>,
+    ) -> Result<Output, Attempt> {
         let timeout = step.timeout.min(self.limits.command_timeout);
-        let cmd = RemoteCommand::script(step.script_text())
+        let mut cmd = RemoteCommand::script(step.script_text())
             .arg(mode)
             .args(step.args.iter().cloned())
             .sudo(step.sudo)
             .timeout(timeout)
             .step(step.name);
+        if let Some(sink) = sink {
+            cmd = cmd.stream_stdout(sink);
+        }
         self.remote.run(target, &cmd).await.map_err(Attempt::Remote)
     }
 
@@ -565,16 +595,12 @@ impl<C: Cloud> Engine<C> {
         Ok(())
     }
 
-    /// An `ansible-playbook` run: its output, secrets masked, into the journal line by line
-    /// (within the step's span, so with the operation's fields), then success only when it
-    /// exited 0 and its `PLAY RECAP` has `failed=0 unreachable=0` for every host; otherwise the
-    /// failure names each failed host and task.
+    /// An `ansible-playbook` run (its output was journaled line by line while it ran): success
+    /// only when it exited 0 and its `PLAY RECAP` has `failed=0 unreachable=0` for every host;
+    /// otherwise the failure names each failed host and task.
     fn playbook_outcome(&self, out: &Output, host: &Host) -> Result<(), Attempt> {
         let secrets: Vec<&Secret<String>> = host.secrets.iter().collect();
         let text = crate::remote::tail_masked(&out.stdout, usize::MAX, &secrets);
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            tracing::info!(target: "vnfkeeper::ansible", line = %line, "ansible-playbook");
-        }
         let recap = crate::flavour::kubespray::parse_recap(&text);
         if out.exit_status == Some(0) && recap.succeeded() {
             return Ok(());

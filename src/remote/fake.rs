@@ -283,6 +283,11 @@ impl Remote for FakeRemote {
                 }) => (exit_status, stdout, stderr),
                 Some(FakeReply::Error(kind)) => return Err(FakeReply::error(kind, target)),
             };
+            if let Some(sink) = cmd.stdout_sink() {
+                let mut lines = crate::remote::LineSplitter::default();
+                lines.push(&stdout, sink);
+                lines.finish(sink);
+            }
             Ok(Output {
                 exit_status: Some(exit_status),
                 signal: None,

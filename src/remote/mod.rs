@@ -34,7 +34,8 @@ mod ssh;
 
 pub use pool::SessionPool;
 pub use quote::{
-    DEFAULT_TIMEOUT, KILL_AFTER, QuoteError, RemoteCommand, Rendered, SudoMode, join, quote,
+    DEFAULT_TIMEOUT, KILL_AFTER, LineSink, QuoteError, RemoteCommand, Rendered, SudoMode, join,
+    quote,
 };
 pub use session::SshConfig;
 pub use ssh::SshRemote;
@@ -198,6 +199,46 @@ impl Output {
     /// logs.
     pub fn stderr_tail(&self, n_bytes: usize, secrets: &[&Secret<String>]) -> String {
         tail_masked(&self.stderr, n_bytes, secrets)
+    }
+}
+
+/// Splits a byte stream into lines for a [`LineSink`]: bytes are buffered until a `\n`; at most
+/// [`LINE_LIMIT`] bytes are held, a longer line is given in pieces of that size.
+#[derive(Default)]
+pub(crate) struct LineSplitter {
+    pending: Vec<u8>,
+}
+
+/// The longest line a [`LineSplitter`] holds before it gives the piece it has.
+pub(crate) const LINE_LIMIT: usize = 64 * 1024;
+
+impl LineSplitter {
+    /// Feeds `data`; gives every completed line to `sink`.
+    pub(crate) fn push(&mut self, data: &[u8], sink: &LineSink) {
+        for &b in data {
+            if b == b'\n' || self.pending.len() >= LINE_LIMIT {
+                self.emit(sink);
+                if b == b'\n' {
+                    continue;
+                }
+            }
+            self.pending.push(b);
+        }
+    }
+
+    /// Gives the last line, if the output did not end with a newline.
+    pub(crate) fn finish(&mut self, sink: &LineSink) {
+        if !self.pending.is_empty() {
+            self.emit(sink);
+        }
+    }
+
+    fn emit(&mut self, sink: &LineSink) {
+        if self.pending.last() == Some(&b'\r') {
+            self.pending.pop();
+        }
+        sink(&String::from_utf8_lossy(&self.pending));
+        self.pending.clear();
     }
 }
 

@@ -93,7 +93,14 @@ pub struct RemoteCommand {
     stdin: Option<Secret<Vec<u8>>>,
     env: Vec<(String, Secret<String>)>,
     step: Option<String>,
+    stdout_lines: Option<LineSink>,
 }
+
+/// A consumer of a command's standard output line by line, as the lines arrive: each line without
+/// its `\n` (and a `\r` before it), invalid UTF-8 replaced; a last line without a newline is
+/// given when the command ends. Called on the task that runs the command (so within its tracing
+/// span); it must not block. The output is still collected in [`Output`](super::Output).
+pub type LineSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 
 impl fmt::Debug for RemoteCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -107,6 +114,7 @@ impl fmt::Debug for RemoteCommand {
                 &self.env.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
             )
             .field("step", &self.step)
+            .field("streamed", &self.stdout_lines.is_some())
             .finish()
     }
 }
@@ -176,6 +184,7 @@ impl RemoteCommand {
             stdin: None,
             env: Vec::new(),
             step: None,
+            stdout_lines: None,
         }
     }
 
@@ -232,6 +241,18 @@ impl RemoteCommand {
     pub fn step(mut self, step: impl Into<String>) -> Self {
         self.step = Some(step.into());
         self
+    }
+
+    /// Gives each line of standard output to `sink` as it arrives (see [`LineSink`]): a long
+    /// command's progress (an `ansible-playbook` run) is visible while it runs.
+    pub fn stream_stdout(mut self, sink: LineSink) -> Self {
+        self.stdout_lines = Some(sink);
+        self
+    }
+
+    /// The sink given to [`stream_stdout`](Self::stream_stdout), if any.
+    pub fn stdout_sink(&self) -> Option<&LineSink> {
+        self.stdout_lines.as_ref()
     }
 
     /// The step name, if one was given.

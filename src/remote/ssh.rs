@@ -82,9 +82,16 @@ impl SshRemote {
             };
             let reader = async {
                 let mut out = Collected::default();
+                let mut lines = crate::remote::LineSplitter::default();
+                let sink = cmd.stdout_sink();
                 while let Some(msg) = read.wait().await {
                     match msg {
-                        ChannelMsg::Data { data } => out.stdout.push(&data),
+                        ChannelMsg::Data { data } => {
+                            out.stdout.push(&data);
+                            if let Some(sink) = sink {
+                                lines.push(&data, sink);
+                            }
+                        }
                         ChannelMsg::ExtendedData { data, ext: 1 } => out.stderr.push(&data),
                         ChannelMsg::ExitStatus { exit_status } => {
                             out.exit_status = Some(exit_status)
@@ -96,6 +103,9 @@ impl SshRemote {
                         ChannelMsg::Close => break,
                         _ => {}
                     }
+                }
+                if let Some(sink) = sink {
+                    lines.finish(sink);
                 }
                 out
             };
