@@ -56,8 +56,8 @@ impl Journal {
 const INVENTORY: &str = "/home/ansible/kubespray/inventory/vnf-kubespray";
 
 /// The Ansible server of the bed: as described next to clouds.yaml, else started here at
-/// `10.231.76.254` (outside the cloud's allocations).
-async fn ansible_server(bed: &Bed) -> AnsibleServer {
+/// `10.231.<net>.254` (outside the cloud's allocations).
+async fn ansible_server(bed: &Bed, net: u8) -> AnsibleServer {
     let path = bed
         .tb
         .clouds_yaml()
@@ -68,7 +68,7 @@ async fn ansible_server(bed: &Bed) -> AnsibleServer {
         Ok(a) => a,
         Err(_) => bed
             .farm
-            .start_ansible_server(std::net::Ipv4Addr::new(10, 231, 76, 254))
+            .start_ansible_server(std::net::Ipv4Addr::new(10, 231, net, 254))
             .await
             .expect("Ansible server"),
     }
@@ -142,7 +142,7 @@ async fn everything_the_hosts_kept(bed: &Bed) -> String {
 async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_completes() {
     let journal = Journal::install();
     let bed = Bed::new("vkk", 76, fast_limits()).await;
-    let a = ansible_server(&bed).await;
+    let a = ansible_server(&bed, 76).await;
     let (op, vnf) = submit(&bed, &request(&a));
 
     // 1. INSTANTIATE: COMPLETED, by ansible-playbook on the Ansible server.
@@ -678,4 +678,97 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
         .await
         .unwrap();
     assert!(root.status.success(), "kubespray's tree is left alone");
+}
+
+/// ROLLBACK of a kubespray INSTANTIATE that failed after writing the inventory (`cluster.yml`
+/// missing from the kubespray tree) removes that inventory from the Ansible server, then the
+/// stack. With the Ansible server unreachable, the rollback still deletes the stack: what is left
+/// on a host outside the VNF never keeps the VNF's resources in the cloud.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces)"]
+async fn rollback_of_a_failed_instantiate_removes_the_inventory_unless_the_ansible_server_is_gone()
+{
+    let bed = Bed::new("vky", 86, fast_limits()).await;
+    let a = ansible_server(&bed, 86).await;
+    let failing = |request_id: &str| {
+        let mut v: serde_json::Value = serde_json::from_slice(&request(&a)).unwrap();
+        v["requestId"] = request_id.into();
+        v["request"]["additionalParams"]["k8s_cluster_installation_param"]["ansible"]["kubespray_root_path"] =
+            "/home/ansible/no-kubespray-here".into();
+        serde_json::to_vec(&v).unwrap()
+    };
+    let hosts_yaml = format!("{INVENTORY}/hosts.yaml");
+    let rollback = |bed: &Bed, op: &str, id: &str| {
+        let r = serde_json::json!({"operation": "ROLLBACK", "vnfLcmOpOccId": op, "requestId": id});
+        bed.submit(&serde_json::to_vec(&r).unwrap());
+    };
+    let stack_of = |bed: &Bed, vnf: &str| {
+        bed.db
+            .with(|s| s.reader().instances())
+            .unwrap()
+            .into_iter()
+            .find(|i| i.id == vnf)
+            .and_then(|i| i.stack_id)
+    };
+
+    // 1. The playbook step fails once the inventory is written: FAILED_TEMP.
+    let (op, vnf) = submit(&bed, &failing("rb.1"));
+    let state = bed.engine.run(&op).await.unwrap();
+    bed.print_journal(&op);
+    assert_eq!(state, OperationState::FailedTemp);
+    assert!(
+        bed.error_of(&op).unwrap().contains("no-kubespray-here"),
+        "{:?}",
+        bed.error_of(&op)
+    );
+    assert!(exists(&bed, &hosts_yaml).await, "the inventory was written");
+    let stack = stack_of(&bed, &vnf).expect("a stack");
+
+    // 2. ROLLBACK: the inventory goes, then the stack.
+    rollback(&bed, &op, "rb.1.rollback");
+    assert_eq!(
+        bed.engine.run(&op).await.unwrap(),
+        OperationState::RolledBack,
+        "{:?}",
+        bed.error_of(&op)
+    );
+    assert!(
+        !exists(&bed, &hosts_yaml).await,
+        "the inventory was removed"
+    );
+    assert!(!exists(&bed, INVENTORY).await, "its directory too");
+    assert!(stack_of(&bed, &vnf).is_none());
+    assert!(
+        bed.farm.hosts().iter().all(|h| h.cluster != stack),
+        "the stack's servers are gone"
+    );
+
+    // 3. Again; then the Ansible server's sshd stops and the daemon restarts (no pooled session
+    // survives) before the ROLLBACK: the stack still goes; the inventory stays (nobody could
+    // remove it).
+    let (op2, _) = submit(&bed, &failing("rb.2"));
+    assert_eq!(
+        bed.engine.run(&op2).await.unwrap(),
+        OperationState::FailedTemp
+    );
+    let stack2 = stack_of(&bed, &vnf).expect("a stack");
+    bed.farm.stop_sshd(ANSIBLE_SERVER_ID).await.unwrap();
+    let restarted = vnfkeeper::engine::Engine::new(
+        bed.db.clone(),
+        bed.cloud.clone(),
+        std::sync::Arc::new(SshRemote::new(SshConfig::default())),
+        fast_limits(),
+    );
+    rollback(&bed, &op2, "rb.2.rollback");
+    let state = restarted.run(&op2).await.unwrap();
+    bed.farm.start_sshd(ANSIBLE_SERVER_ID).await.unwrap();
+    assert_eq!(
+        state,
+        OperationState::RolledBack,
+        "{:?}",
+        bed.error_of(&op2)
+    );
+    assert!(stack_of(&bed, &vnf).is_none());
+    assert!(bed.farm.hosts().iter().all(|h| h.cluster != stack2));
+    assert!(exists(&bed, &hosts_yaml).await, "left behind, and said so");
 }

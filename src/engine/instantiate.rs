@@ -149,12 +149,14 @@ fn finish<C: Cloud>(e: &Engine<C>, op: &OperationRow, inst: &Instance) -> Result
     Ok(())
 }
 
-/// ROLLBACK of a failed INSTANTIATE: delete the stack (found by name if its id was never
-/// recorded), forget the VNFCs and the journal; the instance stays `NOT_INSTANTIATED`.
+/// ROLLBACK of a failed INSTANTIATE: the flavour's `instantiate_rollback` stages (what it wrote
+/// on hosts that outlive the stack), best effort; then delete the stack (found by name if its id
+/// was never recorded), forget the VNFCs and the journal; the instance stays `NOT_INSTANTIATED`.
 pub(super) async fn roll_back<C: Cloud>(
     e: &Engine<C>,
     op: &OperationRow,
 ) -> Result<(), EngineError> {
+    undo_outside(e, op).await?;
     let stack_name = stack_name(&op.vnf_instance_id);
     e.status(op, "rolling back: deleting the stack")?;
     let found = e
@@ -187,4 +189,53 @@ pub(super) async fn roll_back<C: Cloud>(
         tx.set_instance_stack(&op.vnf_instance_id, &stack_name, None, now())
     })?;
     Ok(())
+}
+
+/// Runs the flavour's `instantiate_rollback` stages. A host outside the VNF that cannot be
+/// reached (or a step that fails) must not keep the VNF's resources in the cloud: the failure is
+/// journaled as a warning naming what was left behind, and the rollback goes on.
+async fn undo_outside<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
+    let inst = match inputs(e, op) {
+        Ok(inst) => inst,
+        Err(err) => {
+            tracing::warn!(error = %err, "rollback: the flavour cannot be loaded; only the stack is deleted");
+            return Ok(());
+        }
+    };
+    let rows = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
+    let c = crate::flavour::HookContext {
+        vnfcs: &rows,
+        pv_wait: e.limits.pv_wait,
+    };
+    let stages = match inst.driver.instantiate_rollback(c) {
+        Ok(s) => s,
+        Err(err) => {
+            tracing::warn!(error = %err, "rollback: the flavour planned no clean-up");
+            return Ok(());
+        }
+    };
+    if stages.is_empty() {
+        return Ok(());
+    }
+    e.status(
+        op,
+        "rolling back: removing what the flavour wrote outside the VNF",
+    )?;
+    let x = Exec {
+        instance: Some(&inst),
+        adjusted: None,
+        subjects: Subjects::None,
+    };
+    match e.execute(op, stages, &x).await {
+        Ok(()) => Ok(()),
+        Err(EngineError::Step(err)) => {
+            tracing::warn!(
+                error = %err,
+                "rollback: what the INSTANTIATE wrote outside the VNF may be left behind (e.g. \
+                 kubespray's inventory on the Ansible server); the stack is deleted anyway"
+            );
+            Ok(())
+        }
+        Err(err @ EngineError::Store(_)) => Err(err),
+    }
 }

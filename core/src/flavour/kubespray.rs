@@ -24,7 +24,8 @@
 //!   again and everything after it is as at INSTANTIATE (`cluster.yml`); with no node targeted
 //!   (the LB, or a configuration-only heal) the inventory and HAProxy are converged;
 //! - `terminate_start`: what vnfkeeper and kubespray wrote into the inventory directory on the
-//!   Ansible server removed, then the directory when empty (`ansible.forget`).
+//!   Ansible server removed, then the directory when empty (`ansible.forget`); the same before a
+//!   ROLLBACK of a failed INSTANTIATE deletes the stack (`instantiate_rollback`).
 //!
 //! Reconcile probes the LB's HAProxy configuration and, on the Ansible server, the inventory
 //! (`ansible.inventory` in check mode); drift of either is repaired by the LB's
@@ -1277,6 +1278,12 @@ impl MgmtDriver for Kubespray {
         };
         self.converge(&nodes, books, &mut list)?;
         Ok(list.into_stages())
+    }
+
+    fn instantiate_rollback(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
+        // The inventory a failed INSTANTIATE may have written; `ansible.forget` finds nothing to
+        // do when it wrote none.
+        self.terminate_start(c)
     }
 
     fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {

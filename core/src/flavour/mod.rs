@@ -137,6 +137,15 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     /// Stages before the stack is deleted (Tacker `terminate_start`).
     fn terminate_start(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError>;
 
+    /// Stages before a ROLLBACK of a failed INSTANTIATE deletes the stack (SOL003 §5.4.10
+    /// ROLLBACK; Tacker's infra driver only deletes the stack): undo what the INSTANTIATE may
+    /// have written on hosts that outlive the stack (kubespray's inventory on the Ansible
+    /// server). Each must be safe when the INSTANTIATE never got that far. Run best effort: a
+    /// failure is reported and does not block the rollback. Default: none.
+    fn instantiate_rollback(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
+        Ok(Vec::new())
+    }
+
     /// The expansion of a [`Hook::Configure`](crate::plan::stages::Hook::Configure) placeholder
     /// one of this flavour's hooks returned: stages decided from what the stages before it
     /// observed. `observed` maps the stage key of each stage of the operation journaled DONE to
