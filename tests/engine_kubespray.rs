@@ -224,6 +224,33 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     let lb = vnfcs.iter().find(|v| v.vdu_id == "externalLB").unwrap();
     let lb_ip = lb.cp_addresses["externalLB_CP1"].clone();
     let server = lb.server_id.clone().unwrap();
+    // The package's ExternalLB_installation.sh ran on the LB with `-m <masters> -w <workers>`
+    // (its record holds the lists), before vnfkeeper's own configuration replaced its file.
+    let addresses = |vdu: &str, cp: &str| {
+        vnfcs
+            .iter()
+            .filter(|v| v.vdu_id == vdu)
+            .map(|v| v.cp_addresses[cp].clone())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let ran = text(&bed, &server, "/var/lib/vnfkeeper/external-lb/ran").await;
+    let ran: Vec<&str> = ran.split_whitespace().collect();
+    assert_eq!(
+        ran[1..],
+        [
+            addresses("masterNode", "masterNode_CP1"),
+            addresses("workerNode", "workerNode_CP2")
+        ],
+        "{ran:?}"
+    );
+    let lb_log = bed.farm.command_log(&server).await.unwrap();
+    assert!(
+        lb_log
+            .iter()
+            .any(|c| c.contains("ExternalLB_installation.sh") && c.contains("lb.script")),
+        "{lb_log:#?}"
+    );
     let cfg = text(&bed, &server, "/etc/haproxy/haproxy.cfg").await;
     let mut lb_nodes = haproxy_servers(&cfg, "kube_nodes");
     lb_nodes.sort();

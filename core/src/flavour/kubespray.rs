@@ -12,7 +12,7 @@
 //! Hooks (stages as data; every step check-then-apply):
 //! - `instantiate_end`: every node and the LB reached (host keys pinned), the first master's NIC
 //!   MTU read (`node.nic_mtu`), then (`configure`, decided from that observation) Calico's MTUs
-//!   in group_vars, the inventory written, `cluster.yml`, HAProxy configured;
+//!   in group_vars, the inventory written, `cluster.yml`, the LB configured (below);
 //! - `scale_start` (SCALE_IN): each victim drained on a master that stays (strict, bounded), then
 //!   `remove-node.yml -e node=<name> -e skip_confirmation=yes`; the inventory and HAProxy without
 //!   the victims;
@@ -27,7 +27,13 @@
 //!   Ansible server removed, then the directory when empty (`ansible.forget`); the same before a
 //!   ROLLBACK of a failed INSTANTIATE deletes the stack (`instantiate_rollback`).
 //!
-//! Reconcile probes the LB's HAProxy configuration and, on the Ansible server, the inventory
+//! The LB is configured in two steps wherever the node set may have changed: the package's
+//! install script (`external_lb_param.script_path`, the seed's `ExternalLB_installation.sh`)
+//! with its contract `-m <master addresses> -w <worker addresses>`, run again only when the script
+//! or the lists changed (`lb.script`); then vnfkeeper's HAProxy configuration, generated whole
+//! from the VNFC rows, checked with `haproxy -c` and reloaded (`lb.haproxy`).
+//!
+//! Reconcile probes the LB's script record and HAProxy configuration and, on the Ansible server, the inventory
 //! (`ansible.inventory` in check mode); drift of either is repaired by the LB's
 //! configuration-only heal, which writes both whole again.
 
@@ -69,10 +75,16 @@ const HEAL_DRAIN: Duration = Duration::from_secs(60);
 /// Longest run of one playbook.
 const PLAYBOOK_TIMEOUT: Duration = Duration::from_secs(3600);
 
-/// The package files this flavour reads: none (the inventory and the HAProxy configuration are
-/// generated; the package's LB script is not run).
-pub(super) fn package_files(_k: &K8sClusterInstallationParam) -> Vec<String> {
-    Vec::new()
+/// Where the package's LB install script and the record of its last run live on the LB.
+pub const LB_SCRIPT_DIR: &str = "/var/lib/vnfkeeper/external-lb";
+
+/// The package files this flavour reads: the LB install script (`external_lb_param.script_path`;
+/// the inventory and the HAProxy configuration are generated).
+pub(super) fn package_files(k: &K8sClusterInstallationParam) -> Vec<String> {
+    k.external_lb_param
+        .iter()
+        .map(|lb| lb.script_path.clone())
+        .collect()
 }
 
 /// A cluster node (or the LB) as the inventory and the HAProxy configuration name it.
@@ -895,6 +907,57 @@ impl Kubespray {
         Ok(Stage::remote(w, subject, Role::AnsibleServer, s))
     }
 
+    /// `lb.script` on the LB for `nodes`, if there is an LB: the package's install script run
+    /// with the seed's contract `-m <master addresses> -w <worker addresses>` (the seed's
+    /// `ExternalLB_installation.sh`; Tacker's `install_external_lb.sh`). Errors: the script was
+    /// not read from the package.
+    pub fn lb_script_step(
+        &self,
+        nodes: &[ClusterNode],
+    ) -> Result<Option<(String, Step)>, FlavourError> {
+        let (Some(lb), Some(param)) = (Self::lb(nodes), self.k8s.external_lb_param.as_ref()) else {
+            return Ok(None);
+        };
+        let body = self.inputs.files.get(&param.script_path).ok_or_else(|| {
+            FlavourError::new(
+                "lb.script",
+                format!("package file `{}` was not read", param.script_path),
+            )
+        })?;
+        let name = std::path::Path::new(&param.script_path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "install_external_lb.sh".into());
+        let path = format!("{LB_SCRIPT_DIR}/{name}");
+        let list = |role: Role| {
+            nodes
+                .iter()
+                .filter(|n| n.role == role)
+                .map(|n| n.address.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut s = step(
+            "lb.script",
+            &lb.vnfc_id,
+            vec![
+                path.clone(),
+                sha256_hex(body),
+                format!("{LB_SCRIPT_DIR}/ran"),
+                list(Role::Master),
+                list(Role::Worker),
+            ],
+            true,
+            Duration::from_secs(900),
+        );
+        s.uploads = vec![Upload {
+            path,
+            bytes: body.clone(),
+            mode: 0o755,
+        }];
+        Ok(Some((lb.vnfc_id.clone(), s)))
+    }
+
     /// `lb.haproxy` on the LB for `nodes`, if there is an LB.
     pub fn haproxy_step(&self, nodes: &[ClusterNode]) -> Option<(String, Step)> {
         let lb = Self::lb(nodes)?;
@@ -931,6 +994,11 @@ impl Kubespray {
         for (subject, book, record, limit) in books {
             let s = self.playbook(0, subject, book, &record, &limit, &[])?;
             list.wave(|w| vec![at(w, s)]);
+        }
+        // The package's script first (what it installs on the LB), then vnfkeeper's whole
+        // configuration: the routes are the nodes whatever the script wrote.
+        if let Some((lb, s)) = self.lb_script_step(nodes)? {
+            list.wave(|w| vec![Stage::remote(w, &lb, Role::LoadBalancer, s)]);
         }
         if let Some((lb, s)) = self.haproxy_step(nodes) {
             list.wave(|w| vec![Stage::remote(w, &lb, Role::LoadBalancer, s)]);
@@ -1317,11 +1385,11 @@ impl MgmtDriver for Kubespray {
             // The LB's configuration-only heal converges both the inventory and HAProxy, so
             // drift of either is the LB's.
             Role::LoadBalancer => {
-                let mut probes: Vec<Probe> = self
-                    .haproxy_step(&nodes)
-                    .map(|(_, s)| Probe::Script(s))
-                    .into_iter()
-                    .collect();
+                let mut probes: Vec<Probe> = Vec::new();
+                if let Ok(Some((_, s))) = self.lb_script_step(&nodes) {
+                    probes.push(Probe::Script(s));
+                }
+                probes.extend(self.haproxy_step(&nodes).map(|(_, s)| Probe::Script(s)));
                 if let Ok(s) = self.inventory_step(&nodes) {
                     probes.push(Probe::Outside(s));
                 }

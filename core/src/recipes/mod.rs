@@ -52,6 +52,7 @@ const SCRIPTS: &[(&str, &str)] = &[
     ),
     ("node.nic_mtu", include_str!("scripts/node_nic_mtu.sh")),
     ("k8s.drain", include_str!("scripts/k8s_drain.sh")),
+    ("lb.script", include_str!("scripts/lb_script.sh")),
     ("lb.haproxy", include_str!("scripts/lb_haproxy.sh")),
     ("k8s.kubeconfig", include_str!("scripts/k8s_kubeconfig.sh")),
     (

@@ -18,6 +18,7 @@ fn driver() -> Kubespray {
         "/../fixtures/packages/k8s-mgmtdriver-kubespray"
     )))
     .unwrap();
+    let pkg_files = pkg.clone();
     let k = req
         .additional_params
         .as_ref()
@@ -31,7 +32,13 @@ fn driver() -> Kubespray {
             req,
             base_hot: pkg.base_hot("simple").ok().map(|b| b.template),
             vnfd: pkg.vnfd,
-            files: BTreeMap::new(),
+            files: package_files(&k)
+                .into_iter()
+                .map(|f| {
+                    let b = pkg_files.read(&f).unwrap();
+                    (f, b)
+                })
+                .collect(),
         },
         k,
     )
@@ -291,8 +298,9 @@ fn configure_writes_calico_mtu_then_runs_cluster_then_configures_the_lb() {
             "0:ansible.group_vars@ansible-server",
             "1:ansible.inventory@ansible-server",
             "2:ansible.playbook@cluster.yml",
-            "3:lb.haproxy@lb",
-            "4:k8s.kubeconfig@m0",
+            "3:lb.script@lb",
+            "4:lb.haproxy@lb",
+            "5:k8s.kubeconfig@m0",
         ]
     );
     let Action::Remote(g) = &stages[0].action else {
@@ -370,7 +378,8 @@ fn scale_in_of_worker1_keeps_worker10_everywhere() {
             "0:k8s.drain@worker1",
             "1:ansible.playbook@remove-node.yml:worker1",
             "2:ansible.inventory@ansible-server",
-            "3:lb.haproxy@lb",
+            "3:lb.script@lb",
+            "4:lb.haproxy@lb",
         ]
     );
     let Action::Remote(drain) = &stages[0].action else {
@@ -396,7 +405,15 @@ fn scale_in_of_worker1_keeps_worker10_everywhere() {
         .map(|k| k.as_str().unwrap())
         .collect();
     assert_eq!(names, ["master1", "worker10"]);
-    let cfg = upload(&stages[3], ".vnfkeeper-new");
+    let Action::Remote(script) = &stages[3].action else {
+        panic!()
+    };
+    assert_eq!(
+        &script.step.args[3..],
+        ["10.0.0.10", "10.0.0.29"],
+        "the package's LB script: -m masters -w the workers that stay"
+    );
+    let cfg = upload(&stages[4], ".vnfkeeper-new");
     assert_eq!(haproxy_servers(cfg, "kube_nodes"), ["master1", "worker10"]);
 }
 
@@ -412,7 +429,8 @@ fn scale_out_runs_facts_then_scale_limited_to_the_new_nodes() {
             "1:ansible.inventory@ansible-server",
             "2:ansible.playbook@facts.yml",
             "3:ansible.playbook@scale.yml",
-            "4:lb.haproxy@lb",
+            "4:lb.script@lb",
+            "5:lb.haproxy@lb",
         ]
     );
     let Action::Remote(s) = &stages[3].action else {
@@ -448,7 +466,8 @@ fn heal_of_a_worker_removes_it_leniently_then_scales_it_back_under_its_name() {
             "1:ansible.inventory@ansible-server",
             "2:ansible.playbook@facts.yml",
             "3:ansible.playbook@scale.yml",
-            "4:lb.haproxy@lb",
+            "4:lb.script@lb",
+            "5:lb.haproxy@lb",
         ]
     );
     let record = |s: &[Stage]| {
@@ -499,7 +518,8 @@ fn configuration_only_heal_of_the_lb_converges_inventory_and_haproxy() {
         [
             "0:node.reach@lb",
             "1:ansible.inventory@ansible-server",
-            "2:lb.haproxy@lb"
+            "2:lb.script@lb",
+            "3:lb.haproxy@lb"
         ]
     );
 }
@@ -664,12 +684,13 @@ fn the_lb_probes_haproxy_on_itself_and_the_inventory_on_the_ansible_server() {
     assert_eq!(
         names,
         [
+            (false, "lb.script", "lb"),
             (false, "lb.haproxy", "lb"),
             (true, "ansible.inventory", ANSIBLE_HOST)
         ]
     );
     // The probe compares the files with the digests of what the rows give now.
-    let Probe::Outside(inv) = &probes[1] else {
+    let Probe::Outside(inv) = &probes[2] else {
         panic!()
     };
     assert_eq!(
