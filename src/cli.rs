@@ -370,6 +370,15 @@ fn load(config: &Path) -> Result<Settings, Failure> {
 
 fn config_check(config: &Path) -> Result<(), Failure> {
     let settings = load(config)?;
+    if let Some(t) = &settings.tacker {
+        t.read_password().map_err(|reason| {
+            Failure::Config(crate::config::ConfigError::Invalid {
+                path: config.into(),
+                key: "tacker.password_file".into(),
+                reason,
+            })
+        })?;
+    }
     outln!("# {}: valid; effective settings:", config.display());
     outln!("{}", settings.to_toml().trim_end());
     Ok(())

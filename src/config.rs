@@ -63,6 +63,18 @@ struct File {
     intake: IntakeFile,
     #[serde(default)]
     metrics: MetricsFile,
+    tacker: Option<TackerFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TackerFile {
+    listen: String,
+    callback_path: Option<String>,
+    auth_type: Option<String>,
+    username: String,
+    password_file: PathBuf,
+    max_body_kib: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -138,6 +150,59 @@ pub struct Settings {
     pub intake: IntakeSettings,
     /// The Prometheus endpoint (`[metrics]`).
     pub metrics: MetricsSettings,
+    /// Companion mode with OpenStack Tacker (`[tacker]`); `None`: off.
+    pub tacker: Option<TackerSettings>,
+}
+
+/// Companion mode with OpenStack Tacker (`[tacker]`, off when absent): the endpoint Tacker's
+/// `/vnflcm/v2` sends LCM notifications to (SOL003 v3.3.1 §5.4.20 as a subscriber's
+/// `callbackUri`, authenticated per SOL013 §8.3.4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TackerSettings {
+    /// `listen = "IP:PORT"`: where the notification endpoint listens. The same address as
+    /// `metrics.listen` serves both on one socket.
+    pub listen: std::net::SocketAddr,
+    /// `callback_path`: the path of the callback URI (`GET` for Tacker's test, `POST` for
+    /// notifications). Default `/vnfkeeper/notifications`.
+    pub callback_path: String,
+    /// `username`: the HTTP Basic user Tacker presents (`authType: [BASIC]`, `paramsBasic`;
+    /// the only type accepted today: `auth_type = "BASIC"`).
+    pub username: String,
+    /// `password_file`: an absolute path to a file with the password on its first line; it must
+    /// not be readable by others (mode `o-rwx`). Read when the daemon starts and by
+    /// `config check` ([`TackerSettings::read_password`]).
+    pub password_file: PathBuf,
+    /// `max_body_kib`: the largest notification body accepted, in KiB (larger: 413). Default
+    /// 1024, 1–65536.
+    pub max_body_bytes: usize,
+}
+
+impl TackerSettings {
+    /// The Basic password from `password_file`. Errors: the file cannot be read, is readable by
+    /// others, or its first line is empty — a message naming the file, never its content.
+    pub fn read_password(&self) -> Result<crate::intake::wire::Secret<String>, String> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let p = &self.password_file;
+        let meta = std::fs::metadata(p)
+            .map_err(|e| format!("tacker.password_file {}: {e}", p.display()))?;
+        if meta.permissions().mode() & 0o007 != 0 {
+            return Err(format!(
+                "tacker.password_file {} is readable by others (mode {:o}); chmod o-rwx it",
+                p.display(),
+                meta.permissions().mode() & 0o7777
+            ));
+        }
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| format!("tacker.password_file {}: {e}", p.display()))?;
+        let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
+        if line.is_empty() {
+            return Err(format!(
+                "tacker.password_file {}: the first line (the password) is empty",
+                p.display()
+            ));
+        }
+        Ok(crate::intake::wire::Secret::new(line.to_owned()))
+    }
 }
 
 /// The opt-in Prometheus endpoint (`[metrics]`).
@@ -402,6 +467,10 @@ impl Settings {
                     ),
                 },
             },
+            tacker: match file.tacker {
+                None => None,
+                Some(t) => Some(tacker(t).map_err(|(key, reason)| invalid(key, reason))?),
+            },
         })
     }
 
@@ -489,8 +558,89 @@ impl Settings {
                 out.push_str(&format!("listen = {}\n", toml_string(&addr.to_string())));
             }
         }
+        out.push('\n');
+        match &self.tacker {
+            None => out.push_str("# [tacker] not configured: no notification endpoint\n"),
+            Some(t) => {
+                out.push_str("[tacker]\n");
+                out.push_str(&format!(
+                    "listen = {}\n",
+                    toml_string(&t.listen.to_string())
+                ));
+                out.push_str(&format!(
+                    "callback_path = {}\n",
+                    toml_string(&t.callback_path)
+                ));
+                out.push_str("auth_type = \"BASIC\"\n");
+                out.push_str(&format!("username = {}\n", toml_string(&t.username)));
+                out.push_str(&format!(
+                    "password_file = {}\n",
+                    toml_string(&t.password_file.display().to_string())
+                ));
+                out.push_str(&format!("max_body_kib = {}\n", t.max_body_bytes / 1024));
+            }
+        }
         out
     }
+}
+
+/// `[tacker]` checked. Errors: (dotted key, reason).
+fn tacker(t: TackerFile) -> Result<TackerSettings, (&'static str, String)> {
+    let listen = parse_listen(&t.listen).map_err(|r| ("tacker.listen", r))?;
+    let callback_path = t
+        .callback_path
+        .unwrap_or_else(|| "/vnfkeeper/notifications".into());
+    let path_ok = callback_path.starts_with('/')
+        && callback_path.len() <= 256
+        && callback_path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'))
+        && !callback_path.contains("//")
+        && callback_path != "/metrics";
+    if !path_ok {
+        return Err((
+            "tacker.callback_path",
+            format!(
+                "must be an absolute URL path of [A-Za-z0-9/._-] (not /metrics), got {callback_path:?}"
+            ),
+        ));
+    }
+    match t.auth_type.as_deref() {
+        None | Some("BASIC") => {}
+        Some(other) => {
+            return Err((
+                "tacker.auth_type",
+                format!("only \"BASIC\" is supported, got {other:?}"),
+            ));
+        }
+    }
+    if t.username.is_empty() || t.username.contains(':') || t.username.chars().any(char::is_control)
+    {
+        return Err((
+            "tacker.username",
+            "must be non-empty, without ':' or control characters (RFC 7617)".into(),
+        ));
+    }
+    if !t.password_file.is_absolute() {
+        return Err((
+            "tacker.password_file",
+            format!(
+                "must be an absolute path, got {}",
+                t.password_file.display()
+            ),
+        ));
+    }
+    let kib = t.max_body_kib.unwrap_or(1024);
+    if !(1..=65_536).contains(&kib) {
+        return Err(("tacker.max_body_kib", format!("must be 1-65536, got {kib}")));
+    }
+    Ok(TackerSettings {
+        listen,
+        callback_path,
+        username: t.username,
+        password_file: t.password_file,
+        max_body_bytes: kib as usize * 1024,
+    })
 }
 
 /// `metrics.listen`: a literal socket address (`IP:PORT`, IPv6 in brackets) with a port other
@@ -733,6 +883,55 @@ mod tests {
         assert!(e.contains("listen"), "{e}");
         let e = parse("[metrics]\nport = 9464\n").unwrap_err().to_string();
         assert!(e.contains("port"), "{e}");
+    }
+
+    #[test]
+    fn tacker_section_is_checked_and_its_password_file_must_be_private() {
+        assert_eq!(parse("").unwrap().tacker, None);
+        let dir = tempfile::tempdir().unwrap();
+        let pw = dir.path().join("pw");
+        let ok = format!(
+            "[tacker]\nlisten = \"127.0.0.1:9890\"\nusername = \"tacker\"\npassword_file = \"{}\"\n",
+            pw.display()
+        );
+        let t = parse(&ok).unwrap().tacker.unwrap();
+        assert_eq!(t.callback_path, "/vnfkeeper/notifications");
+        assert_eq!(t.max_body_bytes, 1024 * 1024);
+        assert!(parse(&ok).unwrap().to_toml().contains("[tacker]"));
+        for (extra, key) in [
+            (
+                "auth_type = \"OAUTH2_CLIENT_CREDENTIALS\"\n",
+                "tacker.auth_type",
+            ),
+            ("callback_path = \"/metrics\"\n", "tacker.callback_path"),
+            ("callback_path = \"no-slash\"\n", "tacker.callback_path"),
+            ("max_body_kib = 0\n", "tacker.max_body_kib"),
+        ] {
+            let e = parse(&format!("{ok}{extra}")).unwrap_err().to_string();
+            assert!(e.contains(&format!("`{key}`")), "{extra}: {e}");
+        }
+        let e = parse(&ok.replace("\"tacker\"\n", "\"a:b\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`tacker.username`"), "{e}");
+        let e = parse(&ok.replace(&pw.display().to_string(), "pw"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`tacker.password_file`"), "{e}");
+
+        use std::os::unix::fs::PermissionsExt as _;
+        assert!(t.read_password().unwrap_err().contains("No such file"));
+        std::fs::write(&pw, "s3cret\nignored\n").unwrap();
+        std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = t.read_password().unwrap_err();
+        assert!(
+            e.contains("readable by others") && !e.contains("s3cret"),
+            "{e}"
+        );
+        std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o640)).unwrap();
+        assert_eq!(t.read_password().unwrap().expose(), "s3cret");
+        std::fs::write(&pw, "\n").unwrap();
+        assert!(t.read_password().unwrap_err().contains("empty"));
     }
 
     #[test]

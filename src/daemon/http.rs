@@ -1,16 +1,15 @@
-//! The daemon's HTTP server: today it serves `GET /metrics` (the Prometheus endpoint,
-//! `[metrics] listen`; OpenMetrics text for clients that ask for it, else the Prometheus text
-//! format); it is the one server later HTTP routes of the daemon join (the
-//! notification endpoint of SOL003 §5.4.20 is to be a further route of
-//! [`router`], on the same listener when both are on), so that the daemon listens on one
-//! socket.
+//! The daemon's HTTP server: `GET /metrics` (the Prometheus endpoint, `[metrics] listen`;
+//! OpenMetrics text for clients that ask for it, else the Prometheus text format) from
+//! [`router`], and Tacker's notification callback (`notifications.rs`, `[tacker] listen`); one
+//! server per address, both routes on one socket when the addresses are the same.
 //!
 //! Routing and responses are axum's; each connection is served by hyper (HTTP/1.1). The server
 //! is its own task on the daemon's runtime and shares nothing with the main loop but the
 //! `Arc<Metrics>` it reads, so it can never block the loop. A slow or hostile client cannot hold
-//! it either: at most [`MAX_CONNECTIONS`] connections are served at once (further ones are
-//! closed at once), request headers must arrive within [`HEADER_TIMEOUT`], and a connection
-//! lives at most [`CONNECTION_DEADLINE`] (keep-alive off: one request per connection).
+//! it either: at most [`MAX_CONNECTIONS`] connections are served at once (further ones wait in
+//! the listen backlog until one ends), request headers must arrive within [`HEADER_TIMEOUT`],
+//! and a connection lives at most [`CONNECTION_DEADLINE`] (keep-alive off: one request per
+//! connection).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,7 +29,7 @@ use tokio::task::JoinHandle;
 
 use crate::metrics::{Format, Metrics};
 
-/// Connections served at once; one more is closed as soon as it is accepted.
+/// Connections served at once; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 16;
 /// Longest wait for a request's headers after the connection opened.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -69,14 +68,15 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds `addr` and serves `router` on its own task. Errors: the address cannot be bound
-    /// (in use, not local, no permission) — a startup error of the daemon, naming the address
-    /// and the key.
-    pub async fn start(addr: SocketAddr, router: Router) -> anyhow::Result<Self> {
+    /// Binds `addr` and serves `router` on its own task; `key` names the setting the address
+    /// comes from (`metrics.listen`, `tacker.listen`). Errors: the address cannot be bound (in
+    /// use, not local, no permission) — a startup error of the daemon, naming the address and
+    /// the key.
+    pub async fn start(addr: SocketAddr, router: Router, key: &str) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(addr)
             .await
-            .with_context(|| format!("metrics.listen: cannot listen on {addr}"))?;
-        let local_addr = listener.local_addr().context("metrics.listen")?;
+            .with_context(|| format!("{key}: cannot listen on {addr}"))?;
+        let local_addr = listener.local_addr().with_context(|| key.to_owned())?;
         let task = tokio::spawn(accept_loop(listener, router));
         Ok(Self { local_addr, task })
     }
@@ -90,6 +90,12 @@ impl Server {
 async fn accept_loop(listener: TcpListener, router: Router) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
+        // A connection is accepted only when a slot is free: the ones beyond wait in the
+        // kernel's listen backlog instead of being dropped (Tacker delivers each notification
+        // once, on a thread of its own, so a burst must queue, not be refused).
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
         let stream = match listener.accept().await {
             Ok((stream, _peer)) => stream,
             Err(e) => {
@@ -98,11 +104,6 @@ async fn accept_loop(listener: TcpListener, router: Router) {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
-        };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tracing::debug!("metrics endpoint: too many connections; one closed");
-            drop(stream);
-            continue;
         };
         let service = TowerToHyperService::new(router.clone());
         tokio::spawn(async move {

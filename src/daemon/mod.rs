@@ -14,6 +14,7 @@
 mod connect;
 pub mod http;
 pub mod logging;
+pub mod notifications;
 mod reconcile;
 mod runner;
 mod watch;
@@ -157,18 +158,11 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let watch = watch::SpoolWatch::new(&spool, events_tx)?;
 
-    // The metrics endpoint is bound before anything is processed: a port that cannot be bound
+    // The HTTP endpoints are bound before anything is processed: a port that cannot be bound
     // is a startup error, not a surprise later.
     let metrics = Arc::new(Metrics::new());
-    let http = match settings.metrics.listen {
-        None => None,
-        Some(addr) => {
-            let server = http::Server::start(addr, http::router(metrics.clone())).await?;
-            tracing::info!(listen = %server.local_addr, "metrics endpoint: GET http://{}/metrics", server.local_addr);
-            Some(server)
-        }
-    };
     let db = Db::new(store);
+    let http = start_http(&settings, &metrics, &db).await?;
     let (batch_done, mut batches) = mpsc::unbounded_channel();
     let mut intake = Intake {
         spool,
@@ -286,7 +280,7 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     }
     scheduler.stop().await;
     reconcile.stop().await;
-    if let Some(server) = http {
+    for server in http {
         server.stop();
     }
     drop(intake);
@@ -595,4 +589,54 @@ fn notify_systemd(states: &[NotifyState<'_>]) {
     if let Err(e) = sd_notify::notify(false, states) {
         tracing::debug!(error = %e, "sd_notify failed");
     }
+}
+
+/// Starts the HTTP endpoints that are configured: `GET /metrics` on `metrics.listen`, Tacker's
+/// callback on `tacker.listen`; both on one socket when the addresses are the same. Errors: an
+/// address cannot be bound; `tacker.password_file` cannot be read.
+async fn start_http(
+    settings: &Settings,
+    metrics: &Arc<Metrics>,
+    db: &Db,
+) -> anyhow::Result<Vec<http::Server>> {
+    // (address, routes, what they serve, the settings they come from)
+    type Endpoint = (
+        std::net::SocketAddr,
+        axum::Router,
+        Vec<String>,
+        Vec<&'static str>,
+    );
+    let mut endpoints: Vec<Endpoint> = Vec::new();
+    let mut add = |addr, router: axum::Router, what: String, key: &'static str| {
+        if let Some((_, r, w, k)) = endpoints.iter_mut().find(|(a, ..)| *a == addr) {
+            *r = std::mem::take(r).merge(router);
+            w.push(what);
+            k.push(key);
+        } else {
+            endpoints.push((addr, router, vec![what], vec![key]));
+        }
+    };
+    if let Some(addr) = settings.metrics.listen {
+        let what = "metrics endpoint GET /metrics".to_owned();
+        add(addr, http::router(metrics.clone()), what, "metrics.listen");
+    }
+    if let Some(t) = &settings.tacker {
+        let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
+        let callback = Arc::new(notifications::Callback {
+            db: db.clone(),
+            username: t.username.clone(),
+            password,
+            max_body_bytes: t.max_body_bytes,
+        });
+        let what = format!("Tacker notification endpoint GET/POST {}", t.callback_path);
+        let router = notifications::router(&t.callback_path, callback);
+        add(t.listen, router, what, "tacker.listen");
+    }
+    let mut servers = Vec::new();
+    for (addr, router, what, keys) in endpoints {
+        let server = http::Server::start(addr, router, &keys.join(" and ")).await?;
+        tracing::info!(listen = %server.local_addr, "listening on http://{}: {}", server.local_addr, what.join(", "));
+        servers.push(server);
+    }
+    Ok(servers)
 }

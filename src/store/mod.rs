@@ -12,6 +12,7 @@ mod reconcile;
 mod rows;
 mod secrets;
 mod startup;
+mod tacker;
 mod timeline;
 
 use std::path::Path;
@@ -30,6 +31,7 @@ pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow};
 pub use secrets::{KEY_FILE, RequestBody, SecretsKey, key_path};
 pub use startup::{BackupReport, DB_MODE, History, InitReport, Refusal, backup, check, init};
+pub use tacker::ReceivedNotification;
 pub use timeline::{IntakeFacts, StepFacts, TimelineEntry, TimelineSource};
 
 mod embedded {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 /// SOL013 ProblemDetails plus `errors`, the list of defective fields of a rejected request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProblemDetails {
-    /// HTTP-style status: 400 invalid, 404 unknown target, 409 conflict with current state, 413 too large.
+    /// HTTP-style status: 400 invalid, 401 unauthenticated, 404 unknown target, 409 conflict with current state, 413 too large.
     pub status: u16,
     /// Short summary of the problem type, e.g. `Bad Request`.
     pub title: String,
@@ -30,6 +30,7 @@ impl ProblemDetails {
     pub fn new(status: u16, detail: impl Into<String>, errors: Vec<FieldProblem>) -> Self {
         let title = match status {
             400 => "Bad Request",
+            401 => "Unauthorized",
             404 => "Not Found",
             409 => "Conflict",
             413 => "Payload Too Large",

@@ -11,6 +11,7 @@
 //! `Debug`.
 
 mod check;
+pub mod notification;
 pub mod params;
 pub mod redact;
 pub mod rules;

@@ -1,0 +1,234 @@
+//! The endpoint Tacker sends LCM notifications to (`[tacker]`): the subscriber side of SOL003
+//! v3.3.1 §5.4.20 (`callbackUri`) with the authentication of SOL013 §8.3.4 (HTTP Basic, the
+//! subscription's `paramsBasic`).
+//!
+//! - `GET <callback_path>`: Tacker's test of the callback URI when a subscription is created
+//!   (`test_notification`): 204 when authenticated.
+//! - `POST <callback_path>`: one notification (`wire::notification`). Checked in this order, each
+//!   failure without a side effect: credentials (401 with `WWW-Authenticate: Basic`), size (413
+//!   above `max_body_kib`), content (400, a ProblemDetails naming each defective field by its
+//!   JSON pointer). A valid one is **committed to the store before the 204** (Tacker sends each
+//!   notification once and does not retry, so a 204 means vnfkeeper has it); a duplicate (same
+//!   `id`, or same `vnfLcmOpOccId` and `operationState`) is answered 204 and recorded once. A
+//!   store failure is a 500.
+//!
+//! Served by the daemon's HTTP server (`http.rs`), on its own task: nothing here touches the main
+//! loop.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use base64::Engine as _;
+use subtle::ConstantTimeEq as _;
+
+use crate::intake::wire::Secret;
+use crate::intake::wire::notification;
+use crate::model::{FieldProblem, ProblemDetails, Timestamp};
+use crate::store::Db;
+
+/// What the endpoint needs: the store, the credentials Tacker must present, the size limit.
+pub struct Callback {
+    /// The daemon's store.
+    pub db: Db,
+    /// `tacker.username`.
+    pub username: String,
+    /// The password from `tacker.password_file`.
+    pub password: Secret<String>,
+    /// `tacker.max_body_kib` in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl std::fmt::Debug for Callback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Callback")
+            .field("username", &self.username)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Callback {
+    /// Whether `Authorization: Basic <base64(user:password)>` (RFC 7617) carries the configured
+    /// credentials; compared in constant time.
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        let Some(value) = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+        else {
+            return false;
+        };
+        let Some((scheme, token)) = value.trim().split_once(' ') else {
+            return false;
+        };
+        if !scheme.eq_ignore_ascii_case("basic") {
+            return false;
+        }
+        let Ok(given) = base64::engine::general_purpose::STANDARD.decode(token.trim()) else {
+            return false;
+        };
+        let mut want = Vec::with_capacity(self.username.len() + 1 + self.password.expose().len());
+        want.extend_from_slice(self.username.as_bytes());
+        want.push(b':');
+        want.extend_from_slice(self.password.expose().as_bytes());
+        bool::from(given.ct_eq(&want))
+    }
+}
+
+/// The routes on `path`: `GET` (the callback test) and `POST` (a notification); other methods
+/// 405.
+pub fn router(path: &str, callback: Arc<Callback>) -> Router {
+    Router::new()
+        .route(path, get(test).post(notify))
+        .with_state(callback)
+}
+
+fn problem(status: StatusCode, detail: impl Into<String>, errors: Vec<FieldProblem>) -> Response {
+    let p = ProblemDetails::new(status.as_u16(), detail, errors);
+    let body = serde_json::to_vec(&p).unwrap_or_default();
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+fn unauthorized() -> Response {
+    let mut r = problem(
+        StatusCode::UNAUTHORIZED,
+        "missing or wrong credentials (HTTP Basic, the subscription's paramsBasic)",
+        Vec::new(),
+    );
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"vnfkeeper\""),
+    );
+    r
+}
+
+/// How much of a body over the limit is still read (and dropped) so that the client gets the
+/// 413 instead of a reset connection; a larger declared body is refused without reading.
+const DRAIN_BYTES: usize = 1 << 20;
+
+/// The body, at most `max` bytes. `Ok(None)`: longer (read on up to [`DRAIN_BYTES`] more, then
+/// dropped). Errors: the client's stream failed.
+async fn read_body(mut body: axum::body::Body, max: usize) -> Result<Option<Vec<u8>>, String> {
+    use http_body_util::BodyExt as _;
+    let mut buf = Vec::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| e.to_string())?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen += data.len();
+        if seen <= max {
+            buf.extend_from_slice(&data);
+        } else if seen > max + DRAIN_BYTES {
+            break;
+        }
+    }
+    Ok((seen <= max).then_some(buf))
+}
+
+/// `GET`: Tacker's callback test.
+async fn test(State(cb): State<Arc<Callback>>, headers: HeaderMap) -> Response {
+    if !cb.authorized(&headers) {
+        return unauthorized();
+    }
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// `POST`: one notification, committed before the 204.
+async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if !cb.authorized(&parts.headers) {
+        tracing::warn!("Tacker notification refused: missing or wrong credentials");
+        return unauthorized();
+    }
+    let too_large = || {
+        problem(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the notification is larger than {} bytes (tacker.max_body_kib)",
+                cb.max_body_bytes
+            ),
+            Vec::new(),
+        )
+    };
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > (cb.max_body_bytes + DRAIN_BYTES) as u64) {
+        return too_large();
+    }
+    let bytes = match read_body(body, cb.max_body_bytes).await {
+        Ok(Some(b)) => b,
+        Ok(None) => return too_large(),
+        Err(why) => {
+            return problem(
+                StatusCode::BAD_REQUEST,
+                format!("the body could not be read: {why}"),
+                Vec::new(),
+            );
+        }
+    };
+    let n = match notification::parse(&bytes) {
+        Ok(n) => n,
+        Err(errors) => {
+            let detail = format!(
+                "the notification is not valid: {}",
+                errors
+                    .iter()
+                    .map(|e| format!(
+                        "{}: {}",
+                        if e.pointer.is_empty() {
+                            "/"
+                        } else {
+                            &e.pointer
+                        },
+                        e.reason
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+            tracing::warn!(detail, "Tacker notification refused");
+            return problem(StatusCode::BAD_REQUEST, detail, errors);
+        }
+    };
+    let now = Timestamp(chrono::Utc::now());
+    match cb.db.write(|tx| tx.record_notification(&n, now)) {
+        Ok(new) => {
+            let o = n.occurrence.as_ref();
+            tracing::info!(
+                notification_id = %n.id,
+                notification_type = n.notification_type.as_str(),
+                vnf_instance_id = %n.vnf_instance_id,
+                tacker_op_occ_id = o.map(|o| o.vnf_lcm_op_occ_id.as_str()),
+                operation = o.map(|o| o.operation.as_str()),
+                operation_state = o.map(|o| o.operation_state.as_str()),
+                duplicate = !new,
+                "Tacker notification {}",
+                if new { "recorded" } else { "already recorded" }
+            );
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(e) => {
+            tracing::error!(error = %e, notification_id = %n.id, "Tacker notification not recorded");
+            problem(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the notification could not be stored",
+                Vec::new(),
+            )
+        }
+    }
+}
