@@ -232,6 +232,7 @@ impl<C: Cloud> Engine<C> {
                 secrets.push(a.password);
             }
         }
+        secrets.extend(driver.secrets());
         if let Some(address) = access.address {
             let pinned = self
                 .db

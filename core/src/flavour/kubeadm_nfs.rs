@@ -15,17 +15,23 @@
 //!   that survives; `heal_end`: nodes join again (the first healed master creates the cluster
 //!   when none survived), the storage server mounts its kept volume and serves again, the
 //!   PersistentVolumes are registered again.
+//! - after the nodes of `instantiate_end`, `scale_end` and `heal_end` are installed: the node
+//!   trust of `private_registry_connection_info` ([`super::trust`]): registry files, `/etc/hosts`
+//!   block and registry auths on each node, then `daemon.json` observed and, in `configure`,
+//!   replaced by its merge with the insecure registries.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role};
+use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role, trust};
 use crate::model::VnfcRow;
 use crate::package::Vnfd;
-use crate::plan::stages::{Stage, StageList};
-use crate::recipes::{self, DrainPolicy, Export, Step, VolumeSetup, pv::PvManifest};
-use crate::wire::params::{K8sClusterInstallationParam, StorageServer};
+use crate::plan::stages::{Hook, Stage, StageList};
+use crate::recipes::trust::RegistryFiles;
+use crate::recipes::{self, DrainPolicy, Export, Late, Step, VolumeSetup, pv::PvManifest};
+use crate::wire::Secret;
+use crate::wire::params::{ConnectionType, K8sClusterInstallationParam, StorageServer};
 
 /// Where the package's install script is put on every node (the engine uploads it there; the
 /// reconcile probes check the node with it).
@@ -40,6 +46,11 @@ const HEAL_DRAIN: Duration = Duration::from_secs(60);
 /// The package files this flavour reads: the install script and the PV manifests.
 pub(super) fn package_files(k: &K8sClusterInstallationParam) -> Vec<String> {
     let mut out = vec![k.script_path.clone()];
+    out.extend(
+        k.private_registry_connection_info
+            .iter()
+            .filter_map(|r| r.certificate_path.clone()),
+    );
     if k.storage_server.is_some() {
         out.extend(
             k.pv_registration_params
@@ -290,6 +301,92 @@ impl KubeadmNfs {
         Ok(())
     }
 
+    /// The registry files of every `private_registry_connection_info` entry (one per server, the
+    /// first entry of a server wins), with check-only `trust.files` when `with_uploads` is false.
+    /// Errors: a `certificate_path` the package files lack.
+    fn registry_files(&self) -> Result<Vec<RegistryFiles>, FlavourError> {
+        let mut out: Vec<RegistryFiles> = Vec::new();
+        for r in &self.k8s.private_registry_connection_info {
+            if out.iter().any(|f| f.server == r.server) {
+                continue;
+            }
+            let ca = match (&r.certificate_path, r.connection_type) {
+                (Some(path), ConnectionType::Https) => {
+                    Some(self.file(path, "trust.files")?.to_vec())
+                }
+                _ => None,
+            };
+            out.push(RegistryFiles {
+                server: r.server.clone(),
+                hosts_toml: trust::containerd_hosts_toml(
+                    &r.server,
+                    r.connection_type,
+                    ca.is_some(),
+                ),
+                ca,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The node trust steps of `host` that need no observation: registry files, the
+    /// `/etc/hosts` block (when an entry has a `hosts_string`), the registry auths (when an
+    /// entry has credentials). `with_uploads` false: check-only copies (reconcile probes).
+    fn trust_steps(&self, host: &str, with_uploads: bool) -> Result<Vec<Step>, FlavourError> {
+        let regs = &self.k8s.private_registry_connection_info;
+        if regs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut out = vec![recipes::trust::files(
+            host,
+            trust::CA_STAGE_DIR,
+            &self.registry_files()?,
+            with_uploads,
+        )];
+        let block = trust::hosts_block(regs);
+        if !block.is_empty() {
+            out.push(recipes::trust::hosts(
+                host,
+                trust::HOSTS_FILE,
+                &self.inputs.vnf_instance_id,
+                &block,
+            ));
+        }
+        let auth = trust::auth_servers(regs);
+        if !auth.is_empty() {
+            out.push(recipes::trust::auth(host, trust::DOCKER_CONFIG, &auth));
+        }
+        Ok(out)
+    }
+
+    /// The node trust of `nodes`: one wave of [`Self::trust_steps`] on every node, then (with
+    /// HTTP registries) one wave of `trust.observe` and the `configure` placeholder that merges
+    /// what was observed ([`MgmtDriver::configure`]).
+    fn trust_stages(&self, nodes: &[&Node<'_>], list: &mut StageList) -> Result<(), FlavourError> {
+        if nodes.is_empty() || self.k8s.private_registry_connection_info.is_empty() {
+            return Ok(());
+        }
+        let mut wave = Vec::new();
+        for n in nodes {
+            for step in self.trust_steps(&n.row.id, true)? {
+                wave.push(Stage::remote(0, &n.row.id, n.role, step));
+            }
+        }
+        list.wave(|w| at(w, wave));
+        if !trust::insecure_servers(&self.k8s.private_registry_connection_info).is_empty() {
+            let observe: Vec<Stage> = nodes
+                .iter()
+                .map(|n| {
+                    let step = recipes::trust::observe(&n.row.id, trust::DAEMON_JSON);
+                    Stage::remote(0, &n.row.id, n.role, step)
+                })
+                .collect();
+            list.wave(|w| at(w, observe));
+            list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
+        }
+        Ok(())
+    }
+
     fn nfs_clients(&self, nodes: &[&Node<'_>]) -> Vec<Stage> {
         if !self.has_storage() {
             return Vec::new();
@@ -390,6 +487,8 @@ impl MgmtDriver for KubeadmNfs {
             joins.push(self.install(n, first.address)?);
         }
         list.wave(|w| at(w, joins));
+        let nodes: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
+        self.trust_stages(&nodes, &mut list)?;
         if self.has_storage() {
             let server = self
                 .nodes(c.vnfcs, Role::StorageServer)?
@@ -464,6 +563,7 @@ impl MgmtDriver for KubeadmNfs {
         let mut list = StageList::default();
         list.wave(|w| at(w, joins));
         list.wave(|w| at(w, clients));
+        self.trust_stages(&joining, &mut list)?;
         Ok(list.into_stages())
     }
 
@@ -548,6 +648,7 @@ impl MgmtDriver for KubeadmNfs {
             list.wave(|w| at(w, wave));
             let clients = self.nfs_clients(&nodes);
             list.wave(|w| at(w, clients));
+            self.trust_stages(&nodes, &mut list)?;
         }
         let storage = self.nodes(c.vnfcs, Role::StorageServer)?;
         if let Some(server) = storage.iter().find(|n| healed.contains(n.row.id.as_str())) {
@@ -555,6 +656,62 @@ impl MgmtDriver for KubeadmNfs {
             self.pv_stages(c.vnfcs, anchor, c.pv_wait, &mut list)?;
         }
         Ok(list.into_stages())
+    }
+
+    /// The `trust.docker` stage of every node whose `daemon.json` `trust.observe` reported:
+    /// the file merged with the insecure registries ([`trust::merge_daemon_json`]), uploaded,
+    /// and put in place only if the node's file is still the one observed.
+    fn configure(
+        &self,
+        c: HookContext<'_>,
+        observed: &BTreeMap<String, String>,
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let insecure = trust::insecure_servers(&self.k8s.private_registry_connection_info);
+        let mut wave = Vec::new();
+        for role in [Role::Master, Role::Worker] {
+            for n in self.nodes(c.vnfcs, role)? {
+                let Some(line) = observed.get(&format!("trust.observe@{}", n.row.id)) else {
+                    continue;
+                };
+                let seen = trust::parse_observed(line).map_err(|reason| {
+                    FlavourError::new("trust.observe", format!("{}: {reason}", n.row.id))
+                })?;
+                let merged = trust::merge_daemon_json(seen.content.as_deref(), &insecure).map_err(
+                    |reason| FlavourError::new("trust.docker", format!("{}: {reason}", n.row.id)),
+                )?;
+                let step = recipes::trust::docker(
+                    &n.row.id,
+                    trust::DAEMON_JSON,
+                    trust::DAEMON_JSON_STAGED,
+                    Some((merged.into_bytes(), seen.sha256)),
+                    &insecure,
+                );
+                wave.push(Stage::remote(0, &n.row.id, n.role, step));
+            }
+        }
+        let mut list = StageList::default();
+        list.wave(|w| at(w, wave));
+        Ok(list.into_stages())
+    }
+
+    fn late_upload(&self, late: &Late, _rows: &[VnfcRow]) -> Result<Secret<Vec<u8>>, FlavourError> {
+        match late {
+            Late::RegistryAuth { .. } => {
+                trust::docker_config_json(&self.k8s.private_registry_connection_info)
+                    .map(|t| Secret::new(t.expose().clone().into_bytes()))
+                    .ok_or_else(|| {
+                        FlavourError::new("trust.auth", "no registry entry has credentials")
+                    })
+            }
+            other => Err(FlavourError::new(
+                "plan",
+                format!("this flavour produces no file for {}", other.path()),
+            )),
+        }
+    }
+
+    fn secrets(&self) -> Vec<Secret<String>> {
+        trust::secrets(&self.k8s.private_registry_connection_info)
     }
 
     fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
@@ -599,6 +756,20 @@ impl MgmtDriver for KubeadmNfs {
                 )));
                 if self.has_storage() {
                     out.push(Probe::Script(recipes::nfs_client(&vnfc.id)));
+                }
+                // Node trust drift: registry files, hosts block, auths, insecure registries.
+                if let Ok(steps) = self.trust_steps(&vnfc.id, false) {
+                    out.extend(steps.into_iter().map(Probe::Script));
+                }
+                let insecure = trust::insecure_servers(&self.k8s.private_registry_connection_info);
+                if !insecure.is_empty() {
+                    out.push(Probe::Script(recipes::trust::docker(
+                        &vnfc.id,
+                        trust::DAEMON_JSON,
+                        trust::DAEMON_JSON_STAGED,
+                        None,
+                        &insecure,
+                    )));
                 }
                 if first_master {
                     out.push(Probe::Kubectl("nodes"));

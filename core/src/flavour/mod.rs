@@ -13,6 +13,7 @@ mod kubeadm_nfs;
 pub mod kubespray;
 mod plain;
 mod registry;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -167,6 +168,13 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
             "plan",
             format!("this flavour produces no file for {}", late.path()),
         ))
+    }
+
+    /// Secrets of the request other than the roles' SSH passwords that a step's output must
+    /// never show (registry passwords and their auth tokens); masked wherever the engine records
+    /// a step. Default: none.
+    fn secrets(&self) -> Vec<Secret<String>> {
+        Vec::new()
     }
 }
 

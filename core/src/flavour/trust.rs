@@ -1,0 +1,251 @@
+//! Nodes that trust private registries (`private_registry_connection_info` of
+//! `k8s_cluster_installation_param`, cir spec): what each Kubernetes node must hold so that its
+//! container runtime pulls from every listed registry, decided as data.
+//!
+//! Per registry entry, on every node (Tacker `kubernetes_mgmt.py` `_connect_to_private_registries`
+//! and the install script's `set_docker_proxy`, with their defects removed):
+//! - `connection_type` 0 (HTTP): the server in `insecure-registries` of Docker's `daemon.json`,
+//!   **merged** into the file the node has ([`merge_daemon_json`]: every other key kept; the
+//!   reference overwrites the file), and a containerd `hosts.toml` under
+//!   `/etc/containerd/certs.d/<server>/` ([`containerd_hosts_toml`]);
+//! - `connection_type` 1 (HTTPS): the package's `certificate_path` CA as
+//!   `/etc/docker/certs.d/<server>/ca.crt` and `/etc/containerd/certs.d/<server>/ca.crt`, named by
+//!   the containerd `hosts.toml`;
+//! - `hosts_string`: a line of the vnfkeeper-managed block of `/etc/hosts` ([`hosts_block`]),
+//!   rewritten whole (the reference appends with `tee -a` on every run);
+//! - `username`/`password`: Docker's client `config.json` ([`docker_config_json`]) written over
+//!   SFTP with mode 0600 and linked for the kubelet (`/var/lib/kubelet/config.json`, as the cir
+//!   spec's install script links it) — never `docker login --password` on a command line.
+//!
+//! The merge of `daemon.json` needs the file the node has: `trust.observe` reports it (its verdict
+//! line, [`parse_observed`]) and the flavour's `configure` decides the merged file from it.
+//! Pure: no I/O.
+
+use std::collections::BTreeSet;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::wire::Secret;
+use crate::wire::params::{ConnectionType, PrivateRegistryConnectionInfo};
+
+/// Docker daemon configuration file.
+pub const DAEMON_JSON: &str = "/etc/docker/daemon.json";
+
+/// Where the merged `daemon.json` is uploaded before `trust.docker` moves it into place.
+pub const DAEMON_JSON_STAGED: &str = "/var/lib/vnfkeeper/trust/daemon.json";
+
+/// Directory the registries' CA certificates are uploaded to (`<server>.crt`) before
+/// `trust.files` installs them.
+pub const CA_STAGE_DIR: &str = "/var/lib/vnfkeeper/trust";
+
+/// The hosts file whose vnfkeeper block holds the `hosts_string` lines.
+pub const HOSTS_FILE: &str = "/etc/hosts";
+
+/// Docker's client configuration with the registry auths (root's, as the reference's
+/// `sudo docker login` writes it).
+pub const DOCKER_CONFIG: &str = "/root/.docker/config.json";
+
+/// The `insecure-registries` key of `daemon.json` (dockerd(8), "Insecure registries").
+const INSECURE: &str = "insecure-registries";
+
+/// The servers of the HTTP (`connection_type` 0) entries, in request order, without repeats.
+pub fn insecure_servers(entries: &[PrivateRegistryConnectionInfo]) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    entries
+        .iter()
+        .filter(|e| e.connection_type == ConnectionType::Http)
+        .filter(|e| seen.insert(e.server.clone()))
+        .map(|e| e.server.clone())
+        .collect()
+}
+
+/// `daemon.json` with every server of `insecure` in its `insecure-registries` array: `existing`
+/// (the node's file; `None` when it has none, an empty or blank file counts as `{}`) parsed as a
+/// JSON object, every other key and the servers already listed kept in their order, the missing
+/// servers appended in the order given. Pretty-printed with a final newline.
+///
+/// Errors (a reason, never file content): `existing` is not a JSON object, or its
+/// `insecure-registries` is not an array of strings.
+pub fn merge_daemon_json(existing: Option<&str>, insecure: &[String]) -> Result<String, String> {
+    let mut obj: Map<String, Value> = match existing.map(str::trim) {
+        None | Some("") => Map::new(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => return Err(format!("{DAEMON_JSON} is JSON but not an object")),
+            Err(e) => {
+                return Err(format!(
+                    "{DAEMON_JSON} is not JSON (line {}, column {})",
+                    e.line(),
+                    e.column()
+                ));
+            }
+        },
+    };
+    let mut list: Vec<Value> = match obj.get(INSECURE) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => a.clone(),
+        Some(_) => {
+            return Err(format!(
+                "{DAEMON_JSON}: `{INSECURE}` is not an array of strings"
+            ));
+        }
+    };
+    for s in insecure {
+        if !list.iter().any(|v| v.as_str() == Some(s.as_str())) {
+            list.push(Value::String(s.clone()));
+        }
+    }
+    obj.insert(INSECURE.to_owned(), Value::Array(list));
+    let mut text = serde_json::to_string_pretty(&Value::Object(obj))
+        .map_err(|e| format!("{DAEMON_JSON}: {e}"))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// What `trust.observe` reported of a node's `daemon.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    /// The file's text; `None` when the node has no file.
+    pub content: Option<String>,
+    /// SHA-256 of the file (lowercase hex), or `absent`: what `trust.docker` compares before it
+    /// replaces the file.
+    pub sha256: String,
+}
+
+/// Parses the verdict line of `trust.observe`: `already done: <file> absent` or
+/// `already done: <file> sha256=<hex> b64=<base64>` (the file whole). Errors: another shape,
+/// base64 or UTF-8 that does not decode, or a digest that does not match the content.
+pub fn parse_observed(line: &str) -> Result<Observed, String> {
+    let rest = line
+        .strip_prefix("already done: ")
+        .and_then(|r| r.split_once(' ').map(|(_, tail)| tail))
+        .ok_or_else(|| "not a trust.observe verdict".to_owned())?;
+    if rest == "absent" {
+        return Ok(Observed {
+            content: None,
+            sha256: "absent".into(),
+        });
+    }
+    let (sum, b64) = rest
+        .strip_prefix("sha256=")
+        .and_then(|r| r.split_once(" b64="))
+        .ok_or_else(|| "no sha256=… b64=… in the trust.observe verdict".to_owned())?;
+    let bytes = STANDARD
+        .decode(b64.trim())
+        .map_err(|_| "the observed daemon.json is not valid base64".to_owned())?;
+    let actual = hex(&Sha256::digest(&bytes));
+    if actual != sum {
+        return Err(format!(
+            "the observed daemon.json has sha256 {actual}, the node reported {sum}"
+        ));
+    }
+    let content = String::from_utf8(bytes)
+        .map_err(|_| "the observed daemon.json is not UTF-8 text".to_owned())?;
+    Ok(Observed {
+        content: Some(content),
+        sha256: actual,
+    })
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// SHA-256 of `bytes`, lowercase hex (what `sha256sum` prints).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// The lines of the vnfkeeper block of `/etc/hosts`: each entry's `hosts_string`, in request
+/// order, without repeats, joined by `\n` (no final newline); empty when no entry has one.
+pub fn hosts_block(entries: &[PrivateRegistryConnectionInfo]) -> String {
+    let mut seen = BTreeSet::new();
+    entries
+        .iter()
+        .filter_map(|e| e.hosts_string.as_deref())
+        .map(str::trim)
+        .filter(|l| seen.insert(l.to_owned()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Directory of containerd's per-registry configuration for `server`
+/// (containerd `docs/hosts.md`, `config_path`).
+pub fn containerd_dir(server: &str) -> String {
+    format!("/etc/containerd/certs.d/{server}")
+}
+
+/// The containerd `hosts.toml` for `server` (containerd `docs/hosts.md`): HTTP → the `http://`
+/// endpoint; HTTPS → the `https://` endpoint verified with `ca.crt` in the same directory (the CA
+/// is always the package's when `certificate_path` is given; without one the system roots are
+/// used and no `ca` is named). No final newline (the step writes one).
+pub fn containerd_hosts_toml(server: &str, ct: ConnectionType, with_ca: bool) -> String {
+    let scheme = match ct {
+        ConnectionType::Http => "http",
+        ConnectionType::Https => "https",
+    };
+    let mut out = format!(
+        "# vnfkeeper: private registry {server}\nserver = \"{scheme}://{server}\"\n\n\
+         [host.\"{scheme}://{server}\"]\n  capabilities = [\"pull\", \"resolve\"]"
+    );
+    if with_ca && ct == ConnectionType::Https {
+        out.push_str(&format!("\n  ca = \"{}/ca.crt\"", containerd_dir(server)));
+    }
+    out
+}
+
+/// Docker's client `config.json` with an `auths` entry (`base64("user:password")`, the form
+/// `docker login` writes) for every entry with a username and password, in request order; `None`
+/// when no entry has credentials. A later entry for the same server replaces an earlier one.
+pub fn docker_config_json(entries: &[PrivateRegistryConnectionInfo]) -> Option<Secret<String>> {
+    let mut auths = Map::new();
+    for e in entries {
+        if let (Some(u), Some(p)) = (&e.username, &e.password) {
+            let token = STANDARD.encode(format!("{}:{}", u.expose(), p.expose()));
+            auths.insert(e.server.clone(), serde_json::json!({ "auth": token }));
+        }
+    }
+    if auths.is_empty() {
+        return None;
+    }
+    let doc = serde_json::json!({ "auths": Value::Object(auths) });
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text.push('\n');
+    Some(Secret::new(text))
+}
+
+/// The servers with credentials (those [`docker_config_json`] writes an auth for), in request
+/// order, without repeats.
+pub fn auth_servers(entries: &[PrivateRegistryConnectionInfo]) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    entries
+        .iter()
+        .filter(|e| e.username.is_some() && e.password.is_some())
+        .filter(|e| seen.insert(e.server.clone()))
+        .map(|e| e.server.clone())
+        .collect()
+}
+
+/// Values that must be masked wherever a step's output is recorded: each registry password
+/// and each `auth` token of [`docker_config_json`] (the password in base64).
+pub fn secrets(entries: &[PrivateRegistryConnectionInfo]) -> Vec<Secret<String>> {
+    let mut out = Vec::new();
+    for e in entries {
+        if let (Some(u), Some(p)) = (&e.username, &e.password) {
+            out.push(p.clone());
+            out.push(Secret::new(STANDARD.encode(format!(
+                "{}:{}",
+                u.expose(),
+                p.expose()
+            ))));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
