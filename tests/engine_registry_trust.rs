@@ -157,9 +157,29 @@ async fn pass(
     report
 }
 
+/// Every log record of the test process (INFO and above, as the daemon logs), for the scan.
+static LOG: std::sync::Mutex<Vec<u8>> = std::sync::Mutex::new(Vec::new());
+
+struct LogBuf;
+
+impl std::io::Write for LogBuf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        LOG.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs root (network namespaces, loop devices)"]
 async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired() {
+    tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .with_writer(|| LogBuf)
+        .init();
     let bed = Bed::new("vkt", 78, fast_limits()).await;
     let repo = support::repo_root();
 
@@ -459,24 +479,70 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     let r = pass(&bed, &rec, at(t0 + 2 * policy.grace.as_secs() as i64 + 20)).await;
     assert!(r.started.is_empty(), "{r:?}");
 
-    // No registry password (nor its auth token) in any remote command, journal row or error.
+    // SCALE_OUT: the new worker trusts both registries; a whole-VNF HEAL: every rebuilt node.
+    let before: Vec<String> = nodes(&bed).iter().map(|r| r.id.clone()).collect();
+    let (scale_op, state) = run(&bed, &fixture("cir-k8s-cluster.30-scale-out.json"), &repo).await;
+    assert_eq!(state, OperationState::Completed);
+    let added: Vec<VnfcRow> = nodes(&bed)
+        .into_iter()
+        .filter(|r| !before.contains(&r.id))
+        .collect();
+    assert_eq!(added.len(), 1, "{added:?}");
+    let new_server = added[0].server_id.clone().unwrap();
+    assert_eq!(
+        pull(&bed, &new_server, &http).await,
+        Ok(pushed.clone()),
+        "new worker http"
+    );
+    assert_eq!(
+        pull(&bed, &new_server, &https).await,
+        Ok(pushed.clone()),
+        "new worker https"
+    );
+    let (heal_all_op, state) =
+        run(&bed, &fixture("cir-k8s-cluster.50-heal-entire.json"), &repo).await;
+    assert_eq!(state, OperationState::Completed);
+    let healed = nodes(&bed);
+    for r in &healed {
+        let s = r.server_id.clone().unwrap();
+        assert!(
+            hosts_before.iter().all(|(old, _)| *old != s) && s != new_server,
+            "rebuilt"
+        );
+        assert_eq!(
+            pull(&bed, &s, &http).await,
+            Ok(pushed.clone()),
+            "{} healed http",
+            r.id
+        );
+        assert_eq!(
+            pull(&bed, &s, &https).await,
+            Ok(pushed.clone()),
+            "{} healed https",
+            r.id
+        );
+    }
+
+    // No registry password (nor its auth token) in any remote command, journal row, error or
+    // log record of the engine.
     let token = {
         use base64::Engine as _;
         base64::engine::general_purpose::STANDARD.encode(format!("user01:{PASSWORD}"))
     };
     let mut scanned = 0;
-    for r in &rows {
-        for line in bed
-            .farm
-            .command_log(r.server_id.as_deref().unwrap())
-            .await
-            .unwrap()
-        {
+    let servers: Vec<String> = rows
+        .iter()
+        .chain(added.iter())
+        .chain(healed.iter())
+        .filter_map(|r| r.server_id.clone())
+        .collect();
+    for s in &servers {
+        for line in bed.farm.command_log(s).await.unwrap() {
             assert!(!line.contains(PASSWORD) && !line.contains(&token), "{line}");
             scanned += 1;
         }
     }
-    for op in [&inst_op, &heal.id, &again_op] {
+    for op in [&inst_op, &heal.id, &again_op, &scale_op, &heal_all_op] {
         for j in bed.db.with(|s| s.reader().journal(op)).unwrap() {
             let d = j.detail.unwrap_or_default();
             assert!(!d.contains(PASSWORD) && !d.contains(&token), "{d}");
@@ -485,6 +551,13 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
         let e = bed.error_of(op).unwrap_or_default();
         assert!(!e.contains(PASSWORD), "{e}");
     }
+    let logs = String::from_utf8(LOG.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.contains("step done"),
+        "the engine's log records were captured"
+    );
+    assert!(!logs.contains(PASSWORD) && !logs.contains(&token));
+    scanned += logs.lines().count();
     assert!(scanned > 20, "{scanned} lines scanned");
     let (ok, out) = on(&bed, &reg_server, "kill \"$(cat /run/vk-tls.pid)\"").await;
     assert!(ok, "{out}");
