@@ -27,11 +27,10 @@ use std::time::Duration;
 use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role, trust};
 use crate::model::VnfcRow;
 use crate::package::Vnfd;
-use crate::plan::stages::{Hook, Stage, StageList};
-use crate::recipes::trust::RegistryFiles;
+use crate::plan::stages::{Stage, StageList};
 use crate::recipes::{self, DrainPolicy, Export, Late, Step, VolumeSetup, pv::PvManifest};
 use crate::wire::Secret;
-use crate::wire::params::{ConnectionType, K8sClusterInstallationParam, StorageServer};
+use crate::wire::params::{K8sClusterInstallationParam, StorageServer};
 
 /// Where the package's install script is put on every node (the engine uploads it there; the
 /// reconcile probes check the node with it).
@@ -301,90 +300,24 @@ impl KubeadmNfs {
         Ok(())
     }
 
-    /// The registry files of every `private_registry_connection_info` entry (one per server, the
-    /// first entry of a server wins), with check-only `trust.files` when `with_uploads` is false.
-    /// Errors: a `certificate_path` the package files lack.
-    fn registry_files(&self) -> Result<Vec<RegistryFiles>, FlavourError> {
-        let mut out: Vec<RegistryFiles> = Vec::new();
-        for r in &self.k8s.private_registry_connection_info {
-            if out.iter().any(|f| f.server == r.server) {
-                continue;
-            }
-            let ca = match (&r.certificate_path, r.connection_type) {
-                (Some(path), ConnectionType::Https) => {
-                    Some(self.file(path, "trust.files")?.to_vec())
-                }
-                _ => None,
-            };
-            out.push(RegistryFiles {
-                server: r.server.clone(),
-                hosts_toml: trust::containerd_hosts_toml(
-                    &r.server,
-                    r.connection_type,
-                    ca.is_some(),
-                ),
-                ca,
-            });
-        }
-        Ok(out)
-    }
-
-    /// The node trust steps of `host` that need no observation: registry files, the
-    /// `/etc/hosts` block (when an entry has a `hosts_string`), the registry auths (when an
-    /// entry has credentials). `with_uploads` false: check-only copies (reconcile probes).
-    fn trust_steps(&self, host: &str, with_uploads: bool) -> Result<Vec<Step>, FlavourError> {
-        let regs = &self.k8s.private_registry_connection_info;
-        if regs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut out = vec![recipes::trust::files(
-            host,
-            trust::CA_STAGE_DIR,
-            &self.registry_files()?,
-            with_uploads,
-        )];
-        let block = trust::hosts_block(regs);
-        if !block.is_empty() {
-            out.push(recipes::trust::hosts(
-                host,
-                trust::HOSTS_FILE,
-                &self.inputs.vnf_instance_id,
-                &block,
-            ));
-        }
-        let auth = trust::auth_servers(regs);
-        if !auth.is_empty() {
-            out.push(recipes::trust::auth(host, trust::DOCKER_CONFIG, &auth));
-        }
-        Ok(out)
-    }
-
-    /// The node trust of `nodes`: one wave of [`Self::trust_steps`] on every node, then (with
-    /// HTTP registries) one wave of `trust.observe` and the `configure` placeholder that merges
-    /// what was observed ([`MgmtDriver::configure`]).
+    /// The node trust of `nodes` ([`trust::node_stages`]).
     fn trust_stages(&self, nodes: &[&Node<'_>], list: &mut StageList) -> Result<(), FlavourError> {
-        if nodes.is_empty() || self.k8s.private_registry_connection_info.is_empty() {
-            return Ok(());
+        let nodes: Vec<trust::TrustNode<'_>> = nodes
+            .iter()
+            .map(|n| trust::TrustNode {
+                vnfc_id: &n.row.id,
+                role: n.role,
+            })
+            .collect();
+        trust::node_stages(&self.trust_inputs(), &nodes, list)
+    }
+
+    fn trust_inputs(&self) -> trust::TrustInputs<'_> {
+        trust::TrustInputs {
+            registries: &self.k8s.private_registry_connection_info,
+            files: &self.inputs.files,
+            owner: &self.inputs.vnf_instance_id,
         }
-        let mut wave = Vec::new();
-        for n in nodes {
-            for step in self.trust_steps(&n.row.id, true)? {
-                wave.push(Stage::remote(0, &n.row.id, n.role, step));
-            }
-        }
-        list.wave(|w| at(w, wave));
-        if !trust::insecure_servers(&self.k8s.private_registry_connection_info).is_empty() {
-            let observe: Vec<Stage> = nodes
-                .iter()
-                .map(|n| {
-                    let step = recipes::trust::observe(&n.row.id, trust::DAEMON_JSON);
-                    Stage::remote(0, &n.row.id, n.role, step)
-                })
-                .collect();
-            list.wave(|w| at(w, observe));
-            list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
-        }
-        Ok(())
     }
 
     fn nfs_clients(&self, nodes: &[&Node<'_>]) -> Vec<Stage> {
@@ -658,40 +591,25 @@ impl MgmtDriver for KubeadmNfs {
         Ok(list.into_stages())
     }
 
-    /// The `trust.docker` stage of every node whose `daemon.json` `trust.observe` reported:
-    /// the file merged with the insecure registries ([`trust::merge_daemon_json`]), uploaded,
-    /// and put in place only if the node's file is still the one observed.
+    /// The `trust.docker` stages of the nodes whose `daemon.json` was observed
+    /// ([`trust::configure_stages`]).
     fn configure(
         &self,
         c: HookContext<'_>,
         observed: &BTreeMap<String, String>,
     ) -> Result<Vec<Stage>, FlavourError> {
-        let insecure = trust::insecure_servers(&self.k8s.private_registry_connection_info);
-        let mut wave = Vec::new();
+        let mut rows = Vec::new();
         for role in [Role::Master, Role::Worker] {
-            for n in self.nodes(c.vnfcs, role)? {
-                let Some(line) = observed.get(&format!("trust.observe@{}", n.row.id)) else {
-                    continue;
-                };
-                let seen = trust::parse_observed(line).map_err(|reason| {
-                    FlavourError::new("trust.observe", format!("{}: {reason}", n.row.id))
-                })?;
-                let merged = trust::merge_daemon_json(seen.content.as_deref(), &insecure).map_err(
-                    |reason| FlavourError::new("trust.docker", format!("{}: {reason}", n.row.id)),
-                )?;
-                let step = recipes::trust::docker(
-                    &n.row.id,
-                    trust::DAEMON_JSON,
-                    trust::DAEMON_JSON_STAGED,
-                    Some((merged.into_bytes(), seen.sha256)),
-                    &insecure,
-                );
-                wave.push(Stage::remote(0, &n.row.id, n.role, step));
-            }
+            rows.extend(self.nodes(c.vnfcs, role)?);
         }
-        let mut list = StageList::default();
-        list.wave(|w| at(w, wave));
-        Ok(list.into_stages())
+        let nodes: Vec<trust::TrustNode<'_>> = rows
+            .iter()
+            .map(|n| trust::TrustNode {
+                vnfc_id: &n.row.id,
+                role: n.role,
+            })
+            .collect();
+        trust::configure_stages(&self.k8s.private_registry_connection_info, &nodes, observed)
     }
 
     fn late_upload(&self, late: &Late, _rows: &[VnfcRow]) -> Result<Secret<Vec<u8>>, FlavourError> {
@@ -758,19 +676,11 @@ impl MgmtDriver for KubeadmNfs {
                     out.push(Probe::Script(recipes::nfs_client(&vnfc.id)));
                 }
                 // Node trust drift: registry files, hosts block, auths, insecure registries.
-                if let Ok(steps) = self.trust_steps(&vnfc.id, false) {
-                    out.extend(steps.into_iter().map(Probe::Script));
-                }
-                let insecure = trust::insecure_servers(&self.k8s.private_registry_connection_info);
-                if !insecure.is_empty() {
-                    out.push(Probe::Script(recipes::trust::docker(
-                        &vnfc.id,
-                        trust::DAEMON_JSON,
-                        trust::DAEMON_JSON_STAGED,
-                        None,
-                        &insecure,
-                    )));
-                }
+                out.extend(
+                    trust::probes(&self.trust_inputs(), &vnfc.id)
+                        .into_iter()
+                        .map(Probe::Script),
+                );
                 if first_master {
                     out.push(Probe::Kubectl("nodes"));
                     out.push(Probe::Kubectl("pv"));

@@ -19,15 +19,20 @@
 //!
 //! The merge of `daemon.json` needs the file the node has: `trust.observe` reports it (its verdict
 //! line, [`parse_observed`]) and the flavour's `configure` decides the merged file from it.
-//! Pure: no I/O.
+//! A Kubernetes flavour shares the stages: [`node_stages`] after its nodes are installed (in
+//! `instantiate_end`, `scale_end`, `heal_end`), [`configure_stages`] in its `configure`,
+//! [`probes`] for reconcile. Pure: no I/O.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::{FlavourError, Role};
+use crate::plan::stages::{Hook, Stage, StageList};
+use crate::recipes::{self, Step, trust::RegistryFiles};
 use crate::wire::Secret;
 use crate::wire::params::{ConnectionType, PrivateRegistryConnectionInfo};
 
@@ -245,6 +250,184 @@ pub fn secrets(entries: &[PrivateRegistryConnectionInfo]) -> Vec<Secret<String>>
         }
     }
     out
+}
+
+/// What the node trust stages are decided from.
+#[derive(Debug, Clone, Copy)]
+pub struct TrustInputs<'a> {
+    /// `private_registry_connection_info`.
+    pub registries: &'a [PrivateRegistryConnectionInfo],
+    /// The package files read for the flavour (package-relative path → content); holds every
+    /// `certificate_path`.
+    pub files: &'a BTreeMap<String, Vec<u8>>,
+    /// Owner of the `/etc/hosts` block: the vnfInstanceId.
+    pub owner: &'a str,
+}
+
+/// A node the trust stages run on.
+#[derive(Debug, Clone, Copy)]
+pub struct TrustNode<'a> {
+    /// vnfcInstanceId (the stage subject and host).
+    pub vnfc_id: &'a str,
+    /// Its role (how it is reached).
+    pub role: Role,
+}
+
+/// The registry files of every entry (one per server, the first entry of a server wins).
+/// Errors: a `certificate_path` of an HTTPS entry the package files lack.
+fn registry_files(t: &TrustInputs<'_>) -> Result<Vec<RegistryFiles>, FlavourError> {
+    let mut out: Vec<RegistryFiles> = Vec::new();
+    for r in t.registries {
+        if out.iter().any(|f| f.server == r.server) {
+            continue;
+        }
+        let ca = match (&r.certificate_path, r.connection_type) {
+            (Some(path), ConnectionType::Https) => Some(
+                t.files
+                    .get(path)
+                    .ok_or_else(|| {
+                        FlavourError::new(
+                            "trust.files",
+                            format!("package file `{path}` was not read"),
+                        )
+                    })?
+                    .clone(),
+            ),
+            _ => None,
+        };
+        out.push(RegistryFiles {
+            server: r.server.clone(),
+            hosts_toml: containerd_hosts_toml(&r.server, r.connection_type, ca.is_some()),
+            ca,
+        });
+    }
+    Ok(out)
+}
+
+/// The trust steps of `host` that need no observation: `trust.files`, `trust.hosts` (when an
+/// entry has a `hosts_string`), `trust.auth` (when an entry has credentials); empty without
+/// entries. `with_uploads` false: check-only copies (no CA uploads), for reconcile probes.
+pub fn node_steps(
+    t: &TrustInputs<'_>,
+    host: &str,
+    with_uploads: bool,
+) -> Result<Vec<Step>, FlavourError> {
+    if t.registries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut out = vec![recipes::trust::files(
+        host,
+        CA_STAGE_DIR,
+        &registry_files(t)?,
+        with_uploads,
+    )];
+    let block = hosts_block(t.registries);
+    if !block.is_empty() {
+        out.push(recipes::trust::hosts(host, HOSTS_FILE, t.owner, &block));
+    }
+    let auth = auth_servers(t.registries);
+    if !auth.is_empty() {
+        out.push(recipes::trust::auth(host, DOCKER_CONFIG, &auth));
+    }
+    Ok(out)
+}
+
+/// The node trust of `nodes`, appended to `list`: one wave of [`node_steps`] on every node,
+/// then (with HTTP registries) one wave of `trust.observe` and a
+/// [`Hook::Configure`] placeholder, whose expansion is [`configure_stages`]. Nothing without
+/// nodes or entries. Errors: as [`node_steps`].
+pub fn node_stages(
+    t: &TrustInputs<'_>,
+    nodes: &[TrustNode<'_>],
+    list: &mut StageList,
+) -> Result<(), FlavourError> {
+    if nodes.is_empty() || t.registries.is_empty() {
+        return Ok(());
+    }
+    let mut wave = Vec::new();
+    for n in nodes {
+        for step in node_steps(t, n.vnfc_id, true)? {
+            wave.push(Stage::remote(0, n.vnfc_id, n.role, step));
+        }
+    }
+    list.wave(|w| at(w, wave));
+    if !insecure_servers(t.registries).is_empty() {
+        let observe: Vec<Stage> = nodes
+            .iter()
+            .map(|n| {
+                let step = recipes::trust::observe(n.vnfc_id, DAEMON_JSON);
+                Stage::remote(0, n.vnfc_id, n.role, step)
+            })
+            .collect();
+        list.wave(|w| at(w, observe));
+        list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
+    }
+    Ok(())
+}
+
+/// The expansion of the placeholder of [`node_stages`]: one wave with a `trust.docker` stage for
+/// each of `nodes` whose `trust.observe@<vnfc>` verdict is in `observed` — the observed
+/// `daemon.json` merged with the insecure registries ([`merge_daemon_json`]), uploaded, put in
+/// place only while the node's file is still the one observed. Errors: a verdict that does not
+/// parse, a `daemon.json` that cannot be merged (both name the node).
+pub fn configure_stages(
+    registries: &[PrivateRegistryConnectionInfo],
+    nodes: &[TrustNode<'_>],
+    observed: &BTreeMap<String, String>,
+) -> Result<Vec<Stage>, FlavourError> {
+    let insecure = insecure_servers(registries);
+    let mut wave = Vec::new();
+    for n in nodes {
+        let Some(line) = observed.get(&format!("trust.observe@{}", n.vnfc_id)) else {
+            continue;
+        };
+        let seen = parse_observed(line).map_err(|reason| {
+            FlavourError::new("trust.observe", format!("{}: {reason}", n.vnfc_id))
+        })?;
+        let merged = merge_daemon_json(seen.content.as_deref(), &insecure).map_err(|reason| {
+            FlavourError::new("trust.docker", format!("{}: {reason}", n.vnfc_id))
+        })?;
+        let step = recipes::trust::docker(
+            n.vnfc_id,
+            DAEMON_JSON,
+            DAEMON_JSON_STAGED,
+            Some((merged.into_bytes(), seen.sha256)),
+            &insecure,
+        );
+        wave.push(Stage::remote(0, n.vnfc_id, n.role, step));
+    }
+    let mut list = StageList::default();
+    list.wave(|w| at(w, wave));
+    Ok(list.into_stages())
+}
+
+/// Reconcile probes of a node's trust: the check-only [`node_steps`] and (with HTTP registries)
+/// `trust.docker` checking `insecure-registries`. Empty without entries (or when a CA was not
+/// read: the hooks report that).
+pub fn probes(t: &TrustInputs<'_>, host: &str) -> Vec<Step> {
+    let mut out = node_steps(t, host, false).unwrap_or_default();
+    let insecure = insecure_servers(t.registries);
+    if !insecure.is_empty() {
+        out.push(recipes::trust::docker(
+            host,
+            DAEMON_JSON,
+            DAEMON_JSON_STAGED,
+            None,
+            &insecure,
+        ));
+    }
+    out
+}
+
+/// `stages` with every wave number set to `w`.
+fn at(w: u32, stages: Vec<Stage>) -> Vec<Stage> {
+    stages
+        .into_iter()
+        .map(|mut s| {
+            s.wave = w;
+            s
+        })
+        .collect()
 }
 
 #[cfg(test)]
