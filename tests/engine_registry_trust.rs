@@ -137,6 +137,12 @@ async fn restarts(bed: &Bed, server: &str) -> usize {
         .count()
 }
 
+fn trust_of(bed: &Bed) -> Vec<vnfkeeper::flavour::trust::NodeTrust> {
+    bed.db
+        .with(|s| s.reader().registry_trust(CLUSTER_VNF))
+        .unwrap()
+}
+
 fn at(secs: i64) -> Timestamp {
     Timestamp(chrono::Utc::now() + chrono::Duration::seconds(secs))
 }
@@ -363,6 +369,16 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
         assert_eq!(restarts(&bed, &s).await, 0, "docker is not a service yet");
         hosts_before.push((s, hosts));
     }
+    // The store knows both registries (type, CA fingerprint) and when each node's trust was
+    // applied and verified.
+    let ca_sha = support::Install::sha256_hex(&std::fs::read(w.join("ca.crt")).unwrap());
+    let trust0 = trust_of(&bed);
+    assert_eq!(trust0.len(), 2 * rows.len(), "{trust0:?}");
+    for n in &trust0 {
+        assert!(n.applied_at.is_some() && n.verified_at.is_some(), "{n:?}");
+        let want = (n.registry.server == https).then(|| ca_sha.clone());
+        assert_eq!(n.registry.ca_sha256, want, "{n:?}");
+    }
 
     // Drift behind vnfkeeper's back on one node (docker now a service there, a stand-in): the CA
     // file removed, then the HTTP registry dropped from daemon.json (an unrelated key added),
@@ -445,6 +461,15 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
         json!({"log-driver": "json-file", "insecure-registries": [http]})
     );
     assert_eq!(restarts(&bed, &ts).await, 1);
+    let trust1 = trust_of(&bed);
+    for (a, b) in trust0.iter().zip(&trust1) {
+        assert_eq!(a.vnfc_instance_id, b.vnfc_instance_id);
+        if a.vnfc_instance_id.as_deref() == Some(target.id.as_str()) {
+            assert!(b.applied_at > a.applied_at, "repaired: {a:?} -> {b:?}");
+        } else {
+            assert_eq!(b, a, "another node is not touched");
+        }
+    }
     for (s, hosts) in &hosts_before {
         assert_eq!(&text(&bed, s, "/etc/hosts").await, hosts, "{s}");
         assert_eq!(pull(&bed, s, &http).await, Ok(pushed.clone()), "{s} http");
@@ -478,6 +503,82 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     }
     let r = pass(&bed, &rec, at(t0 + 2 * policy.grace.as_secs() as i64 + 20)).await;
     assert!(r.started.is_empty(), "{r:?}");
+    let trust2 = trust_of(&bed);
+    for (a, b) in trust1.iter().zip(&trust2) {
+        assert_eq!(
+            b.applied_at, a.applied_at,
+            "nothing applied the second time"
+        );
+        assert!(
+            b.verified_at > a.verified_at,
+            "verified again: {a:?} -> {b:?}"
+        );
+    }
+
+    // The audit view answers "which nodes trust registry X"; `vnfkeeper status` shows it.
+    let db_path = bed.dir.path().join("state.db");
+    let conn =
+        rusqlite::Connection::open_with_flags(&db_path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let mut st = conn
+        .prepare("SELECT vnfc_instance_id FROM registry_nodes WHERE server = ?1 ORDER BY 1")
+        .unwrap();
+    let trusting: Vec<String> = st
+        .query_map([&https], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut ids_sorted = ids.clone();
+    ids_sorted.sort();
+    assert_eq!(trusting, ids_sorted);
+    drop(st);
+    drop(conn);
+    let cfg = bed.dir.path().join("vnfkeeper.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "spool_dir = \"{}\"\ndatabase = \"{}\"\n",
+            bed.dir.path().join("spool").display(),
+            db_path.display()
+        ),
+    )
+    .unwrap();
+    let status = |json: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_vnfkeeper"));
+        c.arg("status");
+        if json {
+            c.arg("--json");
+        }
+        let out = c
+            .arg("--config")
+            .arg(&cfg)
+            .env_remove("JOURNAL_STREAM")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let list: Value = serde_json::from_str(&status(true)).unwrap();
+    let inst = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == CLUSTER_VNF)
+        .unwrap();
+    let regs = inst["registries"].as_array().unwrap();
+    assert_eq!(regs.len(), 2, "{inst}");
+    let tls = regs.iter().find(|r| r["server"] == https.as_str()).unwrap();
+    assert_eq!(tls["connectionType"], "HTTPS");
+    assert_eq!(tls["caSha256"], ca_sha.as_str());
+    assert_eq!(tls["nodes"].as_array().unwrap().len(), rows.len(), "{tls}");
+    let plain = regs.iter().find(|r| r["server"] == http.as_str()).unwrap();
+    assert_eq!(plain["connectionType"], "HTTP");
+    assert!(plain["caSha256"].is_null());
+    let table = status(false);
+    assert!(
+        table.contains("REGISTRY") && table.contains(&https),
+        "{table}"
+    );
 
     // SCALE_OUT: the new worker trusts both registries; a whole-VNF HEAL: every rebuilt node.
     let before: Vec<String> = nodes(&bed).iter().map(|r| r.id.clone()).collect();

@@ -13,6 +13,7 @@ mod rows;
 mod secrets;
 mod startup;
 mod timeline;
+mod trust;
 
 use std::path::Path;
 use std::time::Duration;

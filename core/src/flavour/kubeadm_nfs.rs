@@ -632,6 +632,10 @@ impl MgmtDriver for KubeadmNfs {
         trust::secrets(&self.k8s.private_registry_connection_info)
     }
 
+    fn registries(&self) -> Vec<trust::RegistryUse> {
+        trust::registry_uses(&self.trust_inputs())
+    }
+
     fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
         // Tacker's terminate_end only deregisters the cluster as a VIM; nothing runs on the
         // servers before the stack goes.

@@ -176,6 +176,12 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn secrets(&self) -> Vec<Secret<String>> {
         Vec::new()
     }
+
+    /// The private registries the VNF's nodes are made to trust (`trust::registry_uses`),
+    /// recorded by the engine when a node's `trust.*` step ends. Default: none.
+    fn registries(&self) -> Vec<trust::RegistryUse> {
+        Vec::new()
+    }
 }
 
 /// The package files the flavour of `req` reads (package-relative paths).

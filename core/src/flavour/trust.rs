@@ -252,6 +252,55 @@ pub fn secrets(entries: &[PrivateRegistryConnectionInfo]) -> Vec<Secret<String>>
     out
 }
 
+/// A private registry the nodes of a VNF trust, as recorded in the store
+/// (`migrations/V11__registry_trust.sql`, table `vnf_registry`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryUse {
+    /// `host[:port]`.
+    pub server: String,
+    /// HTTP (insecure) or HTTPS.
+    pub connection_type: ConnectionType,
+    /// SHA-256 (lowercase hex) of the package's CA certificate; `None` without one.
+    pub ca_sha256: Option<String>,
+}
+
+/// The registries of `t`, one per server (the first entry of a server wins), with the
+/// fingerprint of each CA the package files hold.
+pub fn registry_uses(t: &TrustInputs<'_>) -> Vec<RegistryUse> {
+    let mut out: Vec<RegistryUse> = Vec::new();
+    for r in t.registries {
+        if out.iter().any(|u| u.server == r.server) {
+            continue;
+        }
+        let ca_sha256 = match (&r.certificate_path, r.connection_type) {
+            (Some(p), ConnectionType::Https) => t.files.get(p).map(|b| sha256_hex(b)),
+            _ => None,
+        };
+        out.push(RegistryUse {
+            server: r.server.clone(),
+            connection_type: r.connection_type,
+            ca_sha256,
+        });
+    }
+    out
+}
+
+/// A node's trust as recorded (`node_registry_trust`) with the registry it concerns; what
+/// `vnfkeeper status` shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeTrust {
+    /// vnfInstanceId.
+    pub vnf_instance_id: String,
+    /// The registry.
+    pub registry: RegistryUse,
+    /// vnfcInstanceId of the node; `None` for a registry no node has recorded trust of yet.
+    pub vnfc_instance_id: Option<String>,
+    /// Last time a trust step changed the node; `None`: never needed (or no node yet).
+    pub applied_at: Option<crate::model::Timestamp>,
+    /// Last time a trust step found (or left) the node's trust in place.
+    pub verified_at: Option<crate::model::Timestamp>,
+}
+
 /// What the node trust stages are decided from.
 #[derive(Debug, Clone, Copy)]
 pub struct TrustInputs<'a> {
