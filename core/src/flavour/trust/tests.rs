@@ -417,3 +417,33 @@ fn probes_check_node_trust_without_uploads() {
         ]
     );
 }
+
+#[test]
+fn registry_uses_one_per_server_with_the_ca_fingerprint_of_https_entries() {
+    let mut e = seed_entries();
+    e.push(entry(
+        serde_json::json!({"connection_type": "1", "server": "192.168.0.10:5000"}),
+    ));
+    let files: BTreeMap<String, Vec<u8>> =
+        [("Files/registries/ca.crt".to_owned(), b"CA".to_vec())].into();
+    let t = TrustInputs {
+        registries: &e,
+        files: &files,
+        owner: "vnf-1",
+    };
+    assert_eq!(
+        registry_uses(&t),
+        [
+            RegistryUse {
+                server: "192.168.0.10:5000".into(),
+                connection_type: ConnectionType::Http,
+                ca_sha256: None
+            },
+            RegistryUse {
+                server: "registry.example.com".into(),
+                connection_type: ConnectionType::Https,
+                ca_sha256: Some(sha256_hex(b"CA"))
+            },
+        ]
+    );
+}
