@@ -5,7 +5,8 @@
 --
 -- Rows are written by the engine when a `trust.*` step of a node ends DONE (in the transaction
 -- that journals it): the instance's registries are upserted, the node's `verified_at` set, and
--- its `applied_at` when the step changed something.
+-- its `applied_at` when the step changed something. A full reconcile pass whose `trust.*` probes
+-- of a node all find it in place sets that node's `verified_at` too.
 CREATE TABLE vnf_registry (
     vnf_instance_id TEXT NOT NULL REFERENCES vnf_instance (id),
     server          TEXT NOT NULL,                   -- host[:port] as in the request
@@ -19,7 +20,7 @@ CREATE TABLE node_registry_trust (
     vnfc_instance_id TEXT PRIMARY KEY REFERENCES vnfc (id) ON DELETE CASCADE,
     vnf_instance_id  TEXT NOT NULL REFERENCES vnf_instance (id),
     applied_at       TEXT,                           -- last change by a trust step; NULL: none was needed
-    verified_at      TEXT NOT NULL                   -- last trust step that found (or left) it in place
+    verified_at      TEXT NOT NULL                   -- last trust step or probe pass that found (or left) it in place
 );
 
 -- Audit: which nodes trust registry X (`SELECT * FROM registry_nodes WHERE server = 'X'`).

@@ -416,7 +416,8 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
         },
     );
     let t0 = policy.startup_grace.as_secs() as i64 + 1;
-    let r = pass(&bed, &rec, at(t0)).await;
+    let drift_pass_at = at(t0);
+    let r = pass(&bed, &rec, drift_pass_at).await;
     assert_eq!(r.started.len(), 1, "{r:?}");
     let heal = bed
         .db
@@ -467,7 +468,12 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
         if a.vnfc_instance_id.as_deref() == Some(target.id.as_str()) {
             assert!(b.applied_at > a.applied_at, "repaired: {a:?} -> {b:?}");
         } else {
-            assert_eq!(b, a, "another node is not touched");
+            // Not touched by the repair; only the pass that found the drift verified it.
+            assert_eq!(b.applied_at, a.applied_at, "another node is not touched");
+            assert_eq!(
+                b.verified_at.map(|t| t.to_rfc3339()),
+                Some(drift_pass_at.to_rfc3339())
+            );
         }
     }
     for (s, hosts) in &hosts_before {
@@ -501,9 +507,19 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
         let want = usize::from(*s == ts);
         assert_eq!(restarts(&bed, s).await, want, "{s}");
     }
-    let r = pass(&bed, &rec, at(t0 + 2 * policy.grace.as_secs() as i64 + 20)).await;
+    // A reconcile pass whose trust probes all pass records the nodes as verified at its time.
+    let t_last = at(t0 + 2 * policy.grace.as_secs() as i64 + 20);
+    let r = pass(&bed, &rec, t_last).await;
     assert!(r.started.is_empty(), "{r:?}");
+    assert_eq!(r.trust_verified.len(), rows.len(), "{r:?}");
     let trust2 = trust_of(&bed);
+    for n in &trust2 {
+        assert_eq!(
+            n.verified_at.map(|t| t.to_rfc3339()),
+            Some(t_last.to_rfc3339()),
+            "{n:?}"
+        );
+    }
     for (a, b) in trust1.iter().zip(&trust2) {
         assert_eq!(
             b.applied_at, a.applied_at,

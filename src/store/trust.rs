@@ -57,6 +57,18 @@ impl Tx<'_> {
     }
 }
 
+impl Tx<'_> {
+    /// Sets `verified_at` of node `vnfc_instance_id` to `now` (a reconcile pass whose trust
+    /// probes all found it in place). Nothing when the node has no trust row yet.
+    pub fn verify_node_trust(&mut self, vnfc_instance_id: &str, now: Timestamp) -> Result<()> {
+        self.tx.execute(
+            "UPDATE node_registry_trust SET verified_at = ?2 WHERE vnfc_instance_id = ?1",
+            params![vnfc_instance_id, now.to_rfc3339()],
+        )?;
+        Ok(())
+    }
+}
+
 impl ReaderRef<'_> {
     /// The registries of `vnf_instance_id` with every node that recorded trust of them (one
     /// item per registry and node; a registry without nodes once, with `vnfc_instance_id`
