@@ -536,6 +536,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 })
                 .collect();
             let unfinished = summaries.get(&i.id).map_or(0, |o| o.unfinished);
+            let registries = registries_json(&q.registry_trust(&i.id)?);
             list.push(json!({
                 "id": i.id,
                 "instantiationState": i.instantiation_state.as_str(),
@@ -548,6 +549,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 "clusterEndpoint": endpoint(&i.id),
                 "maintenancePause": paused(&i.id).map(crate::reconcile::policy::pause_json),
                 "vnfcs": vnfcs,
+                "registries": registries,
             }));
         }
         outln!("{}", serde_json::to_string_pretty(&list)?);
@@ -564,6 +566,15 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
         "MAINTENANCE PAUSE",
     ]);
     let mut vnfc_table = table(["VNF INSTANCE", "VNFC", "VDU", "INDEX", "SERVER", "IP"]);
+    let mut trust_table = table([
+        "VNF INSTANCE",
+        "REGISTRY",
+        "TYPE",
+        "CA SHA-256",
+        "NODE (VNFC)",
+        "APPLIED",
+        "VERIFIED",
+    ]);
     for i in &instances {
         let summary = summaries.get(&i.id);
         let vnfcs = q.vnfcs(&i.id)?;
@@ -583,6 +594,24 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
             endpoint(&i.id).unwrap_or_default(),
             paused(&i.id).map(|p| p.describe()).unwrap_or_default(),
         ]);
+        for n in q.registry_trust(&i.id)? {
+            let time = |t: Option<crate::model::Timestamp>| {
+                t.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into())
+            };
+            trust_table.add_row([
+                i.id.clone(),
+                n.registry.server.clone(),
+                connection_type_name(n.registry.connection_type).into(),
+                n.registry
+                    .ca_sha256
+                    .as_deref()
+                    .map(|h| h.get(..16).unwrap_or(h).to_owned())
+                    .unwrap_or_else(|| "-".into()),
+                n.vnfc_instance_id.clone().unwrap_or_else(|| "-".into()),
+                time(n.applied_at),
+                time(n.verified_at),
+            ]);
+        }
         for c in &vnfcs {
             vnfc_table.add_row([
                 i.id.clone(),
@@ -604,7 +633,47 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     if vnfc_table.row_count() > 0 {
         outln!("\n{vnfc_table}");
     }
+    if trust_table.row_count() > 0 {
+        outln!("\n{trust_table}");
+    }
     Ok(())
+}
+
+/// `HTTP` or `HTTPS`.
+fn connection_type_name(t: crate::intake::wire::params::ConnectionType) -> &'static str {
+    match t {
+        crate::intake::wire::params::ConnectionType::Http => "HTTP",
+        crate::intake::wire::params::ConnectionType::Https => "HTTPS",
+    }
+}
+
+/// `status --json`'s `registries` of one instance: per registry its type, CA fingerprint and
+/// the nodes that recorded trust of it, with when it was last applied and verified.
+fn registries_json(rows: &[crate::flavour::trust::NodeTrust]) -> Value {
+    let mut out: Vec<Value> = Vec::new();
+    for n in rows {
+        let node = n.vnfc_instance_id.as_ref().map(|id| {
+            json!({"vnfcId": id,
+                   "appliedAt": n.applied_at.map(|t| t.to_rfc3339()),
+                   "verifiedAt": n.verified_at.map(|t| t.to_rfc3339())})
+        });
+        if let Some(last) = out
+            .last_mut()
+            .filter(|v| v["server"] == n.registry.server.as_str())
+        {
+            if let (Some(node), Some(nodes)) = (node, last["nodes"].as_array_mut()) {
+                nodes.push(node);
+            }
+            continue;
+        }
+        out.push(json!({
+            "server": n.registry.server,
+            "connectionType": connection_type_name(n.registry.connection_type),
+            "caSha256": n.registry.ca_sha256,
+            "nodes": node.into_iter().collect::<Vec<_>>(),
+        }));
+    }
+    Value::Array(out)
 }
 
 /// `host-key forget`: one store write (the key cleared, a HOST_KEY_FORGOTTEN event naming the

@@ -232,6 +232,7 @@ impl<C: Cloud> Engine<C> {
                 secrets.push(a.password);
             }
         }
+        secrets.extend(driver.secrets());
         if let Some(address) = access.address {
             let pinned = self
                 .db
@@ -254,8 +255,15 @@ impl<C: Cloud> Engine<C> {
                 vnf_instance_id: vnf_instance_id.to_owned(),
                 external: true,
                 late,
+                registries: Vec::new(),
             });
         }
+        // A node's trust step records the registries it makes the node trust.
+        let registries = if step.name.starts_with("trust.") {
+            driver.registries()
+        } else {
+            Vec::new()
+        };
         let vnfc = step.host.as_str();
         let row = rows.iter().find(|v| v.id == vnfc).ok_or_else(|| {
             StepFailure::input("plan", format!("VNFC {vnfc} is not a VNFC of the instance"))
@@ -285,6 +293,7 @@ impl<C: Cloud> Engine<C> {
             vnf_instance_id: vnf_instance_id.to_owned(),
             external: false,
             late,
+            registries,
         })
     }
 

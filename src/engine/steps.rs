@@ -106,6 +106,9 @@ pub(crate) struct Host {
     pub external: bool,
     /// Files produced when the step runs, uploaded after the step's own uploads.
     pub late: Vec<LateFile>,
+    /// For a node's `trust.*` step: the registries it makes the node trust, recorded when the
+    /// step ends DONE (`Tx::record_node_trust`); empty otherwise.
+    pub registries: Vec<crate::flavour::trust::RegistryUse>,
 }
 
 /// A step's late file (`recipes::Late`) with its content.
@@ -330,7 +333,19 @@ impl<C: Cloud> Engine<C> {
             Ok(detail) => {
                 tracing::info!(detail = %detail, "step done");
                 self.db.write(|tx| {
-                    tx.journal_finish(&op.id, key, StepState::Done, Some(0), &detail, now())
+                    let t = now();
+                    tx.journal_finish(&op.id, key, StepState::Done, Some(0), &detail, t)?;
+                    if !host.registries.is_empty() {
+                        let applied = detail.starts_with("applied");
+                        tx.record_node_trust(
+                            &host.vnf_instance_id,
+                            &host.vnfc_id,
+                            &host.registries,
+                            applied,
+                            t,
+                        )?;
+                    }
+                    Ok(())
                 })?;
                 crate::failpoint::hit("engine-step-done");
                 Ok(())

@@ -145,6 +145,9 @@ pub struct PassReport {
     /// Pauses whose `until` has passed at `at`: [`record`] removes them (if unchanged since the
     /// snapshot) with a `MAINTENANCE_RESUMED` event, and keeps only those it removed.
     pub expired_pauses: Vec<MaintenancePause>,
+    /// VNFCs whose registry trust probes (`trust.*`) all found it in place: [`record`] sets
+    /// their `node_registry_trust.verified_at` to `at`.
+    pub trust_verified: Vec<String>,
 }
 
 /// Observation, probes and policy over a cloud and a remote.
@@ -322,6 +325,7 @@ impl<C: Cloud> Reconciler<C> {
         let mut outcomes = Vec::with_capacity(snap.vnfs.len());
         let mut pv_bound = HashMap::new();
         let mut n_vnfcs = 0;
+        let mut trust_verified = Vec::new();
         for v in &snap.vnfs {
             let id = &v.instance.id;
             let vnf_state = snap.states.get(&(id.clone(), String::new()));
@@ -344,6 +348,19 @@ impl<C: Cloud> Reconciler<C> {
                     None => PvView::Unknown,
                 }
             };
+            for c in &v.vnfcs {
+                let trust: Vec<&policy::Finding> = findings
+                    .findings
+                    .get(&c.id)
+                    .into_iter()
+                    .flatten()
+                    .filter(|f| f.check.starts_with("trust."))
+                    .collect();
+                if !trust.is_empty() && trust.iter().all(|f| f.verdict == policy::Verdict::InPlace)
+                {
+                    trust_verified.push(c.id.clone());
+                }
+            }
             let vnfcs = v
                 .vnfcs
                 .iter()
@@ -386,6 +403,7 @@ impl<C: Cloud> Reconciler<C> {
                 .into_iter()
                 .cloned()
                 .collect(),
+            trust_verified,
         }
     }
 }
@@ -408,6 +426,9 @@ pub fn record(
         }
     }
     report.expired_pauses = ended;
+    for vnfc in &report.trust_verified {
+        tx.verify_node_trust(vnfc, report.at)?;
+    }
     for o in &report.outcomes {
         let vnf = o.vnf_instance_id.clone();
         let mut op_id = None;

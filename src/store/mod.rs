@@ -14,6 +14,7 @@ mod secrets;
 mod startup;
 mod tacker;
 mod timeline;
+mod trust;
 
 use std::path::Path;
 use std::time::Duration;

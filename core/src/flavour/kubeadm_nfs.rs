@@ -15,16 +15,21 @@
 //!   that survives; `heal_end`: nodes join again (the first healed master creates the cluster
 //!   when none survived), the storage server mounts its kept volume and serves again, the
 //!   PersistentVolumes are registered again.
+//! - after the nodes of `instantiate_end`, `scale_end` and `heal_end` are installed: the node
+//!   trust of `private_registry_connection_info` ([`super::trust`]): registry files, `/etc/hosts`
+//!   block and registry auths on each node, then `daemon.json` observed and, in `configure`,
+//!   replaced by its merge with the insecure registries.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role};
+use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role, trust};
 use crate::model::VnfcRow;
 use crate::package::Vnfd;
 use crate::plan::stages::{Stage, StageList};
-use crate::recipes::{self, DrainPolicy, Export, Step, VolumeSetup, pv::PvManifest};
+use crate::recipes::{self, DrainPolicy, Export, Late, Step, VolumeSetup, pv::PvManifest};
+use crate::wire::Secret;
 use crate::wire::params::{K8sClusterInstallationParam, StorageServer};
 
 /// Where the package's install script is put on every node (the engine uploads it there; the
@@ -40,6 +45,11 @@ const HEAL_DRAIN: Duration = Duration::from_secs(60);
 /// The package files this flavour reads: the install script and the PV manifests.
 pub(super) fn package_files(k: &K8sClusterInstallationParam) -> Vec<String> {
     let mut out = vec![k.script_path.clone()];
+    out.extend(
+        k.private_registry_connection_info
+            .iter()
+            .filter_map(|r| r.certificate_path.clone()),
+    );
     if k.storage_server.is_some() {
         out.extend(
             k.pv_registration_params
@@ -290,6 +300,26 @@ impl KubeadmNfs {
         Ok(())
     }
 
+    /// The node trust of `nodes` ([`trust::node_stages`]).
+    fn trust_stages(&self, nodes: &[&Node<'_>], list: &mut StageList) -> Result<(), FlavourError> {
+        let nodes: Vec<trust::TrustNode<'_>> = nodes
+            .iter()
+            .map(|n| trust::TrustNode {
+                vnfc_id: &n.row.id,
+                role: n.role,
+            })
+            .collect();
+        trust::node_stages(&self.trust_inputs(), &nodes, list)
+    }
+
+    fn trust_inputs(&self) -> trust::TrustInputs<'_> {
+        trust::TrustInputs {
+            registries: &self.k8s.private_registry_connection_info,
+            files: &self.inputs.files,
+            owner: &self.inputs.vnf_instance_id,
+        }
+    }
+
     fn nfs_clients(&self, nodes: &[&Node<'_>]) -> Vec<Stage> {
         if !self.has_storage() {
             return Vec::new();
@@ -390,6 +420,8 @@ impl MgmtDriver for KubeadmNfs {
             joins.push(self.install(n, first.address)?);
         }
         list.wave(|w| at(w, joins));
+        let nodes: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
+        self.trust_stages(&nodes, &mut list)?;
         if self.has_storage() {
             let server = self
                 .nodes(c.vnfcs, Role::StorageServer)?
@@ -464,6 +496,7 @@ impl MgmtDriver for KubeadmNfs {
         let mut list = StageList::default();
         list.wave(|w| at(w, joins));
         list.wave(|w| at(w, clients));
+        self.trust_stages(&joining, &mut list)?;
         Ok(list.into_stages())
     }
 
@@ -548,6 +581,7 @@ impl MgmtDriver for KubeadmNfs {
             list.wave(|w| at(w, wave));
             let clients = self.nfs_clients(&nodes);
             list.wave(|w| at(w, clients));
+            self.trust_stages(&nodes, &mut list)?;
         }
         let storage = self.nodes(c.vnfcs, Role::StorageServer)?;
         if let Some(server) = storage.iter().find(|n| healed.contains(n.row.id.as_str())) {
@@ -555,6 +589,51 @@ impl MgmtDriver for KubeadmNfs {
             self.pv_stages(c.vnfcs, anchor, c.pv_wait, &mut list)?;
         }
         Ok(list.into_stages())
+    }
+
+    /// The `trust.docker` stages of the nodes whose `daemon.json` was observed
+    /// ([`trust::configure_stages`]).
+    fn configure(
+        &self,
+        c: HookContext<'_>,
+        observed: &BTreeMap<String, String>,
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let mut rows = Vec::new();
+        for role in [Role::Master, Role::Worker] {
+            rows.extend(self.nodes(c.vnfcs, role)?);
+        }
+        let nodes: Vec<trust::TrustNode<'_>> = rows
+            .iter()
+            .map(|n| trust::TrustNode {
+                vnfc_id: &n.row.id,
+                role: n.role,
+            })
+            .collect();
+        trust::configure_stages(&self.k8s.private_registry_connection_info, &nodes, observed)
+    }
+
+    fn late_upload(&self, late: &Late, _rows: &[VnfcRow]) -> Result<Secret<Vec<u8>>, FlavourError> {
+        match late {
+            Late::RegistryAuth { .. } => {
+                trust::docker_config_json(&self.k8s.private_registry_connection_info)
+                    .map(|t| Secret::new(t.expose().clone().into_bytes()))
+                    .ok_or_else(|| {
+                        FlavourError::new("trust.auth", "no registry entry has credentials")
+                    })
+            }
+            other => Err(FlavourError::new(
+                "plan",
+                format!("this flavour produces no file for {}", other.path()),
+            )),
+        }
+    }
+
+    fn secrets(&self) -> Vec<Secret<String>> {
+        trust::secrets(&self.k8s.private_registry_connection_info)
+    }
+
+    fn registries(&self) -> Vec<trust::RegistryUse> {
+        trust::registry_uses(&self.trust_inputs())
     }
 
     fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
@@ -600,6 +679,12 @@ impl MgmtDriver for KubeadmNfs {
                 if self.has_storage() {
                     out.push(Probe::Script(recipes::nfs_client(&vnfc.id)));
                 }
+                // Node trust drift: registry files, hosts block, auths, insecure registries.
+                out.extend(
+                    trust::probes(&self.trust_inputs(), &vnfc.id)
+                        .into_iter()
+                        .map(Probe::Script),
+                );
                 if first_master {
                     out.push(Probe::Kubectl("nodes"));
                     out.push(Probe::Kubectl("pv"));

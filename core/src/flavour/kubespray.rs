@@ -1412,6 +1412,7 @@ impl MgmtDriver for Kubespray {
             Late::Credentials { .. } => Ok(Secret::new(
                 credentials_yaml(&self.k8s).expose().clone().into_bytes(),
             )),
+            Late::RegistryAuth { .. } => Err(FlavourError::new("plan", "no registry auth file")),
         }
     }
 }

@@ -13,6 +13,7 @@ mod kubeadm_nfs;
 pub mod kubespray;
 mod plain;
 mod registry;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -180,6 +181,19 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
             "plan",
             format!("this flavour produces no file for {}", late.path()),
         ))
+    }
+
+    /// Secrets of the request other than the roles' SSH passwords that a step's output must
+    /// never show (registry passwords and their auth tokens); masked wherever the engine records
+    /// a step. Default: none.
+    fn secrets(&self) -> Vec<Secret<String>> {
+        Vec::new()
+    }
+
+    /// The private registries the VNF's nodes are made to trust (`trust::registry_uses`),
+    /// recorded by the engine when a node's `trust.*` step ends. Default: none.
+    fn registries(&self) -> Vec<trust::RegistryUse> {
+        Vec::new()
     }
 }
 

@@ -12,6 +12,7 @@
 //! declaratively, structured PV edits, bounded polls.
 
 pub mod pv;
+pub mod trust;
 
 use std::time::Duration;
 
@@ -62,6 +63,11 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("registry.image", include_str!("scripts/registry_image.sh")),
     ("registry.run", include_str!("scripts/registry_run.sh")),
     ("registry.ready", include_str!("scripts/registry_ready.sh")),
+    ("trust.observe", include_str!("scripts/trust_observe.sh")),
+    ("trust.docker", include_str!("scripts/trust_docker.sh")),
+    ("trust.files", include_str!("scripts/trust_files.sh")),
+    ("trust.hosts", include_str!("scripts/trust_hosts.sh")),
+    ("trust.auth", include_str!("scripts/trust_auth.sh")),
 ];
 
 /// The step name and script text of the step called `name`, if there is one.
@@ -128,13 +134,21 @@ pub enum Late {
         /// Absolute path on the host.
         path: String,
     },
+    /// Docker's client `config.json` (mode 0600) with the private registries' auths
+    /// (`flavour::trust::docker_config_json`); kept on the node for the kubelet.
+    RegistryAuth {
+        /// Absolute path on the host.
+        path: String,
+    },
 }
 
 impl Late {
     /// Absolute path on the host.
     pub fn path(&self) -> &str {
         match self {
-            Late::KnownHosts { path } | Late::Credentials { path } => path,
+            Late::KnownHosts { path }
+            | Late::Credentials { path }
+            | Late::RegistryAuth { path } => path,
         }
     }
 
@@ -142,7 +156,7 @@ impl Late {
     pub fn mode(&self) -> u32 {
         match self {
             Late::KnownHosts { .. } => 0o644,
-            Late::Credentials { .. } => 0o600,
+            Late::Credentials { .. } | Late::RegistryAuth { .. } => 0o600,
         }
     }
 }

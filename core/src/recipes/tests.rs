@@ -325,6 +325,35 @@ fn every_step_round_trips_through_a_stored_plan() {
             ready_wait: std::time::Duration::from_secs(30),
         },
     ));
+    steps.push(trust::observe("m1", "/etc/docker/daemon.json"));
+    steps.push(trust::docker(
+        "m1",
+        "/etc/docker/daemon.json",
+        "/var/lib/vnfkeeper/trust/daemon.json",
+        Some((b"{}\n".to_vec(), "absent".into())),
+        &["10.0.0.5:5000".into()],
+    ));
+    steps.push(trust::files(
+        "m1",
+        "/var/lib/vnfkeeper/trust",
+        &[trust::RegistryFiles {
+            server: "r.example".into(),
+            hosts_toml: "server = \"https://r.example\"".into(),
+            ca: Some(b"ca".to_vec()),
+        }],
+        true,
+    ));
+    steps.push(trust::hosts(
+        "m1",
+        "/etc/hosts",
+        "vnf-1",
+        "10.0.0.5 r.example",
+    ));
+    steps.push(trust::auth(
+        "m1",
+        "/root/.docker/config.json",
+        &["r.example".into()],
+    ));
     let names: std::collections::BTreeSet<&str> = steps.iter().map(|s| s.name).collect();
     assert_eq!(names.len(), SCRIPTS.len(), "one constructor per script");
     for step in steps {
@@ -571,4 +600,107 @@ fn ansible_forget_removes_only_an_inventory_vnfkeeper_wrote() {
     assert!(theirs.join("cluster.yml").exists());
     // A relative path is refused.
     assert_eq!(run(&forget(Path::new("inventory/x")), "check", &bin).0, 3);
+}
+
+#[test]
+fn trust_hosts_rewrites_its_block_whole_and_a_second_run_leaves_the_file_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    let hosts = dir.path().join("hosts");
+    fs::write(&hosts, "127.0.0.1 localhost\n10.0.0.1 other\n").unwrap();
+    let step = trust::hosts(
+        "m1",
+        &hosts.display().to_string(),
+        "vnf-1",
+        "192.168.0.20 registry.example.com",
+    );
+    assert_eq!(run(&step, "check", &bin).0, 10);
+    assert_eq!(run(&step, "apply", &bin).0, 0);
+    let once = fs::read(&hosts).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&once),
+        "127.0.0.1 localhost\n10.0.0.1 other\n# BEGIN vnfkeeper vnf-1\n\
+         192.168.0.20 registry.example.com\n# END vnfkeeper vnf-1\n"
+    );
+    let (code, out) = run(&step, "check", &bin);
+    assert_eq!(code, 0, "{out}");
+    // Even an apply run again (the executor checks first) rewrites the same bytes, never twice.
+    assert_eq!(run(&step, "apply", &bin).0, 0);
+    assert_eq!(fs::read(&hosts).unwrap(), once);
+    // A lost line is drift; the block comes back whole, once.
+    fs::write(
+        &hosts,
+        "127.0.0.1 localhost\n10.0.0.1 other\n# BEGIN vnfkeeper vnf-1\n# END vnfkeeper vnf-1\n",
+    )
+    .unwrap();
+    assert_eq!(run(&step, "check", &bin).0, 10);
+    assert_eq!(run(&step, "apply", &bin).0, 0);
+    assert_eq!(fs::read(&hosts).unwrap(), once);
+}
+
+#[test]
+fn trust_docker_replaces_only_the_observed_file_and_restarts_docker_only_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    let log = dir.path().join("systemctl.log");
+    script(
+        &bin,
+        "systemctl",
+        &format!("echo \"$*\" >> {}; exit 0", log.display()),
+    );
+    let file = dir.path().join("daemon.json");
+    let original = "{\"log-driver\": \"json-file\"}\n";
+    fs::write(&file, original).unwrap();
+    let merged =
+        crate::flavour::trust::merge_daemon_json(Some(original), &["10.0.0.5:5000".into()])
+            .unwrap();
+    let staged = dir.path().join("staged.json");
+    let step = |observed: &str| {
+        trust::docker(
+            "m1",
+            &file.display().to_string(),
+            &staged.display().to_string(),
+            Some((merged.clone().into_bytes(), observed.to_owned())),
+            &["10.0.0.5:5000".into()],
+        )
+    };
+    let restarts = || {
+        fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "restart docker")
+            .count()
+    };
+    // Observed something else: refused, the file is left alone.
+    fs::write(&staged, &merged).unwrap();
+    let wrong = step(&"0".repeat(64));
+    assert_eq!(run(&wrong, "check", &bin).0, 10);
+    let (code, out) = run(&wrong, "apply", &bin);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("changed since vnfkeeper read it"), "{out}");
+    assert_eq!(fs::read_to_string(&file).unwrap(), original);
+    assert_eq!(restarts(), 0);
+    // Observed this file: replaced by the merge, docker restarted once.
+    let right = step(&crate::flavour::trust::sha256_hex(original.as_bytes()));
+    let (code, out) = run(&right, "apply", &bin);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(fs::read_to_string(&file).unwrap(), merged);
+    assert!(!staged.exists());
+    assert_eq!(restarts(), 1);
+    let (code, out) = run(&right, "check", &bin);
+    assert_eq!(code, 0, "{out}");
+    // The registry dropped by hand: a check-only probe finds the drift.
+    fs::write(&file, original).unwrap();
+    let probe = trust::docker(
+        "m1",
+        &file.display().to_string(),
+        "",
+        None,
+        &["10.0.0.5:5000".into()],
+    );
+    let (code, out) = run(&probe, "check", &bin);
+    assert_eq!(code, 10, "{out}");
+    assert!(out.contains("10.0.0.5:5000"), "{out}");
 }

@@ -1,0 +1,117 @@
+//! SQL of the private registries a VNF's nodes trust (tables `vnf_registry`,
+//! `node_registry_trust`, view `registry_nodes`; `migrations/V11__registry_trust.sql`).
+
+use rusqlite::params;
+
+use super::decode::Cells;
+use super::{ReaderRef, Result, Tx, collect_checked};
+use crate::flavour::trust::{NodeTrust, RegistryUse};
+use crate::intake::wire::params::ConnectionType;
+use crate::model::Timestamp;
+
+fn type_code(t: ConnectionType) -> i64 {
+    match t {
+        ConnectionType::Http => 0,
+        ConnectionType::Https => 1,
+    }
+}
+
+impl Tx<'_> {
+    /// Records that a `trust.*` step of node `vnfc_instance_id` of `vnf_instance_id` ended DONE
+    /// at `now`: the instance's `registries` upserted, the node verified now and, when the step
+    /// `applied` a change, applied now. Errors: the store's (a node without a VNFC row fails
+    /// the foreign key).
+    pub fn record_node_trust(
+        &mut self,
+        vnf_instance_id: &str,
+        vnfc_instance_id: &str,
+        registries: &[RegistryUse],
+        applied: bool,
+        now: Timestamp,
+    ) -> Result<()> {
+        let at = now.to_rfc3339();
+        for r in registries {
+            self.tx.execute(
+                "INSERT INTO vnf_registry (vnf_instance_id, server, connection_type, ca_sha256, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (vnf_instance_id, server) DO UPDATE
+                 SET connection_type = ?3, ca_sha256 = ?4, updated_at = ?5",
+                params![
+                    vnf_instance_id,
+                    r.server,
+                    type_code(r.connection_type),
+                    r.ca_sha256,
+                    at
+                ],
+            )?;
+        }
+        let applied_at = applied.then_some(at.clone());
+        self.tx.execute(
+            "INSERT INTO node_registry_trust (vnfc_instance_id, vnf_instance_id, applied_at, verified_at)
+             VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (vnfc_instance_id) DO UPDATE
+             SET vnf_instance_id = ?2, applied_at = COALESCE(?3, applied_at), verified_at = ?4",
+            params![vnfc_instance_id, vnf_instance_id, applied_at, at],
+        )?;
+        Ok(())
+    }
+}
+
+impl Tx<'_> {
+    /// Sets `verified_at` of node `vnfc_instance_id` to `now` (a reconcile pass whose trust
+    /// probes all found it in place). Nothing when the node has no trust row yet.
+    pub fn verify_node_trust(&mut self, vnfc_instance_id: &str, now: Timestamp) -> Result<()> {
+        self.tx.execute(
+            "UPDATE node_registry_trust SET verified_at = ?2 WHERE vnfc_instance_id = ?1",
+            params![vnfc_instance_id, now.to_rfc3339()],
+        )?;
+        Ok(())
+    }
+}
+
+impl ReaderRef<'_> {
+    /// The registries of `vnf_instance_id` with every node that recorded trust of them (one
+    /// item per registry and node; a registry without nodes once, with `vnfc_instance_id`
+    /// `None`), ordered by server and node. Errors: the store's; a row that does not decode.
+    pub fn registry_trust(&self, vnf_instance_id: &str) -> Result<Vec<NodeTrust>> {
+        let mut st = self.conn.prepare(
+            "SELECT r.server, r.connection_type, r.ca_sha256, t.vnfc_instance_id, t.applied_at,
+                    t.verified_at
+             FROM vnf_registry r
+             LEFT JOIN node_registry_trust t ON t.vnf_instance_id = r.vnf_instance_id
+             WHERE r.vnf_instance_id = ?1
+             ORDER BY r.server, t.vnfc_instance_id",
+        )?;
+        let rows = st.query_map([vnf_instance_id], |r| {
+            let server: String = r.get(0)?;
+            let code: i64 = r.get(1)?;
+            let applied: Option<String> = r.get(4)?;
+            let verified: Option<String> = r.get(5)?;
+            let ca_sha256: Option<String> = r.get(2)?;
+            let vnfc: Option<String> = r.get(3)?;
+            let key = format!("{vnf_instance_id}/{server}");
+            Ok((|| {
+                let c = Cells::new("vnf_registry", &key);
+                let connection_type = match code {
+                    0 => ConnectionType::Http,
+                    1 => ConnectionType::Https,
+                    other => {
+                        return Err(c.corrupt("connection_type", format!("{other} is not 0 or 1")));
+                    }
+                };
+                Ok(NodeTrust {
+                    vnf_instance_id: vnf_instance_id.to_owned(),
+                    registry: RegistryUse {
+                        server: server.clone(),
+                        connection_type,
+                        ca_sha256,
+                    },
+                    applied_at: c.opt_time("applied_at", applied)?,
+                    verified_at: c.opt_time("verified_at", verified)?,
+                    vnfc_instance_id: vnfc,
+                })
+            })())
+        })?;
+        collect_checked(rows)
+    }
+}
