@@ -212,6 +212,7 @@ impl<C: Cloud> Engine<C> {
     async fn roll_back(&self, op: &OperationRow) -> Result<OperationState, StoreError> {
         let result = match op.operation {
             LcmOperationType::Instantiate => instantiate::roll_back(self, op).await,
+            LcmOperationType::Scale => scale::roll_back(self, op).await,
             other => Err(EngineError::Step(StepFailure::unsupported(other))),
         };
         match result {

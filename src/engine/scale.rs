@@ -32,7 +32,7 @@ use crate::heat;
 use crate::intake::wire::sol003::{ScaleType, ScaleVnfRequest};
 use crate::plan;
 use crate::plan::individual::AdjustedPlan;
-use crate::plan::stages::{CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
+use crate::plan::stages::{Action, CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
 use crate::store::{OperationRow, VnfcRow};
 
 /// What the scale decided once (kept in the operation's `plan`).
@@ -49,6 +49,26 @@ struct ScalePlan {
     adjusted: Option<AdjustedPlan>,
     /// The stages.
     #[serde(default)]
+    stages: Vec<Stage>,
+    /// What a ROLLBACK of this SCALE_OUT decided, once (individual VNFC management).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rollback: Option<RollbackPlan>,
+}
+
+/// The ROLLBACK of a failed SCALE_OUT, decided once and stored inside the [`ScalePlan`] before
+/// anything acts (Tacker's `scale_rollback`): the stack as it was before the scale-out, the VNFC
+/// rows the scale-out added, the ones of them its `scale_end` stages reached, and the stages.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RollbackPlan {
+    /// The adjusted HOT without the VNFCs the scale-out created.
+    adjusted: AdjustedPlan,
+    /// Row ids of the VNFCs the scale-out created (they must be gone afterwards).
+    victims: Vec<String>,
+    /// Those of `victims` that a `scale_end` stage ran on: the flavour's `scale_start` undoes
+    /// its work on them (drain and delete the node) before Heat deletes them.
+    hooked: Vec<String>,
+    /// The stages, keyed `rollback:<key>` so that none is taken for a DONE stage of the
+    /// scale-out.
     stages: Vec<Stage>,
 }
 
@@ -109,6 +129,7 @@ async fn decide<C: Cloud>(
             victims,
             adjusted: Some(a),
             stages: Vec::new(),
+            rollback: None,
         });
     }
     let level = i.inst.req.instantiation_level_id.as_deref();
@@ -129,6 +150,7 @@ async fn decide<C: Cloud>(
         victims,
         adjusted: None,
         stages: Vec::new(),
+        rollback: None,
     })
 }
 
@@ -241,4 +263,143 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     e.execute(op, plan.stages.clone(), &x).await?;
     e.db.write(|tx| tx.set_scale_status(&op.vnf_instance_id, Some(&plan.levels), now()))?;
     Ok(())
+}
+
+/// Prefix of the stage keys of a ROLLBACK (the scale-out's own keys stay journaled DONE).
+const ROLLBACK_KEY: &str = "rollback:";
+
+/// ROLLBACK of a failed SCALE_OUT (SOL003 §5.4.15; Tacker's `scale_rollback`) in individual VNFC
+/// management: the VNFCs the scale-out added are removed — their flavour configuration undone
+/// first where a `scale_end` stage reached them (`scale_start`, as a SCALE_IN does), then a full
+/// stack update (PUT) to the template and `nfv` before the scale-out, which deletes their
+/// servers, ports and volumes — and the other VNFCs are left untouched; the scale levels stay
+/// those before the scale-out. The decision is stored once (`rollback` in the operation's plan)
+/// and replayed on resume. A scale-out that stored no plan changed nothing: nothing to do.
+/// Errors: a SCALE_IN, or a SCALE_OUT of an AutoScalingGroup BaseHOT (501, not supported); a
+/// failed stage (the operation returns to FAILED_TEMP).
+pub(super) async fn roll_back<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+) -> Result<(), EngineError> {
+    let (params, _) =
+        e.db.with(|s| s.reader().operation_params(&op.id))?
+            .ok_or_else(|| StepFailure::input("rollback", "operation vanished"))?;
+    let req: ScaleVnfRequest = serde_json::from_str(&params)
+        .map_err(|_| StepFailure::input("rollback", "stored ScaleVnfRequest does not parse"))?;
+    if req.scale_type != ScaleType::ScaleOut {
+        return Err(not_supported("ROLLBACK of a SCALE_IN").into());
+    }
+    let Some(text) = e.db.with(|s| s.reader().operation_plan(&op.id))? else {
+        return Ok(());
+    };
+    let mut plan: ScalePlan = serde_json::from_str(&text)
+        .map_err(|_| StepFailure::input("rollback", "stored scale plan does not parse"))?;
+    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let rb = match plan.rollback.clone() {
+        Some(rb) => rb,
+        None => {
+            let Some(out) = plan.adjusted.as_ref() else {
+                return Err(not_supported("ROLLBACK of an AutoScalingGroup-mode SCALE_OUT").into());
+            };
+            let hot = adjusted::load(&inst.pkg, &inst.req.flavour_id)?;
+            let (out, hot) = adjusted::pair(Some(out), hot.as_ref())?
+                .ok_or_else(|| StepFailure::input("rollback", "no adjusted HOT"))?;
+            let rb = decide_rollback(e, op, &inst, hot, out)?;
+            plan.rollback = Some(rb.clone());
+            let json = serde_json::to_string(&plan).unwrap_or_default();
+            adjusted::store_rollback(e, op, &json, &rb.adjusted, rb.stages.len())?;
+            rb
+        }
+    };
+    let x = Exec {
+        instance: Some(&inst),
+        adjusted: Some(&rb.adjusted),
+        subjects: Subjects::Listed(rb.hooked.clone()),
+    };
+    e.execute(op, rb.stages.clone(), &x).await?;
+    Ok(())
+}
+
+fn not_supported(what: &str) -> StepFailure {
+    StepFailure {
+        step: "rollback".into(),
+        host: "-".into(),
+        exit_status: None,
+        reason: format!(
+            "{what} is not supported by this version of vnfkeeper; FAIL this operation"
+        ),
+        status: 501,
+    }
+}
+
+/// The rollback's decision: the documents before the scale-out, its VNFCs and the stages.
+fn decide_rollback<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    inst: &Instance,
+    hot: &adjusted::Hot,
+    out: &AdjustedPlan,
+) -> Result<RollbackPlan, EngineError> {
+    let a = plan::individual::rollback_scale_out(
+        &hot.base,
+        &inst.pkg.vnfd,
+        out,
+        &inst.req.ext_virtual_links,
+        &inst.req.ext_managed_virtual_links,
+    )
+    .map_err(|err| StepFailure::input("rollback", err.to_string()))?;
+    let rows = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
+    let known = adjusted::known(&rows);
+    let victims: Vec<String> = out
+        .created
+        .iter()
+        .filter_map(|name| plan::individual::resolve_vnfc(&known, name))
+        .map(|k| k.id.clone())
+        .collect();
+    // "When they got that far": a VNFC that no stage of the scale-out ran on has nothing to undo.
+    let journal = e.db.with(|s| s.reader().journal(&op.id))?;
+    let hooked: Vec<String> = victims
+        .iter()
+        .filter(|v| journal.iter().any(|j| &j.host == *v))
+        .cloned()
+        .collect();
+    let mut list = StageList::default();
+    if !hooked.is_empty() {
+        let c = HookContext {
+            vnfcs: &rows,
+            pv_wait: e.limits.pv_wait,
+        };
+        list.append(inst.driver.scale_start(c, &hooked)?);
+    }
+    let mut capacities = BTreeMap::new();
+    for vdu in inst.pkg.vnfd.vdus.keys() {
+        capacities.insert(vdu.clone(), 0);
+    }
+    for c in &a.vnfcs {
+        *capacities.entry(c.vdu_id.clone()).or_insert(0) += 1;
+    }
+    list.cloud(CloudAction::UpdateStack(adjusted::document(hot, &a)))
+        .cloud(CloudAction::WaitUpdate)
+        .cloud(CloudAction::ReadVnfcs(ReadCheck {
+            capacities,
+            absent: victims.clone(),
+            adjusted: Some(adjusted::planned(&a)),
+        }));
+    let mut stages = list.into_stages();
+    if stages.iter().any(|s| matches!(s.action, Action::Expand(_))) {
+        return Err(StepFailure::input(
+            "rollback",
+            "the flavour's scale_start stages for the rollback contain a placeholder",
+        )
+        .into());
+    }
+    for s in &mut stages {
+        s.key = format!("{ROLLBACK_KEY}{}", s.key);
+    }
+    Ok(RollbackPlan {
+        adjusted: a,
+        victims,
+        hooked,
+        stages,
+    })
 }

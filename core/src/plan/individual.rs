@@ -241,6 +241,71 @@ pub fn decide(
     })
 }
 
+/// ROLLBACK of a failed SCALE_OUT (SOL003 §5.4.15; Tacker's `scale_rollback`): the stack as it
+/// was before `out`, the stored plan of that scale-out. The VNFCs `out` created are left out;
+/// every other VNFC keeps the parameters `out` gave it (a scale-out changes none of them), and
+/// the template and `nfv` are those of the remaining VNFCs ([`heat::current_stack`]), with the
+/// instance's external VLs (`ext_virtual_links`, `ext_managed_virtual_links`).
+///
+/// Output: an [`AdjustedPlan`] whose `removed` is `out.created`, whose patches go from `out`'s
+/// documents to the restored ones (audit), and whose GrantRequest and Grant are empty (a
+/// rollback asks for no resources). Errors ([`PlanError`]): what [`heat::current_stack`]
+/// refuses (the BaseHOT changed so that the kept VNFCs no longer fit it).
+pub fn rollback_scale_out(
+    base: &BaseHot,
+    vnfd: &Vnfd,
+    out: &AdjustedPlan,
+    ext_virtual_links: &[ExtVirtualLinkData],
+    ext_managed_virtual_links: &[ExtManagedVirtualLinkData],
+) -> Result<AdjustedPlan, PlanError> {
+    let kept: Vec<Vnfc> = out
+        .vnfcs
+        .iter()
+        .filter(|c| !out.created.contains(&c.name()))
+        .cloned()
+        .collect();
+    // The entries no VNFC carries (AutoScalingGroup and single-resource VDUs) stay in `nfv`.
+    let mut nfv = out.nfv.as_object().cloned().unwrap_or_default();
+    for c in &out.vnfcs {
+        for (sec, entries) in c.parameters.iter().flat_map(Value::as_object).flatten() {
+            let Some(m) = nfv.get_mut(sec).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            for name in entries.as_object().into_iter().flatten().map(|(n, _)| n) {
+                m.remove(name);
+            }
+        }
+    }
+    nfv.retain(|_, v| !v.as_object().is_some_and(Map::is_empty));
+    let current = Current {
+        vnfcs: kept.clone(),
+        nfv,
+        ext_virtual_links: ext_virtual_links.to_vec(),
+        ext_managed_virtual_links: ext_managed_virtual_links.to_vec(),
+    };
+    let (template, nfv) = heat::current_stack(Input {
+        base,
+        vnfd,
+        current: &current,
+    })
+    .map_err(heat_err)?;
+    let grant_request = GrantRequest::default();
+    Ok(AdjustedPlan {
+        template_patch: heat::merge::diff(&out.template, &template),
+        nfv_patch: heat::merge::diff(&out.nfv, &nfv),
+        template,
+        nfv,
+        vnfcs: kept,
+        created: Vec::new(),
+        removed: out.created.clone(),
+        healed: Vec::new(),
+        image_changed: Vec::new(),
+        grant: Grant::derived(&grant_request),
+        grant_request,
+        warnings: Vec::new(),
+    })
+}
+
 /// The row id of the VNFC a request names: its id, or `<VDU>-<index>` of an indexed VNFC.
 pub fn resolve_vnfc<'k>(known: &'k [Known], name: &str) -> Option<&'k Known> {
     known.iter().find(|k| k.id == name).or_else(|| {
@@ -400,6 +465,51 @@ mod tests {
                 .resource_id,
             "s2"
         );
+    }
+
+    #[test]
+    fn rollback_of_a_scale_out_restores_the_stack_before_it() {
+        let p = pkg("individual-vnfc-management");
+        let base = p.base_hot("simple").unwrap();
+        let a = Analysis::new(&base, &p.vnfd).unwrap();
+        let inst: InstantiateVnfRequest = request("individual-vnfc-management.10-instantiate.json");
+        let empty = current(&a, &[], None, &[], &[]).unwrap();
+        let i = decide(&base, &p.vnfd, &empty, &[], Operation::Instantiate(&inst)).unwrap();
+        let servers: BTreeMap<String, String> = [("VDU1-0", "s0"), ("VDU1-1", "s1")]
+            .into_iter()
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .collect();
+        let known = rows(&i, &servers);
+        let cur = current(&a, &known, Some(&i.nfv), &inst.ext_virtual_links, &[]).unwrap();
+        let (before_t, before_nfv) = heat::current_stack(Input {
+            base: &base,
+            vnfd: &p.vnfd,
+            current: &cur,
+        })
+        .unwrap();
+        let out: ScaleVnfRequest = request("individual-vnfc-management.20-scale-out.json");
+        let s = decide(&base, &p.vnfd, &cur, &known, Operation::Scale(&out)).unwrap();
+        assert_eq!(s.created, ["VDU1-2"]);
+        let r = rollback_scale_out(&base, &p.vnfd, &s, &inst.ext_virtual_links, &[]).unwrap();
+        assert_eq!(r.removed, ["VDU1-2"]);
+        assert!(r.created.is_empty());
+        assert_eq!(r.template, before_t, "the template before the scale-out");
+        assert_eq!(r.nfv, before_nfv, "the nfv before the scale-out");
+        assert!(r.template["resources"].get("VDU1-2").is_none());
+        assert!(r.nfv["VDU"].get("VDU1-2").is_none());
+        assert!(r.nfv["CP"].get("VDU1_CP1-2").is_none());
+        assert_eq!(r.template_patch, json!({"resources": {"VDU1-2": null}}));
+        let names: Vec<String> = r.vnfcs.iter().map(Vnfc::name).collect();
+        assert_eq!(names, ["VDU1-0", "VDU1-1"]);
+        for c in &r.vnfcs {
+            assert_eq!(
+                c.parameters.as_ref(),
+                s.parameters_of(&c.vdu_id, c.index),
+                "{} untouched",
+                c.name()
+            );
+        }
+        assert!(r.grant_request.add_resources.is_empty());
     }
 
     #[test]
