@@ -8,6 +8,7 @@
 //! State machine: SOL003 §5.6.2.2 (see [`crate::model::OperationState`]).
 
 mod adjusted;
+mod change_ext_conn;
 mod executor;
 mod heal;
 mod instance;
@@ -178,6 +179,7 @@ impl<C: Cloud> Engine<C> {
             LcmOperationType::Scale => scale::run(self, op).await,
             LcmOperationType::Heal => heal::run(self, op).await,
             LcmOperationType::Terminate => terminate::run(self, op).await,
+            LcmOperationType::ChangeExtConn => change_ext_conn::run(self, op).await,
         };
         match result {
             Ok(()) => {

@@ -258,36 +258,21 @@ pub fn rollback_scale_out(
     ext_virtual_links: &[ExtVirtualLinkData],
     ext_managed_virtual_links: &[ExtManagedVirtualLinkData],
 ) -> Result<AdjustedPlan, PlanError> {
-    let kept: Vec<Vnfc> = out
-        .vnfcs
-        .iter()
-        .filter(|c| !out.created.contains(&c.name()))
-        .cloned()
-        .collect();
-    // The entries no VNFC carries (AutoScalingGroup and single-resource VDUs) stay in `nfv`.
-    let mut nfv = out.nfv.as_object().cloned().unwrap_or_default();
-    for c in &out.vnfcs {
-        for (sec, entries) in c.parameters.iter().flat_map(Value::as_object).flatten() {
-            let Some(m) = nfv.get_mut(sec).and_then(Value::as_object_mut) else {
-                continue;
-            };
-            for name in entries.as_object().into_iter().flatten().map(|(n, _)| n) {
-                m.remove(name);
-            }
-        }
-    }
-    nfv.retain(|_, v| !v.as_object().is_some_and(Map::is_empty));
     let current = Current {
-        vnfcs: kept.clone(),
-        nfv,
         ext_virtual_links: ext_virtual_links.to_vec(),
         ext_managed_virtual_links: ext_managed_virtual_links.to_vec(),
+        ..Current::default()
     };
-    let (template, nfv) = heat::current_stack(Input {
-        base,
-        vnfd,
-        current: &current,
-    })
+    let (template, nfv, kept) = heat::rollback_scale_out(
+        Input {
+            base,
+            vnfd,
+            current: &current,
+        },
+        &out.vnfcs,
+        &out.nfv,
+        &out.created,
+    )
     .map_err(heat_err)?;
     let grant_request = GrantRequest::default();
     Ok(AdjustedPlan {
@@ -304,6 +289,29 @@ pub fn rollback_scale_out(
         grant_request,
         warnings: Vec::new(),
     })
+}
+
+/// The instance's external VLs after a CHANGE_EXT_CONN (SOL003 §5.4.11: the VNF's
+/// `extVirtualLinkInfo` afterwards): `links` (the INSTANTIATE's, with earlier changes applied)
+/// with each VL of `change` applied in order — its CPs leave the VLs that listed them (a VL left
+/// without CPs goes), then it replaces the VL of the same `id` or is added at the end.
+pub fn changed_ext_links(
+    links: &[ExtVirtualLinkData],
+    change: &[ExtVirtualLinkData],
+) -> Vec<ExtVirtualLinkData> {
+    let mut out = links.to_vec();
+    for vl in change {
+        let moved: Vec<&str> = vl.ext_cps.iter().map(|c| c.cpd_id.as_str()).collect();
+        for l in &mut out {
+            l.ext_cps.retain(|c| !moved.contains(&c.cpd_id.as_str()));
+        }
+        out.retain(|l| !l.ext_cps.is_empty() || l.id == vl.id);
+        match out.iter_mut().find(|l| l.id == vl.id) {
+            Some(l) => *l = vl.clone(),
+            None => out.push(vl.clone()),
+        }
+    }
+    out
 }
 
 /// The row id of the VNFC a request names: its id, or `<VDU>-<index>` of an indexed VNFC.
@@ -510,6 +518,78 @@ mod tests {
             );
         }
         assert!(r.grant_request.add_resources.is_empty());
+    }
+
+    #[test]
+    fn a_change_of_connectivity_moves_cps_between_links() {
+        let links: Vec<ExtVirtualLinkData> = serde_json::from_value(json!([
+            {"id": "ext1", "resourceId": "net-1", "extCps": [
+                {"cpdId": "A", "cpConfig": [{}]}, {"cpdId": "B", "cpConfig": [{}]}]},
+            {"id": "ext2", "resourceId": "net-2", "extCps": [{"cpdId": "C", "cpConfig": [{}]}]}
+        ]))
+        .unwrap();
+        let change: Vec<ExtVirtualLinkData> = serde_json::from_value(json!([
+            {"id": "ext3", "resourceId": "net-3", "extCps": [
+                {"cpdId": "A", "cpConfig": [{}]}, {"cpdId": "C", "cpConfig": [{}]}]}
+        ]))
+        .unwrap();
+        let after = changed_ext_links(&links, &change);
+        let shape: Vec<(&str, &str, Vec<&str>)> = after
+            .iter()
+            .map(|l| {
+                let cps = l.ext_cps.iter().map(|c| c.cpd_id.as_str()).collect();
+                (l.id.as_str(), l.resource_id.as_str(), cps)
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("ext1", "net-1", vec!["B"]),
+                ("ext3", "net-3", vec!["A", "C"])
+            ]
+        );
+        // The same VL id again replaces it.
+        let again: Vec<ExtVirtualLinkData> = serde_json::from_value(json!([
+            {"id": "ext1", "resourceId": "net-9", "extCps": [{"cpdId": "B", "cpConfig": [{}]}]}
+        ]))
+        .unwrap();
+        let after = changed_ext_links(&after, &again);
+        assert_eq!(after[0].resource_id, "net-9");
+        assert_eq!(after.len(), 2);
+    }
+
+    #[test]
+    fn change_ext_conn_rewrites_only_the_named_cps_of_every_vnfc() {
+        let p = pkg("individual-vnfc-management");
+        let base = p.base_hot("simple").unwrap();
+        let a = Analysis::new(&base, &p.vnfd).unwrap();
+        let inst: InstantiateVnfRequest = request("individual-vnfc-management.10-instantiate.json");
+        let empty = current(&a, &[], None, &[], &[]).unwrap();
+        let i = decide(&base, &p.vnfd, &empty, &[], Operation::Instantiate(&inst)).unwrap();
+        let known = rows(&i, &BTreeMap::new());
+        let cur = current(&a, &known, Some(&i.nfv), &inst.ext_virtual_links, &[]).unwrap();
+        let req: crate::wire::sol003::ChangeExtVnfConnectivityRequest =
+            serde_json::from_value(json!({
+                "extVirtualLinks": [{"id": "net1", "resourceId": "net-new", "extCps": [
+                    {"cpdId": "VDU1_CP1", "cpConfig": [{"cpProtocolData": [
+                        {"layerProtocol": "IP_OVER_ETHERNET"}]}]}]}],
+                "additionalParams": {"nfv": {"VDU": {"VDU1-0": {"locationConstraints": "zone-q"}}}}
+            }))
+            .unwrap();
+        let c = decide(&base, &p.vnfd, &cur, &known, Operation::ChangeExtConn(&req)).unwrap();
+        assert!(c.created.is_empty() && c.removed.is_empty());
+        assert_eq!(c.template, i.template, "the template is kept");
+        assert_eq!(c.nfv["CP"]["VDU1_CP1-0"]["network"], "net-new");
+        assert_eq!(c.nfv["CP"]["VDU1_CP1-1"]["network"], "net-new");
+        assert_eq!(c.nfv["VDU"]["VDU1-0"]["locationConstraints"], "zone-q");
+        assert_eq!(c.nfv["VDU"]["VDU1-1"], i.nfv["VDU"]["VDU1-1"]);
+        assert_eq!(c.grant_request.operation, "CHANGE_EXT_CONN");
+        assert_eq!(
+            c.nfv_patch,
+            json!({"CP": {"VDU1_CP1-0": {"network": "net-new"},
+                          "VDU1_CP1-1": {"network": "net-new"}},
+                   "VDU": {"VDU1-0": {"locationConstraints": "zone-q"}}})
+        );
     }
 
     #[test]
