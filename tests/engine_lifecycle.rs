@@ -368,3 +368,106 @@ async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
         assert!(nodes.iter().any(|n| n.ends_with(&ip)), "{nodes:?}");
     }
 }
+
+/// ROLLBACK of a failed SCALE_OUT of an AutoScalingGroup BaseHOT (Tacker's
+/// `Openstack.scale_rollback`): Nova refuses the listing of `heat.read_vnfcs` (400) after Heat
+/// added the worker, the operation stops in FAILED_TEMP; the ROLLBACK marks the added member
+/// unhealthy and puts the group back to its capacity, so Heat removes exactly it. The other
+/// VNFCs keep their servers, the scale level stays 0, the cluster keeps its nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
+    let bed = Bed::new("vkg", 83, fast_limits()).await;
+    let vnf = instantiate(&bed).await;
+    let before = vnfcs(&bed, &vnf);
+    let servers_before = servers(&before);
+    let nova_before: Vec<String> = {
+        use vnfkeeper::cloud::Cloud;
+        let mut v: Vec<String> = bed
+            .cloud
+            .servers()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        v.sort();
+        v
+    };
+    let (nodes_before, _) = kube(&bed, &vnf);
+
+    bed.tb.cloud().add_api_fault(
+        "compute",
+        testbed::cloud::FaultRule {
+            status: Some(400),
+            count: Some(1),
+            probability: 1.0,
+            method: Some("GET".into()),
+            path_contains: Some("/servers".into()),
+            ..testbed::cloud::FaultRule::default()
+        },
+    );
+    let (op, state) = run(&bed, &fixture("pv-k8s-cluster.20-scale-out.json")).await;
+    assert_eq!(state, OperationState::FailedTemp);
+    let error = bed.error_of(&op).unwrap();
+    assert!(error.contains("heat.read_vnfcs"), "{error}");
+    let nova_failed = {
+        use vnfkeeper::cloud::Cloud;
+        bed.cloud.servers().await.unwrap().len()
+    };
+    assert_eq!(nova_failed, nova_before.len() + 1, "Heat added the worker");
+
+    let rollback = json!({"operation": "ROLLBACK", "vnfLcmOpOccId": op, "requestId": "rb"});
+    bed.submit(&serde_json::to_vec(&rollback).unwrap());
+    let state = bed.engine.run(&op).await.unwrap();
+    if state != OperationState::RolledBack {
+        bed.print_journal(&op);
+    }
+    assert_eq!(state, OperationState::RolledBack, "{:?}", bed.error_of(&op));
+    let after = vnfcs(&bed, &vnf);
+    assert_eq!(
+        servers(&after),
+        servers_before,
+        "the same VNFCs on the same servers"
+    );
+    let nova_after: Vec<String> = {
+        use vnfkeeper::cloud::Cloud;
+        let mut v: Vec<String> = bed
+            .cloud
+            .servers()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(nova_after, nova_before, "only the added server is gone");
+    let inst = bed.db.with(|s| s.reader().instances()).unwrap();
+    assert_eq!(inst[0].scale_status.get("worker_instance"), Some(&0));
+    let (nodes, _) = kube(&bed, &vnf);
+    assert_eq!(nodes, nodes_before);
+    let plan: Value = serde_json::from_str(
+        &bed.db
+            .with(|s| s.reader().operation_plan(&op))
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    let keys: Vec<&str> = plan["rollback"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "rollback:heat.mark_unhealthy",
+            "rollback:heat.update",
+            "rollback:heat.wait_update",
+            "rollback:heat.read_vnfcs"
+        ]
+    );
+}
