@@ -16,6 +16,7 @@ use vnfkeeper::store::VnfcRow;
 
 const VNF: &str = "vnf-cir-registry";
 const NEW_NET: &str = "3c1e0b7a-9f4d-4e62-8a51-7d2f6b0c9e14";
+const OTHER_NET: &str = "9a0f4c2e-51b7-4d3a-b6e8-0c7d2f1a3b95";
 
 async fn run(bed: &Bed, bytes: &[u8]) -> String {
     let op = match bed.submit(bytes) {
@@ -122,4 +123,89 @@ async fn change_ext_conn_moves_the_port_and_keeps_server_and_host_key() {
         .unwrap()
         .clone();
     assert_eq!(cp["network"], NEW_NET, "{params}");
+
+    // The key must not change with the address: a host answering with another key fails the
+    // next CHANGE_EXT_CONN at `node.reach`, and the pinned key stays.
+    bed.farm.rotate_host_key(&server).await.unwrap();
+    let mut back = change.clone();
+    back["requestId"] = json!("registry-change-ext-conn-back");
+    back["request"]["extVirtualLinks"][0]["resourceId"] = json!(OTHER_NET);
+    let op = match bed.submit(&serde_json::to_vec(&back).unwrap()) {
+        Outcome::Accepted {
+            vnf_lcm_op_occ_id, ..
+        } => vnf_lcm_op_occ_id,
+        other => panic!("not accepted: {other:?}"),
+    };
+    let state = bed.engine.run(&op).await.unwrap();
+    assert_eq!(state, OperationState::FailedTemp);
+    let error = bed.error_of(&op).unwrap();
+    assert!(error.contains("node.reach"), "{error}");
+    assert!(
+        error.contains("host_key_changed"),
+        "refused for its key: {error}"
+    );
+    assert_eq!(
+        only_row(&bed).host_key,
+        before.host_key,
+        "still the pinned key"
+    );
+}
+
+/// A SCALE_OUT after a CHANGE_EXT_CONN puts the new VNFC's port on the changed network (the
+/// instance's external VLs are the INSTANTIATE's with the change applied).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces)"]
+async fn scale_out_after_change_ext_conn_uses_the_new_network() {
+    let bed = Bed::new("vkd", 85, fast_limits()).await;
+    let file = |name: &str| {
+        std::fs::read(
+            support::repo_root()
+                .join("fixtures/requests/good")
+                .join(name),
+        )
+        .unwrap()
+    };
+    run(
+        &bed,
+        &file("individual-vnfc-management.10-instantiate.json"),
+    )
+    .await;
+    let mut change: Value =
+        serde_json::from_slice(&file("individual-vnfc-management.35-change-ext-conn.json"))
+            .unwrap();
+    change["request"]["extVirtualLinks"][0]["resourceId"] = json!(NEW_NET);
+    run(&bed, &serde_json::to_vec(&change).unwrap()).await;
+    let rows = bed
+        .db
+        .with(|s| s.reader().vnfcs("vnf-individual-vnfc"))
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    let ports = bed.cloud.ports().await.unwrap();
+    for r in &rows {
+        let p = ports
+            .iter()
+            .find(|p| Some(&p.device_id) == r.server_id.as_ref())
+            .unwrap();
+        assert_eq!(p.network_id, NEW_NET, "{} moved", r.id);
+    }
+    run(&bed, &file("individual-vnfc-management.20-scale-out.json")).await;
+    let rows = bed
+        .db
+        .with(|s| s.reader().vnfcs("vnf-individual-vnfc"))
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    let new = rows.iter().find(|r| r.vnfc_index == Some(2)).unwrap();
+    let ports = bed.cloud.ports().await.unwrap();
+    let p = ports
+        .iter()
+        .find(|p| Some(&p.device_id) == new.server_id.as_ref())
+        .unwrap();
+    assert_eq!(
+        p.network_id, NEW_NET,
+        "the new VNFC is on the changed network"
+    );
+    assert_eq!(
+        new.parameters.as_ref().unwrap()["CP"]["VDU1_CP1-2"]["network"],
+        NEW_NET
+    );
 }
