@@ -2,7 +2,9 @@
 //! caller in `src/cli.rs` reads the files, so this module stays free of I/O).
 //!
 //! ```text
-//! vnfkeeper hot adjust --package DIR --flavour ID --operation instantiate|scale-out|scale-in|heal
+//! vnfkeeper hot adjust --package DIR --flavour ID
+//!                      --operation instantiate|scale-out|scale-in|heal|change-ext-conn
+//!                                  |scale-out-rollback
 //!                      --request FILE [--grant FILE] [--vnfcs FILE] [--json]
 //! ```
 //! Output: the adjusted top-level HOT and a second YAML document `nfv: …`; with `--json` one
@@ -46,7 +48,7 @@ pub struct AdjustArgs {
     #[arg(long)]
     pub grant: Option<PathBuf>,
     /// The current VNFCs (JSON): `{"vnfcs": [{"vduId", "index", "parameters"?}], "nfv"?,
-    /// "extVirtualLinks"?}` or a bare list; required for scale and heal.
+    /// "extVirtualLinks"?}` or a bare list; required for scale, heal and change-ext-conn.
     #[arg(long)]
     pub vnfcs: Option<PathBuf>,
     /// One JSON object `{"template", "files", "parameters": {"nfv"}}` instead of YAML.
@@ -63,16 +65,22 @@ pub enum CliOperation {
     ScaleOut,
     /// ScaleVnfRequest with `type: SCALE_IN`.
     ScaleIn,
+    /// ROLLBACK of a failed SCALE_OUT (the ScaleVnfRequest with `type: SCALE_OUT` that
+    /// failed): the stack before it, from `--vnfcs` before the scale-out.
+    ScaleOutRollback,
     /// HealVnfRequest.
     Heal,
+    /// ChangeExtVnfConnectivityRequest (SOL003 §5.5.2.11).
+    ChangeExtConn,
 }
 
 impl CliOperation {
     fn envelope_operation(self) -> &'static str {
         match self {
             Self::Instantiate => "INSTANTIATE",
-            Self::ScaleOut | Self::ScaleIn => "SCALE",
+            Self::ScaleOut | Self::ScaleIn | Self::ScaleOutRollback => "SCALE",
             Self::Heal => "HEAL",
+            Self::ChangeExtConn => "CHANGE_EXT_CONN",
         }
     }
 }
@@ -134,6 +142,7 @@ pub fn run(args: &AdjustArgs, files: &AdjustFiles<'_>) -> anyhow::Result<Rendere
         LcmRequest::Instantiate(r) => Operation::Instantiate(r),
         LcmRequest::Scale(r) => Operation::Scale(r),
         LcmRequest::Heal(r) => Operation::Heal(r),
+        LcmRequest::ChangeExtConn(r) => Operation::ChangeExtConn(r),
         LcmRequest::Terminate(_) => {
             anyhow::bail!("--request {req_name}: TERMINATE has no adjusted HOT")
         }
@@ -159,7 +168,10 @@ pub fn run(args: &AdjustArgs, files: &AdjustFiles<'_>) -> anyhow::Result<Rendere
         })?,
         None => Grant::derived(&crate::heat::grant_request(input, op).map_err(explain)?),
     };
-    let adjusted = adjust(input, op, &grant).map_err(explain)?;
+    let mut adjusted = adjust(input, op, &grant).map_err(explain)?;
+    if args.operation == CliOperation::ScaleOutRollback {
+        adjusted = rolled_back(input, adjusted).map_err(explain)?;
+    }
     Ok(Rendered {
         stdout: if args.json {
             serde_json::to_string_pretty(&json_output(&adjusted))? + "\n"
@@ -167,6 +179,27 @@ pub fn run(args: &AdjustArgs, files: &AdjustFiles<'_>) -> anyhow::Result<Rendere
             yaml_output(args, files.base, &adjusted)?
         },
         warnings: adjusted.warnings.clone(),
+    })
+}
+
+/// The ROLLBACK of the scale-out `out` (`heat::rollback_scale_out`): the documents without the
+/// VNFCs it created, patches from `out`'s, `removed` = what it created.
+fn rolled_back(input: Input<'_>, out: Adjusted) -> Result<Adjusted, crate::heat::HeatError> {
+    let (template, nfv, vnfcs) =
+        crate::heat::rollback_scale_out(input, &out.vnfcs, &out.nfv, &out.created)?;
+    Ok(Adjusted {
+        template_patch: crate::heat::merge::diff(&out.template, &template),
+        nfv_patch: crate::heat::merge::diff(&out.nfv, &nfv),
+        template,
+        nfv,
+        vnfcs,
+        removed: out.created,
+        created: Vec::new(),
+        healed: Vec::new(),
+        image_changed: Vec::new(),
+        files: out.files,
+        grant_request: out.grant_request,
+        warnings: out.warnings,
     })
 }
 
@@ -269,7 +302,7 @@ fn parse_request(args: &AdjustArgs, bytes: &[u8]) -> Result<LcmRequest, String> 
     if let LcmRequest::Scale(s) = &req {
         use crate::intake::wire::ScaleType;
         let want = match args.operation {
-            CliOperation::ScaleOut => ScaleType::ScaleOut,
+            CliOperation::ScaleOut | CliOperation::ScaleOutRollback => ScaleType::ScaleOut,
             _ => ScaleType::ScaleIn,
         };
         if s.scale_type != want {

@@ -259,6 +259,7 @@ impl Metrics {
             LcmOperationType::Scale,
             LcmOperationType::Heal,
             LcmOperationType::Terminate,
+            LcmOperationType::ChangeExtConn,
         ] {
             for state in [
                 OperationState::Completed,

@@ -368,3 +368,194 @@ async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
         assert!(nodes.iter().any(|n| n.ends_with(&ip)), "{nodes:?}");
     }
 }
+
+/// ROLLBACK of a failed SCALE_OUT of an AutoScalingGroup BaseHOT (Tacker's
+/// `Openstack.scale_rollback`): Nova refuses the listing of `heat.read_vnfcs` (400) after Heat
+/// added the worker, the operation stops in FAILED_TEMP; the ROLLBACK marks the added member
+/// unhealthy and puts the group back to its capacity, so Heat removes exactly it. The other
+/// VNFCs keep their servers, the scale level stays 0, the cluster keeps its nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
+    let bed = Bed::new("vkg", 83, fast_limits()).await;
+    let vnf = instantiate(&bed).await;
+    let before = vnfcs(&bed, &vnf);
+    let servers_before = servers(&before);
+    let nova_before: Vec<String> = {
+        use vnfkeeper::cloud::Cloud;
+        let mut v: Vec<String> = bed
+            .cloud
+            .servers()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        v.sort();
+        v
+    };
+    let (nodes_before, _) = kube(&bed, &vnf);
+
+    bed.tb.cloud().add_api_fault(
+        "compute",
+        testbed::cloud::FaultRule {
+            status: Some(400),
+            count: Some(1),
+            probability: 1.0,
+            method: Some("GET".into()),
+            path_contains: Some("/servers".into()),
+            ..testbed::cloud::FaultRule::default()
+        },
+    );
+    let (op, state) = run(&bed, &fixture("pv-k8s-cluster.20-scale-out.json")).await;
+    assert_eq!(state, OperationState::FailedTemp);
+    let error = bed.error_of(&op).unwrap();
+    assert!(error.contains("heat.read_vnfcs"), "{error}");
+    let nova_failed = {
+        use vnfkeeper::cloud::Cloud;
+        bed.cloud.servers().await.unwrap().len()
+    };
+    assert_eq!(nova_failed, nova_before.len() + 1, "Heat added the worker");
+
+    let rollback = json!({"operation": "ROLLBACK", "vnfLcmOpOccId": op, "requestId": "rb"});
+    bed.submit(&serde_json::to_vec(&rollback).unwrap());
+    let state = bed.engine.run(&op).await.unwrap();
+    if state != OperationState::RolledBack {
+        bed.print_journal(&op);
+    }
+    assert_eq!(state, OperationState::RolledBack, "{:?}", bed.error_of(&op));
+    let after = vnfcs(&bed, &vnf);
+    assert_eq!(
+        servers(&after),
+        servers_before,
+        "the same VNFCs on the same servers"
+    );
+    let nova_after: Vec<String> = {
+        use vnfkeeper::cloud::Cloud;
+        let mut v: Vec<String> = bed
+            .cloud
+            .servers()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(nova_after, nova_before, "only the added server is gone");
+    let inst = bed.db.with(|s| s.reader().instances()).unwrap();
+    assert_eq!(inst[0].scale_status.get("worker_instance"), Some(&0));
+    let (nodes, _) = kube(&bed, &vnf);
+    assert_eq!(nodes, nodes_before);
+    let plan: Value = serde_json::from_str(
+        &bed.db
+            .with(|s| s.reader().operation_plan(&op))
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    let keys: Vec<&str> = plan["rollback"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "rollback:heat.mark_unhealthy",
+            "rollback:heat.update",
+            "rollback:heat.wait_update",
+            "rollback:heat.read_vnfcs"
+        ]
+    );
+}
+
+/// ROLLBACK of a SCALE_OUT whose new worker joined the cluster and then failed (its host stops
+/// answering after `k8s.install`): the rollback runs the SCALE_IN stages for it first — drain
+/// and delete the node on a master that stays — then Heat removes the member. The cluster is left
+/// with the nodes it had before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
+    use vnfkeeper::cloud::Cloud;
+    let limits = vnfkeeper::engine::EngineLimits {
+        command_timeout: std::time::Duration::from_secs(10),
+        attempts: 1,
+        ..fast_limits()
+    };
+    let bed = Bed::new("vkh", 84, limits).await;
+    let vnf = instantiate(&bed).await;
+    let before = vnfcs(&bed, &vnf);
+    let (nodes_before, _) = kube(&bed, &vnf);
+    let known: Vec<String> = bed
+        .cloud
+        .servers()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+
+    // Once the new worker is a node, its host hangs: the next stage on it times out.
+    let farm = bed.farm.clone();
+    let store = bed.farm.kube(&stack_id(&bed, &vnf));
+    let cloud = bed.cloud.clone();
+    let want = nodes_before.len() + 1;
+    let watcher = tokio::spawn(async move {
+        for _ in 0..1200 {
+            if store.nodes().map(|n| n.len()).unwrap_or(0) >= want {
+                for s in cloud.servers().await.unwrap() {
+                    if !known.contains(&s.id) {
+                        farm.set_hang(&s.id, true).await.unwrap();
+                        return Some(s.id);
+                    }
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        None
+    });
+    let (op, state) = run(&bed, &fixture("pv-k8s-cluster.20-scale-out.json")).await;
+    let hung = watcher.await.unwrap().expect("the new worker joined");
+    assert_eq!(state, OperationState::FailedTemp);
+    assert_eq!(
+        kube(&bed, &vnf).0.len(),
+        nodes_before.len() + 1,
+        "it had joined"
+    );
+    let added = vnfcs(&bed, &vnf)
+        .into_iter()
+        .find(|r| r.server_id.as_deref() == Some(hung.as_str()))
+        .expect("the added worker's row");
+
+    let rollback = json!({"operation": "ROLLBACK", "vnfLcmOpOccId": op, "requestId": "rb-join"});
+    bed.submit(&serde_json::to_vec(&rollback).unwrap());
+    let state = bed.engine.run(&op).await.unwrap();
+    if state != OperationState::RolledBack {
+        bed.print_journal(&op);
+    }
+    assert_eq!(state, OperationState::RolledBack, "{:?}", bed.error_of(&op));
+    let (nodes, _) = kube(&bed, &vnf);
+    assert_eq!(
+        nodes, nodes_before,
+        "the added node was deleted from the cluster"
+    );
+    assert_eq!(servers(&vnfcs(&bed, &vnf)), servers(&before));
+    let plan: Value = serde_json::from_str(
+        &bed.db
+            .with(|s| s.reader().operation_plan(&op))
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(plan["rollback"]["hooked"], json!([added.id]));
+    let node = added.ip_address.clone().unwrap().replace('.', "-");
+    let log = kubectl_log(&bed, &vnf);
+    assert!(
+        log.iter()
+            .any(|l| l.contains(" kubectl drain ") && l.contains(&node)),
+        "drain of the added worker in the kubectl stand-in's log: {log:#?}"
+    );
+}

@@ -144,6 +144,35 @@ pub(super) fn store<C: Cloud>(
     Ok(stored)
 }
 
+/// Stores the plan of a ROLLBACK (`plan_json`: the operation's plan with its `rollback` decided)
+/// with `steps_total` = the rollback's stages, and a `HOT_ADJUSTED` event for the documents it
+/// sends (what it removes). Called once: the caller decides only when no rollback is stored.
+pub(super) fn store_rollback<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    plan_json: &str,
+    adjusted: &AdjustedPlan,
+    steps_total: usize,
+) -> Result<(), EngineError> {
+    e.db.write(|tx| {
+        tx.replace_operation_plan(&op.id, plan_json)?;
+        tx.set_steps_total(&op.id, steps_total as i64)?;
+        let (message, evidence) = hot_adjusted_event(adjusted);
+        tx.append_event(
+            &NewEvent {
+                kind: "HOT_ADJUSTED",
+                vnf_instance_id: Some(&op.vnf_instance_id),
+                vnf_lcm_op_occ_id: Some(&op.id),
+                vnfc_id: None,
+                message: &format!("rollback: {message}"),
+                evidence: Some(&evidence),
+            },
+            now(),
+        )
+    })?;
+    Ok(())
+}
+
 fn hot_adjusted_event(adjusted: &AdjustedPlan) -> (String, String) {
     let evidence = json!({
         "templatePatch": adjusted.template_patch,

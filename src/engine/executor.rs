@@ -533,6 +533,7 @@ impl<C: Cloud> Engine<C> {
         x: &Exec<'_>,
     ) -> Result<(), EngineError> {
         let vnfd = &x.instance()?.pkg.vnfd;
+        let earlier = self.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
         let mut stored = Vec::new();
         self.cloud_step(
             op,
@@ -565,6 +566,20 @@ impl<C: Cloud> Engine<C> {
             let cps = crate::plan::vnfcs::cp_addresses(std::slice::from_ref(v));
             for addr in cps.values().filter_map(|a| a.parse().ok()) {
                 let _ = self.remote.forget_address(addr).await;
+            }
+        }
+        // A VNFC that moved (CHANGE_EXT_CONN): its old addresses may go to another server, and
+        // its next session must be a new handshake at the new address against its pinned key.
+        for old in &earlier {
+            let now = stored.iter().find(|v| v.id == old.id);
+            let kept = now.map(|v| crate::plan::vnfcs::cp_addresses(std::slice::from_ref(v)));
+            let was = crate::plan::vnfcs::cp_addresses(std::slice::from_ref(old));
+            for (cp, addr) in &was {
+                if kept.as_ref().and_then(|k| k.get(cp)) != Some(addr)
+                    && let Ok(a) = addr.parse()
+                {
+                    let _ = self.remote.forget_address(a).await;
+                }
             }
         }
         Ok(())

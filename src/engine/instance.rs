@@ -7,7 +7,7 @@ use std::path::Path;
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
 use crate::flavour::{self, Inputs, MgmtDriver};
-use crate::intake::wire::sol003::InstantiateVnfRequest;
+use crate::intake::wire::sol003::{ChangeExtVnfConnectivityRequest, InstantiateVnfRequest};
 use crate::package::VnfPackage;
 use crate::store::InstanceRow;
 
@@ -56,7 +56,8 @@ impl Instance {
         Ok(Self { req, pkg, driver })
     }
 
-    /// The instance of an INSTANTIATED VNF, from its last COMPLETED INSTANTIATE.
+    /// The instance of an INSTANTIATED VNF, from its last COMPLETED INSTANTIATE, its external
+    /// VLs changed by the COMPLETED CHANGE_EXT_CONNs after it.
     pub fn of_instance<C: Cloud>(
         e: &Engine<C>,
         vnf_instance_id: &str,
@@ -69,7 +70,24 @@ impl Instance {
                         format!("VNF instance `{vnf_instance_id}` has no completed INSTANTIATE"),
                     )
                 })?;
-        Ok(Self::load(vnf_instance_id, &params, package.as_deref())?)
+        let mut inst = Self::load(vnf_instance_id, &params, package.as_deref())?;
+        // Completed CHANGE_EXT_CONNs since: the external VLs the instance has now.
+        for body in
+            e.db.with(|s| s.reader().ext_conn_changes(vnf_instance_id))?
+        {
+            let change: ChangeExtVnfConnectivityRequest =
+                serde_json::from_str(&body).map_err(|_| {
+                    StepFailure::input(
+                        "plan",
+                        "a stored ChangeExtVnfConnectivityRequest does not parse",
+                    )
+                })?;
+            inst.req.ext_virtual_links = crate::plan::individual::changed_ext_links(
+                &inst.req.ext_virtual_links,
+                &change.ext_virtual_links,
+            );
+        }
+        Ok(inst)
     }
 }
 

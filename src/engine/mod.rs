@@ -8,6 +8,7 @@
 //! State machine: SOL003 §5.6.2.2 (see [`crate::model::OperationState`]).
 
 mod adjusted;
+mod change_ext_conn;
 mod executor;
 mod heal;
 mod instance;
@@ -178,6 +179,7 @@ impl<C: Cloud> Engine<C> {
             LcmOperationType::Scale => scale::run(self, op).await,
             LcmOperationType::Heal => heal::run(self, op).await,
             LcmOperationType::Terminate => terminate::run(self, op).await,
+            LcmOperationType::ChangeExtConn => change_ext_conn::run(self, op).await,
         };
         match result {
             Ok(()) => {
@@ -212,6 +214,7 @@ impl<C: Cloud> Engine<C> {
     async fn roll_back(&self, op: &OperationRow) -> Result<OperationState, StoreError> {
         let result = match op.operation {
             LcmOperationType::Instantiate => instantiate::roll_back(self, op).await,
+            LcmOperationType::Scale => scale::roll_back(self, op).await,
             other => Err(EngineError::Step(StepFailure::unsupported(other))),
         };
         match result {

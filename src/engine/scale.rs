@@ -32,7 +32,7 @@ use crate::heat;
 use crate::intake::wire::sol003::{ScaleType, ScaleVnfRequest};
 use crate::plan;
 use crate::plan::individual::AdjustedPlan;
-use crate::plan::stages::{CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
+use crate::plan::stages::{Action, CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
 use crate::store::{OperationRow, VnfcRow};
 
 /// What the scale decided once (kept in the operation's `plan`).
@@ -49,6 +49,28 @@ struct ScalePlan {
     adjusted: Option<AdjustedPlan>,
     /// The stages.
     #[serde(default)]
+    stages: Vec<Stage>,
+    /// What a ROLLBACK of this SCALE_OUT decided, once (individual VNFC management).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rollback: Option<RollbackPlan>,
+}
+
+/// The ROLLBACK of a failed SCALE_OUT, decided once and stored inside the [`ScalePlan`] before
+/// anything acts (Tacker's `scale_rollback`): the stack as it was before the scale-out, the VNFC
+/// rows the scale-out added, the ones of them its `scale_end` stages reached, and the stages.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RollbackPlan {
+    /// The adjusted HOT without the VNFCs the scale-out created (individual VNFC management;
+    /// `None` for an AutoScalingGroup BaseHOT, whose groups go back to the capacities before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    adjusted: Option<AdjustedPlan>,
+    /// Row ids of the VNFCs the scale-out created (they must be gone afterwards).
+    victims: Vec<String>,
+    /// Those of `victims` that a `scale_end` stage ran on: the flavour's `scale_start` undoes
+    /// its work on them (drain and delete the node) before Heat deletes them.
+    hooked: Vec<String>,
+    /// The stages, keyed `rollback:<key>` so that none is taken for a DONE stage of the
+    /// scale-out.
     stages: Vec<Stage>,
 }
 
@@ -109,6 +131,7 @@ async fn decide<C: Cloud>(
             victims,
             adjusted: Some(a),
             stages: Vec::new(),
+            rollback: None,
         });
     }
     let level = i.inst.req.instantiation_level_id.as_deref();
@@ -129,6 +152,7 @@ async fn decide<C: Cloud>(
         victims,
         adjusted: None,
         stages: Vec::new(),
+        rollback: None,
     })
 }
 
@@ -241,4 +265,247 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     e.execute(op, plan.stages.clone(), &x).await?;
     e.db.write(|tx| tx.set_scale_status(&op.vnf_instance_id, Some(&plan.levels), now()))?;
     Ok(())
+}
+
+/// Prefix of the stage keys of a ROLLBACK (the scale-out's own keys stay journaled DONE).
+const ROLLBACK_KEY: &str = "rollback:";
+
+/// ROLLBACK of a failed SCALE_OUT (SOL003 §5.4.15; Tacker's `scale_rollback`). Individual VNFC
+/// management: the VNFCs the scale-out added are removed — their flavour configuration undone
+/// first where a `scale_end` stage reached them (`scale_start`, as a SCALE_IN does), then a full
+/// stack update (PUT) to the template and `nfv` before the scale-out, which deletes their
+/// servers, ports and volumes — and the other VNFCs are left untouched; the scale levels stay
+/// those before the scale-out. The decision is stored once (`rollback` in the operation's plan)
+/// and replayed on resume. A scale-out that stored no plan changed nothing: nothing to do.
+/// An AutoScalingGroup BaseHOT: the members the scale-out added are marked unhealthy and the
+/// groups go back to the capacities before (`decide_rollback_asg`). Errors: a SCALE_IN (501,
+/// not supported); a failed stage (the operation returns to FAILED_TEMP).
+pub(super) async fn roll_back<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+) -> Result<(), EngineError> {
+    let (params, _) =
+        e.db.with(|s| s.reader().operation_params(&op.id))?
+            .ok_or_else(|| StepFailure::input("rollback", "operation vanished"))?;
+    let req: ScaleVnfRequest = serde_json::from_str(&params)
+        .map_err(|_| StepFailure::input("rollback", "stored ScaleVnfRequest does not parse"))?;
+    if req.scale_type != ScaleType::ScaleOut {
+        return Err(not_supported("ROLLBACK of a SCALE_IN").into());
+    }
+    let Some(text) = e.db.with(|s| s.reader().operation_plan(&op.id))? else {
+        return Ok(());
+    };
+    let mut plan: ScalePlan = serde_json::from_str(&text)
+        .map_err(|_| StepFailure::input("rollback", "stored scale plan does not parse"))?;
+    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let rb = match plan.rollback.clone() {
+        Some(rb) => rb,
+        None => {
+            let rb = match plan.adjusted.as_ref() {
+                Some(out) => {
+                    let hot = adjusted::load(&inst.pkg, &inst.req.flavour_id)?;
+                    let (out, hot) = adjusted::pair(Some(out), hot.as_ref())?
+                        .ok_or_else(|| StepFailure::input("rollback", "no adjusted HOT"))?;
+                    decide_rollback(e, op, &inst, hot, out)?
+                }
+                None => decide_rollback_asg(e, op, &inst).await?,
+            };
+            plan.rollback = Some(rb.clone());
+            let json = serde_json::to_string(&plan).unwrap_or_default();
+            match &rb.adjusted {
+                Some(a) => adjusted::store_rollback(e, op, &json, a, rb.stages.len())?,
+                None => e.db.write(|tx| {
+                    tx.replace_operation_plan(&op.id, &json)?;
+                    tx.set_steps_total(&op.id, rb.stages.len() as i64)
+                })?,
+            }
+            rb
+        }
+    };
+    let x = Exec {
+        instance: Some(&inst),
+        adjusted: rb.adjusted.as_ref(),
+        subjects: Subjects::Listed(rb.hooked.clone()),
+    };
+    e.execute(op, rb.stages.clone(), &x).await?;
+    Ok(())
+}
+
+fn not_supported(what: &str) -> StepFailure {
+    StepFailure {
+        step: "rollback".into(),
+        host: "-".into(),
+        exit_status: None,
+        reason: format!(
+            "{what} is not supported by this version of vnfkeeper; FAIL this operation"
+        ),
+        status: 501,
+    }
+}
+
+/// The rollback's decision: the documents before the scale-out, its VNFCs and the stages.
+fn decide_rollback<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    inst: &Instance,
+    hot: &adjusted::Hot,
+    out: &AdjustedPlan,
+) -> Result<RollbackPlan, EngineError> {
+    let a = plan::individual::rollback_scale_out(
+        &hot.base,
+        &inst.pkg.vnfd,
+        out,
+        &inst.req.ext_virtual_links,
+        &inst.req.ext_managed_virtual_links,
+    )
+    .map_err(|err| StepFailure::input("rollback", err.to_string()))?;
+    let rows = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
+    let known = adjusted::known(&rows);
+    let victims: Vec<String> = out
+        .created
+        .iter()
+        .filter_map(|name| plan::individual::resolve_vnfc(&known, name))
+        .map(|k| k.id.clone())
+        .collect();
+    // "When they got that far": a VNFC that no stage of the scale-out ran on has nothing to undo.
+    let journal = e.db.with(|s| s.reader().journal(&op.id))?;
+    let hooked: Vec<String> = victims
+        .iter()
+        .filter(|v| journal.iter().any(|j| &j.host == *v))
+        .cloned()
+        .collect();
+    let mut list = StageList::default();
+    if !hooked.is_empty() {
+        let c = HookContext {
+            vnfcs: &rows,
+            pv_wait: e.limits.pv_wait,
+        };
+        list.append(inst.driver.scale_start(c, &hooked)?);
+    }
+    let mut capacities = BTreeMap::new();
+    for vdu in inst.pkg.vnfd.vdus.keys() {
+        capacities.insert(vdu.clone(), 0);
+    }
+    for c in &a.vnfcs {
+        *capacities.entry(c.vdu_id.clone()).or_insert(0) += 1;
+    }
+    list.cloud(CloudAction::UpdateStack(adjusted::document(hot, &a)))
+        .cloud(CloudAction::WaitUpdate)
+        .cloud(CloudAction::ReadVnfcs(ReadCheck {
+            capacities,
+            absent: victims.clone(),
+            adjusted: Some(adjusted::planned(&a)),
+        }));
+    let mut stages = list.into_stages();
+    if stages.iter().any(|s| matches!(s.action, Action::Expand(_))) {
+        return Err(StepFailure::input(
+            "rollback",
+            "the flavour's scale_start stages for the rollback contain a placeholder",
+        )
+        .into());
+    }
+    for s in &mut stages {
+        s.key = format!("{ROLLBACK_KEY}{}", s.key);
+    }
+    Ok(RollbackPlan {
+        adjusted: Some(a),
+        victims,
+        hooked,
+        stages,
+    })
+}
+
+/// The rollback's decision for an AutoScalingGroup BaseHOT (Tacker's `Openstack.scale_rollback`):
+/// the group members whose servers the instance did not have before the scale-out (read from
+/// the stack now: the scale-out may have failed before it recorded them) are marked unhealthy,
+/// then the `nfv` parameter goes back to the capacities of the scale levels before (which the
+/// failed operation never changed), so Heat removes exactly those members.
+async fn decide_rollback_asg<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    inst: &Instance,
+) -> Result<RollbackPlan, EngineError> {
+    let (instance, stack) = instance_stack(e, &op.vnf_instance_id)?;
+    let vnfd = &inst.pkg.vnfd;
+    let rows = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
+    let known: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.created_at < op.start_time)
+        .filter_map(|r| r.server_id.as_deref())
+        .collect();
+    let cloud = |err: crate::cloud::CloudError| StepFailure::cloud("rollback", &err);
+    let resources = e.cloud.stack_resources(&stack, 5).await.map_err(cloud)?;
+    let servers = e.cloud.servers().await.map_err(cloud)?;
+    let ports = e.cloud.ports().await.map_err(cloud)?;
+    let volumes = e.cloud.volumes().await.map_err(cloud)?;
+    let observed = plan::vnfcs::observe(vnfd, &resources, &servers, &ports, &volumes);
+    let added: Vec<Mark> = observed
+        .iter()
+        .filter(|o| !known.contains(&o.server_id.as_str()))
+        .map(|o| Mark {
+            stack_name: o.stack_name.clone(),
+            stack_id: o.stack_id.clone(),
+            resource: o.resource_name.clone(),
+        })
+        .collect();
+    let victims: Vec<String> = rows
+        .iter()
+        .filter(|r| r.created_at >= op.start_time)
+        .map(|r| r.id.clone())
+        .collect();
+    let journal = e.db.with(|s| s.reader().journal(&op.id))?;
+    let hooked: Vec<String> = victims
+        .iter()
+        .filter(|v| journal.iter().any(|j| &j.host == *v))
+        .cloned()
+        .collect();
+    let level = inst.req.instantiation_level_id.as_deref();
+    let capacities = plan::scale::capacities(vnfd, level, &instance.scale_status);
+    let mut nfv = plan::nfv::instantiate_parameters(vnfd, &inst.req)
+        .map_err(|err| StepFailure::input("rollback", err.to_string()))?;
+    for (vdu, n) in &capacities {
+        if let Some(entry) = nfv.pointer_mut(&format!("/VDU/{vdu}")) {
+            entry["desired_capacity"] = (*n).into();
+        }
+    }
+    let mut parameters = serde_json::Map::new();
+    parameters.insert("nfv".into(), nfv);
+    let mut list = StageList::default();
+    if !hooked.is_empty() {
+        let c = HookContext {
+            vnfcs: &rows,
+            pv_wait: e.limits.pv_wait,
+        };
+        list.append(inst.driver.scale_start(c, &hooked)?);
+    }
+    if !added.is_empty() {
+        list.cloud(CloudAction::MarkGroupMembers {
+            victims: added,
+            reason: format!("added by the rolled-back SCALE_OUT (VnfLcmOpOcc {})", op.id),
+        });
+    }
+    list.cloud(CloudAction::PatchStack { parameters })
+        .cloud(CloudAction::WaitUpdate)
+        .cloud(CloudAction::ReadVnfcs(ReadCheck {
+            capacities,
+            absent: victims.clone(),
+            adjusted: None,
+        }));
+    let mut stages = list.into_stages();
+    if stages.iter().any(|s| matches!(s.action, Action::Expand(_))) {
+        return Err(StepFailure::input(
+            "rollback",
+            "the flavour's scale_start stages for the rollback contain a placeholder",
+        )
+        .into());
+    }
+    for s in &mut stages {
+        s.key = format!("{ROLLBACK_KEY}{}", s.key);
+    }
+    Ok(RollbackPlan {
+        adjusted: None,
+        victims,
+        hooked,
+        stages,
+    })
 }

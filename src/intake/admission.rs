@@ -713,7 +713,7 @@ fn scale_start<'a>(instance: &InstanceRow, queued: &'a [OperationRow]) -> ScaleS
                 start.pending.clear();
             }
             LcmOperationType::Scale => start.pending.push(&q.id),
-            LcmOperationType::Heal => {}
+            LcmOperationType::Heal | LcmOperationType::ChangeExtConn => {}
         }
     }
     start

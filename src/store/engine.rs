@@ -190,6 +190,30 @@ impl ReaderRef<'_> {
             .flatten())
     }
 
+    /// The request bodies of the instance's COMPLETED CHANGE_EXT_CONN operations that came after
+    /// its last COMPLETED INSTANTIATE, in arrival order (secrets put back as in
+    /// [`Self::operation_params`]): the changes to apply to that INSTANTIATE's external VLs.
+    pub fn ext_conn_changes(&self, vnf_instance_id: &str) -> Result<Vec<String>> {
+        let mut st = self.conn.prepare(
+            "SELECT id, operation_params, vnf_package, operation_secrets FROM vnf_lcm_op_occ
+             WHERE vnf_instance_id = ?1 AND operation = 'CHANGE_EXT_CONN'
+               AND operation_state = 'COMPLETED'
+               AND seq > (SELECT COALESCE(MAX(seq), 0) FROM vnf_lcm_op_occ
+                          WHERE vnf_instance_id = ?1 AND operation = 'INSTANTIATE'
+                            AND operation_state = 'COMPLETED')
+             ORDER BY seq",
+        )?;
+        let rows = st.query_map([vnf_instance_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, params, _pkg, sealed): StoredRequest = row?;
+            out.push(super::secrets::join(self.key, &id, params, sealed)?);
+        }
+        Ok(out)
+    }
+
     /// The request and package of the instance's last COMPLETED INSTANTIATE: what its cluster
     /// looks like (roles, credentials, install script) for SCALE and HEAL. Secrets are put back
     /// as in [`Self::operation_params`].

@@ -673,6 +673,86 @@ mod tests {
         Timestamp::parse("2026-11-21T06:00:00Z").unwrap()
     }
 
+    /// V13 makes `vnf_lcm_op_occ` (and `step_journal`, `intake`) again for CHANGE_EXT_CONN:
+    /// rows, foreign keys, AUTOINCREMENT counters and the audit views survive, and a
+    /// CHANGE_EXT_CONN can be stored and read back as a change of the instance's VLs.
+    #[test]
+    fn v13_keeps_rows_and_counters_and_accepts_change_ext_conn() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let mut conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        embedded::migrations::runner()
+            .set_target(refinery::Target::Version(10))
+            .run(&mut conn)
+            .unwrap();
+        conn.execute_batch(
+            "INSERT INTO vnf_instance (id, instantiation_state, created_at, updated_at)
+                 VALUES ('vnf-1', 'INSTANTIATED', 't', 't');
+             INSERT INTO vnf_lcm_op_occ (seq, id, vnf_instance_id, operation, operation_state,
+                 state_entered_time, start_time, operation_params, operation_secrets)
+                 VALUES (41, 'op-1', 'vnf-1', 'INSTANTIATE', 'COMPLETED', '2026-11-21T06:00:00Z', '2026-11-21T06:00:00Z', '{}', X'');
+             INSERT INTO step_journal (vnf_lcm_op_occ_id, stage_key, step_no, name, state)
+                 VALUES ('op-1', 'heat.create', 1, 'heat.create', 'DONE');
+             INSERT INTO intake (id, source, content_sha256, outcome, vnf_lcm_op_occ_id, committed_at)
+                 VALUES (7, 'SPOOL', 'x', 'ACCEPTED', 'op-1', 't');
+             DELETE FROM intake WHERE id = 7;
+             INSERT INTO intake (id, source, content_sha256, outcome, vnf_lcm_op_occ_id, committed_at)
+                 VALUES (5, 'SPOOL', 'y', 'ACCEPTED', 'op-1', 't');",
+        )
+        .unwrap();
+        drop(conn);
+        let mut store = Store::open(&path).unwrap();
+        let count = |sql: &str| -> i64 { store.conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(
+            count("SELECT COUNT(*) FROM step_journal WHERE vnf_lcm_op_occ_id = 'op-1'"),
+            1
+        );
+        assert_eq!(count("SELECT COUNT(*) FROM intake"), 1);
+        assert_eq!(count("SELECT COUNT(*) FROM vnf_history"), 0);
+        assert_eq!(
+            count("SELECT seq FROM sqlite_sequence WHERE name = 'vnf_lcm_op_occ'"),
+            41
+        );
+        assert_eq!(
+            count("SELECT seq FROM sqlite_sequence WHERE name = 'intake'"),
+            7
+        );
+        assert_eq!(count("SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
+        assert_eq!(
+            count("SELECT COUNT(*) FROM sqlite_schema WHERE name LIKE '%_v11'"),
+            0
+        );
+        let body = r#"{"extVirtualLinks": []}"#;
+        store
+            .write(|tx| {
+                tx.insert_operation(
+                    &NewOperation {
+                        id: "op-2",
+                        vnf_instance_id: "vnf-1",
+                        operation: LcmOperationType::ChangeExtConn,
+                        operation_params: &RequestBody::split(
+                            LcmOperationType::ChangeExtConn,
+                            body,
+                        ),
+                        vnf_package: None,
+                        request_id: None,
+                        is_automatic_invocation: false,
+                        status_detail: None,
+                    },
+                    now(),
+                )?;
+                tx.set_operation_state("op-2", OperationState::Processing, None, now())?;
+                tx.set_operation_state("op-2", OperationState::Completed, None, now())?;
+                Ok(())
+            })
+            .unwrap();
+        let ops = store.reader().operations(Some("vnf-1")).unwrap();
+        assert_eq!(ops[1].operation, LcmOperationType::ChangeExtConn);
+        assert_eq!(ops[1].seq, 42, "the counter went on from 41");
+        assert_eq!(store.reader().ext_conn_changes("vnf-1").unwrap(), [body]);
+    }
+
     #[test]
     fn migrates_and_enforces_state_machine_and_append_only_events() {
         let dir = tempfile::tempdir().unwrap();

@@ -227,6 +227,7 @@ fn request_kind(operation: LcmOperationType) -> LcmOperation {
         LcmOperationType::Scale => LcmOperation::Scale,
         LcmOperationType::Heal => LcmOperation::Heal,
         LcmOperationType::Terminate => LcmOperation::Terminate,
+        LcmOperationType::ChangeExtConn => LcmOperation::ChangeExtConn,
     }
 }
 

@@ -40,6 +40,8 @@ pub(super) struct Plan {
     pub request_vls: Vec<ExtVirtualLinkData>,
     /// The request's externally managed internal VLs (instantiate).
     pub request_managed_vls: Vec<ExtManagedVirtualLinkData>,
+    /// A ChangeExtVnfConnectivityRequest: CP entries of existing VNFCs are rewritten.
+    pub change_ext_conn: bool,
 }
 
 /// The VNFCs `op` creates, removes or heals and the GrantRequest naming them. Errors: the
@@ -252,6 +254,16 @@ pub(super) fn plan(
                 .additional_params
                 .as_ref()
                 .and_then(|a| a.extra.get("nfv"))
+                .cloned();
+        }
+        Operation::ChangeExtConn(req) => {
+            p.grant_request.operation = "CHANGE_EXT_CONN".into();
+            p.change_ext_conn = true;
+            p.request_vls = req.ext_virtual_links.clone();
+            p.request_nfv = req
+                .additional_params
+                .as_ref()
+                .and_then(|a| a.get("nfv"))
                 .cloned();
         }
         Operation::ChangeImage(ids) => {

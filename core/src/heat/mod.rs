@@ -32,6 +32,10 @@
 //! every `nfv.VDU` entry — as Tacker's StandardUserData does (its heal is a merge patch).
 //! `extManagedVirtualLinks` (of the Grant and the InstantiateVnfRequest, kept by the instance)
 //! take their internal VL and its subnets out of the template; the ports use the given network.
+//! A change of external connectivity keeps the template and every VNFC; it rewrites the
+//! `network` and `fixed_ips` of the `nfv.CP` entries (per VNFC, and of single-resource VDUs)
+//! whose CP the Grant's or the request's external VLs name, then merges
+//! `additionalParams.nfv` into any existing entry.
 
 pub mod grant;
 pub mod merge;
@@ -60,8 +64,8 @@ pub use template::{Analysis, Mode};
 
 use crate::package::{BaseHot, Vnfd};
 use crate::wire::sol003::{
-    ExtManagedVirtualLinkData, ExtVirtualLinkData, HealVnfRequest, InstantiateVnfRequest,
-    ScaleVnfRequest,
+    ChangeExtVnfConnectivityRequest, ExtManagedVirtualLinkData, ExtVirtualLinkData, HealVnfRequest,
+    InstantiateVnfRequest, ScaleVnfRequest,
 };
 use template::{Section, indexed};
 
@@ -196,6 +200,10 @@ pub enum Operation<'a> {
     /// Change the image of these VNFCs (ids or `<VDU>-<index>`) to the one the Grant gives,
     /// without healing: the Grant must give an image for each VDU concerned.
     ChangeImage(&'a [String]),
+    /// ChangeExtVnfConnectivityRequest (SOL003 §5.5.2.11): every VNFC stays; the `nfv.CP`
+    /// entries of the CPs the request's (or the Grant's) external VLs name get the VL's
+    /// network and fixed addresses, as Tacker's `StandardUserData.change_ext_conn`.
+    ChangeExtConn(&'a ChangeExtVnfConnectivityRequest),
 }
 
 /// What [`adjust`] works on.
@@ -392,4 +400,49 @@ pub fn base_parameters(
         nfv_fill::fill_unindexed(&mut nfv, &analysis, &sources, &granted, vdu, count)?;
     }
     Ok(nfv)
+}
+
+/// ROLLBACK of a failed SCALE_OUT (SOL003 §5.4.15; Tacker's `scale_rollback`): the stack before
+/// the scale-out that made `out_vnfcs` and `out_nfv` (its VNFCs and `nfv` after it) and created
+/// `created` (`<VDU>-<index>`). The created VNFCs are left out; the others keep the parameters
+/// they have in `out_vnfcs`; `nfv` entries no VNFC carries are kept. The template and `nfv` are
+/// then those of the remaining VNFCs ([`current_stack`] with `input.current`'s external VLs).
+///
+/// Output: `(template, nfv, remaining VNFCs)`. Errors: as [`current_stack`] (the BaseHOT no
+/// longer fits the remaining VNFCs).
+pub fn rollback_scale_out(
+    input: Input<'_>,
+    out_vnfcs: &[Vnfc],
+    out_nfv: &Value,
+    created: &[String],
+) -> Result<(Value, Value, Vec<Vnfc>), HeatError> {
+    let kept: Vec<Vnfc> = out_vnfcs
+        .iter()
+        .filter(|c| !created.contains(&c.name()))
+        .cloned()
+        .collect();
+    let mut nfv = out_nfv.as_object().cloned().unwrap_or_default();
+    for c in out_vnfcs {
+        for (sec, entries) in c.parameters.iter().flat_map(Value::as_object).flatten() {
+            let Some(m) = nfv.get_mut(sec).and_then(Value::as_object_mut) else {
+                continue;
+            };
+            for name in entries.as_object().into_iter().flatten().map(|(n, _)| n) {
+                m.remove(name);
+            }
+        }
+    }
+    nfv.retain(|_, v| !v.as_object().is_some_and(Map::is_empty));
+    let current = Current {
+        vnfcs: kept.clone(),
+        nfv,
+        ext_virtual_links: input.current.ext_virtual_links.clone(),
+        ext_managed_virtual_links: input.current.ext_managed_virtual_links.clone(),
+    };
+    let (template, nfv) = current_stack(Input {
+        base: input.base,
+        vnfd: input.vnfd,
+        current: &current,
+    })?;
+    Ok((template, nfv, kept))
 }

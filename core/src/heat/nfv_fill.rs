@@ -396,6 +396,9 @@ pub(super) fn fill(
         }
     }
 
+    if plan.change_ext_conn {
+        change_cps(&mut nfv, input, analysis, plan, grant, &mut affected)?;
+    }
     let image_changed = heal_images(
         &mut nfv,
         analysis,
@@ -432,13 +435,133 @@ pub(super) fn fill(
             })
         }) && !existing.contains(&(sec, name.to_owned()))
     };
-    let warnings = merge_additional(&mut nfv, plan, grant, &affected, &future)?;
+    // A change of external connectivity merges `additionalParams.nfv` into any existing entry
+    // (Tacker merges it into the whole parameter).
+    let mut merge_scope = affected.clone();
+    if plan.change_ext_conn {
+        merge_scope.extend(existing.iter().cloned());
+    }
+    let warnings = merge_additional(&mut nfv, plan, grant, &merge_scope, &future)?;
     check_values(&nfv, analysis, after, &affected)?;
     Ok(Filled {
         nfv,
         image_changed,
         warnings,
     })
+}
+
+/// CHANGE_EXT_CONN (Tacker's `StandardUserData.change_ext_conn`): for every `nfv.CP` entry of
+/// an existing individually managed VNFC (`<CP>-<index>`) or of a single-resource VDU (`<CP>`)
+/// whose CP the Grant's or the request's external VLs name (the first listing it), `network`
+/// becomes the VL's `resourceId` and `fixed_ips` is replaced by one item per address of the
+/// extCp (`cpProtocolData[].ipOverEthernet.ipAddresses[]`) for as long as the BaseHOT references
+/// that position, each with the referenced `subnet`/`ip_address` (`null` when the extCp gives
+/// none) — only the keys the BaseHOT references are written. Entries of CPs no VL names are
+/// kept; AutoScalingGroup VDUs are not changed (Tacker leaves them too). The rewritten entries
+/// are added to `affected`. Errors: a fixed address that several VNFCs of a VDU would share,
+/// blaming the extCp that gives it.
+fn change_cps(
+    nfv: &mut Value,
+    input: Input<'_>,
+    analysis: &Analysis,
+    plan: &Plan,
+    grant: &Grant,
+    affected: &mut BTreeSet<(Section, String)>,
+) -> Result<(), HeatError> {
+    // Only the Grant's and the request's VLs: the instance's are what changes.
+    let none = Current::default();
+    let empty = json!({});
+    let sources = Sources::new(grant, input.vnfd, &plan.request_vls, &none, &empty);
+    let mut targets: Vec<(&str, Option<u32>, usize)> = Vec::new();
+    for (vdu, mode) in &analysis.modes {
+        let count = input
+            .current
+            .vnfcs
+            .iter()
+            .filter(|c| &c.vdu_id == vdu)
+            .count();
+        match mode {
+            Mode::Individual => targets.extend(
+                input
+                    .current
+                    .vnfcs
+                    .iter()
+                    .filter(|c| &c.vdu_id == vdu)
+                    .map(|c| (vdu.as_str(), Some(c.index), count)),
+            ),
+            Mode::Single => targets.push((vdu.as_str(), None, count.max(1))),
+            Mode::Asg(_) => {}
+        }
+    }
+    for (vdu, index, count) in targets {
+        let refs: Vec<&NfvRef> = analysis
+            .refs_of(vdu)
+            .iter()
+            .filter(|r| r.section == Section::Cp)
+            .collect();
+        let mut cps: Vec<&str> = refs.iter().map(|r| r.name.as_str()).collect();
+        cps.dedup();
+        for cp in cps {
+            let Some(link) = sources.cp_link(cp) else {
+                continue;
+            };
+            let name = match index {
+                Some(i) => indexed(cp, i),
+                None => cp.to_owned(),
+            };
+            let mine: Vec<&&NfvRef> = refs.iter().filter(|r| r.name == cp).collect();
+            let key = |r: &NfvRef| r.rest.first().and_then(Value::as_str).map(str::to_owned);
+            let mut entry = Map::new();
+            if mine.iter().any(|r| key(r).as_deref() == Some("network")) {
+                entry.insert("network".into(), link.network.clone().into());
+            }
+            if mine.iter().any(|r| key(r).as_deref() == Some("fixed_ips")) {
+                let mut list = Vec::new();
+                for (i, ext) in link.fixed_ips.iter().enumerate() {
+                    let keys: Vec<&str> = mine
+                        .iter()
+                        .filter(|r| r.rest.get(1).and_then(Value::as_u64) == Some(i as u64))
+                        .filter_map(|r| r.rest.get(2).and_then(Value::as_str))
+                        .collect();
+                    if keys.is_empty() {
+                        break;
+                    }
+                    let mut item = Map::new();
+                    for k in keys {
+                        item.insert(k.to_owned(), ext.get(k).cloned().unwrap_or(Value::Null));
+                    }
+                    if item.get("ip_address").is_some_and(Value::is_string) && count > 1 {
+                        return Err(link.origin.error(
+                            link.pointer,
+                            format!(
+                                "a fixed address for CP `{cp}` would be shared by the {count} VNFCs of VDU `{vdu}`"
+                            ),
+                        ));
+                    }
+                    list.push(Value::Object(item));
+                }
+                entry.insert("fixed_ips".into(), Value::Array(list));
+            }
+            if entry.is_empty() {
+                continue;
+            }
+            let sec = nfv
+                .as_object_mut()
+                .expect("nfv is an object")
+                .entry("CP")
+                .or_insert_with(|| json!({}));
+            let Some(sec) = sec.as_object_mut() else {
+                return Err(HeatError::Current {
+                    pointer: "/nfv/CP".to_owned(),
+                    reason: "not an object".to_owned(),
+                });
+            };
+            let slot = sec.entry(name.clone()).or_insert_with(|| json!({}));
+            json_patch::merge(slot, &Value::Object(entry));
+            affected.insert((Section::Cp, name));
+        }
+    }
+    Ok(())
 }
 
 /// Heal and change of image: only the VDU's image (a virtual storage keeps its own, also with

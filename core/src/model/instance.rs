@@ -39,12 +39,15 @@ impl InstantiationState {
         queued.into_iter().fold(self, |state, op| match op {
             LcmOperationType::Instantiate => Self::Instantiated,
             LcmOperationType::Terminate => Self::NotInstantiated,
-            LcmOperationType::Scale | LcmOperationType::Heal => state,
+            LcmOperationType::Scale | LcmOperationType::Heal | LcmOperationType::ChangeExtConn => {
+                state
+            }
         })
     }
 
     /// Which operations may be requested of an instance in this state: INSTANTIATE only when
-    /// `NOT_INSTANTIATED`, SCALE/HEAL/TERMINATE only when `INSTANTIATED` (SOL003 §5.4.4–5.4.8).
+    /// `NOT_INSTANTIATED`, SCALE/HEAL/TERMINATE/CHANGE_EXT_CONN only when `INSTANTIATED` (SOL003
+    /// §5.4.4–5.4.8, §5.4.11).
     pub fn allows(self, op: LcmOperationType) -> bool {
         match op {
             LcmOperationType::Instantiate => self == Self::NotInstantiated,

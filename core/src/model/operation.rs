@@ -14,6 +14,9 @@ pub enum LcmOperationType {
     Heal,
     /// Delete the stack; the instance becomes `NOT_INSTANTIATED`.
     Terminate,
+    /// Move the external CPs of the VNFCs to other networks or addresses; the servers stay
+    /// (SOL003 §5.4.11 ChangeExtVnfConnectivityRequest).
+    ChangeExtConn,
 }
 
 impl LcmOperationType {
@@ -24,6 +27,7 @@ impl LcmOperationType {
             Self::Scale => "SCALE",
             Self::Heal => "HEAL",
             Self::Terminate => "TERMINATE",
+            Self::ChangeExtConn => "CHANGE_EXT_CONN",
         }
     }
 
@@ -34,6 +38,7 @@ impl LcmOperationType {
             "SCALE" => Some(Self::Scale),
             "HEAL" => Some(Self::Heal),
             "TERMINATE" => Some(Self::Terminate),
+            "CHANGE_EXT_CONN" => Some(Self::ChangeExtConn),
             _ => None,
         }
     }

@@ -241,6 +241,79 @@ pub fn decide(
     })
 }
 
+/// ROLLBACK of a failed SCALE_OUT (SOL003 §5.4.15; Tacker's `scale_rollback`): the stack as it
+/// was before `out`, the stored plan of that scale-out. The VNFCs `out` created are left out;
+/// every other VNFC keeps the parameters `out` gave it (a scale-out changes none of them), and
+/// the template and `nfv` are those of the remaining VNFCs ([`heat::current_stack`]), with the
+/// instance's external VLs (`ext_virtual_links`, `ext_managed_virtual_links`).
+///
+/// Output: an [`AdjustedPlan`] whose `removed` is `out.created`, whose patches go from `out`'s
+/// documents to the restored ones (audit), and whose GrantRequest and Grant are empty (a
+/// rollback asks for no resources). Errors ([`PlanError`]): what [`heat::current_stack`]
+/// refuses (the BaseHOT changed so that the kept VNFCs no longer fit it).
+pub fn rollback_scale_out(
+    base: &BaseHot,
+    vnfd: &Vnfd,
+    out: &AdjustedPlan,
+    ext_virtual_links: &[ExtVirtualLinkData],
+    ext_managed_virtual_links: &[ExtManagedVirtualLinkData],
+) -> Result<AdjustedPlan, PlanError> {
+    let current = Current {
+        ext_virtual_links: ext_virtual_links.to_vec(),
+        ext_managed_virtual_links: ext_managed_virtual_links.to_vec(),
+        ..Current::default()
+    };
+    let (template, nfv, kept) = heat::rollback_scale_out(
+        Input {
+            base,
+            vnfd,
+            current: &current,
+        },
+        &out.vnfcs,
+        &out.nfv,
+        &out.created,
+    )
+    .map_err(heat_err)?;
+    let grant_request = GrantRequest::default();
+    Ok(AdjustedPlan {
+        template_patch: heat::merge::diff(&out.template, &template),
+        nfv_patch: heat::merge::diff(&out.nfv, &nfv),
+        template,
+        nfv,
+        vnfcs: kept,
+        created: Vec::new(),
+        removed: out.created.clone(),
+        healed: Vec::new(),
+        image_changed: Vec::new(),
+        grant: Grant::derived(&grant_request),
+        grant_request,
+        warnings: Vec::new(),
+    })
+}
+
+/// The instance's external VLs after a CHANGE_EXT_CONN (SOL003 §5.4.11: the VNF's
+/// `extVirtualLinkInfo` afterwards): `links` (the INSTANTIATE's, with earlier changes applied)
+/// with each VL of `change` applied in order — its CPs leave the VLs that listed them (a VL left
+/// without CPs goes), then it replaces the VL of the same `id` or is added at the end.
+pub fn changed_ext_links(
+    links: &[ExtVirtualLinkData],
+    change: &[ExtVirtualLinkData],
+) -> Vec<ExtVirtualLinkData> {
+    let mut out = links.to_vec();
+    for vl in change {
+        let moved: Vec<&str> = vl.ext_cps.iter().map(|c| c.cpd_id.as_str()).collect();
+        for l in &mut out {
+            l.ext_cps.retain(|c| !moved.contains(&c.cpd_id.as_str()));
+        }
+        out.retain(|l| !l.ext_cps.is_empty() || l.id == vl.id);
+        match out.iter_mut().find(|l| l.id == vl.id) {
+            Some(l) => *l = vl.clone(),
+            None => out.push(vl.clone()),
+        }
+    }
+    out
+}
+
 /// The row id of the VNFC a request names: its id, or `<VDU>-<index>` of an indexed VNFC.
 pub fn resolve_vnfc<'k>(known: &'k [Known], name: &str) -> Option<&'k Known> {
     known.iter().find(|k| k.id == name).or_else(|| {
@@ -399,6 +472,123 @@ mod tests {
                 .unwrap()
                 .resource_id,
             "s2"
+        );
+    }
+
+    #[test]
+    fn rollback_of_a_scale_out_restores_the_stack_before_it() {
+        let p = pkg("individual-vnfc-management");
+        let base = p.base_hot("simple").unwrap();
+        let a = Analysis::new(&base, &p.vnfd).unwrap();
+        let inst: InstantiateVnfRequest = request("individual-vnfc-management.10-instantiate.json");
+        let empty = current(&a, &[], None, &[], &[]).unwrap();
+        let i = decide(&base, &p.vnfd, &empty, &[], Operation::Instantiate(&inst)).unwrap();
+        let servers: BTreeMap<String, String> = [("VDU1-0", "s0"), ("VDU1-1", "s1")]
+            .into_iter()
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .collect();
+        let known = rows(&i, &servers);
+        let cur = current(&a, &known, Some(&i.nfv), &inst.ext_virtual_links, &[]).unwrap();
+        let (before_t, before_nfv) = heat::current_stack(Input {
+            base: &base,
+            vnfd: &p.vnfd,
+            current: &cur,
+        })
+        .unwrap();
+        let out: ScaleVnfRequest = request("individual-vnfc-management.20-scale-out.json");
+        let s = decide(&base, &p.vnfd, &cur, &known, Operation::Scale(&out)).unwrap();
+        assert_eq!(s.created, ["VDU1-2"]);
+        let r = rollback_scale_out(&base, &p.vnfd, &s, &inst.ext_virtual_links, &[]).unwrap();
+        assert_eq!(r.removed, ["VDU1-2"]);
+        assert!(r.created.is_empty());
+        assert_eq!(r.template, before_t, "the template before the scale-out");
+        assert_eq!(r.nfv, before_nfv, "the nfv before the scale-out");
+        assert!(r.template["resources"].get("VDU1-2").is_none());
+        assert!(r.nfv["VDU"].get("VDU1-2").is_none());
+        assert!(r.nfv["CP"].get("VDU1_CP1-2").is_none());
+        assert_eq!(r.template_patch, json!({"resources": {"VDU1-2": null}}));
+        let names: Vec<String> = r.vnfcs.iter().map(Vnfc::name).collect();
+        assert_eq!(names, ["VDU1-0", "VDU1-1"]);
+        for c in &r.vnfcs {
+            assert_eq!(
+                c.parameters.as_ref(),
+                s.parameters_of(&c.vdu_id, c.index),
+                "{} untouched",
+                c.name()
+            );
+        }
+        assert!(r.grant_request.add_resources.is_empty());
+    }
+
+    #[test]
+    fn a_change_of_connectivity_moves_cps_between_links() {
+        let links: Vec<ExtVirtualLinkData> = serde_json::from_value(json!([
+            {"id": "ext1", "resourceId": "net-1", "extCps": [
+                {"cpdId": "A", "cpConfig": [{}]}, {"cpdId": "B", "cpConfig": [{}]}]},
+            {"id": "ext2", "resourceId": "net-2", "extCps": [{"cpdId": "C", "cpConfig": [{}]}]}
+        ]))
+        .unwrap();
+        let change: Vec<ExtVirtualLinkData> = serde_json::from_value(json!([
+            {"id": "ext3", "resourceId": "net-3", "extCps": [
+                {"cpdId": "A", "cpConfig": [{}]}, {"cpdId": "C", "cpConfig": [{}]}]}
+        ]))
+        .unwrap();
+        let after = changed_ext_links(&links, &change);
+        let shape: Vec<(&str, &str, Vec<&str>)> = after
+            .iter()
+            .map(|l| {
+                let cps = l.ext_cps.iter().map(|c| c.cpd_id.as_str()).collect();
+                (l.id.as_str(), l.resource_id.as_str(), cps)
+            })
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                ("ext1", "net-1", vec!["B"]),
+                ("ext3", "net-3", vec!["A", "C"])
+            ]
+        );
+        // The same VL id again replaces it.
+        let again: Vec<ExtVirtualLinkData> = serde_json::from_value(json!([
+            {"id": "ext1", "resourceId": "net-9", "extCps": [{"cpdId": "B", "cpConfig": [{}]}]}
+        ]))
+        .unwrap();
+        let after = changed_ext_links(&after, &again);
+        assert_eq!(after[0].resource_id, "net-9");
+        assert_eq!(after.len(), 2);
+    }
+
+    #[test]
+    fn change_ext_conn_rewrites_only_the_named_cps_of_every_vnfc() {
+        let p = pkg("individual-vnfc-management");
+        let base = p.base_hot("simple").unwrap();
+        let a = Analysis::new(&base, &p.vnfd).unwrap();
+        let inst: InstantiateVnfRequest = request("individual-vnfc-management.10-instantiate.json");
+        let empty = current(&a, &[], None, &[], &[]).unwrap();
+        let i = decide(&base, &p.vnfd, &empty, &[], Operation::Instantiate(&inst)).unwrap();
+        let known = rows(&i, &BTreeMap::new());
+        let cur = current(&a, &known, Some(&i.nfv), &inst.ext_virtual_links, &[]).unwrap();
+        let req: crate::wire::sol003::ChangeExtVnfConnectivityRequest =
+            serde_json::from_value(json!({
+                "extVirtualLinks": [{"id": "net1", "resourceId": "net-new", "extCps": [
+                    {"cpdId": "VDU1_CP1", "cpConfig": [{"cpProtocolData": [
+                        {"layerProtocol": "IP_OVER_ETHERNET"}]}]}]}],
+                "additionalParams": {"nfv": {"VDU": {"VDU1-0": {"locationConstraints": "zone-q"}}}}
+            }))
+            .unwrap();
+        let c = decide(&base, &p.vnfd, &cur, &known, Operation::ChangeExtConn(&req)).unwrap();
+        assert!(c.created.is_empty() && c.removed.is_empty());
+        assert_eq!(c.template, i.template, "the template is kept");
+        assert_eq!(c.nfv["CP"]["VDU1_CP1-0"]["network"], "net-new");
+        assert_eq!(c.nfv["CP"]["VDU1_CP1-1"]["network"], "net-new");
+        assert_eq!(c.nfv["VDU"]["VDU1-0"]["locationConstraints"], "zone-q");
+        assert_eq!(c.nfv["VDU"]["VDU1-1"], i.nfv["VDU"]["VDU1-1"]);
+        assert_eq!(c.grant_request.operation, "CHANGE_EXT_CONN");
+        assert_eq!(
+            c.nfv_patch,
+            json!({"CP": {"VDU1_CP1-0": {"network": "net-new"},
+                          "VDU1_CP1-1": {"network": "net-new"}},
+                   "VDU": {"VDU1-0": {"locationConstraints": "zone-q"}}})
         );
     }
 

@@ -30,8 +30,8 @@ pub use params::{
 };
 pub use secret::Secret;
 pub use sol003::{
-    HealVnfRequest, InstantiateVnfRequest, LcmRequest, ScaleType, ScaleVnfRequest,
-    TerminateVnfRequest, TerminationType, VimConnectionInfo, VimConnectionInfos,
+    ChangeExtVnfConnectivityRequest, HealVnfRequest, InstantiateVnfRequest, LcmRequest, ScaleType,
+    ScaleVnfRequest, TerminateVnfRequest, TerminationType, VimConnectionInfo, VimConnectionInfos,
 };
 
 use check::{Card, Checker, push};
@@ -59,6 +59,8 @@ pub enum LcmOperation {
     Heal,
     /// TerminateVnfRequest (SOL003 §5.5.2.8).
     Terminate,
+    /// ChangeExtVnfConnectivityRequest (SOL003 §5.5.2.11).
+    ChangeExtConn,
 }
 
 /// Task operations on an existing occurrence in `FAILED_TEMP` (SOL003 §5.4.14–16).
@@ -164,6 +166,9 @@ fn typed(op: LcmOperation, body: &Value) -> Result<LcmRequest, Vec<FieldError>> 
         LcmOperation::Scale => LcmRequest::Scale(de(body, "ScaleVnfRequest")?),
         LcmOperation::Heal => LcmRequest::Heal(de(body, "HealVnfRequest")?),
         LcmOperation::Terminate => LcmRequest::Terminate(de(body, "TerminateVnfRequest")?),
+        LcmOperation::ChangeExtConn => {
+            LcmRequest::ChangeExtConn(de(body, "ChangeExtVnfConnectivityRequest")?)
+        }
     })
 }
 
@@ -201,7 +206,8 @@ const LCM_KEYS: &[&str] = &[
     "requestId",
 ];
 const TASK_KEYS: &[&str] = &["operation", "vnfLcmOpOccId", "requestId"];
-const OPERATIONS: &str = "INSTANTIATE, SCALE, HEAL, TERMINATE, RETRY, FAIL, ROLLBACK";
+const OPERATIONS: &str =
+    "INSTANTIATE, SCALE, HEAL, TERMINATE, CHANGE_EXT_CONN, RETRY, FAIL, ROLLBACK";
 
 enum Op {
     Lcm(LcmOperation),
@@ -214,6 +220,7 @@ fn operation(s: &str) -> Option<Op> {
         "SCALE" => Op::Lcm(LcmOperation::Scale),
         "HEAL" => Op::Lcm(LcmOperation::Heal),
         "TERMINATE" => Op::Lcm(LcmOperation::Terminate),
+        "CHANGE_EXT_CONN" => Op::Lcm(LcmOperation::ChangeExtConn),
         "RETRY" => Op::Task(TaskOperation::Retry),
         "FAIL" => Op::Task(TaskOperation::Fail),
         "ROLLBACK" => Op::Task(TaskOperation::Rollback),
@@ -409,6 +416,7 @@ impl From<LcmOperation> for crate::model::LcmOperationType {
             LcmOperation::Scale => Self::Scale,
             LcmOperation::Heal => Self::Heal,
             LcmOperation::Terminate => Self::Terminate,
+            LcmOperation::ChangeExtConn => Self::ChangeExtConn,
         }
     }
 }

@@ -291,6 +291,23 @@ pub struct TerminateVnfRequest {
     pub additional_params: Option<Map<String, Value>>,
 }
 
+/// ChangeExtVnfConnectivityRequest (SOL003 §5.5.2.11): the external VLs the VNF's external CPs
+/// attach to from now on. Each `extCps[].cpdId` names a VNFD CP whose ports (one per VNFC) move
+/// to the VL's network, with the fixed addresses its `cpConfig` gives; CPs not named keep theirs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangeExtVnfConnectivityRequest {
+    /// `extVirtualLinks` (1..N): the external VLs and the CPs that attach to them.
+    pub ext_virtual_links: Vec<ExtVirtualLinkData>,
+    /// `vimConnectionInfo` (0..N): list (v2.6.1) or map keyed by id (v3.3.1); kept as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vim_connection_info: Option<VimConnectionInfos>,
+    /// `additionalParams` (0..1): `nfv` (entries merged into the stack's `nfv` parameter, as
+    /// Tacker's StandardUserData does); other keys kept as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_params: Option<Map<String, Value>>,
+}
+
 /// A typed SOL003 body, by operation.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LcmRequest {
@@ -302,4 +319,6 @@ pub enum LcmRequest {
     Heal(HealVnfRequest),
     /// TERMINATE.
     Terminate(TerminateVnfRequest),
+    /// CHANGE_EXT_CONN.
+    ChangeExtConn(ChangeExtVnfConnectivityRequest),
 }

@@ -1191,3 +1191,41 @@ fn maintenance_pause_at_instantiate_is_checked_and_typed() {
         assert!(errs.iter().any(|e| e.pointer == ptr), "{bad}: {errs:?}");
     }
 }
+
+/// A ChangeExtVnfConnectivityRequest's `vimConnectionInfo[].accessInfo` is a secret (pointer
+/// reported, value never in a reason), as in an InstantiateVnfRequest; the body types.
+#[test]
+fn change_ext_conn_access_info_is_a_secret() {
+    let v = json!({
+        "operation": "CHANGE_EXT_CONN",
+        "vnfInstanceId": "vnf-1",
+        "request": {
+            "extVirtualLinks": [{"id": "e", "resourceId": "net-2", "extCps": [
+                {"cpdId": "CP1", "cpConfig": [{"cpProtocolData": [
+                    {"layerProtocol": "IP_OVER_ETHERNET"}]}]}]}],
+            "vimConnectionInfo": {"vim1": {"vimType": "openstack",
+                                           "accessInfo": {"password": "hunter2"}}}
+        }
+    });
+    let env = match ok(&serde_json::to_vec(&v).unwrap()).envelope {
+        Envelope::Lcm(e) => e,
+        Envelope::Task(_) => unreachable!(),
+    };
+    assert_eq!(
+        env.secret_pointers(),
+        ["/request/vimConnectionInfo/vim1/accessInfo"]
+    );
+    let Ok(LcmRequest::ChangeExtConn(r)) = env.typed_request() else {
+        panic!("not a ChangeExtVnfConnectivityRequest");
+    };
+    assert_eq!(r.ext_virtual_links[0].ext_cps[0].cpd_id, "CP1");
+    // A defect elsewhere: the reasons never carry the secret.
+    let mut bad = v.clone();
+    bad["request"]["extVirtualLinks"][0]["extCps"][0]["cpdId"] = json!(7);
+    let errs = parse_envelope(&serde_json::to_vec(&bad).unwrap()).unwrap_err();
+    assert!(!errs.is_empty());
+    assert!(
+        errs.iter().all(|e| !e.reason.contains("hunter2")),
+        "{errs:?}"
+    );
+}

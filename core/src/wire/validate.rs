@@ -82,6 +82,7 @@ pub fn request(w: &mut Walk, op: LcmOperation, body: &Value) {
         LcmOperation::Scale => scale(w, &o),
         LcmOperation::Heal => heal(w, &o),
         LcmOperation::Terminate => terminate(w, &o),
+        LcmOperation::ChangeExtConn => change_ext_conn(w, &o),
     }
 }
 
@@ -608,4 +609,41 @@ fn terminate(w: &mut Walk, o: &Obj<'_>) {
         }
     }
     w.c.obj_field(o, "additionalParams", Card::Opt);
+}
+
+/// ChangeExtVnfConnectivityRequest (SOL003 §5.5.2.11): `extVirtualLinks` 1..N (each checked as
+/// at INSTANTIATE; a CP named by two VLs is refused: its ports could attach to only one),
+/// `vimConnectionInfo` as at INSTANTIATE (`accessInfo` secret), `additionalParams` an object whose
+/// `nfv`, if given, is an object.
+fn change_ext_conn(w: &mut Walk, o: &Obj<'_>) {
+    w.c.known_keys(
+        o,
+        "ChangeExtVnfConnectivityRequest",
+        &["extVirtualLinks", "vimConnectionInfo", "additionalParams"],
+    );
+    if let Some((arr, p)) = w.c.array(o, "extVirtualLinks", Card::One, true) {
+        let mut seen: Vec<&str> = Vec::new();
+        for vl in w.each_object(arr, &p, "ExtVirtualLinkData") {
+            ext_virtual_link(w, &vl);
+            let cps = vl.map.get("extCps").and_then(Value::as_array);
+            for (c, cp) in cps.into_iter().flatten().enumerate() {
+                let Some(id) = cp.get("cpdId").and_then(Value::as_str) else {
+                    continue;
+                };
+                if seen.contains(&id) {
+                    w.c.err(
+                        &format!("{}/extCps/{c}/cpdId", vl.ptr),
+                        "cpdId is already named by an earlier extCps entry of this request",
+                    );
+                }
+                seen.push(id);
+            }
+        }
+    }
+    if let Some((v, p)) = w.c.field(o, "vimConnectionInfo", Card::Opt) {
+        vim_connection_info(w, v, &p);
+    }
+    if let Some(ap) = w.c.obj_field(o, "additionalParams", Card::Opt) {
+        w.c.obj_field(&ap, "nfv", Card::Opt);
+    }
 }

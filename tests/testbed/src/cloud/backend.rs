@@ -88,6 +88,14 @@ pub trait HostBackend: Send + Sync + 'static {
     ) -> BoxFut<'_, anyhow::Result<()>>;
     /// Hosts as the farm sees them (free-form JSON per host).
     fn hosts_json(&self) -> serde_json::Value;
+    /// Moves a running host to the address `ip` (its port was replaced by one on another network
+    /// or with another fixed address; Nova re-attaches the interface): the same host, SSH host
+    /// key and files, reached at `ip` from now on. The default refuses: only a real farm has
+    /// hosts.
+    fn readdress(&self, server_id: &str, ip: Ipv4Addr) -> BoxFut<'_, anyhow::Result<()>> {
+        let id = server_id.to_string();
+        Box::pin(async move { anyhow::bail!("this host backend cannot move host {id} to {ip}") })
+    }
     /// Starts the kubespray flavour's Ansible server at `ip` (outside any stack). The default
     /// refuses: only a real farm has one.
     fn start_ansible_server(

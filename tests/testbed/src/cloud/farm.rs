@@ -44,6 +44,11 @@ impl HostBackend for FarmBackend {
         })
     }
 
+    fn readdress(&self, server_id: &str, ip: std::net::Ipv4Addr) -> BoxFut<'_, anyhow::Result<()>> {
+        let id = server_id.to_string();
+        Box::pin(async move { self.0.readdress(&id, ip).await })
+    }
+
     fn stop(&self, server_id: &str) -> BoxFut<'_, anyhow::Result<()>> {
         let id = server_id.to_string();
         Box::pin(async move { self.0.stop(&id).await })

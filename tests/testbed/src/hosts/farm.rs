@@ -823,6 +823,36 @@ impl HostFarm {
         Ok(())
     }
 
+    /// Moves the running host of `server_id` to address `ip` on the bridge (its interface was
+    /// re-attached to a new port): the old address is removed from its `eth0`, the new one added,
+    /// stale neighbour entries for both dropped. Processes, files and host key stay. Errors: no
+    /// running host, `ip` failing.
+    pub async fn readdress(&self, server_id: &str, ip: Ipv4Addr) -> Result<()> {
+        let (_, old) = self.running(server_id)?;
+        if old == ip {
+            return Ok(());
+        }
+        let ns = self
+            .lock()
+            .hosts
+            .get(server_id)
+            .map(|h| h.netns.clone())
+            .ok_or_else(|| anyhow!("no running host {server_id}"))?;
+        let len = self.cfg.bridge_cidr.prefix_len();
+        super::util::run_stdin(
+            "ip",
+            &["-n", &ns, "-batch", "-"],
+            &format!("addr del {old}/{len} dev eth0\naddr add {ip}/{len} dev eth0\n"),
+        )
+        .await
+        .context("move the host's address")?;
+        for a in [old, ip] {
+            let _ = run("ip", ["neigh", "flush", "to", &a.to_string()]).await;
+        }
+        self.set_flags(server_id, |h| h.spec.ip = ip);
+        Ok(())
+    }
+
     /// Fault: gives the host a new ed25519 host key and restarts its sshd; returns the new public
     /// key ("ssh-ed25519 BASE64").
     pub async fn rotate_host_key(&self, server_id: &str) -> Result<String> {

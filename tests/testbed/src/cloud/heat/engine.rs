@@ -7,8 +7,11 @@
 //!    are replaced with it;
 //! 2. creates new resources, recurses into nested stacks (template resources, AutoScalingGroups),
 //!    and compares the resolved properties of the others: servers whose properties other than
-//!    `name`/`metadata` changed are replaced (new id, new host), ports/volumes are updated in place
-//!    unless their network/fixed IPs (ports) or image/type (volumes) changed.
+//!    `name`/`metadata` changed are replaced (new id, new host) — except `networks` whose `{port}`
+//!    entries changed only their port (a port replaced for a new network or address): the
+//!    interface is re-attached and the host moves to the new address, as Nova does —,
+//!    ports/volumes are updated in place unless their network/fixed IPs (ports) or image/type
+//!    (volumes) changed.
 //!
 //! AutoScalingGroup scale-in removes members in Heat's order: FAILED (e.g. marked unhealthy)
 //! members first, then the oldest.
@@ -383,7 +386,9 @@ fn needs_replace(rtype: &str, old: &Value, new: &Value) -> bool {
     };
     match rtype {
         "OS::Nova::Server" => {
-            strip(old, &["name", "metadata"]) != strip(new, &["name", "metadata"])
+            let keys = ["name", "metadata", "networks"];
+            strip(old, &keys) != strip(new, &keys)
+                || !ports_only(old.get("networks"), new.get("networks"))
         }
         "OS::Neutron::Port" => {
             old.get("network") != new.get("network")
@@ -397,10 +402,71 @@ fn needs_replace(rtype: &str, old: &Value, new: &Value) -> bool {
     }
 }
 
+/// Whether two `networks` properties of a server are equal or differ only in the ports of
+/// `{port: …}` entries, position by position: Nova re-attaches the interfaces, the server stays
+/// (Heat's in-place update of `networks`).
+fn ports_only(old: Option<&Value>, new: Option<&Value>) -> bool {
+    if old == new {
+        return true;
+    }
+    let port_list = |v: Option<&Value>| -> Option<Vec<String>> {
+        v?.as_array()?
+            .iter()
+            .map(|e| {
+                let m = e.as_object()?;
+                (m.len() == 1).then_some(())?;
+                m.get("port")?.as_str().map(str::to_owned)
+            })
+            .collect()
+    };
+    matches!((port_list(old), port_list(new)), (Some(a), Some(b)) if a.len() == b.len())
+}
+
+/// A server's `networks` changed only in its ports (see [`ports_only`]): its port list becomes
+/// the new ports (the replaced ones were deleted, which detached them). Returns the server id
+/// and its first address (the host moves there if it is elsewhere).
+fn swap_ports(
+    cloud: &Cloud,
+    sid: &str,
+    name: &str,
+    old: Option<&Value>,
+    new: &Value,
+) -> Option<(String, Ipv4Addr)> {
+    let ids = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(|v| v.get("networks"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.get("port").and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    };
+    let (before, after) = (ids(old), ids(Some(new)));
+    if before == after || before.len() != after.len() {
+        return None;
+    }
+    let mut inner = cloud.lock();
+    let pid = inner.stacks.get(sid)?.res(name)?.physical_id.clone();
+    for o in before.iter().filter(|o| !after.contains(o)) {
+        if let Some(p) = inner.ports.get_mut(o) {
+            p.device_id.clear();
+            p.device_owner.clear();
+        }
+    }
+    for n in &after {
+        if let Some(p) = inner.ports.get_mut(n) {
+            p.device_id = pid.clone();
+            p.device_owner = "compute:nova".to_string();
+        }
+    }
+    inner.servers.get_mut(&pid)?.ports = after.clone();
+    let ip = inner.ports.get(after.first()?)?.ip;
+    Some((pid, ip))
+}
+
 fn apply_resource(cloud: Arc<Cloud>, sid: String, name: String) -> Fut {
     Box::pin(async move {
         let pfx = |e: String| format!("resources.{name}: {e}");
-        let (rtype, props, deps, plan) = {
+        let (rtype, props, deps, plan, old) = {
             let inner = cloud.lock();
             let s = inner.stacks.get(&sid).ok_or("stack vanished")?;
             let def = s.template["resources"][&name].clone();
@@ -422,13 +488,33 @@ fn apply_resource(cloud: Arc<Cloud>, sid: String, name: String) -> Fut {
                     None => Plan::InPlace,
                 },
             };
-            (rtype, props, def_deps(&def), plan)
+            let old = s.res(&name).map(|r| r.props.clone());
+            (rtype, props, def_deps(&def), plan, old)
         };
         match plan {
             Plan::Nothing => Ok(()),
             Plan::Create => create_resource(&cloud, &sid, &name, &rtype, props, deps)
                 .await
                 .map_err(pfx),
+            Plan::Replace if rtype == "OS::Neutron::Port" => {
+                // Heat's replacement creates the new port before it deletes the old one (so the
+                // new one gets another address, and a server re-attaches to it in place).
+                let old_pid = cloud
+                    .lock()
+                    .stacks
+                    .get(&sid)
+                    .and_then(|s| s.res(&name))
+                    .map(|r| r.physical_id.clone());
+                create_resource(&cloud, &sid, &name, &rtype, props, deps)
+                    .await
+                    .map_err(pfx)?;
+                if let Some(pid) = old_pid.filter(|p| !p.is_empty()) {
+                    delete_physical(&cloud, &rtype, &pid, None)
+                        .await
+                        .map_err(pfx)?;
+                }
+                Ok(())
+            }
             Plan::Replace => {
                 delete_one(&cloud, &sid, &name).await?;
                 create_resource(&cloud, &sid, &name, &rtype, props, deps)
@@ -436,7 +522,15 @@ fn apply_resource(cloud: Arc<Cloud>, sid: String, name: String) -> Fut {
                     .map_err(pfx)
             }
             Plan::InPlace => {
+                let moved = (rtype == "OS::Nova::Server")
+                    .then(|| swap_ports(&cloud, &sid, &name, old.as_ref(), &props))
+                    .flatten();
                 update_in_place(&cloud, &sid, &name, &rtype, props);
+                if let (Some((server, ip)), Some(farm)) = (moved, cloud.farm.clone()) {
+                    farm.readdress(&server, ip)
+                        .await
+                        .map_err(|e| pfx(format!("re-attach the interface: {e}")))?;
+                }
                 Ok(())
             }
             Plan::Nested(child) => update_nested(&cloud, &sid, &name, &rtype, props, child)
