@@ -36,6 +36,14 @@
 //! Reconcile probes the LB's script record and HAProxy configuration and, on the Ansible server, the inventory
 //! (`ansible.inventory` in check mode); drift of either is repaired by the LB's
 //! configuration-only heal, which writes both whole again.
+//!
+//! Private registries (`private_registry_connection_info`, cir spec) are trusted by the masters
+//! and workers with the shared [`trust`] stages: at INSTANTIATE and a HEAL that rebuilt a master,
+//! before the MTU is read and without trust's own placeholder, so that the one
+//! [`Hook::Configure`] expansion decides both `trust.docker` (from `trust.observe`) and the
+//! cluster (from `node.nic_mtu`); at SCALE_OUT and a HEAL of workers, after `scale.yml`, with
+//! [`trust::node_stages`] (its placeholder then expands to `trust.docker` only). Masters and
+//! workers are probed with [`trust::probes`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
