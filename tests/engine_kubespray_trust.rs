@@ -5,17 +5,24 @@
 //! `hosts_string` and credentials). Every master and worker then pulls the image with `skopeo`
 //! reading only the files vnfkeeper wrote (`insecure-registries` of `/etc/docker/daemon.json`,
 //! `/etc/hosts`), the LB is left alone, the auth file is 0600; the two workers the seed's SCALE_OUT
-//! adds pull too; the registry password is in no remote command line and no journal row.
+//! adds pull too; a worker whose hosts line was removed fails the pull until reconcile's
+//! configuration-only HEAL repairs it; the registry password is in no remote command line and no journal row.
 
 mod support;
 
 use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
 use testbed::hosts::{ANSIBLE_SERVER_FILE, AnsibleServer};
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::OperationState;
+use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
+use vnfkeeper::reconcile::policy::Policy;
+use vnfkeeper::reconcile::probe::ProbeSettings;
+use vnfkeeper::reconcile::{self, PassKind, Reconciler};
+use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::VnfcRow;
 
 const NET: u8 = 83;
@@ -199,6 +206,74 @@ async fn kubespray_nodes_pull_from_a_private_registry_after_instantiate_and_scal
     assert_eq!(trust.len(), nodes.len(), "{trust:?}");
     assert!(trust.iter().all(|t| t.applied_at.is_some()), "{trust:?}");
 
+    // Drift on one worker: its hosts line lost, so the pull fails; a reconcile pass finds it and
+    // starts a configuration-only HEAL of that worker, which repairs it.
+    let target = nodes.iter().find(|r| r.vdu_id == "workerNode").unwrap();
+    let ts = target.server_id.clone().unwrap();
+    let (ok, out) = on(&bed, &ts, &format!("sed -i '/ {NAME}$/d' /etc/hosts")).await;
+    assert!(ok, "{out}");
+    assert!(pull(&bed, &ts, &server).await.is_err(), "no name, no pull");
+    let policy = Policy::default();
+    let rec = Reconciler::new(
+        bed.cloud.clone(),
+        Arc::new(SshRemote::new(SshConfig::default())),
+        policy.clone(),
+        ProbeSettings {
+            timeout: Duration::from_secs(30),
+            max_parallel_hosts: 16,
+        },
+    );
+    let now = Timestamp(
+        chrono::Utc::now() + chrono::Duration::seconds(policy.startup_grace.as_secs() as i64 + 1),
+    );
+    let snap = bed
+        .db
+        .with(|s| reconcile::snapshot(s.reader(), None))
+        .unwrap();
+    let mut report = rec.evaluate(&snap, PassKind::Full, now).await;
+    bed.db
+        .write(|tx| reconcile::record(tx, &mut report, now))
+        .unwrap();
+    assert_eq!(report.started.len(), 1, "{report:?}");
+    let heal = bed
+        .db
+        .with(|s| s.reader().operations(Some(&vnf)))
+        .unwrap()
+        .into_iter()
+        .find(|o| o.operation == LcmOperationType::Heal)
+        .unwrap();
+    let (params, _) = bed
+        .db
+        .with(|s| s.reader().operation_params(&heal.id))
+        .unwrap()
+        .unwrap();
+    let params: Value = serde_json::from_str(&params).unwrap();
+    assert_eq!(params["vnfcInstanceId"], json!([target.id]), "{params}");
+    assert_eq!(params["additionalParams"]["configuration_only"], true);
+    assert_eq!(
+        bed.engine.run(&heal.id).await.unwrap(),
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&heal.id)
+    );
+    bed.print_journal(&heal.id);
+    assert_eq!(
+        bed.db
+            .with(|s| s.reader().vnfcs(&vnf))
+            .unwrap()
+            .iter()
+            .find(|r| r.id == target.id)
+            .unwrap()
+            .server_id,
+        Some(ts.clone()),
+        "not rebuilt"
+    );
+    assert_eq!(
+        pull(&bed, &ts, &server).await,
+        Ok(pushed.clone()),
+        "repaired"
+    );
+
     // SCALE_OUT (the seed's: two workers): the new workers pull too.
     let before: Vec<String> = nodes.iter().map(|r| r.id.clone()).collect();
     let (scale_op, _, state) =
@@ -235,7 +310,7 @@ async fn kubespray_nodes_pull_from_a_private_registry_after_instantiate_and_scal
             scanned += 1;
         }
     }
-    for op in [&inst_op, &scale_op] {
+    for op in [&inst_op, &heal.id, &scale_op] {
         for j in bed.db.with(|s| s.reader().journal(op)).unwrap() {
             let d = j.detail.unwrap_or_default();
             assert!(!d.contains(PASSWORD) && !d.contains(&token), "{d}");
