@@ -36,6 +36,14 @@
 //! Reconcile probes the LB's script record and HAProxy configuration and, on the Ansible server, the inventory
 //! (`ansible.inventory` in check mode); drift of either is repaired by the LB's
 //! configuration-only heal, which writes both whole again.
+//!
+//! Private registries (`private_registry_connection_info`, cir spec) are trusted by the masters
+//! and workers with the shared [`trust`] stages: at INSTANTIATE and a HEAL that rebuilt a master,
+//! before the MTU is read and without trust's own placeholder, so that the one
+//! [`Hook::Configure`] expansion decides both `trust.docker` (from `trust.observe`) and the
+//! cluster (from `node.nic_mtu`); at SCALE_OUT and a HEAL of workers, after `scale.yml`, with
+//! [`trust::node_stages`] (its placeholder then expands to `trust.docker` only). Masters and
+//! workers are probed with [`trust::probes`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -44,7 +52,7 @@ use std::time::Duration;
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
-use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role};
+use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role, trust};
 use crate::model::VnfcRow;
 use crate::plan::stages::{Hook, Stage, StageList};
 use crate::recipes::{DrainPolicy, Late, Step, Upload, known};
@@ -79,11 +87,17 @@ const PLAYBOOK_TIMEOUT: Duration = Duration::from_secs(3600);
 pub const LB_SCRIPT_DIR: &str = "/var/lib/vnfkeeper/external-lb";
 
 /// The package files this flavour reads: the LB install script (`external_lb_param.script_path`;
-/// the inventory and the HAProxy configuration are generated).
+/// the inventory and the HAProxy configuration are generated) and the CA certificates of the
+/// private registries (`private_registry_connection_info[].certificate_path`).
 pub(super) fn package_files(k: &K8sClusterInstallationParam) -> Vec<String> {
     k.external_lb_param
         .iter()
         .map(|lb| lb.script_path.clone())
+        .chain(
+            k.private_registry_connection_info
+                .iter()
+                .filter_map(|r| r.certificate_path.clone()),
+        )
         .collect()
 }
 
@@ -789,6 +803,37 @@ impl Kubespray {
         .collect()
     }
 
+    fn trust_inputs(&self) -> trust::TrustInputs<'_> {
+        trust::TrustInputs {
+            registries: &self.k8s.private_registry_connection_info,
+            files: &self.inputs.files,
+            owner: &self.inputs.vnf_instance_id,
+        }
+    }
+
+    /// The masters and workers among `nodes`, as the trust stages name them.
+    fn trust_nodes<'a>(nodes: &[&'a ClusterNode]) -> Vec<trust::TrustNode<'a>> {
+        nodes
+            .iter()
+            .filter(|n| n.role.is_node())
+            .map(|n| trust::TrustNode {
+                vnfc_id: &n.vnfc_id,
+                role: n.role,
+            })
+            .collect()
+    }
+
+    /// The node trust of the masters and workers among `nodes` with its own
+    /// [`Hook::Configure`] placeholder ([`trust::node_stages`]): for operations that observe no
+    /// MTU (SCALE_OUT, a HEAL of workers).
+    fn trust_stages(
+        &self,
+        nodes: &[&ClusterNode],
+        list: &mut StageList,
+    ) -> Result<(), FlavourError> {
+        trust::node_stages(&self.trust_inputs(), &Self::trust_nodes(nodes), list)
+    }
+
     fn lb(nodes: &[ClusterNode]) -> Option<&ClusterNode> {
         nodes.iter().find(|n| n.role == Role::LoadBalancer)
     }
@@ -1024,16 +1069,25 @@ impl Kubespray {
         list.wave(|w| vec![Stage::remote(w, &m.vnfc_id, Role::Master, s)]);
     }
 
-    /// The first master's NIC MTU observed (`node.nic_mtu`), then the rest decided from it by
-    /// [`MgmtDriver::configure`]: Calico's MTUs, the inventory, `cluster.yml`, HAProxy and the
-    /// admin kubeconfig. Used wherever `cluster.yml` runs: INSTANTIATE and a HEAL that rebuilt
-    /// a master (a whole-VNF heal may bring new NICs).
+    /// The node trust of `trusting` without its placeholder
+    /// ([`trust::node_stages_without_configure`]: registry files, hosts block, auth, and the
+    /// observation of `daemon.json`), the first master's NIC MTU observed (`node.nic_mtu`), then
+    /// the rest decided from both by [`MgmtDriver::configure`] (one placeholder): `trust.docker`,
+    /// Calico's MTUs, the inventory, `cluster.yml`, HAProxy and the admin kubeconfig. Used
+    /// wherever `cluster.yml` runs: INSTANTIATE and a HEAL that rebuilt a master (a whole-VNF heal
+    /// may bring new NICs). Errors: a registry CA the package files lack.
     fn observe_then_configure(
         &self,
         c: HookContext<'_>,
         master: &ClusterNode,
+        trusting: &[&ClusterNode],
         list: &mut StageList,
-    ) {
+    ) -> Result<(), FlavourError> {
+        trust::node_stages_without_configure(
+            &self.trust_inputs(),
+            &Self::trust_nodes(trusting),
+            list,
+        )?;
         let nic = c
             .vnfcs
             .iter()
@@ -1049,6 +1103,7 @@ impl Kubespray {
         );
         list.wave(|w| vec![Stage::remote(w, &master.vnfc_id, Role::Master, probe)]);
         list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
+        Ok(())
     }
 
     /// Drain (on `master`) then `remove-node.yml` for each of `leaving`, one wave each.
@@ -1187,7 +1242,7 @@ impl MgmtDriver for Kubespray {
         let mut list = StageList::default();
         let all: Vec<&ClusterNode> = nodes.iter().collect();
         list.wave(|w| at_all(w, Self::reach(&all)));
-        self.observe_then_configure(c, master, &mut list);
+        self.observe_then_configure(c, master, &all, &mut list)?;
         Ok(list.into_stages())
     }
 
@@ -1201,15 +1256,28 @@ impl MgmtDriver for Kubespray {
             .iter()
             .find(|n| n.role == Role::Master)
             .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
+        // One placeholder per operation decides everything observed before it: the
+        // `daemon.json` of the nodes whose trust was planned (`trust.observe`), and the
+        // cluster from the first master's MTU where `cluster.yml` runs.
+        let all: Vec<&ClusterNode> = nodes.iter().collect();
+        let docker = trust::configure_stages(
+            &self.k8s.private_registry_connection_info,
+            &Self::trust_nodes(&all),
+            observed,
+        )?;
+        let mut list = StageList::default();
+        list.wave(|w| at_all(w, docker.clone()));
         let key = format!("node.nic_mtu@{}", master.vnfc_id);
-        let line = observed.get(&key).ok_or_else(|| {
-            FlavourError::new(
+        let Some(line) = observed.get(&key) else {
+            if !docker.is_empty() {
+                return Ok(list.into_stages());
+            }
+            return Err(FlavourError::new(
                 "node.nic_mtu",
                 format!("no MTU was observed on master {} ({key})", master.name),
-            )
-        })?;
+            ));
+        };
         let mtu = calico_mtu(line)?;
-        let mut list = StageList::default();
         let calico = self.calico_step(mtu)?;
         list.wave(|w| vec![Stage::remote(w, ANSIBLE_HOST, Role::AnsibleServer, calico)]);
         let record = format!("cluster-{}", servers_tag(&nodes));
@@ -1279,6 +1347,7 @@ impl MgmtDriver for Kubespray {
             ]
         };
         self.converge(&nodes, books, &mut list)?;
+        self.trust_stages(&joining, &mut list)?;
         Ok(list.into_stages())
     }
 
@@ -1327,7 +1396,7 @@ impl MgmtDriver for Kubespray {
                 .iter()
                 .find(|n| n.role == Role::Master)
                 .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
-            self.observe_then_configure(c, master, &mut list);
+            self.observe_then_configure(c, master, &back, &mut list)?;
             return Ok(list.into_stages());
         }
         let node_names: Vec<String> = back
@@ -1345,6 +1414,7 @@ impl MgmtDriver for Kubespray {
             ]
         };
         self.converge(&nodes, books, &mut list)?;
+        self.trust_stages(&back, &mut list)?;
         Ok(list.into_stages())
     }
 
@@ -1374,7 +1444,7 @@ impl MgmtDriver for Kubespray {
     fn probes(
         &self,
         c: HookContext<'_>,
-        _vnfc: &VnfcRow,
+        vnfc: &VnfcRow,
         role: Role,
         _first_master: bool,
     ) -> Vec<Probe> {
@@ -1395,6 +1465,11 @@ impl MgmtDriver for Kubespray {
                 }
                 probes
             }
+            // Node trust drift: registry files, hosts block, auths, insecure registries.
+            Role::Master | Role::Worker => trust::probes(&self.trust_inputs(), &vnfc.id)
+                .into_iter()
+                .map(Probe::Script)
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -1412,8 +1487,22 @@ impl MgmtDriver for Kubespray {
             Late::Credentials { .. } => Ok(Secret::new(
                 credentials_yaml(&self.k8s).expose().clone().into_bytes(),
             )),
-            Late::RegistryAuth { .. } => Err(FlavourError::new("plan", "no registry auth file")),
+            Late::RegistryAuth { .. } => {
+                trust::docker_config_json(&self.k8s.private_registry_connection_info)
+                    .map(|t| Secret::new(t.expose().clone().into_bytes()))
+                    .ok_or_else(|| {
+                        FlavourError::new("trust.auth", "no registry entry has credentials")
+                    })
+            }
         }
+    }
+
+    fn secrets(&self) -> Vec<Secret<String>> {
+        trust::secrets(&self.k8s.private_registry_connection_info)
+    }
+
+    fn registries(&self) -> Vec<trust::RegistryUse> {
+        trust::registry_uses(&self.trust_inputs())
     }
 }
 

@@ -390,8 +390,24 @@ pub fn node_stages(
     nodes: &[TrustNode<'_>],
     list: &mut StageList,
 ) -> Result<(), FlavourError> {
+    if node_stages_without_configure(t, nodes, list)? {
+        list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
+    }
+    Ok(())
+}
+
+/// [`node_stages`] without its [`Hook::Configure`] placeholder, for a flavour whose own
+/// placeholder follows and whose `configure` also returns [`configure_stages`] (one placeholder
+/// per operation decides everything observed before it). Returns whether `trust.observe` stages
+/// were added (HTTP registries), i.e. whether `trust.docker` stages are to be decided. Errors: as
+/// [`node_steps`].
+pub fn node_stages_without_configure(
+    t: &TrustInputs<'_>,
+    nodes: &[TrustNode<'_>],
+    list: &mut StageList,
+) -> Result<bool, FlavourError> {
     if nodes.is_empty() || t.registries.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let mut wave = Vec::new();
     for n in nodes {
@@ -409,9 +425,9 @@ pub fn node_stages(
             })
             .collect();
         list.wave(|w| at(w, observe));
-        list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
+        return Ok(true);
     }
-    Ok(())
+    Ok(false)
 }
 
 /// The expansion of the placeholder of [`node_stages`]: one wave with a `trust.docker` stage for

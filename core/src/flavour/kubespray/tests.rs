@@ -704,3 +704,237 @@ fn upload_of<'a>(s: &'a Step, suffix: &str) -> &'a str {
     let u = s.uploads.iter().find(|u| u.path.ends_with(suffix)).unwrap();
     std::str::from_utf8(&u.bytes).unwrap()
 }
+
+/// The CA the HTTPS registry entry names (any bytes: the flavour only uploads and hashes it).
+const REGISTRY_CA: &[u8] =
+    b"-----BEGIN CERTIFICATE-----\nvnfkeeper test CA\n-----END CERTIFICATE-----\n";
+
+/// [`driver`] with the cir seed's two registry entries: HTTP `10.0.0.7:5000`, HTTPS
+/// `registry.example.com` with its CA, credentials and a hosts line.
+fn driver_trusting() -> Kubespray {
+    let mut d = driver();
+    d.k8s.private_registry_connection_info = serde_json::from_value(serde_json::json!([
+        {"connection_type": "0", "server": "10.0.0.7:5000"},
+        {"connection_type": "1", "server": "registry.example.com", "username": "user01",
+         "password": "reg-Pw-1", "certificate_path": "Files/registries/ca.crt",
+         "hosts_string": "10.0.0.7 registry.example.com"}
+    ]))
+    .unwrap();
+    d.inputs
+        .files
+        .insert("Files/registries/ca.crt".into(), REGISTRY_CA.to_vec());
+    d
+}
+
+/// What `trust.observe` reports of a node without `daemon.json`.
+fn observed_absent(vnfcs: &[&str]) -> BTreeMap<String, String> {
+    vnfcs
+        .iter()
+        .map(|v| {
+            (
+                format!("trust.observe@{v}"),
+                "already done: /etc/docker/daemon.json absent".to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn without_registries_no_trust_stage_is_planned() {
+    let d = driver();
+    let r = rows();
+    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    let mut stages = d.instantiate_end(ctx(&r)).unwrap();
+    stages.extend(d.scale_end(ctx(&r), &["w9".into()]).unwrap());
+    stages.extend(d.heal_end(ctx(&r), &["w0".into()]).unwrap());
+    stages.extend(d.heal_end(ctx(&r), &all).unwrap());
+    stages.extend(d.configure(ctx(&r), &observed_mtu("mtu 1500")).unwrap());
+    assert!(
+        stages.iter().all(|s| !s.key.starts_with("trust.")),
+        "{:?}",
+        keys(&stages)
+    );
+    assert!(d.registries().is_empty() && d.secrets().is_empty());
+    assert!(
+        d.probes(ctx(&r), &r[1], Role::Worker, false).is_empty(),
+        "no probe of a worker without registries"
+    );
+}
+
+#[test]
+fn instantiate_trusts_every_node_before_the_mtu_with_one_configure_placeholder() {
+    let d = driver_trusting();
+    let r = rows();
+    let stages = d.instantiate_end(ctx(&r)).unwrap();
+    let mut want = vec![
+        "0:node.reach@m0".to_owned(),
+        "0:node.reach@w0".into(),
+        "0:node.reach@w9".into(),
+        "0:node.reach@lb".into(),
+    ];
+    for n in ["m0", "w0", "w9"] {
+        for s in ["trust.files", "trust.hosts", "trust.auth"] {
+            want.push(format!("1:{s}@{n}"));
+        }
+    }
+    for n in ["m0", "w0", "w9"] {
+        want.push(format!("2:trust.observe@{n}"));
+    }
+    want.push("3:node.nic_mtu@m0".into());
+    want.push("4:configure".into());
+    assert_eq!(keys(&stages), want, "the LB trusts nothing");
+    assert_eq!(
+        stages
+            .iter()
+            .filter(|s| s.action == Action::Expand(Hook::Configure))
+            .count(),
+        1
+    );
+    let Action::Remote(files) = &stages[4].action else {
+        panic!()
+    };
+    assert_eq!(files.role, Role::Master);
+    assert!(
+        files.step.uploads.iter().any(|u| u.bytes == REGISTRY_CA),
+        "the package's CA is uploaded"
+    );
+    // The whole-VNF heal plans the same; a healed master alone trusts itself only.
+    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    assert_eq!(keys(&d.heal_end(ctx(&r), &all).unwrap()), want);
+    assert_eq!(
+        keys(&d.heal_end(ctx(&r), &["m0".into()]).unwrap()),
+        [
+            "0:node.reach@m0",
+            "1:trust.files@m0",
+            "1:trust.hosts@m0",
+            "1:trust.auth@m0",
+            "2:trust.observe@m0",
+            "3:node.nic_mtu@m0",
+            "4:configure"
+        ]
+    );
+}
+
+#[test]
+fn configure_merges_daemon_json_of_the_observed_nodes_then_runs_the_cluster() {
+    let d = driver_trusting();
+    let r = rows();
+    let mut observed = observed_mtu("mtu 1500");
+    observed.extend(observed_absent(&["m0", "w0", "w9"]));
+    let stages = d.configure(ctx(&r), &observed).unwrap();
+    let k = keys(&stages);
+    assert_eq!(
+        k[..4],
+        [
+            "0:trust.docker@m0",
+            "0:trust.docker@w0",
+            "0:trust.docker@w9",
+            "1:ansible.group_vars@ansible-server"
+        ],
+        "{k:?}"
+    );
+    assert!(
+        k.iter()
+            .any(|s| s.ends_with("ansible.playbook@cluster.yml")),
+        "{k:?}"
+    );
+    let Action::Remote(docker) = &stages[0].action else {
+        panic!()
+    };
+    assert_eq!(docker.step.uploads.len(), 1);
+    let json: serde_json::Value = serde_json::from_slice(&docker.step.uploads[0].bytes).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({"insecure-registries": ["10.0.0.7:5000"]})
+    );
+    // Without registries the MTU stays required.
+    let err = driver().configure(ctx(&r), &BTreeMap::new()).unwrap_err();
+    assert!(err.to_string().contains("no MTU was observed"), "{err}");
+}
+
+#[test]
+fn scale_out_and_a_worker_heal_trust_the_new_nodes_after_scale_yml() {
+    let d = driver_trusting();
+    let r = rows();
+    let trust_tail = |n: &str, w: u32| {
+        vec![
+            format!("{w}:trust.files@{n}"),
+            format!("{w}:trust.hosts@{n}"),
+            format!("{w}:trust.auth@{n}"),
+            format!("{}:trust.observe@{n}", w + 1),
+            format!("{}:configure", w + 2),
+        ]
+    };
+    let stages = d.scale_end(ctx(&r), &["w9".into()]).unwrap();
+    let mut want: Vec<String> = [
+        "0:node.reach@w9",
+        "1:ansible.inventory@ansible-server",
+        "2:ansible.playbook@facts.yml",
+        "3:ansible.playbook@scale.yml",
+        "4:lb.script@lb",
+        "5:lb.haproxy@lb",
+    ]
+    .map(String::from)
+    .to_vec();
+    want.extend(trust_tail("w9", 6));
+    assert_eq!(keys(&stages), want);
+    let healed = d.heal_end(ctx(&r), &["w0".into()]).unwrap();
+    assert_eq!(keys(&healed)[6..], trust_tail("w0", 6)[..]);
+    // The expansion there: trust.docker of the observed node only, no MTU needed.
+    let docker = d.configure(ctx(&r), &observed_absent(&["w9"])).unwrap();
+    assert_eq!(keys(&docker), ["0:trust.docker@w9"]);
+    // The LB's configuration-only heal trusts nothing.
+    assert!(
+        d.heal_end(ctx(&r), &["lb".into()])
+            .unwrap()
+            .iter()
+            .all(|s| !s.key.starts_with("trust."))
+    );
+}
+
+#[test]
+fn trust_probes_auth_file_secrets_registries_and_package_files() {
+    let d = driver_trusting();
+    let r = rows();
+    let probe_names = |vnfc: &VnfcRow, role| -> Vec<String> {
+        d.probes(ctx(&r), vnfc, role, false)
+            .into_iter()
+            .filter_map(|p| match p {
+                Probe::Script(s) => Some(s.name.to_owned()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        probe_names(&r[1], Role::Worker),
+        ["trust.files", "trust.hosts", "trust.auth", "trust.docker"]
+    );
+    assert_eq!(
+        probe_names(&r[0], Role::Master),
+        ["trust.files", "trust.hosts", "trust.auth", "trust.docker"]
+    );
+    assert!(
+        probe_names(&r[3], Role::LoadBalancer)
+            .iter()
+            .all(|n| !n.starts_with("trust."))
+    );
+    let auth = d
+        .late_upload(
+            &Late::RegistryAuth {
+                path: "/root/.docker/config.json".into(),
+            },
+            &r,
+        )
+        .unwrap();
+    let auth: serde_json::Value = serde_json::from_slice(auth.expose()).unwrap();
+    assert!(auth["auths"]["registry.example.com"]["auth"].is_string());
+    let secrets: Vec<String> = d.secrets().iter().map(|s| s.expose().clone()).collect();
+    assert!(secrets.iter().any(|s| s == "reg-Pw-1"), "{}", secrets.len());
+    let regs = d.registries();
+    assert_eq!(regs.len(), 2);
+    assert_eq!(
+        regs[1].ca_sha256.as_deref(),
+        Some(trust::sha256_hex(REGISTRY_CA).as_str())
+    );
+    assert!(package_files(&d.k8s).contains(&"Files/registries/ca.crt".to_owned()));
+}

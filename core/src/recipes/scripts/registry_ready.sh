@@ -4,11 +4,11 @@ port=$1; wait=$2; url="http://127.0.0.1:$port/v2/"
 probe() { code=$(curl -s -o /dev/null -m 5 -w '%{http_code}' "$url" 2>/dev/null) || code=000; }
 probe
 case $code in 200 | 401) done_ "GET $url answered $code" ;; esac
-needed "GET $url answered $code (000: no connection)"
+needed "GET $url answered $code (000: no connection, or no answer within 5 s)"
 end=$(($(date +%s) + wait))
 while [ "$(date +%s)" -lt "$end" ]; do
     sleep 1
     probe
     case $code in 200 | 401) echo "GET $url answered $code"; exit 0 ;; esac
 done
-fail "the registry did not answer GET $url within $wait s (last status $code; 000: no connection)"
+fail "the registry did not answer GET $url within $wait s (last status $code; 000: no connection, or no answer within 5 s)"
