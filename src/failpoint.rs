@@ -5,7 +5,8 @@
 //! Points: `intake-after-commit` (batch committed, files not yet moved); `intake-after-take`
 //! (a committed file hidden as `new/.<name>.taken`, its copy not yet written); `engine-step-done`
 //! (a step's DONE was journaled: one step boundary); `engine-applied-<step>` (the step's apply
-//! succeeded on the host, nothing journaled yet), e.g. `engine-applied-storage.filesystem`.
+//! succeeded on the host, nothing journaled yet), e.g. `engine-applied-storage.filesystem`;
+//! `tacker-notification-committed` (a notification from Tacker committed, the 204 not sent).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -1,16 +1,23 @@
 //! The registry VNF (cir-k8s-cluster seed) on the testbed (needs root): INSTANTIATE brings up a
 //! real `docker-registry` on the registry host with its data on the Cinder volume, a test pushes an
-//! image with `skopeo`, a whole-VNF HEAL rebuilds the VM on the kept port and volume (no second
-//! mkfs) and the image is still served with the same digest, TERMINATE removes the VNF.
+//! image with `skopeo`, a registry container stopped behind vnfkeeper's back is found by a
+//! reconcile pass and started again by a configuration-only HEAL (same VM, no mkfs), a whole-VNF
+//! HEAL rebuilds the VM on the kept port and volume (no second mkfs) and the image is still
+//! served with the same digest, TERMINATE removes the VNF.
 
 mod support;
 
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::OperationState;
+use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
+use vnfkeeper::reconcile::policy::Policy;
+use vnfkeeper::reconcile::probe::ProbeSettings;
+use vnfkeeper::reconcile::{self, PassKind, Reconciler};
+use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::VnfcRow;
 
 const VNF: &str = "vnf-cir-registry";
@@ -123,6 +130,67 @@ async fn registry_instantiate_push_heal_keeps_images_then_terminate() {
     ]);
     let pushed = digest(&ip);
     assert!(pushed.starts_with("sha256:"), "{pushed}");
+
+    // Reconcile: the registry container stopped behind vnfkeeper's back is drift of the registry
+    // VNFC (`registry.run`), repaired by a configuration-only HEAL: the same VM, no mkfs, the
+    // image served again.
+    let policy = Policy::default();
+    let rec = Reconciler::new(
+        bed.cloud.clone(),
+        std::sync::Arc::new(SshRemote::new(SshConfig::default())),
+        policy.clone(),
+        ProbeSettings {
+            timeout: Duration::from_secs(30),
+            max_parallel_hosts: 16,
+        },
+    );
+    let at = |secs: i64| Timestamp(chrono::Utc::now() + chrono::Duration::seconds(secs));
+    let pass = |now: Timestamp| {
+        let rec = &rec;
+        let db = &bed.db;
+        async move {
+            let snap = db.with(|s| reconcile::snapshot(s.reader(), None)).unwrap();
+            let mut report = rec.evaluate(&snap, PassKind::Full, now).await;
+            db.write(|tx| reconcile::record(tx, &mut report, now))
+                .unwrap();
+            report
+        }
+    };
+    let t0 = policy.startup_grace.as_secs() as i64 + 1;
+    let r = pass(at(t0)).await;
+    assert!(r.started.is_empty(), "a healthy registry: {r:?}");
+    let stop = bed
+        .farm
+        .exec(&server, "docker stop private_registry")
+        .await
+        .unwrap();
+    assert!(stop.status.success(), "{stop:?}");
+    assert_eq!(catalog(&ip), Value::Null, "stopped: no answer");
+    let r = pass(at(t0 + 10)).await;
+    assert_eq!(r.started.len(), 1, "{r:?}");
+    let repair = bed
+        .db
+        .with(|s| s.reader().operations(Some(VNF)))
+        .unwrap()
+        .into_iter()
+        .find(|o| o.operation == LcmOperationType::Heal)
+        .unwrap();
+    assert!(repair.is_automatic_invocation);
+    assert_eq!(
+        bed.engine.run(&repair.id).await.unwrap(),
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&repair.id)
+    );
+    assert_eq!(
+        registry_row(&bed).server_id.as_deref(),
+        Some(server.as_str()),
+        "not rebuilt"
+    );
+    assert_eq!(bed.farm.mkfs_log(&server).await.unwrap().len(), 1);
+    assert_eq!(digest(&ip), pushed, "served again, the same image");
+    let r = pass(at(t0 + 20)).await;
+    assert!(r.started.is_empty(), "repaired: {r:?}");
 
     // HEAL of the whole VNF: a new server on the same port and volume; no second mkfs; the image
     // is still there with the same digest.

@@ -3,8 +3,9 @@
 //! `scripts/tacker-venv`) tests the callback and sends operation-occurrence and identifier
 //! notifications, each recorded; wrong or missing credentials are 401 with no side effect, a
 //! malformed body 400 naming the field, a body over the limit 413; 1,000 notifications with
-//! 20 % duplicates, shuffled and sent 16 at a time, are each recorded exactly once; no
-//! credential reaches the daemon's log.
+//! 20 % duplicates, shuffled and sent 16 at a time, are each recorded exactly once; a daemon
+//! killed between the commit and the 204 has the notification after its restart, once, also when
+//! the sender sends it again; no credential reaches the daemon's log.
 
 mod support;
 
@@ -33,6 +34,10 @@ fn free_port() -> u16 {
 
 /// A daemon with `[tacker]` on a free port (limit 4 KiB); returns it and the callback URL.
 fn daemon(install: &Install) -> (support::Daemon, String) {
+    daemon_with_env(install, &[])
+}
+
+fn daemon_with_env(install: &Install, env: &[(&str, &str)]) -> (support::Daemon, String) {
     let port = free_port();
     let pw = install.dir.path().join("tacker.password");
     std::fs::write(&pw, format!("{PASSWORD}\n")).unwrap();
@@ -47,7 +52,7 @@ fn daemon(install: &Install) -> (support::Daemon, String) {
     std::fs::write(&install.config, text).unwrap();
     let check = install.cli(&["config", "check"]);
     assert!(check.status.success(), "{check:?}");
-    let d = install.start();
+    let d = install.start_with_env(env);
     d.wait_for_log("Tacker notification endpoint", Duration::from_secs(10));
     (
         d,
@@ -330,4 +335,47 @@ async fn tackers_own_code_tests_the_callback_and_its_notifications_are_recorded(
 
     d.stop();
     assert!(!d.log_text().contains(PASSWORD));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_commit_and_204_loses_nothing_and_records_once() {
+    let install = Install::new();
+    let (mut d, url) = daemon_with_env(
+        &install,
+        &[("VNFKEEPER_FAILPOINT", "tacker-notification-committed")],
+    );
+    let n = serde_json::to_vec(&occurrence("n-crash", "occ-crash", "COMPLETED")).unwrap();
+    let sent = reqwest::Client::new()
+        .post(&url)
+        .basic_auth(USER, Some(PASSWORD))
+        .header("content-type", "application/json")
+        .body(n.clone())
+        .send()
+        .await;
+    assert!(sent.is_err(), "no answer from a daemon that died: {sent:?}");
+    assert!(
+        support::wait_until(Duration::from_secs(10), || !d.is_running()),
+        "the failpoint ended the daemon"
+    );
+    assert_eq!(
+        recorded(&install.database),
+        ["n-crash"],
+        "committed before the 204"
+    );
+
+    // Restarted, and the sender (who saw no 204) sends it again: still one row.
+    let config = std::fs::read_to_string(&install.config).unwrap();
+    let port = config
+        .lines()
+        .find_map(|l| l.strip_prefix("listen = \"127.0.0.1:"))
+        .and_then(|l| l.trim_end_matches('"').parse::<u16>().ok())
+        .unwrap();
+    let mut d2 = install.start();
+    d2.wait_for_log("Tacker notification endpoint", Duration::from_secs(10));
+    let url2 = format!("http://127.0.0.1:{port}/vnfkeeper/notifications");
+    let (s, _) = post(&url2, Some((USER, PASSWORD)), n).await;
+    assert_eq!(s, 204);
+    assert_eq!(recorded(&install.database), ["n-crash"]);
+    d2.stop();
+    d.kill9();
 }

@@ -208,6 +208,7 @@ async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
     let now = Timestamp(chrono::Utc::now());
     match cb.db.write(|tx| tx.record_notification(&n, now)) {
         Ok(new) => {
+            crate::failpoint::hit("tacker-notification-committed");
             let o = n.occurrence.as_ref();
             tracing::info!(
                 notification_id = %n.id,
