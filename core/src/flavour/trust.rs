@@ -17,8 +17,11 @@
 //!   SFTP with mode 0600 and linked for the kubelet (`/var/lib/kubelet/config.json`, as the cir
 //!   spec's install script links it) — never `docker login --password` on a command line.
 //!
-//! The merge of `daemon.json` needs the file the node has: `trust.observe` reports it (its verdict
-//! line, [`parse_observed`]) and the flavour's `configure` decides the merged file from it.
+//! The merge of `daemon.json` needs what the node's file lists: `trust.observe` reports its
+//! digest and its `insecure-registries` only — never the rest of the file, which may hold
+//! credentials (`proxies`) and would be journaled with the verdict ([`parse_observed`]); the
+//! flavour's `configure` decides the new list from it ([`merge_daemon_json`]), and `trust.docker`
+//! sets that key on the node, every other key kept, while the file is still the one observed.
 //! A Kubernetes flavour shares the stages: [`node_stages`] after its nodes are installed (in
 //! `instantiate_end`, `scale_end`, `heal_end`), [`configure_stages`] in its `configure`,
 //! [`probes`] for reconcile. Pure: no I/O.
@@ -68,7 +71,8 @@ pub fn insecure_servers(entries: &[PrivateRegistryConnectionInfo]) -> Vec<String
 }
 
 /// `daemon.json` with every server of `insecure` in its `insecure-registries` array: `existing`
-/// (the node's file; `None` when it has none, an empty or blank file counts as `{}`) parsed as a
+/// (what `trust.observe` reported, `{"insecure-registries": [...]}`, or any `daemon.json` text;
+/// `None` when the node has no file, an empty or blank text counts as `{}`) parsed as a
 /// JSON object, every other key and the servers already listed kept in their order, the missing
 /// servers appended in the order given. Pretty-printed with a final newline.
 ///
@@ -113,16 +117,18 @@ pub fn merge_daemon_json(existing: Option<&str>, insecure: &[String]) -> Result<
 /// What `trust.observe` reported of a node's `daemon.json`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Observed {
-    /// The file's text; `None` when the node has no file.
+    /// `{"insecure-registries": [...]}` as the file has it (JSON text; no other key of the file);
+    /// `None` when the node has no file.
     pub content: Option<String>,
     /// SHA-256 of the file (lowercase hex), or `absent`: what `trust.docker` compares before it
     /// replaces the file.
     pub sha256: String,
 }
 
-/// Parses the verdict line of `trust.observe`: `already done: <file> absent` or
-/// `already done: <file> sha256=<hex> b64=<base64>` (the file whole). Errors: another shape,
-/// base64 or UTF-8 that does not decode, or a digest that does not match the content.
+/// Parses the verdict line of `trust.observe`: `already done: <file> absent`,
+/// `already done: <file> sha256=<hex> b64=<base64 of {"insecure-registries": [...]}>`, or
+/// `… sha256=<hex> invalid=<why>`. Errors: the file is not what the merge can use (`invalid=`),
+/// another shape, base64 or UTF-8 that does not decode, a digest that is not 64 hex digits.
 pub fn parse_observed(line: &str) -> Result<Observed, String> {
     let rest = line
         .strip_prefix("already done: ")
@@ -134,24 +140,30 @@ pub fn parse_observed(line: &str) -> Result<Observed, String> {
             sha256: "absent".into(),
         });
     }
-    let (sum, b64) = rest
+    let (sum, part) = rest
         .strip_prefix("sha256=")
-        .and_then(|r| r.split_once(" b64="))
-        .ok_or_else(|| "no sha256=… b64=… in the trust.observe verdict".to_owned())?;
+        .and_then(|r| r.split_once(' '))
+        .ok_or_else(|| "no sha256=… in the trust.observe verdict".to_owned())?;
+    if sum.len() != 64 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("the trust.observe verdict has no SHA-256 of 64 hex digits".into());
+    }
+    if let Some(why) = part.strip_prefix("invalid=") {
+        return Err(format!(
+            "{DAEMON_JSON} on the node cannot be merged: {}",
+            why.replace('-', " ")
+        ));
+    }
+    let b64 = part
+        .strip_prefix("b64=")
+        .ok_or_else(|| "no b64=… in the trust.observe verdict".to_owned())?;
     let bytes = STANDARD
         .decode(b64.trim())
         .map_err(|_| "the observed daemon.json is not valid base64".to_owned())?;
-    let actual = hex(&Sha256::digest(&bytes));
-    if actual != sum {
-        return Err(format!(
-            "the observed daemon.json has sha256 {actual}, the node reported {sum}"
-        ));
-    }
     let content = String::from_utf8(bytes)
         .map_err(|_| "the observed daemon.json is not UTF-8 text".to_owned())?;
     Ok(Observed {
         content: Some(content),
-        sha256: actual,
+        sha256: sum.to_owned(),
     })
 }
 
@@ -432,8 +444,8 @@ pub fn node_stages_without_configure(
 
 /// The expansion of the placeholder of [`node_stages`]: one wave with a `trust.docker` stage for
 /// each of `nodes` whose `trust.observe@<vnfc>` verdict is in `observed` — the observed
-/// `daemon.json` merged with the insecure registries ([`merge_daemon_json`]), uploaded, put in
-/// place only while the node's file is still the one observed. Errors: a verdict that does not
+/// `insecure-registries` merged with the request's ([`merge_daemon_json`]), uploaded, set in the
+/// node's file only while it is still the one observed. Errors: a verdict that does not
 /// parse, a `daemon.json` that cannot be merged (both name the node).
 pub fn configure_stages(
     registries: &[PrivateRegistryConnectionInfo],

@@ -2,6 +2,8 @@
 //! and filesystem creation on a loop device with a counting `mkfs.ext4`. Root is needed (chown,
 //! losetup): these tests are ignored unless `--include-ignored`.
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -640,6 +642,37 @@ fn trust_hosts_rewrites_its_block_whole_and_a_second_run_leaves_the_file_byte_id
 }
 
 #[test]
+fn trust_observe_reports_the_digest_and_the_insecure_registries_never_other_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("daemon.json");
+    let text = "{\"proxies\": {\"http-proxy\": \"http://u:Pr0xy-S3cret@p:3128\"},\n \"insecure-registries\": [\"a:5000\"]}\n";
+    fs::write(&file, text).unwrap();
+    let step = trust::observe("m1", &file.display().to_string());
+    let (code, out) = run(&step, "check", dir.path());
+    assert_eq!(code, 0, "{out}");
+    let b64 = STANDARD.encode(b"S3cret");
+    assert!(!out.contains("S3cret") && !out.contains("proxies"), "{out}");
+    let seen = crate::flavour::trust::parse_observed(out.trim()).unwrap();
+    assert_eq!(
+        seen.sha256,
+        crate::flavour::trust::sha256_hex(text.as_bytes())
+    );
+    let v: serde_json::Value = serde_json::from_str(seen.content.as_deref().unwrap()).unwrap();
+    assert_eq!(v, serde_json::json!({"insecure-registries": ["a:5000"]}));
+    let decoded = seen.content.unwrap();
+    assert!(!decoded.contains("S3cret") && !out.contains(&b64));
+    fs::write(&file, "[1]").unwrap();
+    let (code, out) = run(&step, "check", dir.path());
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        crate::flavour::trust::parse_observed(out.trim())
+            .unwrap_err()
+            .contains("not a JSON object"),
+        "{out}"
+    );
+}
+
+#[test]
 fn trust_docker_replaces_only_the_observed_file_and_restarts_docker_only_then() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("bin");
@@ -653,9 +686,12 @@ fn trust_docker_replaces_only_the_observed_file_and_restarts_docker_only_then() 
     let file = dir.path().join("daemon.json");
     let original = "{\"log-driver\": \"json-file\"}\n";
     fs::write(&file, original).unwrap();
-    let merged =
-        crate::flavour::trust::merge_daemon_json(Some(original), &["10.0.0.5:5000".into()])
-            .unwrap();
+    // What configure decides from trust.observe's report: the new `insecure-registries` only.
+    let merged = crate::flavour::trust::merge_daemon_json(
+        Some("{\"insecure-registries\": []}"),
+        &["10.0.0.5:5000".into()],
+    )
+    .unwrap();
     let staged = dir.path().join("staged.json");
     let step = |observed: &str| {
         trust::docker(
@@ -686,7 +722,12 @@ fn trust_docker_replaces_only_the_observed_file_and_restarts_docker_only_then() 
     let right = step(&crate::flavour::trust::sha256_hex(original.as_bytes()));
     let (code, out) = run(&right, "apply", &bin);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(fs::read_to_string(&file).unwrap(), merged);
+    let now: serde_json::Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        now,
+        serde_json::json!({"log-driver": "json-file", "insecure-registries": ["10.0.0.5:5000"]}),
+        "the other key kept"
+    );
     assert!(!staged.exists());
     assert_eq!(restarts(), 1);
     let (code, out) = run(&right, "check", &bin);

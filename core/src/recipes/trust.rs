@@ -21,7 +21,8 @@ fn step(name: &str, host: &str, args: Vec<String>, uploads: Vec<Upload>, late: V
     }
 }
 
-/// `trust.observe`: reports the node's `daemon_json` whole in its verdict line (read by
+/// `trust.observe`: reports the digest of the node's `daemon_json` and its
+/// `insecure-registries` (no other key) in its verdict line (read by
 /// [`crate::flavour::trust::parse_observed`]); changes nothing.
 pub fn observe(host: &str, daemon_json: &str) -> Step {
     step(
@@ -34,8 +35,9 @@ pub fn observe(host: &str, daemon_json: &str) -> Step {
 }
 
 /// `trust.docker`: every server of `insecure` in `insecure-registries` of `daemon_json`; apply
-/// replaces the file by `merged` (uploaded to `staged`, mode 0600) when the file still has the
-/// SHA-256 `observed` (or is `absent` as observed), then restarts docker. `merged` `None`: the
+/// sets the keys of `merged` (a JSON object, uploaded to `staged`, mode 0600) in the file, every
+/// other key kept, when the file still has the SHA-256 `observed` (or is `absent` as observed),
+/// then restarts docker. `merged` `None`: the
 /// check only (a reconcile probe).
 pub fn docker(
     host: &str,

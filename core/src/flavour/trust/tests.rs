@@ -79,10 +79,10 @@ fn merge_refuses_what_it_cannot_keep_without_echoing_content() {
 }
 
 #[test]
-fn observed_verdicts_parse_and_a_wrong_digest_is_refused() {
-    let text = "{\"a\": 1}\n";
+fn observed_verdicts_parse_and_an_unmergeable_file_is_refused() {
+    let text = "{\"insecure-registries\": [\"a:5000\"]}";
     let b64 = STANDARD.encode(text);
-    let sum = sha256_hex(text.as_bytes());
+    let sum = sha256_hex(b"the node's whole file");
     let line = format!("already done: /etc/docker/daemon.json sha256={sum} b64={b64}");
     assert_eq!(
         parse_observed(&line).unwrap(),
@@ -94,11 +94,15 @@ fn observed_verdicts_parse_and_a_wrong_digest_is_refused() {
     let absent = parse_observed("already done: /etc/docker/daemon.json absent").unwrap();
     assert_eq!(absent.content, None);
     assert_eq!(absent.sha256, "absent");
-    let bad = format!(
-        "already done: /etc/docker/daemon.json sha256={} b64={b64}",
-        "0".repeat(64)
+    let invalid =
+        format!("already done: /etc/docker/daemon.json sha256={sum} invalid=not-a-JSON-object");
+    assert!(
+        parse_observed(&invalid)
+            .unwrap_err()
+            .contains("not a JSON object")
     );
-    assert!(parse_observed(&bad).unwrap_err().contains("sha256"));
+    let short = format!("already done: /etc/docker/daemon.json sha256=abc b64={b64}");
+    assert!(parse_observed(&short).unwrap_err().contains("64 hex"));
     assert!(parse_observed("applied: something").is_err());
 }
 
