@@ -5,6 +5,8 @@
 // Each benchmark uses the part it needs.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

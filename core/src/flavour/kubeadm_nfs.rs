@@ -428,7 +428,12 @@ impl MgmtDriver for KubeadmNfs {
                 .into_iter()
                 .next()
                 .ok_or_else(|| FlavourError::new("plan", "the stack has no storage server VNFC"))?;
-            self.storage_stages(&server, &mut list)?;
+            // The storage server needs nothing of the cluster: it is prepared while the
+            // cluster installs (its waves beside the install waves); the NFS clients and the
+            // PersistentVolumes wait for both.
+            let mut storage = StageList::default();
+            self.storage_stages(&server, &mut storage)?;
+            list.beside(0, storage.into_stages());
             let nodes: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
             let clients = self.nfs_clients(&nodes);
             list.wave(|w| at(w, clients));

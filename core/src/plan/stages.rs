@@ -245,6 +245,30 @@ impl StageList {
         self
     }
 
+    /// The number the next [`StageList::wave`] will take.
+    pub fn next_wave(&self) -> u32 {
+        self.next_wave
+    }
+
+    /// Runs `stages` (remote stages, waves from 0 on, e.g. another list's) beside the waves from
+    /// `from` on: their wave k joins wave `from + k`, so that steps on hosts that need nothing of
+    /// each other overlap (a storage server prepared while the cluster installs). Later waves
+    /// continue after the last one used. Stages keep their order within a wave. `stages` must
+    /// hold no cloud stage or placeholder (each needs a wave of its own) and no host that the
+    /// waves they join already use; the caller guarantees both.
+    pub fn beside(&mut self, from: u32, stages: Vec<Stage>) -> &mut Self {
+        let Some(min) = stages.iter().map(|s| s.wave).min() else {
+            return self;
+        };
+        for mut s in stages {
+            s.wave = s.wave - min + from;
+            self.next_wave = self.next_wave.max(s.wave + 1);
+            self.stages.push(s);
+        }
+        self.stages.sort_by_key(|s| s.wave);
+        self
+    }
+
     /// The stages, in order.
     pub fn into_stages(self) -> Vec<Stage> {
         self.stages
@@ -342,6 +366,40 @@ mod tests {
         );
         check(&stages).unwrap();
         assert!(!expand(&mut stages, Hook::InstantiateEnd, Vec::new()));
+    }
+
+    #[test]
+    fn stages_beside_join_the_waves_from_the_given_one_and_later_waves_follow() {
+        let mut list = StageList::default();
+        list.cloud(CloudAction::WaitCreate);
+        let from = list.next_wave();
+        list.wave(|w| vec![remote(w, "m")]);
+        list.wave(|w| vec![remote(w, "w1"), remote(w, "w2")]);
+        let mut side = StageList::default();
+        for h in ["s1", "s2", "s3"] {
+            side.wave(|w| vec![remote(w, h)]);
+        }
+        list.beside(from, side.into_stages());
+        list.wave(|w| vec![remote(w, "after")]);
+        let stages = list.into_stages();
+        check(&stages).unwrap();
+        let keys: Vec<(&str, u32)> = stages.iter().map(|s| (s.key.as_str(), s.wave)).collect();
+        assert_eq!(
+            keys,
+            [
+                ("heat.wait_create", 0),
+                ("nfs.client@m", 1),
+                ("nfs.client@s1", 1),
+                ("nfs.client@w1", 2),
+                ("nfs.client@w2", 2),
+                ("nfs.client@s2", 2),
+                ("nfs.client@s3", 3),
+                ("nfs.client@after", 4),
+            ]
+        );
+        let mut list = StageList::default();
+        list.beside(0, Vec::new());
+        assert_eq!(list.next_wave(), 0);
     }
 
     #[test]

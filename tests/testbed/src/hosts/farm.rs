@@ -246,6 +246,25 @@ impl HostFarm {
         &self.cfg
     }
 
+    /// Makes the `apt-get`/`apt` stand-in of every host started from now on wait `seconds` for
+    /// each package it installs that is not installed yet, as a real download and install would
+    /// (0, the default, waits nothing). Hosts already running keep their setting. Written into
+    /// the common seed as `/etc/testbed/apt-install-seconds`.
+    ///
+    /// Errors: `seconds` negative or not finite; the seed directory cannot be written.
+    pub fn set_apt_install_seconds(&self, seconds: f64) -> Result<()> {
+        if !seconds.is_finite() || seconds < 0.0 {
+            bail!("apt install seconds must be a finite number >= 0, not {seconds}");
+        }
+        seed::write_file(
+            &self.seed_dir,
+            "etc/testbed/apt-install-seconds",
+            format!("{seconds}\n").as_bytes(),
+            0o644,
+        )?;
+        Ok(())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
