@@ -75,6 +75,35 @@ fn sh(cmd: &str, dir: &Path) {
     );
 }
 
+/// An htpasswd line of `user` and a bcrypt (`$2b$`) hash of `PASSWORD`, made by Python's
+/// `crypt` (libxcrypt) with the password on stdin: never in an argv or the test's output.
+fn htpasswd_line(user: &str) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut child = Command::new("python3")
+        .args([
+            "-W",
+            "ignore",
+            "-c",
+            "import crypt, sys; pw = sys.stdin.read(); \
+             h = crypt.crypt(pw, crypt.mksalt(crypt.METHOD_BLOWFISH)); \
+             assert h.startswith('$2b$'); print(sys.argv[1] + ':' + h)",
+            user,
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(PASSWORD.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "python3 crypt with bcrypt");
+    out.stdout
+}
+
 /// `sh -c cmd` as root on `server` (not through SSH, not in its command log): (success, stdout
 /// and stderr).
 async fn on(bed: &Bed, server: &str, cmd: &str) -> (bool, String) {
@@ -90,8 +119,9 @@ async fn on(bed: &Bed, server: &str, cmd: &str) -> (bool, String) {
 /// A real client pull on `server` of `IMAGE` from `registry`, reading the node's trust files:
 /// the insecure registries of `/etc/docker/daemon.json` become a `registries.conf` (`insecure =
 /// true`), the CA comes from `/etc/docker/certs.d/<registry>/ca.crt` (skopeo's default certs
-/// directory), names resolve through `/etc/hosts`. Returns the pulled manifest's digest, or the
-/// client's error.
+/// directory), names resolve through `/etc/hosts`, credentials come from the `config.json`
+/// vnfkeeper wrote (`--authfile`: skopeo reads Docker's `auths`; a missing file is no
+/// credentials). Returns the pulled manifest's digest, or the client's error.
 async fn pull(bed: &Bed, server: &str, registry: &str) -> Result<String, String> {
     let cmd = format!(
         r#"set -e
@@ -106,7 +136,8 @@ with open(sys.argv[1], "w") as f:
     for r in regs:
         f.write('[[registry]]\nlocation = "%s"\ninsecure = true\n\n' % r)
 PY
-skopeo --registries-conf "$conf" copy -q docker://{registry}/{IMAGE} "dir:$dest"
+skopeo --registries-conf "$conf" copy -q --authfile /root/.docker/config.json \
+  docker://{registry}/{IMAGE} "dir:$dest"
 skopeo --registries-conf "$conf" inspect --format '{{{{.Digest}}}}' "dir:$dest"
 rm -rf "$conf" "$dest""#
     );
@@ -262,9 +293,20 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
             .await
             .unwrap();
     }
+    // It requires authentication: an htpasswd file with the request's user and a bcrypt hash of
+    // its password (Python's crypt, the password on stdin: in no argv, no output).
+    bed.farm
+        .write_file(
+            &reg_server,
+            "/etc/vk-tls/htpasswd",
+            &htpasswd_line("user01"),
+        )
+        .await
+        .unwrap();
     let conf = format!(
         "version: 0.1\nlog: {{level: warn}}\nstorage:\n  filesystem: {{rootdirectory: \
-         /var/lib/vnfkeeper/registry}}\nhttp:\n  addr: 0.0.0.0:{TLS_PORT}\n  tls:\n    \
+         /var/lib/vnfkeeper/registry}}\nauth:\n  htpasswd:\n    realm: vk-test\n    \
+         path: /etc/vk-tls/htpasswd\nhttp:\n  addr: 0.0.0.0:{TLS_PORT}\n  tls:\n    \
          certificate: /etc/vk-tls/srv.crt\n    key: /etc/vk-tls/srv.key\n"
     );
     bed.farm
@@ -283,11 +325,15 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     let tls_url = format!("https://{TLS_NAME}:{TLS_PORT}/v2/");
     let resolve = format!("{TLS_NAME}:{TLS_PORT}:{ip}");
     let ca = w.join("ca.crt").display().to_string();
-    let mut up = false;
+    let mut code = String::new();
     for _ in 0..50 {
         let out = Command::new("curl")
             .args([
-                "-sf",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
                 "-m",
                 "2",
                 "--cacert",
@@ -298,13 +344,16 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
             ])
             .output()
             .unwrap();
-        if out.status.success() {
-            up = true;
+        code = String::from_utf8_lossy(&out.stdout).into_owned();
+        if code != "000" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert!(up, "the TLS registry did not answer {tls_url}");
+    assert_eq!(
+        code, "401",
+        "the TLS registry answers {tls_url}, and only with credentials"
+    );
 
     // The CIR cluster: one HTTP entry (the registry VNF), one HTTPS entry (the TLS registry by
     // name, its address in hosts_string, credentials).
@@ -369,6 +418,31 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
         assert_eq!(restarts(&bed, &s).await, 0, "docker is not a service yet");
         hosts_before.push((s, hosts));
     }
+    // The HTTPS registry requires the credentials: without the node's config.json the same pull
+    // is refused (401, "unauthorized").
+    let m = rows[0].server_id.clone().unwrap();
+    let (ok, out) = on(
+        &bed,
+        &m,
+        "mv /root/.docker/config.json /root/.docker/config.json.away",
+    )
+    .await;
+    assert!(ok, "{out}");
+    let err = pull(&bed, &m, &https).await.unwrap_err();
+    assert!(err.contains("unauthorized"), "{err}");
+    let (ok, out) = on(
+        &bed,
+        &m,
+        "mv /root/.docker/config.json.away /root/.docker/config.json",
+    )
+    .await;
+    assert!(ok, "{out}");
+    assert_eq!(
+        pull(&bed, &m, &https).await,
+        Ok(pushed.clone()),
+        "auth back"
+    );
+
     // The store knows both registries (type, CA fingerprint) and when each node's trust was
     // applied and verified.
     let ca_sha = support::Install::sha256_hex(&std::fs::read(w.join("ca.crt")).unwrap());
@@ -387,6 +461,26 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     let ts = target.server_id.clone().unwrap();
     let (ok, out) = on(&bed, &ts, "systemctl enable docker").await;
     assert!(ok, "{out}");
+    let token = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(format!("user01:{PASSWORD}"))
+    };
+    let wrong = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode("user01:not-the-password")
+    };
+    bed.farm
+        .write_file(
+            &ts,
+            "/root/.docker/config.json",
+            json!({"auths": {&https: {"auth": wrong}}})
+                .to_string()
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let err = pull(&bed, &ts, &https).await.unwrap_err();
+    assert!(err.contains("unauthorized"), "{err}");
     let (ok, out) = on(&bed, &ts, &format!("rm /etc/docker/certs.d/{https}/ca.crt")).await;
     assert!(ok, "{out}");
     let err = pull(&bed, &ts, &https).await.unwrap_err();
@@ -451,6 +545,20 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
             .unwrap_or("")
             .starts_with("already done"),
         "the node is not reinstalled: {install:?}"
+    );
+
+    // The changed credentials were found by the check's digest and written again.
+    let auth_step = journal
+        .iter()
+        .find(|j| j.name == "trust.auth")
+        .expect("trust.auth ran");
+    let detail = auth_step.detail.as_deref().unwrap_or("");
+    assert!(!detail.starts_with("already done"), "{detail}");
+    let auth: Value =
+        serde_json::from_str(&text(&bed, &ts, "/root/.docker/config.json").await).unwrap();
+    assert!(
+        auth["auths"][&https]["auth"].as_str() == Some(token.as_str()),
+        "the request's credentials are back (value not shown)"
     );
 
     // Repaired: the unrelated key kept, the registry back, docker restarted once (there only),
@@ -642,10 +750,6 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
 
     // No registry password (nor its auth token) in any remote command, journal row, error or
     // log record of the engine.
-    let token = {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.encode(format!("user01:{PASSWORD}"))
-    };
     let mut scanned = 0;
     let servers: Vec<String> = rows
         .iter()
