@@ -587,6 +587,14 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     let drift_pass_at = at(t0);
     let r = pass(&bed, &rec, drift_pass_at).await;
     assert_eq!(r.started.len(), 1, "{r:?}");
+    // The changed password is drift of its own: trust.auth's probe compares digests.
+    let why = format!("{:?}", r.outcomes);
+    assert!(
+        why.contains(&format!(
+            "trust.auth: needed: /root/.docker/config.json: out-of-date auths {https}(changed)"
+        )),
+        "{why}"
+    );
     let heal = bed
         .db
         .with(|s| s.reader().operations(Some(CLUSTER_VNF)))
