@@ -3,13 +3,19 @@
 //! an image pushed to it with `skopeo`; the same registry data is also served over TLS (a
 //! certificate of a test CA, for `registry.example.com:5443`); the CIR cluster is instantiated
 //! with one HTTP entry (the registry VNF) and one HTTPS entry (that CA in the package, the
-//! `hosts_string` naming the registry VM, credentials). On every node `skopeo` pulls the image
-//! reading the files vnfkeeper wrote: the insecure registries of `/etc/docker/daemon.json` (turned
-//! into a `registries.conf` on the node), `/etc/docker/certs.d/<server>/ca.crt` and `/etc/hosts`.
-//! A node whose CA file or insecure entry is removed fails the same pull; reconcile's probes find
-//! that drift and a configuration-only HEAL repairs it, keeping an unrelated `daemon.json` key,
+//! `hosts_string` naming the registry VM, credentials; the TLS registry requires them, htpasswd
+//! with bcrypt). On every node `skopeo` pulls the image reading the files vnfkeeper wrote: the
+//! insecure registries of `/etc/docker/daemon.json` (turned into a `registries.conf` on the
+//! node), `/etc/docker/certs.d/<server>/ca.crt`, `/etc/hosts` and the 0600 `config.json`
+//! (`--authfile`; without it the pull is refused, 401). A node whose CA file or insecure entry is
+//! removed, or whose `config.json` has a wrong password, fails the same pull; reconcile's probes
+//! find that drift and a configuration-only HEAL repairs it, keeping an unrelated `daemon.json` key,
 //! restarting docker (a stand-in service) only there, leaving `/etc/hosts` byte-identical. No
-//! registry password appears in any remote command, journal row or error.
+//! registry password appears in any remote command, journal row or error. Last, a private
+//! `containerd` (Debian's, own root, state and socket) on a node fetches the image with `ctr
+//! content fetch --hosts-dir /etc/containerd/certs.d` from both registries (the TLS one served
+//! without auth then: `ctr` reads no `config.json`), and fails without the node's `hosts.toml`
+//! (HTTP) or its certs.d directory (HTTPS).
 
 mod support;
 
@@ -75,6 +81,35 @@ fn sh(cmd: &str, dir: &Path) {
     );
 }
 
+/// An htpasswd line of `user` and a bcrypt (`$2b$`) hash of `PASSWORD`, made by Python's
+/// `crypt` (libxcrypt) with the password on stdin: never in an argv or the test's output.
+fn htpasswd_line(user: &str) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut child = Command::new("python3")
+        .args([
+            "-W",
+            "ignore",
+            "-c",
+            "import crypt, sys; pw = sys.stdin.read(); \
+             h = crypt.crypt(pw, crypt.mksalt(crypt.METHOD_BLOWFISH)); \
+             assert h.startswith('$2b$'); print(sys.argv[1] + ':' + h)",
+            user,
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(PASSWORD.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "python3 crypt with bcrypt");
+    out.stdout
+}
+
 /// `sh -c cmd` as root on `server` (not through SSH, not in its command log): (success, stdout
 /// and stderr).
 async fn on(bed: &Bed, server: &str, cmd: &str) -> (bool, String) {
@@ -90,8 +125,9 @@ async fn on(bed: &Bed, server: &str, cmd: &str) -> (bool, String) {
 /// A real client pull on `server` of `IMAGE` from `registry`, reading the node's trust files:
 /// the insecure registries of `/etc/docker/daemon.json` become a `registries.conf` (`insecure =
 /// true`), the CA comes from `/etc/docker/certs.d/<registry>/ca.crt` (skopeo's default certs
-/// directory), names resolve through `/etc/hosts`. Returns the pulled manifest's digest, or the
-/// client's error.
+/// directory), names resolve through `/etc/hosts`, credentials come from the `config.json`
+/// vnfkeeper wrote (`--authfile`: skopeo reads Docker's `auths`; a missing file is no
+/// credentials). Returns the pulled manifest's digest, or the client's error.
 async fn pull(bed: &Bed, server: &str, registry: &str) -> Result<String, String> {
     let cmd = format!(
         r#"set -e
@@ -106,7 +142,8 @@ with open(sys.argv[1], "w") as f:
     for r in regs:
         f.write('[[registry]]\nlocation = "%s"\ninsecure = true\n\n' % r)
 PY
-skopeo --registries-conf "$conf" copy -q docker://{registry}/{IMAGE} "dir:$dest"
+skopeo --registries-conf "$conf" copy -q --authfile /root/.docker/config.json \
+  docker://{registry}/{IMAGE} "dir:$dest"
 skopeo --registries-conf "$conf" inspect --format '{{{{.Digest}}}}' "dir:$dest"
 rm -rf "$conf" "$dest""#
     );
@@ -114,6 +151,66 @@ rm -rf "$conf" "$dest""#
         (true, out) => Ok(out.lines().last().unwrap_or("").trim().to_owned()),
         (false, out) => Err(out),
     }
+}
+
+/// A containerd client on `server`: `ctr content fetch` of `IMAGE` from `registry` through the
+/// private containerd of [`start_containerd`], with `--hosts-dir /etc/containerd/certs.d` (the
+/// node's `hosts.toml` and CA as vnfkeeper wrote them), then the manifest digest `want` must be
+/// in its content store. `Err`: the client's output.
+async fn ctr_fetch(bed: &Bed, server: &str, registry: &str, want: &str) -> Result<(), String> {
+    let cmd = format!(
+        "ctr --address {CTRD}/c.sock content fetch --hosts-dir /etc/containerd/certs.d \
+         {registry}/{IMAGE} >{CTRD}/fetch.log 2>&1; rc=$?; tail -n 3 {CTRD}/fetch.log; \
+         [ $rc = 0 ] && ctr --address {CTRD}/c.sock content ls -q"
+    );
+    match on(bed, server, &cmd).await {
+        (true, out) if out.lines().any(|l| l.trim() == want) => Ok(()),
+        (_, out) => Err(out),
+    }
+}
+
+/// Where [`start_containerd`] keeps a private containerd's root, state, socket and pid.
+const CTRD: &str = "/var/lib/vk-ctrd";
+
+/// Starts Debian's `containerd` on `server` (inside its namespaces) with its own root, state
+/// and socket under [`CTRD`] and the CRI plugin disabled; waits until `ctr version` answers.
+async fn start_containerd(bed: &Bed, server: &str) {
+    assert!(
+        Path::new("/usr/bin/containerd").exists() && Path::new("/usr/bin/ctr").exists(),
+        "Debian's containerd is not installed (scripts/test installs it)"
+    );
+    let (ok, out) = on(bed, server, &format!("rm -rf {CTRD}; mkdir -p {CTRD}")).await;
+    assert!(ok, "{out}");
+    let conf = format!(
+        "version = 2\nroot = \"{CTRD}/root\"\nstate = \"{CTRD}/state\"\n\
+         disabled_plugins = [\"io.containerd.grpc.v1.cri\"]\n\n[grpc]\n  address = \
+         \"{CTRD}/c.sock\"\n\n[ttrpc]\n  address = \"{CTRD}/c.sock.ttrpc\"\n"
+    );
+    bed.farm
+        .write_file(server, &format!("{CTRD}/config.toml"), conf.as_bytes())
+        .await
+        .unwrap();
+    let (ok, out) = on(
+        bed,
+        server,
+        &format!(
+            "setsid -f sh -c 'echo $$ > {CTRD}/pid; exec containerd --config {CTRD}/config.toml' \
+             >{CTRD}/log 2>&1 </dev/null"
+        ),
+    )
+    .await;
+    assert!(ok, "{out}");
+    for _ in 0..100 {
+        if on(bed, server, &format!("ctr --address {CTRD}/c.sock version"))
+            .await
+            .0
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = text(bed, server, &format!("{CTRD}/log")).await;
+    panic!("containerd did not start on {server}: {log}");
 }
 
 fn nodes(bed: &Bed) -> Vec<VnfcRow> {
@@ -262,9 +359,20 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
             .await
             .unwrap();
     }
+    // It requires authentication: an htpasswd file with the request's user and a bcrypt hash of
+    // its password (Python's crypt, the password on stdin: in no argv, no output).
+    bed.farm
+        .write_file(
+            &reg_server,
+            "/etc/vk-tls/htpasswd",
+            &htpasswd_line("user01"),
+        )
+        .await
+        .unwrap();
     let conf = format!(
         "version: 0.1\nlog: {{level: warn}}\nstorage:\n  filesystem: {{rootdirectory: \
-         /var/lib/vnfkeeper/registry}}\nhttp:\n  addr: 0.0.0.0:{TLS_PORT}\n  tls:\n    \
+         /var/lib/vnfkeeper/registry}}\nauth:\n  htpasswd:\n    realm: vk-test\n    \
+         path: /etc/vk-tls/htpasswd\nhttp:\n  addr: 0.0.0.0:{TLS_PORT}\n  tls:\n    \
          certificate: /etc/vk-tls/srv.crt\n    key: /etc/vk-tls/srv.key\n"
     );
     bed.farm
@@ -283,11 +391,15 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     let tls_url = format!("https://{TLS_NAME}:{TLS_PORT}/v2/");
     let resolve = format!("{TLS_NAME}:{TLS_PORT}:{ip}");
     let ca = w.join("ca.crt").display().to_string();
-    let mut up = false;
+    let mut code = String::new();
     for _ in 0..50 {
         let out = Command::new("curl")
             .args([
-                "-sf",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
                 "-m",
                 "2",
                 "--cacert",
@@ -298,13 +410,16 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
             ])
             .output()
             .unwrap();
-        if out.status.success() {
-            up = true;
+        code = String::from_utf8_lossy(&out.stdout).into_owned();
+        if code != "000" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert!(up, "the TLS registry did not answer {tls_url}");
+    assert_eq!(
+        code, "401",
+        "the TLS registry answers {tls_url}, and only with credentials"
+    );
 
     // The CIR cluster: one HTTP entry (the registry VNF), one HTTPS entry (the TLS registry by
     // name, its address in hosts_string, credentials).
@@ -369,6 +484,35 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
         assert_eq!(restarts(&bed, &s).await, 0, "docker is not a service yet");
         hosts_before.push((s, hosts));
     }
+    // The HTTPS registry requires the credentials: without the node's config.json the same pull
+    // is refused (401, "unauthorized").
+    let m = rows[0].server_id.clone().unwrap();
+    let (ok, out) = on(
+        &bed,
+        &m,
+        "mv /root/.docker/config.json /root/.docker/config.json.away",
+    )
+    .await;
+    assert!(ok, "{out}");
+    let err = pull(&bed, &m, &https).await.unwrap_err();
+    assert!(err.contains("unauthorized"), "{err}");
+    eprintln!(
+        "refused as expected: {}",
+        err.trim().lines().last().unwrap_or("")
+    );
+    let (ok, out) = on(
+        &bed,
+        &m,
+        "mv /root/.docker/config.json.away /root/.docker/config.json",
+    )
+    .await;
+    assert!(ok, "{out}");
+    assert_eq!(
+        pull(&bed, &m, &https).await,
+        Ok(pushed.clone()),
+        "auth back"
+    );
+
     // The store knows both registries (type, CA fingerprint) and when each node's trust was
     // applied and verified.
     let ca_sha = support::Install::sha256_hex(&std::fs::read(w.join("ca.crt")).unwrap());
@@ -387,6 +531,30 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     let ts = target.server_id.clone().unwrap();
     let (ok, out) = on(&bed, &ts, "systemctl enable docker").await;
     assert!(ok, "{out}");
+    let token = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(format!("user01:{PASSWORD}"))
+    };
+    let wrong = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode("user01:not-the-password")
+    };
+    bed.farm
+        .write_file(
+            &ts,
+            "/root/.docker/config.json",
+            json!({"auths": {&https: {"auth": wrong}}})
+                .to_string()
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let err = pull(&bed, &ts, &https).await.unwrap_err();
+    assert!(err.contains("unauthorized"), "{err}");
+    eprintln!(
+        "refused as expected: {}",
+        err.trim().lines().last().unwrap_or("")
+    );
     let (ok, out) = on(&bed, &ts, &format!("rm /etc/docker/certs.d/{https}/ca.crt")).await;
     assert!(ok, "{out}");
     let err = pull(&bed, &ts, &https).await.unwrap_err();
@@ -419,6 +587,14 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     let drift_pass_at = at(t0);
     let r = pass(&bed, &rec, drift_pass_at).await;
     assert_eq!(r.started.len(), 1, "{r:?}");
+    // The changed password is drift of its own: trust.auth's probe compares digests.
+    let why = format!("{:?}", r.outcomes);
+    assert!(
+        why.contains(&format!(
+            "trust.auth: needed: /root/.docker/config.json: out-of-date auths {https}(changed)"
+        )),
+        "{why}"
+    );
     let heal = bed
         .db
         .with(|s| s.reader().operations(Some(CLUSTER_VNF)))
@@ -451,6 +627,20 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
             .unwrap_or("")
             .starts_with("already done"),
         "the node is not reinstalled: {install:?}"
+    );
+
+    // The changed credentials were found by the check's digest and written again.
+    let auth_step = journal
+        .iter()
+        .find(|j| j.name == "trust.auth")
+        .expect("trust.auth ran");
+    let detail = auth_step.detail.as_deref().unwrap_or("");
+    assert!(!detail.starts_with("already done"), "{detail}");
+    let auth: Value =
+        serde_json::from_str(&text(&bed, &ts, "/root/.docker/config.json").await).unwrap();
+    assert!(
+        auth["auths"][&https]["auth"].as_str() == Some(token.as_str()),
+        "the request's credentials are back (value not shown)"
     );
 
     // Repaired: the unrelated key kept, the registry back, docker restarted once (there only),
@@ -642,10 +832,6 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
 
     // No registry password (nor its auth token) in any remote command, journal row, error or
     // log record of the engine.
-    let token = {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.encode(format!("user01:{PASSWORD}"))
-    };
     let mut scanned = 0;
     let servers: Vec<String> = rows
         .iter()
@@ -676,6 +862,127 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     assert!(!logs.contains(PASSWORD) && !logs.contains(&token));
     scanned += logs.lines().count();
     assert!(scanned > 20, "{scanned} lines scanned");
+
+    // A containerd client reads the hosts.toml and CA vnfkeeper wrote. `ctr` reads no Docker
+    // config.json (its only credential source is --user on the command line), so the TLS
+    // registry is served again without auth, same name, port, certificate and data.
+    let (ok, out) = on(&bed, &reg_server, "kill \"$(cat /run/vk-tls.pid)\"").await;
+    assert!(ok, "{out}");
+    let open_conf = conf.replace(
+        "auth:\n  htpasswd:\n    realm: vk-test\n    path: /etc/vk-tls/htpasswd\n",
+        "",
+    );
+    assert!(!open_conf.contains("htpasswd"));
+    bed.farm
+        .write_file(&reg_server, "/etc/vk-tls/config.yml", open_conf.as_bytes())
+        .await
+        .unwrap();
+    let mut code = String::new();
+    for _ in 0..50 {
+        let (ok, out) = on(
+            &bed,
+            &reg_server,
+            "[ -e /proc/\"$(cat /run/vk-tls.pid)\" ] || setsid -f sh -c 'echo $$ > /run/vk-tls.pid; \
+             exec /usr/bin/docker-registry serve /etc/vk-tls/config.yml' \
+             >/var/log/vk-tls.log 2>&1 </dev/null",
+        )
+        .await;
+        assert!(ok, "{out}");
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-m",
+                "2",
+                "--cacert",
+                &ca,
+                "--resolve",
+                &resolve,
+                &tls_url,
+            ])
+            .output()
+            .unwrap();
+        code = String::from_utf8_lossy(&out.stdout).into_owned();
+        if code == "200" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(code, "200", "the TLS registry without auth");
+    let c = healed[0].server_id.clone().unwrap();
+    start_containerd(&bed, &c).await;
+    assert_eq!(
+        ctr_fetch(&bed, &c, &http, &pushed).await,
+        Ok(()),
+        "ctr http"
+    );
+    assert_eq!(
+        ctr_fetch(&bed, &c, &https, &pushed).await,
+        Ok(()),
+        "ctr https"
+    );
+    // Without the node's hosts.toml the HTTP registry is tried over HTTPS; without its
+    // certs.d directory (hosts.toml and CA) the TLS registry's certificate is not trusted.
+    let (ok, out) = on(
+        &bed,
+        &c,
+        &format!("mv /etc/containerd/certs.d/{http} /root/ctrd-http.away"),
+    )
+    .await;
+    assert!(ok, "{out}");
+    let err = ctr_fetch(&bed, &c, &http, &pushed).await.unwrap_err();
+    assert!(err.contains("HTTP response to HTTPS client"), "{err}");
+    eprintln!(
+        "refused as expected: {}",
+        err.trim().lines().last().unwrap_or("")
+    );
+    let (ok, out) = on(
+        &bed,
+        &c,
+        &format!("mv /etc/containerd/certs.d/{https} /root/ctrd-https.away"),
+    )
+    .await;
+    assert!(ok, "{out}");
+    let err = ctr_fetch(&bed, &c, &https, &pushed).await.unwrap_err();
+    assert!(err.contains("certificate"), "{err}");
+    eprintln!(
+        "refused as expected: {}",
+        err.trim().lines().last().unwrap_or("")
+    );
+    let (ok, out) = on(
+        &bed,
+        &c,
+        &format!(
+            "mv /root/ctrd-http.away /etc/containerd/certs.d/{http}; \
+             mv /root/ctrd-https.away /etc/containerd/certs.d/{https}"
+        ),
+    )
+    .await;
+    assert!(ok, "{out}");
+    assert_eq!(
+        ctr_fetch(&bed, &c, &http, &pushed).await,
+        Ok(()),
+        "ctr http back"
+    );
+    assert_eq!(
+        ctr_fetch(&bed, &c, &https, &pushed).await,
+        Ok(()),
+        "ctr https back"
+    );
+    let (ok, out) = on(
+        &bed,
+        &c,
+        &format!(
+            "p=$(cat {CTRD}/pid); kill $p; for i in $(seq 50); do [ -e /proc/$p ] || break; \
+             sleep 0.1; done; [ ! -e /proc/$p ] && rm -rf {CTRD}"
+        ),
+    )
+    .await;
+    assert!(ok, "containerd stopped: {out}");
+
     let (ok, out) = on(&bed, &reg_server, "kill \"$(cat /run/vk-tls.pid)\"").await;
     assert!(ok, "{out}");
 }

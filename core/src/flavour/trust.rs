@@ -15,7 +15,9 @@
 //!   rewritten whole (the reference appends with `tee -a` on every run);
 //! - `username`/`password`: Docker's client `config.json` ([`docker_config_json`]) written over
 //!   SFTP with mode 0600 and linked for the kubelet (`/var/lib/kubelet/config.json`, as the cir
-//!   spec's install script links it) — never `docker login --password` on a command line.
+//!   spec's install script links it) — never `docker login --password` on a command line; the
+//!   check compares the node's token with the request's by a salted, iterated digest
+//!   ([`auth_digest`]), so a changed password is written again.
 //!
 //! The merge of `daemon.json` needs what the node's file lists: `trust.observe` reports its
 //! digest and its `insecure-registries` only — never the rest of the file, which may hold
@@ -247,6 +249,88 @@ pub fn auth_servers(entries: &[PrivateRegistryConnectionInfo]) -> Vec<String> {
         .collect()
 }
 
+/// Iterations of [`auth_digest`]'s PBKDF2 (what `trust_auth.sh` passes to Python's
+/// `hashlib.pbkdf2_hmac`).
+pub const AUTH_DIGEST_ITERATIONS: u32 = 10_000;
+
+/// The digest by which `trust.auth` compares the `auth` token a node's `config.json` holds for
+/// `server` with the one the request gives, without the token on a command line or in any
+/// output: PBKDF2-HMAC-SHA256 (RFC 8018 §5.2, one 32-byte block; HMAC of RFC 2104) of `token`
+/// with the salt `vnfkeeper trust.auth <owner> <server>` and [`AUTH_DIGEST_ITERATIONS`]
+/// iterations, lowercase hex (64 digits). The node computes the same of its file's token; only
+/// this digest is an argument of the step. Salted per VNF and server and iterated so that it is
+/// no fast password hash; still, it is a function of the password, so it is a [`Secret`].
+pub fn auth_digest(token: &str, owner: &str, server: &str) -> Secret<String> {
+    let salt = format!("vnfkeeper trust.auth {owner} {server}");
+    Secret::new(hex(&pbkdf2_sha256_block(
+        token.as_bytes(),
+        salt.as_bytes(),
+        AUTH_DIGEST_ITERATIONS,
+    )))
+}
+
+/// HMAC-SHA256 (RFC 2104) keyed with `key`: the inner and outer hash states after their padded
+/// keys, to be cloned per message.
+fn hmac_sha256_states(key: &[u8]) -> (Sha256, Sha256) {
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let mut inner = Sha256::new();
+    inner.update(block.map(|b| b ^ 0x36));
+    let mut outer = Sha256::new();
+    outer.update(block.map(|b| b ^ 0x5c));
+    (inner, outer)
+}
+
+/// The first 32-byte block of PBKDF2-HMAC-SHA256 (RFC 8018 §5.2: `T_1 = U_1 ^ … ^ U_c`,
+/// `U_1 = PRF(P, S || INT(1))`, `U_j = PRF(P, U_{j-1})`).
+fn pbkdf2_sha256_block(password: &[u8], salt: &[u8], iterations: u32) -> [u8; 32] {
+    let (inner, outer) = hmac_sha256_states(password);
+    let prf = |msg: &[&[u8]]| -> [u8; 32] {
+        let mut i = inner.clone();
+        for m in msg {
+            i.update(m);
+        }
+        let mut o = outer.clone();
+        o.update(i.finalize());
+        o.finalize().into()
+    };
+    let mut u = prf(&[salt, &1u32.to_be_bytes()]);
+    let mut t = u;
+    for _ in 1..iterations {
+        u = prf(&[&u]);
+        for (a, b) in t.iter_mut().zip(u) {
+            *a ^= b;
+        }
+    }
+    t
+}
+
+/// What `trust.auth` checks, per server with credentials (in the order of [`auth_servers`]):
+/// the server and the [`auth_digest`] of the token [`docker_config_json`] writes for it (the
+/// last entry of a server wins, as there).
+pub fn auth_checks(
+    entries: &[PrivateRegistryConnectionInfo],
+    owner: &str,
+) -> Vec<(String, Secret<String>)> {
+    auth_servers(entries)
+        .into_iter()
+        .filter_map(|server| {
+            let e = entries
+                .iter()
+                .rev()
+                .find(|e| e.server == server && e.username.is_some() && e.password.is_some())?;
+            let (u, p) = (e.username.as_ref()?, e.password.as_ref()?);
+            let token = STANDARD.encode(format!("{}:{}", u.expose(), p.expose()));
+            let digest = auth_digest(&token, owner, &server);
+            Some((server, digest))
+        })
+        .collect()
+}
+
 /// Values that must be masked wherever a step's output is recorded: each registry password
 /// and each `auth` token of [`docker_config_json`] (the password in base64).
 pub fn secrets(entries: &[PrivateRegistryConnectionInfo]) -> Vec<Secret<String>> {
@@ -386,9 +470,9 @@ pub fn node_steps(
     if !block.is_empty() {
         out.push(recipes::trust::hosts(host, HOSTS_FILE, t.owner, &block));
     }
-    let auth = auth_servers(t.registries);
+    let auth = auth_checks(t.registries, t.owner);
     if !auth.is_empty() {
-        out.push(recipes::trust::auth(host, DOCKER_CONFIG, &auth));
+        out.push(recipes::trust::auth(host, DOCKER_CONFIG, t.owner, &auth));
     }
     Ok(out)
 }

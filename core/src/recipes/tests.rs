@@ -354,7 +354,8 @@ fn every_step_round_trips_through_a_stored_plan() {
     steps.push(trust::auth(
         "m1",
         "/root/.docker/config.json",
-        &["r.example".into()],
+        "vnf-1",
+        &[("r.example".into(), crate::wire::Secret::new("0".repeat(64)))],
     ));
     let names: std::collections::BTreeSet<&str> = steps.iter().map(|s| s.name).collect();
     assert_eq!(names.len(), SCRIPTS.len(), "one constructor per script");

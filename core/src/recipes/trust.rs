@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use super::{Late, Step, Upload, known};
+use crate::wire::Secret;
 
 fn step(name: &str, host: &str, args: Vec<String>, uploads: Vec<Upload>, late: Vec<Late>) -> Step {
     Step {
@@ -113,11 +114,16 @@ pub fn hosts(host: &str, hosts_file: &str, owner: &str, block: &str) -> Step {
 }
 
 /// `trust.auth`: Docker's client configuration `config` (a [`Late::RegistryAuth`], written over
-/// SFTP with mode 0600 when the check finds it incomplete) has an auth for every server of
-/// `servers` and is linked for the kubelet.
-pub fn auth(host: &str, config: &str, servers: &[String]) -> Step {
-    let mut args = vec![config.to_owned()];
-    args.extend(servers.iter().cloned());
+/// SFTP with mode 0600 when the check finds it out of date) holds, for every server of `checks`,
+/// an `auth` token whose digest ([`crate::flavour::trust::auth_digest`], computed on the node) is
+/// the one given (salted with `owner`, the vnfInstanceId), and is linked for the kubelet.
+/// Arguments: `config`, `owner`, then server and digest pairs — never a token or password.
+pub fn auth(host: &str, config: &str, owner: &str, checks: &[(String, Secret<String>)]) -> Step {
+    let mut args = vec![config.to_owned(), owner.to_owned()];
+    for (server, digest) in checks {
+        args.push(server.clone());
+        args.push(digest.expose().clone());
+    }
     step(
         "trust.auth",
         host,

@@ -167,6 +167,74 @@ fn docker_config_has_auths_of_entries_with_credentials_only() {
     assert_eq!(insecure_servers(&e), ["192.168.0.10:5000"]);
 }
 
+#[test]
+fn pbkdf2_block_matches_rfc_7914_and_python_hashlib() {
+    // RFC 7914 §11, PBKDF2-HMAC-SHA-256, P = "passwd", S = "salt", c = 1 (first 32 bytes).
+    assert_eq!(
+        hex(&pbkdf2_sha256_block(b"passwd", b"salt", 1)),
+        "55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc"
+    );
+    // Python's hashlib.pbkdf2_hmac("sha256", …), what trust_auth.sh runs on the node: two
+    // iterations, and a key longer than SHA-256's block (hashed first, RFC 2104 §2).
+    assert_eq!(
+        hex(&pbkdf2_sha256_block(b"Password", b"NaCl", 2)),
+        "7897885f70bce63d18e043ad11c3a4b71a326b50c5e183d740d8924f5c3ead46"
+    );
+    assert_eq!(
+        hex(&pbkdf2_sha256_block(&[b'k'; 100], b"salt", 3)),
+        "219c68bb88f1010f4a763b7c8fd58639c2280baf6820814c6d404891fcd85c3d"
+    );
+}
+
+#[test]
+fn auth_digest_is_what_the_node_computes_and_changes_with_the_password_only() {
+    let e = seed_entries();
+    let token = STANDARD.encode("user01:pw-secret-01");
+    // hashlib.pbkdf2_hmac("sha256", token, b"vnfkeeper trust.auth <owner> <server>", 10000).
+    let want = "e9774eafb1a6e46299208e5b28108e754cf3024e9633619f19c84eddf433c1c9";
+    let owner = "vnf-cir-k8s-cluster";
+    assert_eq!(
+        auth_digest(&token, owner, "registry.example.com").expose(),
+        want
+    );
+    let checks = auth_checks(&e, owner);
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].0, "registry.example.com");
+    assert_eq!(checks[0].1.expose(), want);
+    // The same request decides the same digest (a re-run finds the node's file current) …
+    assert_eq!(auth_checks(&seed_entries(), owner)[0].1.expose(), want);
+    // … a changed password, a changed user or another VNF does not (the file is written again).
+    let mut changed = seed_entries();
+    changed[1].password = Some(Secret::new("pw-secret-02".into()));
+    let other = auth_checks(&changed, owner);
+    assert_ne!(other[0].1.expose(), want);
+    let mut user = seed_entries();
+    user[1].username = Some(Secret::new("user02".into()));
+    assert_ne!(auth_checks(&user, owner)[0].1.expose(), want);
+    assert_ne!(auth_checks(&e, "vnf-other")[0].1.expose(), want);
+    // A later entry of the same server wins, as in the written config.json.
+    let mut twice = seed_entries();
+    twice.push(changed[1].clone());
+    assert_eq!(auth_checks(&twice, owner), other);
+    let v: Value = serde_json::from_str(docker_config_json(&twice).unwrap().expose()).unwrap();
+    assert_eq!(
+        v["auths"]["registry.example.com"]["auth"],
+        STANDARD.encode("user01:pw-secret-02")
+    );
+    // The step carries the digest, never the password or the token.
+    let step = crate::recipes::trust::auth("m1", DOCKER_CONFIG, owner, &checks);
+    assert_eq!(
+        step.args,
+        [DOCKER_CONFIG, owner, "registry.example.com", want]
+    );
+    let args = step.args.join(" ");
+    assert!(!args.contains("pw-secret-01") && !args.contains(&token));
+    assert!(
+        !format!("{:?}", checks[0].1).contains(want),
+        "Secret hides it"
+    );
+}
+
 // ---- the kubeadm flavour's trust stages over the seed request ----
 
 fn repo() -> &'static Path {
@@ -294,9 +362,16 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
     );
     // trust.auth: the credentials only as a late 0600 file, never an argument.
     let auth = remote_step(&stages[4]);
+    let token = STANDARD.encode("user01:user01");
+    let digest = auth_digest(&token, "vnf-cir-k8s-cluster", "registry.example.com");
     assert_eq!(
         auth.args,
-        ["/root/.docker/config.json", "registry.example.com"]
+        [
+            "/root/.docker/config.json",
+            "vnf-cir-k8s-cluster",
+            "registry.example.com",
+            digest.expose().as_str()
+        ]
     );
     assert_eq!(
         auth.late,
@@ -416,7 +491,7 @@ fn probes_check_node_trust_without_uploads() {
         [
             ("trust.files".to_owned(), 0, 7),
             ("trust.hosts".to_owned(), 0, 3),
-            ("trust.auth".to_owned(), 0, 2),
+            ("trust.auth".to_owned(), 0, 4),
             ("trust.docker".to_owned(), 0, 4),
         ]
     );
