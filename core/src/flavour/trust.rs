@@ -255,58 +255,18 @@ pub const AUTH_DIGEST_ITERATIONS: u32 = 10_000;
 
 /// The digest by which `trust.auth` compares the `auth` token a node's `config.json` holds for
 /// `server` with the one the request gives, without the token on a command line or in any
-/// output: PBKDF2-HMAC-SHA256 (RFC 8018 §5.2, one 32-byte block; HMAC of RFC 2104) of `token`
+/// output: PBKDF2-HMAC-SHA256 (RFC 8018 §5.2, one 32-byte block; the `pbkdf2` crate) of `token`
 /// with the salt `vnfkeeper trust.auth <owner> <server>` and [`AUTH_DIGEST_ITERATIONS`]
 /// iterations, lowercase hex (64 digits). The node computes the same of its file's token; only
 /// this digest is an argument of the step. Salted per VNF and server and iterated so that it is
 /// no fast password hash; still, it is a function of the password, so it is a [`Secret`].
 pub fn auth_digest(token: &str, owner: &str, server: &str) -> Secret<String> {
     let salt = format!("vnfkeeper trust.auth {owner} {server}");
-    Secret::new(hex(&pbkdf2_sha256_block(
+    Secret::new(hex(&pbkdf2::pbkdf2_hmac_array::<Sha256, 32>(
         token.as_bytes(),
         salt.as_bytes(),
         AUTH_DIGEST_ITERATIONS,
     )))
-}
-
-/// HMAC-SHA256 (RFC 2104) keyed with `key`: the inner and outer hash states after their padded
-/// keys, to be cloned per message.
-fn hmac_sha256_states(key: &[u8]) -> (Sha256, Sha256) {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(block.map(|b| b ^ 0x36));
-    let mut outer = Sha256::new();
-    outer.update(block.map(|b| b ^ 0x5c));
-    (inner, outer)
-}
-
-/// The first 32-byte block of PBKDF2-HMAC-SHA256 (RFC 8018 §5.2: `T_1 = U_1 ^ … ^ U_c`,
-/// `U_1 = PRF(P, S || INT(1))`, `U_j = PRF(P, U_{j-1})`).
-fn pbkdf2_sha256_block(password: &[u8], salt: &[u8], iterations: u32) -> [u8; 32] {
-    let (inner, outer) = hmac_sha256_states(password);
-    let prf = |msg: &[&[u8]]| -> [u8; 32] {
-        let mut i = inner.clone();
-        for m in msg {
-            i.update(m);
-        }
-        let mut o = outer.clone();
-        o.update(i.finalize());
-        o.finalize().into()
-    };
-    let mut u = prf(&[salt, &1u32.to_be_bytes()]);
-    let mut t = u;
-    for _ in 1..iterations {
-        u = prf(&[&u]);
-        for (a, b) in t.iter_mut().zip(u) {
-            *a ^= b;
-        }
-    }
-    t
 }
 
 /// What `trust.auth` checks, per server with credentials (in the order of [`auth_servers`]):

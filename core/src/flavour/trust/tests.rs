@@ -168,25 +168,6 @@ fn docker_config_has_auths_of_entries_with_credentials_only() {
 }
 
 #[test]
-fn pbkdf2_block_matches_rfc_7914_and_python_hashlib() {
-    // RFC 7914 §11, PBKDF2-HMAC-SHA-256, P = "passwd", S = "salt", c = 1 (first 32 bytes).
-    assert_eq!(
-        hex(&pbkdf2_sha256_block(b"passwd", b"salt", 1)),
-        "55ac046e56e3089fec1691c22544b605f94185216dde0465e68b9d57c20dacbc"
-    );
-    // Python's hashlib.pbkdf2_hmac("sha256", …), what trust_auth.sh runs on the node: two
-    // iterations, and a key longer than SHA-256's block (hashed first, RFC 2104 §2).
-    assert_eq!(
-        hex(&pbkdf2_sha256_block(b"Password", b"NaCl", 2)),
-        "7897885f70bce63d18e043ad11c3a4b71a326b50c5e183d740d8924f5c3ead46"
-    );
-    assert_eq!(
-        hex(&pbkdf2_sha256_block(&[b'k'; 100], b"salt", 3)),
-        "219c68bb88f1010f4a763b7c8fd58639c2280baf6820814c6d404891fcd85c3d"
-    );
-}
-
-#[test]
 fn auth_digest_is_what_the_node_computes_and_changes_with_the_password_only() {
     let e = seed_entries();
     let token = STANDARD.encode("user01:pw-secret-01");
