@@ -66,8 +66,8 @@ fn register(tb: &Testbed) {
         .unwrap();
 }
 
-/// A daemon in companion mode against `tb` (poll every 5 s).
-fn daemon(install: &Install, tb: &Testbed) -> support::Daemon {
+/// A daemon in companion mode against `tb` (poll every 5 s), and its callback URI.
+fn daemon(install: &Install, tb: &Testbed) -> (support::Daemon, String) {
     let port = free_port();
     let pw = install.dir.path().join("tacker.password");
     std::fs::write(&pw, format!("{PASSWORD}\n")).unwrap();
@@ -89,7 +89,10 @@ fn daemon(install: &Install, tb: &Testbed) -> support::Daemon {
         out.contains("callback_uri = ") && !out.contains(PASSWORD),
         "{out}"
     );
-    install.start()
+    (
+        install.start(),
+        format!("http://127.0.0.1:{port}/vnfkeeper/notifications"),
+    )
 }
 
 fn store(db: &Path) -> Store {
@@ -190,6 +193,19 @@ impl Operator {
     }
 }
 
+/// Another subscriber's callback (answers everything 204); its URL.
+async fn other_subscriber() -> String {
+    let app = axum::Router::new().route(
+        "/cb",
+        axum::routing::get(|| async { axum::http::StatusCode::NO_CONTENT })
+            .post(|| async { axum::http::StatusCode::NO_CONTENT }),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/cb", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    url
+}
+
 /// (operation, final state, states in order, follow-up) of the recorded occurrences of `inst`.
 fn end_state(
     db: &Path,
@@ -224,7 +240,7 @@ async fn subscription_is_kept_exactly_once_and_recreated_after_deletion() {
         .await
         .unwrap();
     register(&tb);
-    let mut d = daemon(&install, &tb);
+    let (mut d, callback) = daemon(&install, &tb);
     let db = install.database.clone();
     assert!(
         wait_until(Duration::from_secs(30), || stored_subscription(&db)
@@ -250,6 +266,31 @@ async fn subscription_is_kept_exactly_once_and_recreated_after_deletion() {
     // The next syncs keep it: still exactly one.
     std::thread::sleep(Duration::from_secs(6));
     assert_eq!(tb.cloud().tacker_subscription_ids().len(), 1);
+    let kept = stored_subscription(&db).unwrap();
+
+    // A second copy of ours made by hand (same callbackUri; Tacker's callback test passes) is
+    // deleted by the next sync; another subscriber's is left alone.
+    let op = Operator::login(&tb).await;
+    let sub = |uri: &str| {
+        json!({"callbackUri": uri, "authentication": {"authType": ["BASIC"],
+            "paramsBasic": {"userName": USER, "password": PASSWORD}}})
+    };
+    let (st, v, _) = op.post("/subscriptions", sub(&callback)).await;
+    assert_eq!(st, 201, "{v}");
+    let copy = v["id"].as_str().unwrap().to_string();
+    let other = other_subscriber().await;
+    let (st, v, _) = op.post("/subscriptions", sub(&other)).await;
+    assert_eq!(st, 201, "{v}");
+    let other_id = v["id"].as_str().unwrap().to_string();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let ids = tb.cloud().tacker_subscription_ids();
+            !ids.contains(&copy) && ids.contains(&kept) && ids.contains(&other_id)
+        }),
+        "{:?}",
+        tb.cloud().tacker_subscription_ids()
+    );
+    assert_eq!(stored_subscription(&db), Some(kept));
 
     d.stop();
     let log = d.log_text();
@@ -265,7 +306,7 @@ async fn polling_alone_reaches_the_same_end_state_as_notifications() {
         .await
         .unwrap();
     register(&tb);
-    let mut d = daemon(&install, &tb);
+    let (mut d, _) = daemon(&install, &tb);
     let db = install.database.clone();
     assert!(wait_until(Duration::from_secs(30), || {
         stored_subscription(&db).is_some()
@@ -341,6 +382,36 @@ async fn polling_alone_reaches_the_same_end_state_as_notifications() {
         dedup.dedup();
         assert_eq!(&dedup, states, "each state recorded once");
     }
+
+    // Every notification twice and in shuffled order: recorded once each, same end state.
+    tb.cloud().tacker_set_notify_faults(NotifyFaults {
+        duplicate: 1.0,
+        reorder_ms: 300,
+        ..NotifyFaults::default()
+    });
+    let (inst_c, ..) = op.lifecycle(&tb).await;
+    assert!(wait_until(Duration::from_secs(30), || {
+        both_completed(&db, &inst_c)
+            && store(&db)
+                .reader()
+                .tacker_notifications(Some(&inst_c))
+                .unwrap()
+                .len()
+                == 7
+    }));
+    assert_eq!(ends(&end_state(&db, &inst_c)), ends(&with_notifications));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        store(&db)
+            .reader()
+            .tacker_notifications(Some(&inst_c))
+            .unwrap()
+            .len(),
+        7
+    );
+    let sent = tb.cloud().tacker_notify_counters();
+    assert!(sent.sent >= 7 + 14, "{sent:?}");
+
     let insts = store(&db).reader().tacker_vnf_instances().unwrap();
     let b = insts.iter().find(|i| i.instance.id == inst_b).unwrap();
     assert_eq!(b.instance.state, InstantiationState::NotInstantiated);
