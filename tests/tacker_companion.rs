@@ -62,6 +62,7 @@ fn register(tb: &Testbed) {
                 }
             }}))
             .unwrap(),
+            aspects: Default::default(),
         })
         .unwrap();
 }

@@ -82,6 +82,12 @@ fn register(tb: &testbed::cloud::Testbed) {
             template: b["template"].clone(),
             files: serde_json::from_value(b["files"].clone()).unwrap(),
             parameters: serde_json::from_value(b["parameters"].clone()).unwrap(),
+            aspects: [(
+                "workerNode_scale".to_string(),
+                [("workerNode".to_string(), 1)].into_iter().collect(),
+            )]
+            .into_iter()
+            .collect(),
         })
         .unwrap();
 }
@@ -215,7 +221,7 @@ async fn subscription_needs_a_callback_answering_the_test_with_204() {
 }
 
 #[tokio::test]
-async fn instantiate_heal_terminate_delete_notify_each_state() {
+async fn instantiate_heal_scale_terminate_delete_notify_each_state() {
     let (tb, _d) = start().await;
     register(&tb);
     let c = Client::login(&tb).await;
@@ -300,6 +306,45 @@ async fn instantiate_heal_terminate_delete_notify_each_state() {
         "the worker was rebuilt: {ids:?}"
     );
 
+    // SCALE_OUT by 2 steps: two workers more; SCALE_IN by one: one fewer; below 0 refused.
+    let occ = lcm(
+        &c,
+        &inst,
+        "scale",
+        json!({"type": "SCALE_OUT", "aspectId": "workerNode_scale", "numberOfSteps": 2}),
+    )
+    .await;
+    assert_eq!(wait_occ(&c, &occ).await["operationState"], "COMPLETED");
+    let (_, v) = tk(&c, Method::GET, &format!("/vnf_instances/{inst}"), None).await;
+    assert_eq!(
+        v["instantiatedVnfInfo"]["vnfcResourceInfo"]
+            .as_array()
+            .unwrap()
+            .len(),
+        6
+    );
+    assert_eq!(
+        v["instantiatedVnfInfo"]["scaleStatus"],
+        json!([{"aspectId": "workerNode_scale", "scaleLevel": 2}])
+    );
+    let occ = lcm(
+        &c,
+        &inst,
+        "scale",
+        json!({"type": "SCALE_IN", "aspectId": "workerNode_scale"}),
+    )
+    .await;
+    assert_eq!(wait_occ(&c, &occ).await["operationState"], "COMPLETED");
+    assert_eq!(tb.cloud().hosts().len(), 5);
+    let (st, v) = tk(
+        &c,
+        Method::POST,
+        &format!("/vnf_instances/{inst}/scale"),
+        Some(json!({"type": "SCALE_IN", "aspectId": "workerNode_scale", "numberOfSteps": 2})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
+
     let occ = lcm(
         &c,
         &inst,
@@ -321,7 +366,7 @@ async fn instantiate_heal_terminate_delete_notify_each_state() {
     )
     .await;
     assert_eq!(st, StatusCode::OK);
-    assert_eq!(all.as_array().unwrap().len(), 3);
+    assert_eq!(all.as_array().unwrap().len(), 5);
     let (_, none) = tk(
         &c,
         Method::GET,
@@ -346,7 +391,7 @@ async fn instantiate_heal_terminate_delete_notify_each_state() {
             String::new(),
         ),
     ];
-    for op in ["HEAL", "INSTANTIATE", "TERMINATE"] {
+    for op in ["HEAL", "INSTANTIATE", "SCALE", "SCALE", "TERMINATE"] {
         for st in ["COMPLETED", "PROCESSING", "STARTING"] {
             want.push((lcm_n.clone(), op.to_string(), st.to_string()));
         }

@@ -19,6 +19,7 @@
 //! | `DELETE /vnf_instances/{id}` | 204 (409 while `INSTANTIATED`); `VnfIdentifierDeletionNotification` |
 //! | `POST /vnf_instances/{id}/instantiate` (`flavourId` required) | 202 + `Location` of the op occ; creates stack `vnf-{id}` |
 //! | `POST /vnf_instances/{id}/heal` (`vnfcInstanceId`: `vnfcInfo` ids; none = every VNFC) | 202; marks the servers' resources unhealthy, then a stack UPDATE |
+//! | `POST /vnf_instances/{id}/scale` (`type` `SCALE_OUT`/`SCALE_IN`, `aspectId` of the package, `numberOfSteps` default 1) | 202 (400 for an unknown aspect or a level beyond 0..); the `desired_capacity` of the aspect's VDUs changed, then a stack UPDATE; `scaleStatus` in the instance |
 //! | `POST /vnf_instances/{id}/terminate` | 202; deletes the stack |
 //! | `GET /vnf_lcm_op_occs` (`filter=(eq,f,v)` / `(in,f,v1,v2)` on `vnfInstanceId`, `operationState`, `operation`, `id`, joined by `;`; `all_fields`) | 200 |
 //! | `GET /vnf_lcm_op_occs/{id}` | 200 (every field) / 404 |
@@ -34,7 +35,7 @@
 //! notifications, send a share twice, delay every one, and reorder them (a random extra delay per
 //! delivery). `GET /testbed/tacker/notifications` shows the switches and the delivery counters.
 //!
-//! Not answered: `scale`, `change_ext_conn`, `change_vnfpkg`, `retry`/`rollback`/`fail` of an op
+//! Not answered: `change_ext_conn`, `change_vnfpkg`, `retry`/`rollback`/`fail` of an op
 //! occ, `PATCH` of an instance, OAuth2 subscription authentication (BASIC only).
 
 use std::collections::BTreeMap;
@@ -73,6 +74,11 @@ pub struct StandInPackage {
     /// Stack parameters (e.g. `nfv`) given to Heat at instantiate.
     #[serde(default)]
     pub parameters: Map<String, Value>,
+    /// Scaling aspects (what the VNFD's `ScalingAspects` and `VduScalingAspectDeltas` would
+    /// say): aspect id → VDU → VNFCs added per step. Scale changes
+    /// `nfv.VDU.<vdu>.desired_capacity` by `delta × numberOfSteps` and updates the stack.
+    #[serde(default)]
+    pub aspects: BTreeMap<String, BTreeMap<String, u32>>,
 }
 
 /// Notification fault switches; the default delivers every notification once, at once.
@@ -129,6 +135,8 @@ struct Instance {
     instantiated: bool,
     flavour_id: Option<String>,
     stack_id: Option<String>,
+    /// Scale level per aspect (instantiate: 0 for each aspect of the package).
+    scale: BTreeMap<String, u32>,
 }
 
 #[derive(Clone, Debug)]
@@ -641,6 +649,14 @@ fn instance_json(c: &Cloud, i: &Instance, pkg: Option<&StandInPackage>) -> Value
             "vnfcInfo": vnfc,
             "metadata": {"stack_id": stack},
         });
+        if !i.scale.is_empty() {
+            v["instantiatedVnfInfo"]["scaleStatus"] = json!(
+                i.scale
+                    .iter()
+                    .map(|(a, l)| json!({"aspectId": a, "scaleLevel": l}))
+                    .collect::<Vec<_>>()
+            );
+        }
     }
     v
 }
@@ -668,6 +684,7 @@ async fn instance_create(State(c): State<Arc<Cloud>>, h: HeaderMap, b: Bytes) ->
             instantiated: false,
             flavour_id: None,
             stack_id: None,
+            scale: BTreeMap::new(),
         };
         t.instances.insert(inst.id.clone(), inst.clone());
         inst
@@ -760,6 +777,7 @@ async fn lcm(
     let operation: &'static str = match action.as_str() {
         "instantiate" => "INSTANTIATE",
         "heal" => "HEAL",
+        "scale" => "SCALE",
         "terminate" => "TERMINATE",
         other => {
             return Err(problem(
@@ -785,7 +803,7 @@ async fn lcm(
                     format!("VnfInstance {id} is already INSTANTIATED."),
                 ));
             }
-            ("HEAL" | "TERMINATE", false) => {
+            ("HEAL" | "SCALE" | "TERMINATE", false) => {
                 return Err(problem(
                     409,
                     format!("VnfInstance {id} is NOT_INSTANTIATED."),
@@ -795,6 +813,10 @@ async fn lcm(
         }
         if operation == "INSTANTIATE" && req["flavourId"].as_str().is_none() {
             return Err(problem(400, "'flavourId' is a required property"));
+        }
+        if operation == "SCALE" {
+            let pkg = t.packages.get(&inst.vnfd_id);
+            scale_target(&req, pkg, &inst).map_err(|e| problem(400, e))?;
         }
         if busy(&t, &id) {
             return Err(problem(
@@ -914,6 +936,7 @@ async fn work(c: &Arc<Cloud>, occ_id: &str) -> Result<(), String> {
             if let Some(i) = t.instances.get_mut(&inst.id) {
                 i.instantiated = true;
                 i.flavour_id = occ.params["flavourId"].as_str().map(String::from);
+                i.scale = pkg.aspects.keys().map(|a| (a.clone(), 0)).collect();
             }
             Ok(())
         }
@@ -950,6 +973,25 @@ async fn work(c: &Arc<Cloud>, occ_id: &str) -> Result<(), String> {
             converge(c.clone(), sid.clone(), "UPDATE").await?;
             stack_done(c, &sid, "UPDATE_COMPLETE").await
         }
+        "SCALE" => {
+            let sid = inst.stack_id.clone().ok_or("the instance has no stack")?;
+            let (aspect, level, capacities) = scale_target(&occ.params, pkg.as_ref(), &inst)?;
+            {
+                let mut inner = c.lock();
+                let s = inner.stacks.get_mut(&sid).ok_or("the stack is gone")?;
+                for (vdu, cap) in &capacities {
+                    let nfv = s.params_given.entry("nfv").or_insert_with(|| json!({}));
+                    nfv["VDU"][vdu]["desired_capacity"] = json!(cap);
+                }
+            }
+            converge(c.clone(), sid.clone(), "UPDATE").await?;
+            stack_done(c, &sid, "UPDATE_COMPLETE").await?;
+            let mut t = c.tacker();
+            if let Some(i) = t.instances.get_mut(&inst.id) {
+                i.scale.insert(aspect, level);
+            }
+            Ok(())
+        }
         "TERMINATE" => {
             if let Some(sid) = inst.stack_id.clone() {
                 delete_stack(c.clone(), sid.clone()).await?;
@@ -960,11 +1002,53 @@ async fn work(c: &Arc<Cloud>, occ_id: &str) -> Result<(), String> {
                 i.instantiated = false;
                 i.stack_id = None;
                 i.flavour_id = None;
+                i.scale.clear();
             }
             Ok(())
         }
         other => Err(format!("{other} is not answered by the stand-in")),
     }
+}
+
+/// The aspect, its new level, and (VDU, new `desired_capacity`) of each of its VDUs.
+type ScaleTarget = (String, u32, Vec<(String, u64)>);
+
+/// A scale request's target: the aspect, its new level, and each of its VDUs' new
+/// `desired_capacity` (from the package's `nfv` parameter plus the deltas of the new level).
+/// Errors: why the request is refused.
+fn scale_target(
+    req: &Value,
+    pkg: Option<&StandInPackage>,
+    inst: &Instance,
+) -> Result<ScaleTarget, String> {
+    let out = match req["type"].as_str() {
+        Some("SCALE_OUT") => true,
+        Some("SCALE_IN") => false,
+        _ => return Err("'type' must be SCALE_OUT or SCALE_IN".into()),
+    };
+    let aspect = req["aspectId"]
+        .as_str()
+        .ok_or("'aspectId' is a required property")?;
+    let steps = req["numberOfSteps"].as_u64().unwrap_or(1);
+    let pkg = pkg.ok_or("the package of the instance is gone")?;
+    let deltas = pkg
+        .aspects
+        .get(aspect)
+        .ok_or_else(|| format!("aspectId {aspect} is not in the VNFD"))?;
+    let level = i64::from(inst.scale.get(aspect).copied().unwrap_or(0))
+        + if out { steps as i64 } else { -(steps as i64) };
+    let level =
+        u32::try_from(level).map_err(|_| format!("scale level of {aspect} would go below 0"))?;
+    let capacities = deltas
+        .iter()
+        .map(|(vdu, delta)| {
+            let base = pkg.parameters["nfv"]["VDU"][vdu]["desired_capacity"]
+                .as_u64()
+                .unwrap_or(0);
+            (vdu.clone(), base + u64::from(*delta) * u64::from(level))
+        })
+        .collect();
+    Ok((aspect.to_string(), level, capacities))
 }
 
 async fn stack_done(c: &Cloud, sid: &str, want: &str) -> Result<(), String> {
@@ -1128,6 +1212,7 @@ mod tests {
             instantiated: false,
             flavour_id: None,
             stack_id: None,
+            scale: BTreeMap::new(),
         };
         let sub = |f: Value| Subscription {
             id: "s".into(),
