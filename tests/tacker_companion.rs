@@ -82,7 +82,18 @@ fn daemon(install: &Install, tb: &Testbed) -> (support::Daemon, String) {
         tb.clouds_yaml().display(),
         pw.display()
     ));
-    std::fs::write(&install.config, text).unwrap();
+    std::fs::write(&install.config, &text).unwrap();
+    // `config check` refuses a clouds.yaml entry that does not exist (`tacker.cloud`).
+    std::fs::write(
+        &install.config,
+        format!("{text}cloud = \"no-such-entry\"\n"),
+    )
+    .unwrap();
+    let check = install.cli(&["config", "check"]);
+    assert!(!check.status.success());
+    let err = String::from_utf8_lossy(&check.stderr);
+    assert!(err.contains("tacker.cloud"), "{err}");
+    std::fs::write(&install.config, &text).unwrap();
     let check = install.cli(&["config", "check"]);
     assert!(check.status.success(), "{check:?}");
     let out = String::from_utf8_lossy(&check.stdout);

@@ -296,6 +296,13 @@ impl OpenStackCloud {
         })
     }
 
+    /// Checks offline that entry `cloud` of the clouds.yaml at `clouds_yaml` exists and is
+    /// usable (the keys [`OpenStackCloud::connect`] needs). Errors: [`CloudError::Config`]
+    /// naming the file and the problem, never a credential.
+    pub fn check_entry(clouds_yaml: &Path, cloud: &str) -> Result<(), CloudError> {
+        config::load(clouds_yaml, cloud).map(|_| ())
+    }
+
     /// Sets the `limit` sent with list calls (`None` = the service's default page size, e.g.
     /// Nova's `osapi_max_limit` 1000). Small values are for tests.
     pub fn with_page_size(mut self, limit: Option<u32>) -> OpenStackCloud {
