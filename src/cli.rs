@@ -378,6 +378,18 @@ fn config_check(config: &Path) -> Result<(), Failure> {
                 reason,
             })
         })?;
+        // Companion mode reaches Tacker through this entry: it must exist now, not at 3 a.m.
+        if t.callback_uri.is_some()
+            && let Some(c) = t.cloud_settings(settings.cloud.as_ref())
+        {
+            crate::cloud::OpenStackCloud::check_entry(&c.clouds_yaml, &c.cloud).map_err(|e| {
+                Failure::Config(crate::config::ConfigError::Invalid {
+                    path: config.into(),
+                    key: "tacker.cloud".into(),
+                    reason: e.to_string(),
+                })
+            })?;
+        }
     }
     outln!("# {}: valid; effective settings:", config.display());
     outln!("{}", settings.to_toml().trim_end());

@@ -75,6 +75,11 @@ struct TackerFile {
     username: String,
     password_file: PathBuf,
     max_body_kib: Option<u32>,
+    cloud: Option<String>,
+    callback_uri: Option<String>,
+    vnfd_ids: Option<Vec<String>>,
+    auto_heal: Option<bool>,
+    poll_interval_secs: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -175,9 +180,35 @@ pub struct TackerSettings {
     /// `max_body_kib`: the largest notification body accepted, in KiB (larger: 413). Default
     /// 1024, 1–65536.
     pub max_body_bytes: usize,
+    /// `cloud`: the clouds.yaml entry (in `cloud.clouds_yaml`) used to reach Tacker through
+    /// Keystone's catalog (type `nfv-orchestration`). Default: `cloud.cloud`.
+    pub cloud: Option<String>,
+    /// `callback_uri`: the URI Tacker must call, as Tacker reaches vnfkeeper (`http(s)://`, at
+    /// most 255 characters — Tacker's limit —, its path `callback_path`). When set, vnfkeeper
+    /// keeps exactly one subscription with it in Tacker and polls Tacker; absent: only the
+    /// endpoint runs (subscriptions are made by hand).
+    pub callback_uri: Option<String>,
+    /// `vnfd_ids`: the `vnfdId`s whose instances vnfkeeper manages (the subscription's
+    /// `filter.vnfInstanceSubscriptionFilter.vnfdIds`); required, non-empty, with `callback_uri`.
+    pub vnfd_ids: Vec<String>,
+    /// `auto_heal`: whether reconcile may heal Tacker-owned VNFs (through Tacker). Default false.
+    pub auto_heal: bool,
+    /// `poll_interval_secs`: how often Tacker's op occs and instances are read besides at start
+    /// and on each notification; each poll also checks the subscription. Default 60, 5–3600.
+    pub poll_interval: Duration,
 }
 
 impl TackerSettings {
+    /// The clouds.yaml entry that reaches Tacker: `cloud`'s file and timeout, with the entry
+    /// `tacker.cloud` (default `cloud.cloud`). `None` without a `[cloud]` section.
+    pub fn cloud_settings(&self, cloud: Option<&CloudSettings>) -> Option<CloudSettings> {
+        cloud.map(|c| CloudSettings {
+            clouds_yaml: c.clouds_yaml.clone(),
+            cloud: self.cloud.clone().unwrap_or_else(|| c.cloud.clone()),
+            api_timeout: c.api_timeout,
+        })
+    }
+
     /// The Basic password from `password_file`. Errors: the file cannot be read, is readable by
     /// others, or its first line is empty — a message naming the file, never its content.
     pub fn read_password(&self) -> Result<crate::intake::wire::Secret<String>, String> {
@@ -364,7 +395,7 @@ impl Settings {
                 file.packages_dir,
                 "/var/lib/vnfkeeper/packages",
             )?,
-            cloud,
+            cloud: cloud.clone(),
             reconcile: ReconcileSettings {
                 enabled: file.reconcile.enabled.unwrap_or(true),
                 schedule_text,
@@ -469,7 +500,16 @@ impl Settings {
             },
             tacker: match file.tacker {
                 None => None,
-                Some(t) => Some(tacker(t).map_err(|(key, reason)| invalid(key, reason))?),
+                Some(t) => {
+                    let t = tacker(t).map_err(|(key, reason)| invalid(key, reason))?;
+                    if t.callback_uri.is_some() && cloud.is_none() {
+                        return Err(invalid(
+                            "tacker.callback_uri",
+                            "needs a [cloud] section: its clouds_yaml holds the entry used to reach Tacker".into(),
+                        ));
+                    }
+                    Some(t)
+                }
             },
         })
     }
@@ -578,6 +618,27 @@ impl Settings {
                     toml_string(&t.password_file.display().to_string())
                 ));
                 out.push_str(&format!("max_body_kib = {}\n", t.max_body_bytes / 1024));
+                match &t.cloud {
+                    Some(c) => out.push_str(&format!("cloud = {}\n", toml_string(c))),
+                    None => out.push_str("# cloud: the [cloud] entry\n"),
+                }
+                match &t.callback_uri {
+                    Some(u) => out.push_str(&format!("callback_uri = {}\n", toml_string(u))),
+                    None => out.push_str("# callback_uri not set: no subscription, no polling\n"),
+                }
+                out.push_str(&format!(
+                    "vnfd_ids = [{}]\n",
+                    t.vnfd_ids
+                        .iter()
+                        .map(|v| toml_string(v))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+                out.push_str(&format!("auto_heal = {}\n", t.auto_heal));
+                out.push_str(&format!(
+                    "poll_interval_secs = {}\n",
+                    t.poll_interval.as_secs()
+                ));
             }
         }
         out
@@ -634,12 +695,89 @@ fn tacker(t: TackerFile) -> Result<TackerSettings, (&'static str, String)> {
     if !(1..=65_536).contains(&kib) {
         return Err(("tacker.max_body_kib", format!("must be 1-65536, got {kib}")));
     }
+    if let Some(c) = &t.cloud
+        && (c.is_empty() || c.chars().any(char::is_control))
+    {
+        return Err((
+            "tacker.cloud",
+            "must be a non-empty clouds.yaml entry name".into(),
+        ));
+    }
+    if let Some(uri) = &t.callback_uri {
+        let parsed = reqwest::Url::parse(uri)
+            .map_err(|e| ("tacker.callback_uri", format!("not a URL ({e})")))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            return Err((
+                "tacker.callback_uri",
+                "must be an http:// or https:// URL with a host".into(),
+            ));
+        }
+        if uri.len() > 255 {
+            return Err((
+                "tacker.callback_uri",
+                format!("is {} characters; Tacker accepts at most 255", uri.len()),
+            ));
+        }
+        if parsed.path() != callback_path || parsed.query().is_some() {
+            return Err((
+                "tacker.callback_uri",
+                format!(
+                    "its path must be tacker.callback_path ({callback_path}) without a query, got {:?}",
+                    parsed.path()
+                ),
+            ));
+        }
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err((
+                "tacker.callback_uri",
+                "must not carry credentials (Tacker gets them in the subscription's authentication)"
+                    .into(),
+            ));
+        }
+    }
+    let vnfd_ids = t.vnfd_ids.unwrap_or_default();
+    if vnfd_ids
+        .iter()
+        .any(|v| v.is_empty() || v.len() > 255 || v.chars().any(|c| c.is_control() || c == ','))
+    {
+        return Err((
+            "tacker.vnfd_ids",
+            "each must be a non-empty identifier of at most 255 characters without ',' or control characters".into(),
+        ));
+    }
+    match (&t.callback_uri, vnfd_ids.is_empty()) {
+        (Some(_), true) => {
+            return Err((
+                "tacker.vnfd_ids",
+                "must name at least one vnfdId when callback_uri is set".into(),
+            ));
+        }
+        (None, false) => {
+            return Err((
+                "tacker.callback_uri",
+                "is required with vnfd_ids (it is the subscription's callbackUri)".into(),
+            ));
+        }
+        _ => {}
+    }
+    let poll = t.poll_interval_secs.unwrap_or(60);
+    if !(5..=3600).contains(&poll) {
+        return Err((
+            "tacker.poll_interval_secs",
+            format!("must be 5-3600, got {poll}"),
+        ));
+    }
     Ok(TackerSettings {
         listen,
         callback_path,
         username: t.username,
         password_file: t.password_file,
         max_body_bytes: kib as usize * 1024,
+        cloud: t.cloud,
+        callback_uri: t.callback_uri,
+        vnfd_ids,
+        auto_heal: t.auto_heal.unwrap_or(false),
+        poll_interval: Duration::from_secs(poll),
     })
 }
 
@@ -883,6 +1021,61 @@ mod tests {
         assert!(e.contains("listen"), "{e}");
         let e = parse("[metrics]\nport = 9464\n").unwrap_err().to_string();
         assert!(e.contains("port"), "{e}");
+    }
+
+    #[test]
+    fn tacker_subscription_keys_are_checked() {
+        let base = "[cloud]\ncloud = \"testbed\"\n\n[tacker]\nlisten = \"127.0.0.1:9890\"\n\
+                    username = \"tacker\"\npassword_file = \"/etc/vnfkeeper/tacker.pw\"\n";
+        let ok = format!(
+            "{base}callback_uri = \"http://10.0.0.5:9890/vnfkeeper/notifications\"\n\
+             vnfd_ids = [\"b1bb0ce7\"]\nauto_heal = true\ncloud = \"tacker-admin\"\n"
+        );
+        let s = parse(&ok).unwrap();
+        let t = s.tacker.clone().unwrap();
+        assert_eq!(t.vnfd_ids, ["b1bb0ce7"]);
+        assert!(t.auto_heal);
+        assert_eq!(t.poll_interval, Duration::from_secs(60));
+        assert_eq!(
+            t.cloud_settings(s.cloud.as_ref()).unwrap().cloud,
+            "tacker-admin"
+        );
+        // The effective TOML parses back to the same settings.
+        assert_eq!(parse(&s.to_toml()).unwrap().tacker, Some(t));
+        // Without the keys: the endpoint only, as before.
+        let t = parse(base).unwrap().tacker.unwrap();
+        assert_eq!(
+            (t.callback_uri, t.vnfd_ids.len(), t.auto_heal),
+            (None, 0, false)
+        );
+        for (text, key) in [
+            (
+                ok.replace("/vnfkeeper/notifications", "/other"),
+                "tacker.callback_uri",
+            ),
+            (ok.replace("http://", "ftp://"), "tacker.callback_uri"),
+            (ok.replace("http://", "http://u:p@"), "tacker.callback_uri"),
+            (
+                ok.replace("vnfd_ids = [\"b1bb0ce7\"]", "vnfd_ids = []"),
+                "tacker.vnfd_ids",
+            ),
+            (
+                ok.replace("vnfd_ids = [\"b1bb0ce7\"]", "vnfd_ids = [\"\"]"),
+                "tacker.vnfd_ids",
+            ),
+            (format!("{base}vnfd_ids = [\"x\"]\n"), "tacker.callback_uri"),
+            (
+                ok.replace("[cloud]\ncloud = \"testbed\"\n", ""),
+                "tacker.callback_uri",
+            ),
+            (
+                format!("{ok}poll_interval_secs = 1\n"),
+                "tacker.poll_interval_secs",
+            ),
+        ] {
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.contains(&format!("`{key}`")), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -43,9 +43,11 @@ pub mod reconcile;
 pub mod remote;
 /// SQLite: the only module with SQL.
 pub mod store;
+/// Companion mode with Tacker: the subscription kept and Tacker's API polled into the store.
+pub mod tacker;
 /// Task verbs: `retry`, `fail`, `rollback`, `heal`, `scale`, `terminate` through the spool.
 pub mod verbs;
 
 // The pure core (its own crate, so that the build keeps it free of I/O runtimes), under the
 // paths the rest of the crate uses.
-pub use vnfkeeper_core::{console, flavour, heat, model, package, plan, recipes};
+pub use vnfkeeper_core::{companion, console, flavour, heat, model, package, plan, recipes};

@@ -7,6 +7,8 @@
 /// What the cloud reports, as data: Heat stacks and resources, Nova servers, Neutron ports,
 /// Cinder volumes (tolerant serde structs).
 pub mod cloud;
+/// Companion mode with Tacker: subscription and polled operation-occurrence decisions.
+pub mod companion;
 /// SSH host keys in a server's console output (cloud-init's fingerprint and key blocks).
 pub mod console;
 /// Flavours: roles, SSH access, MgmtDriver hooks as stages, reconcile probes.

@@ -15,6 +15,7 @@ mod config;
 mod error;
 mod heat;
 mod openstack;
+mod tacker;
 pub use vnfkeeper_core::cloud as types;
 
 use std::future::Future;

@@ -10,6 +10,7 @@
 //! | Neutron | `network` | on: the catalog URL is usually unversioned; discovery finds `/v2.0` |
 //! | Cinder | `block-storage`, falling back to `volumev3` | off: `…/v3/{project_id}` verbatim |
 //! | Heat | `orchestration` | off: `…/v1/{project_id}` verbatim |
+//! | Tacker | `nfv-orchestration` | off: the catalog URL (unversioned) + `vnflcm/v2/…`, with the `Version: 2.0.0` header Tacker's v2 API requires |
 //!
 //! Cinder: osauth itself looks Cinder up only as `block-storage`, but some clouds register only
 //! `volumev3`; and osauth's version discovery (GET the catalog URL, on 404 its parent, then follow
@@ -66,6 +67,13 @@ pub(crate) const ORCHESTRATION: Svc = Svc {
     catalog: "orchestration",
     discovery: false,
 };
+/// Tacker (companion mode), catalog URL verbatim.
+pub(crate) const NFV_ORCHESTRATION: Svc = Svc {
+    catalog: "nfv-orchestration",
+    discovery: false,
+};
+/// The API version Tacker's `/vnflcm/v2` is asked for (SOL013 §4.2 `Version` header).
+const TACKER_API_VERSION: &str = "2.0.0";
 /// Cinder catalog types, in order of preference.
 const BLOCK_STORAGE_TYPES: [&str; 2] = ["block-storage", "volumev3"];
 
@@ -288,6 +296,13 @@ impl OpenStackCloud {
         })
     }
 
+    /// Checks offline that entry `cloud` of the clouds.yaml at `clouds_yaml` exists and is
+    /// usable (the keys [`OpenStackCloud::connect`] needs). Errors: [`CloudError::Config`]
+    /// naming the file and the problem, never a credential.
+    pub fn check_entry(clouds_yaml: &Path, cloud: &str) -> Result<(), CloudError> {
+        config::load(clouds_yaml, cloud).map(|_| ())
+    }
+
     /// Sets the `limit` sent with list calls (`None` = the service's default page size, e.g.
     /// Nova's `osapi_max_limit` 1000). Small values are for tests.
     pub fn with_page_size(mut self, limit: Option<u32>) -> OpenStackCloud {
@@ -390,7 +405,10 @@ impl OpenStackCloud {
         if let Some(b) = body {
             rb = rb.json(b);
         }
-        let rb = rb.header("accept", "application/json");
+        let mut rb = rb.header("accept", "application/json");
+        if svc == NFV_ORCHESTRATION {
+            rb = rb.header("version", TACKER_API_VERSION);
+        }
         let started = Instant::now();
         let fut = async {
             let resp = rb.send_unchecked().await?;

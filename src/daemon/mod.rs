@@ -11,6 +11,7 @@
 //! on a blocking thread ([`Intake::flush`], one at a time, the result comes back as an event),
 //! and the operation scheduler and its status counts on their own task ([`runner::Scheduler`]).
 
+mod companion;
 mod connect;
 pub mod http;
 pub mod logging;
@@ -162,7 +163,9 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     // is a startup error, not a surprise later.
     let metrics = Arc::new(Metrics::new());
     let db = Db::new(store);
-    let http = start_http(&settings, &metrics, &db).await?;
+    let tacker_wake = Arc::new(tokio::sync::Notify::new());
+    let http = start_http(&settings, &metrics, &db, &tacker_wake).await?;
+    let companion = start_companion(&settings, &db, &tacker_wake)?;
     let (batch_done, mut batches) = mpsc::unbounded_channel();
     let mut intake = Intake {
         spool,
@@ -282,6 +285,9 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     reconcile.stop().await;
     for server in http {
         server.stop();
+    }
+    if let Some(task) = companion {
+        task.abort();
     }
     drop(intake);
     Ok(())
@@ -591,6 +597,35 @@ fn notify_systemd(states: &[NotifyState<'_>]) {
     }
 }
 
+/// Starts companion mode's task when `[tacker]` has a `callback_uri`; `tacker_wake` (notified by
+/// the endpoint for each new notification) makes it sync at once. Errors:
+/// `tacker.password_file` cannot be read.
+fn start_companion(
+    settings: &Settings,
+    db: &Db,
+    tacker_wake: &Arc<tokio::sync::Notify>,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    let Some(t) = settings
+        .tacker
+        .as_ref()
+        .filter(|t| t.callback_uri.is_some())
+    else {
+        return Ok(None);
+    };
+    let cloud = t
+        .cloud_settings(settings.cloud.as_ref())
+        .context("[tacker] callback_uri needs a [cloud] section")?;
+    let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
+    tracing::info!(callback_uri = ?t.callback_uri, vnfd_ids = ?t.vnfd_ids, cloud = %cloud.cloud, "Tacker companion mode on");
+    Ok(Some(companion::spawn(
+        t.clone(),
+        cloud,
+        password,
+        db.clone(),
+        tacker_wake.clone(),
+    )))
+}
+
 /// Starts the HTTP endpoints that are configured: `GET /metrics` on `metrics.listen`, Tacker's
 /// callback on `tacker.listen`; both on one socket when the addresses are the same. Errors: an
 /// address cannot be bound; `tacker.password_file` cannot be read.
@@ -598,6 +633,7 @@ async fn start_http(
     settings: &Settings,
     metrics: &Arc<Metrics>,
     db: &Db,
+    tacker_wake: &Arc<tokio::sync::Notify>,
 ) -> anyhow::Result<Vec<http::Server>> {
     // (address, routes, what they serve, the settings they come from)
     type Endpoint = (
@@ -627,6 +663,7 @@ async fn start_http(
             username: t.username.clone(),
             password,
             max_body_bytes: t.max_body_bytes,
+            wake: Some(tacker_wake.clone()),
         });
         let what = format!("Tacker notification endpoint GET/POST {}", t.callback_path);
         let router = notifications::router(&t.callback_path, callback);

@@ -40,6 +40,9 @@ pub struct Callback {
     pub password: Secret<String>,
     /// `tacker.max_body_kib` in bytes.
     pub max_body_bytes: usize,
+    /// Notified after each newly recorded notification: companion mode then reads Tacker's
+    /// API at once (a notification is a hint; the API is the truth). `None`: nobody listens.
+    pub wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl std::fmt::Debug for Callback {
@@ -209,6 +212,9 @@ async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
     match cb.db.write(|tx| tx.record_notification(&n, now)) {
         Ok(new) => {
             crate::failpoint::hit("tacker-notification-committed");
+            if new && let Some(w) = &cb.wake {
+                w.notify_one();
+            }
             let o = n.occurrence.as_ref();
             tracing::info!(
                 notification_id = %n.id,

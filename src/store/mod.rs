@@ -3,6 +3,7 @@
 //!
 //! The schema is documented in `migrations/V1__init.sql` and in the README ("Audit database").
 
+mod companion;
 mod decode;
 mod engine;
 mod hostkeys;
@@ -26,6 +27,7 @@ use rusqlite::{
 use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use crate::model::VnfcRow;
+pub use companion::{PollRecord, RecordedInstance, RecordedOpOcc, StoredSubscription};
 pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;

@@ -177,6 +177,7 @@ const SERVICES: &[&str] = &[
     "volume",
     "image",
     "orchestration",
+    "nfv-orchestration",
 ];
 
 async fn fault_add(State(c): St, Path(service): Path<String>, b: Bytes) -> Response {

@@ -10,6 +10,7 @@
 //! | Cinder 3 | `block-storage`, `volumev3` | `{base}/volume/v3/{project_id}` (project-less paths work too) |
 //! | Glance 2 | `image` | `{base}/image` (API under `/image/v2`) |
 //! | Heat 1 | `orchestration` | `{base}/heat-api/v1/{project_id}` |
+//! | the Tacker stand-in ([`tacker`]: VNF LCM v2) | `nfv-orchestration` | `{base}/tacker` (API under `/tacker/vnflcm/v2`) |
 //!
 //! Fault injection and inspection live under `{base}/testbed/…` without authentication (see
 //! [`faults_api`]), and as methods on [`Cloud`].
@@ -26,6 +27,7 @@ mod neutron;
 mod nova;
 pub mod ops;
 pub mod state;
+pub mod tacker;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -117,6 +119,8 @@ pub struct Cloud {
     pub(crate) default_net: String,
     /// The subnet id of the default network.
     pub(crate) default_subnet: String,
+    /// The Tacker stand-in's records (own lock, never held with `inner`).
+    pub(crate) tacker: Mutex<tacker::TackerState>,
 }
 
 impl Cloud {
@@ -153,6 +157,7 @@ impl Cloud {
             prefix_len,
             default_net,
             default_subnet,
+            tacker: Mutex::default(),
         })
     }
 
@@ -221,6 +226,7 @@ impl Cloud {
             ("volumev3", "cinderv3", format!("{b}/volume/v3/{p}")),
             ("image", "glance", format!("{b}/image")),
             ("orchestration", "heat", format!("{b}/heat-api/v1/{p}")),
+            ("nfv-orchestration", "tacker", format!("{b}/tacker")),
         ]
     }
 }
@@ -370,6 +376,7 @@ fn classify(method: &axum::http::Method, path: &str) -> (Option<&'static str>, b
         "volume" => Some("volume"),
         "image" => Some("image"),
         "heat-api" => Some("orchestration"),
+        "tacker" => Some("nfv-orchestration"),
         _ => None,
     };
     let trimmed = path.trim_end_matches('/');
@@ -386,6 +393,7 @@ fn classify(method: &axum::http::Method, path: &str) -> (Option<&'static str>, b
             | "/image"
             | "/image/v2"
             | "/heat-api"
+            | "/tacker"
     );
     let token_issue = method == axum::http::Method::POST && trimmed == "/identity/v3/auth/tokens";
     let needs_auth = service.is_some() && !version_root && !token_issue;
@@ -486,6 +494,7 @@ pub fn router(cloud: Arc<Cloud>) -> Router {
         .merge(cinder::routes())
         .merge(glance::routes())
         .merge(heat::api::routes())
+        .merge(tacker::routes())
         .merge(faults_api::routes())
         .fallback(fallback)
         .layer(axum::middleware::from_fn_with_state(

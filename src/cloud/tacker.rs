@@ -1,0 +1,200 @@
+//! Tacker's VNF LCM API v2 (`/vnflcm/v2`, SOL003 v3.3.1 as Tacker implements it) over the same
+//! Keystone session as the other services: catalog type `nfv-orchestration`, the `Version`
+//! header on every request (see `openstack.rs`). What companion mode reads and writes:
+//! subscriptions (SOL003 §5.4.18–19), operation occurrences (§5.4.12–13) and VNF instances
+//! (§5.4.2–3), decoded into the core's `companion` types at this boundary.
+//!
+//! Pagination: Tacker pages these lists only when an operator sets its `*_page_size` options
+//! (default 0: no paging); a `Link: rel="next"` answer is not followed yet.
+
+use reqwest::Method;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::CloudError;
+use super::openstack::{NFV_ORCHESTRATION, OpenStackCloud, Reply};
+use crate::companion::{InstanceSeen, InstantiationState, OpOccSeen, SubscriptionSeen};
+use crate::model::OperationState;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SubscriptionWire {
+    id: String,
+    callback_uri: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OpOccWire {
+    id: String,
+    vnf_instance_id: String,
+    operation: String,
+    operation_state: String,
+    #[serde(default)]
+    is_automatic_invocation: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InstanceWire {
+    id: String,
+    vnfd_id: String,
+    instantiation_state: String,
+    #[serde(default)]
+    instantiated_vnf_info: Option<InstantiatedWire>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct InstantiatedWire {
+    #[serde(default)]
+    vnfc_resource_info: Vec<Value>,
+}
+
+fn instance(reply: &Reply, w: InstanceWire) -> Result<InstanceSeen, CloudError> {
+    Ok(InstanceSeen {
+        state: InstantiationState::parse(&w.instantiation_state).ok_or_else(|| {
+            reply.invalid(format!(
+                "vnf instance {}: unknown instantiationState {:?}",
+                w.id, w.instantiation_state
+            ))
+        })?,
+        vnfc_count: w
+            .instantiated_vnf_info
+            .map_or(0, |i| i.vnfc_resource_info.len()),
+        id: w.id,
+        vnfd_id: w.vnfd_id,
+    })
+}
+
+impl OpenStackCloud {
+    /// `GET /vnflcm/v2/subscriptions`: every subscription (id and `callbackUri`). Errors: the
+    /// cloud's ([`CloudError`]); an answer that is not a list of subscriptions.
+    pub async fn tacker_subscriptions(&self) -> Result<Vec<SubscriptionSeen>, CloudError> {
+        let r = self
+            .call(
+                NFV_ORCHESTRATION,
+                Method::GET,
+                &["vnflcm", "v2", "subscriptions"],
+                &[],
+                None,
+            )
+            .await?;
+        let v: Vec<SubscriptionWire> = r.json()?;
+        Ok(v.into_iter()
+            .map(|s| SubscriptionSeen {
+                id: s.id,
+                callback_uri: s.callback_uri,
+            })
+            .collect())
+    }
+
+    /// `POST /vnflcm/v2/subscriptions` with `body` (an `LccnSubscriptionRequest`; it carries
+    /// the callback's credentials and is never logged). Tacker tests the callback URI first.
+    /// Returns the new subscription's id. Errors: the cloud's (a 4xx when the callback test
+    /// failed); an answer without `id`.
+    pub async fn tacker_create_subscription(&self, body: &Value) -> Result<String, CloudError> {
+        let r = self
+            .call(
+                NFV_ORCHESTRATION,
+                Method::POST,
+                &["vnflcm", "v2", "subscriptions"],
+                &[],
+                Some(body),
+            )
+            .await?;
+        let s: SubscriptionWire = r.json()?;
+        Ok(s.id)
+    }
+
+    /// `DELETE /vnflcm/v2/subscriptions/{id}`; a 404 (gone already) is success. Errors: the
+    /// cloud's.
+    pub async fn tacker_delete_subscription(&self, id: &str) -> Result<(), CloudError> {
+        match self
+            .call(
+                NFV_ORCHESTRATION,
+                Method::DELETE,
+                &["vnflcm", "v2", "subscriptions", id],
+                &[],
+                None,
+            )
+            .await
+        {
+            Err(CloudError::Api { status: 404, .. }) | Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `GET /vnflcm/v2/vnf_lcm_op_occs`, with a SOL013 attribute `filter` when given. Errors:
+    /// the cloud's; an entry that does not decode (unknown `operationState`).
+    pub async fn tacker_op_occs(&self, filter: Option<&str>) -> Result<Vec<OpOccSeen>, CloudError> {
+        let query: Vec<(&str, String)> = filter
+            .map(|f| ("filter", f.to_owned()))
+            .into_iter()
+            .collect();
+        let r = self
+            .call(
+                NFV_ORCHESTRATION,
+                Method::GET,
+                &["vnflcm", "v2", "vnf_lcm_op_occs"],
+                &query,
+                None,
+            )
+            .await?;
+        let v: Vec<OpOccWire> = r.json()?;
+        v.into_iter()
+            .map(|o| {
+                Ok(OpOccSeen {
+                    state: OperationState::parse(&o.operation_state).ok_or_else(|| {
+                        r.invalid(format!(
+                            "op occ {}: unknown operationState {:?}",
+                            o.id, o.operation_state
+                        ))
+                    })?,
+                    id: o.id,
+                    vnf_instance_id: o.vnf_instance_id,
+                    operation: o.operation,
+                    is_automatic_invocation: o.is_automatic_invocation,
+                })
+            })
+            .collect()
+    }
+
+    /// `GET /vnflcm/v2/vnf_instances`: every instance. Errors: the cloud's; an entry that does
+    /// not decode.
+    pub async fn tacker_instances(&self) -> Result<Vec<InstanceSeen>, CloudError> {
+        let r = self
+            .call(
+                NFV_ORCHESTRATION,
+                Method::GET,
+                &["vnflcm", "v2", "vnf_instances"],
+                &[],
+                None,
+            )
+            .await?;
+        let v: Vec<InstanceWire> = r.json()?;
+        v.into_iter().map(|w| instance(&r, w)).collect()
+    }
+
+    /// `GET /vnflcm/v2/vnf_instances/{id}`; `None` when Tacker answers 404. Errors: the
+    /// cloud's; an answer that does not decode.
+    pub async fn tacker_instance(&self, id: &str) -> Result<Option<InstanceSeen>, CloudError> {
+        match self
+            .call(
+                NFV_ORCHESTRATION,
+                Method::GET,
+                &["vnflcm", "v2", "vnf_instances", id],
+                &[],
+                None,
+            )
+            .await
+        {
+            Ok(r) => {
+                let w: InstanceWire = r.json()?;
+                instance(&r, w).map(Some)
+            }
+            Err(CloudError::Api { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,434 @@
+//! Companion mode against the testbed's Tacker stand-in (no hosts, no root): the daemon keeps
+//! exactly one subscription of its own in Tacker (created at start after Tacker's callback test,
+//! re-created after being deleted in Tacker, its id stored), and records Tacker's operations by
+//! polling Tacker's API — with notification delivery switched off entirely, the same end state
+//! (each op occ once, its states once, the follow-up it calls for) is reached as with
+//! notifications on. No credential reaches the daemon's log.
+
+mod support;
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Install, wait_until};
+use testbed::cloud::tacker::{NotifyFaults, StandInPackage};
+use testbed::cloud::{CloudOptions, Testbed};
+use vnfkeeper::companion::{Followup, InstantiationState};
+use vnfkeeper::model::OperationState;
+use vnfkeeper::store::{RecordedOpOcc, Store};
+
+const VNFD: &str = "b1bb0ce7-ebca-4fa7-95ed-4840d70a1177";
+const USER: &str = "tacker-notify";
+const PASSWORD: &str = "Cb-S3cret!companion";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn register(tb: &Testbed) {
+    let d = support::repo_root().join("tests/testbed/tests/data/pv_k8s");
+    let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+    let net = "f0c82461-36b5-4d86-8322-b0bc19cda65f";
+    let image = "ubuntu-22.04-server-cloudimg-amd64";
+    tb.cloud()
+        .tacker_register_package(StandInPackage {
+            vnfd_id: VNFD.into(),
+            template: json!(read("base_hot_k8s_cluster.yaml")),
+            files: [
+                "complex_nested_master.yaml",
+                "complex_nested_worker.yaml",
+            ]
+            .into_iter()
+            .map(|f| (f.to_string(), read(f)))
+            .collect(),
+            parameters: serde_json::from_value(json!({"nfv": {
+                "VDU": {
+                    "masterNode": {"computeFlavourId": "m1.medium", "vcImageId": image, "desired_capacity": 1},
+                    "workerNode": {"computeFlavourId": "m1.medium", "vcImageId": image, "desired_capacity": 2},
+                    "storage_server": {"computeFlavourId": "m1.small", "vcImageId": image, "locationConstraints": null}
+                },
+                "CP": {
+                    "masterNode_CP1": {"network": net},
+                    "workerNode_CP2": {"network": net},
+                    "storage_server_CP1": {"network": "net0"},
+                    "storage_server_CP": {"network": "net0"}
+                }
+            }}))
+            .unwrap(),
+            aspects: Default::default(),
+        })
+        .unwrap();
+}
+
+/// A daemon in companion mode against `tb` (poll every 5 s), and its callback URI.
+fn daemon(install: &Install, tb: &Testbed) -> (support::Daemon, String) {
+    let port = free_port();
+    let pw = install.dir.path().join("tacker.password");
+    std::fs::write(&pw, format!("{PASSWORD}\n")).unwrap();
+    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut text = std::fs::read_to_string(&install.config).unwrap();
+    text.push_str(&format!(
+        "\n[cloud]\nclouds_yaml = \"{}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n\n\
+         [tacker]\nlisten = \"127.0.0.1:{port}\"\nusername = \"{USER}\"\npassword_file = \"{}\"\n\
+         callback_uri = \"http://127.0.0.1:{port}/vnfkeeper/notifications\"\n\
+         vnfd_ids = [\"{VNFD}\"]\npoll_interval_secs = 5\n",
+        tb.clouds_yaml().display(),
+        pw.display()
+    ));
+    std::fs::write(&install.config, &text).unwrap();
+    // `config check` refuses a clouds.yaml entry that does not exist (`tacker.cloud`).
+    std::fs::write(
+        &install.config,
+        format!("{text}cloud = \"no-such-entry\"\n"),
+    )
+    .unwrap();
+    let check = install.cli(&["config", "check"]);
+    assert!(!check.status.success());
+    let err = String::from_utf8_lossy(&check.stderr);
+    assert!(err.contains("tacker.cloud"), "{err}");
+    std::fs::write(&install.config, &text).unwrap();
+    let check = install.cli(&["config", "check"]);
+    assert!(check.status.success(), "{check:?}");
+    let out = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        out.contains("callback_uri = ") && !out.contains(PASSWORD),
+        "{out}"
+    );
+    (
+        install.start(),
+        format!("http://127.0.0.1:{port}/vnfkeeper/notifications"),
+    )
+}
+
+fn store(db: &Path) -> Store {
+    Store::open(db).unwrap()
+}
+
+fn stored_subscription(db: &Path) -> Option<String> {
+    store(db)
+        .reader()
+        .tacker_subscription()
+        .unwrap()
+        .map(|s| s.subscription_id)
+}
+
+/// A Keystone token and Tacker calls as an operator would make them.
+struct Operator {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Operator {
+    async fn login(tb: &Testbed) -> Self {
+        let yaml: Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(tb.clouds_yaml()).unwrap()).unwrap();
+        let pw = yaml["clouds"]["testbed"]["auth"]["password"]
+            .as_str()
+            .unwrap();
+        let http = reqwest::Client::new();
+        let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {
+            "name": "admin", "domain": {"name": "Default"}, "password": pw}}},
+            "scope": {"project": {"name": "testbed", "domain": {"name": "Default"}}}}});
+        let r = http
+            .post(format!("{}/identity/v3/auth/tokens", tb.base_url()))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let token = r.headers()["x-subject-token"].to_str().unwrap().to_string();
+        Self {
+            http,
+            base: format!("{}/tacker/vnflcm/v2", tb.base_url()),
+            token,
+        }
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value, Option<String>) {
+        let r = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("x-auth-token", &self.token)
+            .header("version", "2.0.0")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let loc = r
+            .headers()
+            .get("location")
+            .map(|v| v.to_str().unwrap().to_string());
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::Null),
+            loc,
+        )
+    }
+
+    /// Creates an instance, instantiates it and terminates it; returns its id and the two op
+    /// occ ids once Tacker says both COMPLETED.
+    async fn lifecycle(&self, tb: &Testbed) -> (String, String, String) {
+        let (st, v, _) = self.post("/vnf_instances", json!({"vnfdId": VNFD})).await;
+        assert_eq!(st, 201, "{v}");
+        let inst = v["id"].as_str().unwrap().to_string();
+        let mut occs = Vec::new();
+        for (action, body) in [
+            ("instantiate", json!({"flavourId": "simple"})),
+            ("terminate", json!({"terminationType": "FORCEFUL"})),
+        ] {
+            let (st, v, loc) = self
+                .post(&format!("/vnf_instances/{inst}/{action}"), body)
+                .await;
+            assert_eq!(st, 202, "{action}: {v}");
+            let occ = loc.unwrap().rsplit('/').next().unwrap().to_string();
+            assert!(
+                wait_until(Duration::from_secs(60), || {
+                    tb.cloud()
+                        .tacker_op_occs()
+                        .iter()
+                        .any(|(id, _, s)| *id == occ && s == "COMPLETED")
+                }),
+                "{action} did not complete in the stand-in"
+            );
+            occs.push(occ);
+        }
+        (inst, occs[0].clone(), occs[1].clone())
+    }
+}
+
+/// Another subscriber's callback (answers everything 204); its URL.
+async fn other_subscriber() -> String {
+    let app = axum::Router::new().route(
+        "/cb",
+        axum::routing::get(|| async { axum::http::StatusCode::NO_CONTENT })
+            .post(|| async { axum::http::StatusCode::NO_CONTENT }),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/cb", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    url
+}
+
+/// (operation, final state, states in order, follow-up) of the recorded occurrences of `inst`.
+fn end_state(
+    db: &Path,
+    inst: &str,
+) -> Vec<(String, OperationState, Vec<OperationState>, Followup)> {
+    store(db)
+        .reader()
+        .tacker_op_occs()
+        .unwrap()
+        .into_iter()
+        .filter(|o: &RecordedOpOcc| o.occ.vnf_instance_id == inst)
+        .map(|o| {
+            (
+                o.occ.operation,
+                o.occ.state,
+                o.states.into_iter().map(|(s, _)| s).collect(),
+                o.followup,
+            )
+        })
+        .collect()
+}
+
+fn both_completed(db: &Path, inst: &str) -> bool {
+    let e = end_state(db, inst);
+    e.len() == 2 && e.iter().all(|(_, s, ..)| *s == OperationState::Completed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscription_is_kept_exactly_once_and_recreated_after_deletion() {
+    let install = Install::new();
+    let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
+        .await
+        .unwrap();
+    register(&tb);
+    let (mut d, callback) = daemon(&install, &tb);
+    let db = install.database.clone();
+    assert!(
+        wait_until(Duration::from_secs(30), || stored_subscription(&db)
+            .is_some()),
+        "no subscription stored: {}",
+        d.log_text()
+    );
+    let first = stored_subscription(&db).unwrap();
+    // Tacker's callback test passed (the stand-in refuses the subscription otherwise).
+    assert_eq!(tb.cloud().tacker_subscription_ids(), vec![first.clone()]);
+
+    // Deleted in Tacker → re-created by the next sync (poll_interval_secs = 5), stored.
+    assert!(tb.cloud().tacker_delete_subscription(&first));
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let ids = tb.cloud().tacker_subscription_ids();
+            ids.len() == 1 && ids[0] != first && stored_subscription(&db).as_ref() == Some(&ids[0])
+        }),
+        "not re-created: {:?}\n{}",
+        tb.cloud().tacker_subscription_ids(),
+        d.log_text()
+    );
+    // The next syncs keep it: still exactly one.
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(tb.cloud().tacker_subscription_ids().len(), 1);
+    let kept = stored_subscription(&db).unwrap();
+
+    // A second copy of ours made by hand (same callbackUri; Tacker's callback test passes) is
+    // deleted by the next sync; another subscriber's is left alone.
+    let op = Operator::login(&tb).await;
+    let sub = |uri: &str| {
+        json!({"callbackUri": uri, "authentication": {"authType": ["BASIC"],
+            "paramsBasic": {"userName": USER, "password": PASSWORD}}})
+    };
+    let (st, v, _) = op.post("/subscriptions", sub(&callback)).await;
+    assert_eq!(st, 201, "{v}");
+    let copy = v["id"].as_str().unwrap().to_string();
+    let other = other_subscriber().await;
+    let (st, v, _) = op.post("/subscriptions", sub(&other)).await;
+    assert_eq!(st, 201, "{v}");
+    let other_id = v["id"].as_str().unwrap().to_string();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let ids = tb.cloud().tacker_subscription_ids();
+            !ids.contains(&copy) && ids.contains(&kept) && ids.contains(&other_id)
+        }),
+        "{:?}",
+        tb.cloud().tacker_subscription_ids()
+    );
+    assert_eq!(stored_subscription(&db), Some(kept));
+
+    d.stop();
+    let log = d.log_text();
+    assert!(log.contains("Tacker subscription created"), "{log}");
+    assert!(!log.contains(PASSWORD), "the password reached the log");
+    tb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_alone_reaches_the_same_end_state_as_notifications() {
+    let install = Install::new();
+    let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
+        .await
+        .unwrap();
+    register(&tb);
+    let (mut d, _) = daemon(&install, &tb);
+    let db = install.database.clone();
+    assert!(wait_until(Duration::from_secs(30), || {
+        stored_subscription(&db).is_some()
+    }));
+    let op = Operator::login(&tb).await;
+
+    // With notifications.
+    let (inst_a, ..) = op.lifecycle(&tb).await;
+    assert!(
+        wait_until(Duration::from_secs(30), || both_completed(&db, &inst_a)),
+        "{:?}",
+        end_state(&db, &inst_a)
+    );
+    let with_notifications = end_state(&db, &inst_a);
+    let notified = store(&db)
+        .reader()
+        .tacker_notifications(Some(&inst_a))
+        .unwrap()
+        .len();
+    // Creation + 3 states of each operation.
+    assert_eq!(notified, 7);
+
+    // Notification delivery switched off entirely: the poll finds the same.
+    tb.cloud().tacker_set_notify_faults(NotifyFaults {
+        drop: 1.0,
+        ..NotifyFaults::default()
+    });
+    let (inst_b, ..) = op.lifecycle(&tb).await;
+    assert!(
+        wait_until(Duration::from_secs(30), || both_completed(&db, &inst_b)),
+        "{:?}\n{}",
+        end_state(&db, &inst_b),
+        d.log_text()
+    );
+    assert!(
+        store(&db)
+            .reader()
+            .tacker_notifications(Some(&inst_b))
+            .unwrap()
+            .is_empty()
+    );
+    let by_polling = end_state(&db, &inst_b);
+    // Same operations, same end states and follow-ups; the states in between are those a poll
+    // happened to see.
+    let ends = |v: &[(String, OperationState, Vec<OperationState>, Followup)]| {
+        let mut v: Vec<_> = v
+            .iter()
+            .map(|(o, s, states, f)| (o.clone(), *s, *states.last().unwrap(), *f))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    };
+    assert_eq!(ends(&with_notifications), ends(&by_polling));
+    assert_eq!(
+        ends(&by_polling),
+        vec![
+            (
+                "INSTANTIATE".to_string(),
+                OperationState::Completed,
+                OperationState::Completed,
+                Followup::Manage
+            ),
+            (
+                "TERMINATE".to_string(),
+                OperationState::Completed,
+                OperationState::Completed,
+                Followup::Retire
+            ),
+        ]
+    );
+    for (_, _, states, _) in &by_polling {
+        let mut dedup = states.clone();
+        dedup.dedup();
+        assert_eq!(&dedup, states, "each state recorded once");
+    }
+
+    // Every notification twice and in shuffled order: recorded once each, same end state.
+    tb.cloud().tacker_set_notify_faults(NotifyFaults {
+        duplicate: 1.0,
+        reorder_ms: 300,
+        ..NotifyFaults::default()
+    });
+    let (inst_c, ..) = op.lifecycle(&tb).await;
+    assert!(wait_until(Duration::from_secs(30), || {
+        both_completed(&db, &inst_c)
+            && store(&db)
+                .reader()
+                .tacker_notifications(Some(&inst_c))
+                .unwrap()
+                .len()
+                == 7
+    }));
+    assert_eq!(ends(&end_state(&db, &inst_c)), ends(&with_notifications));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        store(&db)
+            .reader()
+            .tacker_notifications(Some(&inst_c))
+            .unwrap()
+            .len(),
+        7
+    );
+    let sent = tb.cloud().tacker_notify_counters();
+    assert!(sent.sent >= 7 + 14, "{sent:?}");
+
+    let insts = store(&db).reader().tacker_vnf_instances().unwrap();
+    let b = insts.iter().find(|i| i.instance.id == inst_b).unwrap();
+    assert_eq!(b.instance.state, InstantiationState::NotInstantiated);
+
+    d.stop();
+    assert!(!d.log_text().contains(PASSWORD));
+    tb.shutdown().await;
+}
