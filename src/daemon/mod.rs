@@ -658,13 +658,13 @@ async fn start_http(
     }
     if let Some(t) = &settings.tacker {
         let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
-        let callback = Arc::new(notifications::Callback {
-            db: db.clone(),
-            username: t.username.clone(),
+        let callback = notifications::Callback::start(
+            db.clone(),
+            t.username.clone(),
             password,
-            max_body_bytes: t.max_body_bytes,
-            wake: Some(tacker_wake.clone()),
-        });
+            t.max_body_bytes,
+            Some(tacker_wake.clone()),
+        );
         let what = format!("Tacker notification endpoint GET/POST {}", t.callback_path);
         let router = notifications::router(&t.callback_path, callback);
         add(t.listen, router, what, "tacker.listen");

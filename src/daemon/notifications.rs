@@ -11,6 +11,10 @@
 //!   notification once and does not retry, so a 204 means vnfkeeper has it); a duplicate (same
 //!   `id`, or same `vnfLcmOpOccId` and `operationState`) is answered 204 and recorded once. A
 //!   store failure is a 500.
+//! - **Group commit**: the handlers hand valid notifications to one committer task, which
+//!   records everything waiting in one transaction (at most [`BATCH`]) and answers each handler
+//!   after that commit. Under load one commit serves many senders; alone, a notification is
+//!   committed at once. No 204 precedes the commit of its notification.
 //!
 //! Served by the daemon's HTTP server (`http.rs`), on its own task: nothing here touches the main
 //! loop.
@@ -30,19 +34,85 @@ use crate::intake::wire::notification;
 use crate::model::{FieldProblem, ProblemDetails, Timestamp};
 use crate::store::Db;
 
-/// What the endpoint needs: the store, the credentials Tacker must present, the size limit.
+/// Most notifications one transaction of the committer records.
+pub const BATCH: usize = 256;
+
+/// One valid notification waiting for the committer, and where its outcome goes: whether it was
+/// new, or the store's error as text.
+type Job = (
+    notification::Notification,
+    tokio::sync::oneshot::Sender<Result<bool, String>>,
+);
+
+/// What the endpoint needs: the credentials Tacker must present, the size limit, and the
+/// committer that records notifications in the store.
 pub struct Callback {
-    /// The daemon's store.
-    pub db: Db,
-    /// `tacker.username`.
-    pub username: String,
-    /// The password from `tacker.password_file`.
-    pub password: Secret<String>,
-    /// `tacker.max_body_kib` in bytes.
-    pub max_body_bytes: usize,
-    /// Notified after each newly recorded notification: companion mode then reads Tacker's
-    /// API at once (a notification is a hint; the API is the truth). `None`: nobody listens.
-    pub wake: Option<Arc<tokio::sync::Notify>>,
+    username: String,
+    password: Secret<String>,
+    max_body_bytes: usize,
+    commits: tokio::sync::mpsc::Sender<Job>,
+}
+
+/// Records the notifications the handlers send, many per transaction (see the module comment);
+/// wakes `wake` after a commit that recorded a new one. Ends when every sender is gone.
+async fn committer(
+    db: Db,
+    mut jobs: tokio::sync::mpsc::Receiver<Job>,
+    wake: Option<Arc<tokio::sync::Notify>>,
+) {
+    let mut batch: Vec<Job> = Vec::with_capacity(BATCH);
+    while jobs.recv_many(&mut batch, BATCH).await > 0 {
+        let now = Timestamp(chrono::Utc::now());
+        let outcome = db.write(|tx| {
+            batch
+                .iter()
+                .map(|(n, _)| tx.record_notification(n, now))
+                .collect::<crate::store::Result<Vec<bool>>>()
+        });
+        match outcome {
+            Ok(new) => {
+                crate::failpoint::hit("tacker-notification-committed");
+                if new.iter().any(|n| *n)
+                    && let Some(w) = &wake
+                {
+                    w.notify_one();
+                }
+                for ((_, answer), new) in batch.drain(..).zip(new) {
+                    let _ = answer.send(Ok(new));
+                }
+            }
+            Err(e) => {
+                let why = e.to_string();
+                for (_, answer) in batch.drain(..) {
+                    let _ = answer.send(Err(why.clone()));
+                }
+            }
+        }
+    }
+}
+
+impl Callback {
+    /// The endpoint's state over `db`, with the credentials Tacker must present
+    /// (`tacker.username`, the password from `tacker.password_file`) and the size limit
+    /// (`tacker.max_body_kib` in bytes); starts its committer task on the current runtime.
+    /// `wake` is notified after a commit that recorded a new notification: companion mode then
+    /// reads Tacker's API at once (a notification is a hint; the API is the truth).
+    pub fn start(
+        db: Db,
+        username: String,
+        password: Secret<String>,
+        max_body_bytes: usize,
+        wake: Option<Arc<tokio::sync::Notify>>,
+    ) -> Arc<Self> {
+        let (commits, jobs) = tokio::sync::mpsc::channel(4 * BATCH);
+        tokio::spawn(committer(db, jobs, wake));
+        Arc::new(Self {
+            username,
+            password,
+            max_body_bytes,
+            commits,
+        })
+    }
 }
 
 impl std::fmt::Debug for Callback {
@@ -208,18 +278,27 @@ async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
             return problem(StatusCode::BAD_REQUEST, detail, errors);
         }
     };
-    let now = Timestamp(chrono::Utc::now());
-    match cb.db.write(|tx| tx.record_notification(&n, now)) {
+    let (answer, outcome) = tokio::sync::oneshot::channel();
+    let id = n.id.clone();
+    let summary = (
+        n.notification_type,
+        n.vnf_instance_id.clone(),
+        n.occurrence.clone(),
+    );
+    let outcome = match cb.commits.send((n, answer)).await {
+        Ok(()) => outcome
+            .await
+            .unwrap_or_else(|_| Err("the committer stopped".into())),
+        Err(_) => Err("the committer stopped".into()),
+    };
+    let (notification_type, vnf_instance_id, occurrence) = summary;
+    match outcome {
         Ok(new) => {
-            crate::failpoint::hit("tacker-notification-committed");
-            if new && let Some(w) = &cb.wake {
-                w.notify_one();
-            }
-            let o = n.occurrence.as_ref();
+            let o = occurrence.as_ref();
             tracing::info!(
-                notification_id = %n.id,
-                notification_type = n.notification_type.as_str(),
-                vnf_instance_id = %n.vnf_instance_id,
+                notification_id = %id,
+                notification_type = notification_type.as_str(),
+                vnf_instance_id = %vnf_instance_id,
                 tacker_op_occ_id = o.map(|o| o.vnf_lcm_op_occ_id.as_str()),
                 operation = o.map(|o| o.operation.as_str()),
                 operation_state = o.map(|o| o.operation_state.as_str()),
@@ -230,7 +309,7 @@ async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
             StatusCode::NO_CONTENT.into_response()
         }
         Err(e) => {
-            tracing::error!(error = %e, notification_id = %n.id, "Tacker notification not recorded");
+            tracing::error!(error = %e, notification_id = %id, "Tacker notification not recorded");
             problem(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "the notification could not be stored",
