@@ -26,9 +26,9 @@
 //! Run: `cargo bench -p vnfkeeper --bench reference_order`.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use testbed::cloud::{CloudOptions, Testbed};
@@ -37,7 +37,10 @@ use testbed::hosts::{FarmConfig, HostFarm};
 mod support;
 mod table;
 
-use support::cluster::{Step, Teardown, resized_package, span, tail, wait, write_private};
+use support::cluster::{
+    Finished, Step, Teardown, resized_package, span, start_daemon, submit_and_wait, tail,
+    write_private,
+};
 use support::{ops, vk};
 
 const VK: &str = env!("CARGO_BIN_EXE_vnfkeeper");
@@ -192,53 +195,16 @@ async fn run(n: u32, order: Order, install_seconds: f64) -> f64 {
         Order::Vnfkeeper => "",
         Order::Reference => "\n[limits]\nmax_parallel_hosts = 1\n",
     };
-    let config = dir.path().join("vnfkeeper.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "spool_dir = \"{0}/spool\"\ndatabase = \"{0}/state.db\"\npackages_dir = \"{1}\"\n\n\
-             [cloud]\nclouds_yaml = \"{2}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n{limits}",
-            dir.path().display(),
-            packages.display(),
-            tb.clouds_yaml().display()
-        ),
+    let (config, log) = start_daemon(
+        &mut teardown,
+        VK,
+        dir.path(),
+        &packages,
+        tb.clouds_yaml(),
+        limits,
     )
-    .unwrap();
-    let log = dir.path().join("daemon.log");
-    teardown.daemon = Some(
-        Command::new(VK)
-            .arg("daemon")
-            .env("VNFKEEPER_CONFIG", &config)
-            .env_remove("JOURNAL_STREAM")
-            .env_remove("NOTIFY_SOCKET")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("start daemon"),
-    );
-    let ready = wait(Duration::from_secs(30), || {
-        std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains(" ready")
-            .then_some(())
-    })
     .await;
-    assert!(ready.is_some(), "daemon not ready: {}", tail(&log));
-
-    let t0 = Instant::now();
-    let out = vk(&config, &["submit", req.to_str().unwrap()]);
-    assert!(out.status.success(), "submit: {out:?}");
-    let done = wait(LIMIT, || {
-        ops(&config).into_iter().next().filter(|o| {
-            matches!(
-                o["operationState"].as_str(),
-                Some("COMPLETED" | "FAILED_TEMP" | "FAILED")
-            )
-        })
-    })
-    .await;
-    let wall = t0.elapsed().as_secs_f64();
+    let Finished { wall, done, .. } = submit_and_wait(&config, &req, LIMIT).await;
     let mode = match order {
         Order::Vnfkeeper => "vnfkeeper",
         Order::Reference => "reference order",

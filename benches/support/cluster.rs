@@ -5,7 +5,7 @@
 use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -199,4 +199,87 @@ pub fn tail(log: &Path) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+/// Writes the configuration of a whole-INSTANTIATE benchmark's daemon under `dir` (spool,
+/// database, `packages` as the packages directory, the testbed's `clouds_yaml`, reconcile off,
+/// then `extra` TOML), starts the daemon binary `vk` with it into `teardown`, logging to
+/// `dir/daemon.log`, and waits until it says it is ready. Returns the configuration's path and
+/// the log's. Panics when the daemon is not ready within 30 s.
+pub async fn start_daemon(
+    teardown: &mut Teardown,
+    vk: &str,
+    dir: &Path,
+    packages: &Path,
+    clouds_yaml: &Path,
+    extra: &str,
+) -> (PathBuf, PathBuf) {
+    let config = dir.join("vnfkeeper.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "spool_dir = \"{0}/spool\"\ndatabase = \"{0}/state.db\"\npackages_dir = \"{1}\"\n\n\
+             [cloud]\nclouds_yaml = \"{2}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n{extra}",
+            dir.display(),
+            packages.display(),
+            clouds_yaml.display()
+        ),
+    )
+    .unwrap();
+    let log = dir.join("daemon.log");
+    teardown.daemon = Some(
+        Command::new(vk)
+            .arg("daemon")
+            .env("VNFKEEPER_CONFIG", &config)
+            .env_remove("JOURNAL_STREAM")
+            .env_remove("NOTIFY_SOCKET")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start daemon"),
+    );
+    let ready = wait(Duration::from_secs(30), || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains(" ready")
+            .then_some(())
+    })
+    .await;
+    assert!(ready.is_some(), "daemon not ready: {}", tail(&log));
+    (config, log)
+}
+
+/// What [`submit_and_wait`] saw.
+pub struct Finished {
+    /// Seconds from just before `vnfkeeper submit` to the end state seen.
+    pub wall: f64,
+    /// When the request was submitted.
+    pub submitted: chrono::DateTime<chrono::FixedOffset>,
+    /// The newest operation (`ops --json`) in its end state; `None` when `limit` passed first.
+    pub done: Option<Value>,
+}
+
+/// Submits the request file `req` with `vnfkeeper submit` and polls `ops --json` every 100 ms
+/// until the newest operation is COMPLETED, FAILED_TEMP or FAILED, or `limit` passes. Panics when
+/// `submit` fails.
+pub async fn submit_and_wait(config: &Path, req: &Path, limit: Duration) -> Finished {
+    let t0 = Instant::now();
+    let submitted = chrono::Utc::now().fixed_offset();
+    let out = super::vk(config, &["submit", req.to_str().unwrap()]);
+    assert!(out.status.success(), "submit: {out:?}");
+    let done = wait(limit, || {
+        super::ops(config).into_iter().next().filter(|o| {
+            matches!(
+                o["operationState"].as_str(),
+                Some("COMPLETED" | "FAILED_TEMP" | "FAILED")
+            )
+        })
+    })
+    .await;
+    Finished {
+        wall: t0.elapsed().as_secs_f64(),
+        submitted,
+        done,
+    }
 }
