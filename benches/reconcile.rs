@@ -6,7 +6,8 @@
 //! 1,000 servers. Targets (not asserted): requests grow only with pagination, CPU ≤ 0.5 s per
 //! 1,000 servers.
 //!
-//! Run: `cargo bench --bench reconcile` (`-- --quick`: 20 and 50 VNFs).
+//! Run: `cargo bench --bench reconcile` (`-- --quick`: 20 and 50 VNFs; `-- --sizes 50,2000`:
+//! the fleet size of the fleet benchmark, 12,000 servers, a few minutes to create).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -70,7 +71,21 @@ fn main() {
                 .unwrap(),
         );
         let mut made = 0;
-        let sizes = if table::quick() { [20, 50] } else { [50usize, 200] };
+        let sizes: [usize; 2] = match table::arg::<String>("sizes") {
+            Some(s) => {
+                let v: Vec<usize> = s
+                    .split(',')
+                    .map(|n| n.trim().parse().expect("--sizes: two VNF counts, a,b"))
+                    .collect();
+                assert!(
+                    v.len() == 2 && v[0] <= v[1] && v[0] > 0,
+                    "--sizes: two VNF counts a,b with 0 < a <= b"
+                );
+                [v[0], v[1]]
+            }
+            None if table::quick() => [20, 50],
+            None => [50, 200],
+        };
         for (n, db_name) in [(sizes[0], "small.db"), (sizes[1], "large.db")] {
             // Each database in a directory of its own: the secrets key another one left beside
             // it would be a sign of an earlier database and refuse the new one.

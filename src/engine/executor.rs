@@ -187,11 +187,18 @@ impl<C: Cloud> Engine<C> {
         if remote.is_empty() {
             return Ok(());
         }
-        let first = remote[0].2.name;
+        // A wave may hold different steps on different hosts (a storage server prepared beside
+        // the cluster install): name each once, in plan order.
+        let mut names: Vec<&str> = Vec::new();
+        for (_, _, step, _) in &remote {
+            if !names.contains(&step.name) {
+                names.push(step.name);
+            }
+        }
         self.step_status(
             op,
             remote[0].0,
-            &format!("{first} on {} host(s)", remote.len()),
+            &format!("{} on {} host(s)", names.join(", "), remote.len()),
         )?;
         self.fan_out(op, remote).await
     }
