@@ -58,8 +58,6 @@ const LIMIT: Duration = Duration::from_secs(60 * 60);
 const TARGET: f64 = 5.0;
 /// The size the target applies to.
 const TARGET_N: u32 = 10;
-/// Target of the ratio at N = 2 (`--quick`'s size): three nodes can gain at most about 3×.
-const TARGET_SMALL: f64 = 1.5;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -122,8 +120,6 @@ fn main() {
         println!("  {n:>3} {ours:>14.2} {reference:>19.2} {ratio:>20.2}");
         let target = if n == TARGET_N {
             table::Target::AtLeast(TARGET)
-        } else if n == 2 {
-            table::Target::AtLeast(TARGET_SMALL)
         } else {
             table::Target::None
         };
