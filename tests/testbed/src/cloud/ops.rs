@@ -137,8 +137,14 @@ impl Cloud {
     pub(crate) fn port_delete(&self, inner: &mut Inner, id: &str) {
         if let Some(p) = inner.ports.remove(id) {
             self.release_ip(inner, p.ip);
+            let now = Utc::now();
             for s in inner.servers.values_mut() {
+                let before = s.ports.len();
                 s.ports.retain(|x| x != id);
+                if s.ports.len() != before {
+                    // Its `addresses` changed.
+                    s.updated = now;
+                }
             }
         }
     }
@@ -370,6 +376,15 @@ impl Cloud {
         let Some(s) = inner.servers.remove(id) else {
             return Ok(());
         };
+        // Nova soft-deletes the instance row: `changes-since` still lists it as DELETED.
+        let mut gone = s.clone();
+        gone.status = "DELETED".to_string();
+        gone.vm_state = "deleted".to_string();
+        gone.power_state = 0;
+        gone.updated = Utc::now();
+        gone.ports.clear();
+        gone.volumes.clear();
+        inner.deleted_servers.insert(gone.id.clone(), gone);
         for p in &s.own_ports {
             self.port_delete(&mut inner, p);
         }
