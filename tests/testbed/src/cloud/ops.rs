@@ -443,6 +443,23 @@ impl Cloud {
         Ok(())
     }
 
+    /// Stops (`on` false: SHUTOFF, as Nova `os-stop` or a guest shutting itself down) or starts
+    /// (`os-start`: BUILD, then ACTIVE) a server behind our back.
+    ///
+    /// Errors: unknown server, farm failure.
+    pub async fn inject_server_power(&self, server_id: &str, on: bool) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.lock().servers.contains_key(server_id),
+            "no server {server_id}"
+        );
+        if on {
+            self.server_start(server_id).await
+        } else {
+            self.server_stop(server_id).await
+        }
+        .map_err(anyhow::Error::msg)
+    }
+
     /// Deletes a server behind Heat's back (Heat still lists the resource with the old id).
     pub async fn inject_server_vanish(&self, server_id: &str) -> anyhow::Result<()> {
         anyhow::ensure!(
