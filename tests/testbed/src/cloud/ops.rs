@@ -443,6 +443,32 @@ impl Cloud {
         Ok(())
     }
 
+    /// Adds `n` ACTIVE servers named `<prefix>-<i>` outside any stack, without ports or volumes
+    /// (no address: a fleet's other servers for benchmarks, listed, changed and deleted like any
+    /// other; no host is started for them). Returns their ids.
+    pub fn add_idle_servers(&self, n: usize, prefix: &str) -> Vec<String> {
+        let mut inner = self.lock();
+        let mut ids = Vec::with_capacity(n);
+        for i in 0..n {
+            let spec = ServerSpec {
+                name: format!("{prefix}-{i}"),
+                flavor: "m1.tiny".into(),
+                image: "cirros-0.5.2-x86_64-disk".into(),
+                ..ServerSpec::default()
+            };
+            let Ok(id) = self.server_begin(&mut inner, &spec) else {
+                continue;
+            };
+            if let Some(s) = inner.servers.get_mut(&id) {
+                s.status = "ACTIVE".to_string();
+                s.vm_state = "active".to_string();
+                s.power_state = 1;
+            }
+            ids.push(id);
+        }
+        ids
+    }
+
     /// Stops (`on` false: SHUTOFF, as Nova `os-stop` or a guest shutting itself down) or starts
     /// (`os-start`: BUILD, then ACTIVE) a server behind our back.
     ///
