@@ -35,7 +35,8 @@ pub use crate::reconcile::cmd::TRIGGER_PREFIX;
 pub(super) struct ReconcileLoop {
     db: Db,
     new_dir: PathBuf,
-    task: Option<JoinHandle<()>>,
+    /// The running pass; it hands back the VNFs of a named pass whose listing failed.
+    task: Option<JoinHandle<BTreeSet<String>>>,
     last_cloud_pass: Option<Instant>,
     next_full: Option<chrono::DateTime<chrono::Utc>>,
     /// When the last pass was recorded (for systemd's STATUS line).
@@ -52,6 +53,11 @@ pub(super) struct ReconcileLoop {
     pending: BTreeSet<String>,
     /// When trigger files were last looked for.
     last_trigger_scan: Option<Instant>,
+    /// VNFs of a named pass whose listing failed: named once more with the next poll's result
+    /// (so at most one retry per poll interval, and only once).
+    retry: BTreeSet<String>,
+    /// `pending` holds only VNFs being retried.
+    pending_is_retry: bool,
 }
 
 /// What a finished poll hands back: the poller, and the VNFs to observe now.
@@ -84,6 +90,8 @@ impl ReconcileLoop {
             last_poll: None,
             pending: BTreeSet::new(),
             last_trigger_scan: None,
+            retry: BTreeSet::new(),
+            pending_is_retry: false,
         }
     }
 
@@ -107,10 +115,11 @@ impl ReconcileLoop {
             if !t.is_finished() {
                 return;
             }
-            if let Some(t) = self.task.take()
-                && let Err(e) = t.await
-            {
-                tracing::error!(error = %e, "reconcile pass ended abnormally");
+            if let Some(t) = self.task.take() {
+                match t.await {
+                    Ok(failed) => self.retry.extend(failed),
+                    Err(e) => tracing::error!(error = %e, "reconcile pass ended abnormally"),
+                }
             }
         }
         if settings.cloud.is_none() {
@@ -147,6 +156,8 @@ impl ReconcileLoop {
         } else {
             return;
         };
+        // A named pass of VNFs whose listing already failed once is not retried again.
+        let retried = matches!(scope, Scope::Named(_)) && self.pending_is_retry;
         if kind == PassKind::Full && !triggered {
             self.next_full = schedule.after(&now).next();
         }
@@ -181,8 +192,13 @@ impl ReconcileLoop {
         let last_recorded = self.last_recorded.clone();
         let metrics = self.metrics.clone();
         self.task = Some(tokio::spawn(async move {
-            if let Some(at) = run_pass(&db, &rec, kind, &scope, &metrics).await {
+            let (at, listing_failed) = run_pass(&db, &rec, kind, &scope, &metrics).await;
+            if let Some(at) = at {
                 *last_recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
+            }
+            match scope {
+                Scope::Named(vnfs) if listing_failed && !retried => vnfs,
+                _ => BTreeSet::new(),
             }
         }));
     }
@@ -197,7 +213,10 @@ impl ReconcileLoop {
             match t.await {
                 Ok(done) => {
                     self.poller = Some(done.poller);
+                    self.pending_is_retry = self.pending.is_empty() && done.vnfs.is_empty();
                     self.pending.extend(done.vnfs);
+                    self.pending.extend(std::mem::take(&mut self.retry));
+                    self.pending_is_retry &= !self.pending.is_empty();
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "changes-since poll ended abnormally");
@@ -336,14 +355,14 @@ fn poll_timeout(every: Duration) -> Duration {
 
 /// One pass: snapshot, evaluate, record (one transaction), log, count in `metrics` (a pass
 /// whose snapshot cannot be read is not counted: nothing was observed). Returns when it was
-/// recorded (`None`: skipped).
+/// recorded (`None`: skipped), and whether its cloud listing failed (every VNFC unknown).
 async fn run_pass(
     db: &Db,
     rec: &Reconciler<OpenStackCloud>,
     kind: PassKind,
     scope: &Scope,
     metrics: &Metrics,
-) -> Option<Timestamp> {
+) -> (Option<Timestamp>, bool) {
     let started = Instant::now();
     let snap = match db.with(|s| match scope {
         Scope::Only(only) => reconcile::snapshot(s.reader(), only.as_deref()),
@@ -352,21 +371,22 @@ async fn run_pass(
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "reconcile: cannot read the database; pass skipped");
-            return None;
+            return (None, false);
         }
     };
     let now = Timestamp(chrono::Utc::now());
     let mut report = rec.evaluate(&snap, kind, now).await;
     let recorded = db.write(|tx| reconcile::record(tx, &mut report, now));
     metrics.reconcile_pass(&report, recorded.is_ok(), started.elapsed(), now);
+    let listing_failed = report.cloud_error.is_some();
     match recorded {
         Ok(()) => {
             reconcile::log(&report);
-            Some(now)
+            (Some(now), listing_failed)
         }
         Err(e) => {
             tracing::error!(error = %e, "reconcile: cannot record the pass; nothing done");
-            None
+            (None, listing_failed)
         }
     }
 }
