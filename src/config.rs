@@ -96,6 +96,7 @@ struct ReconcileFile {
     enabled: Option<bool>,
     schedule: Option<String>,
     cloud_interval_secs: Option<u64>,
+    changes_since_interval_secs: Option<u64>,
     grace_secs: Option<u64>,
     startup_grace_secs: Option<u64>,
     max_unhealthy: Option<MaxUnhealthyFile>,
@@ -268,6 +269,10 @@ pub struct ReconcileSettings {
     pub schedule: cron::Schedule,
     /// Cloud-only passes (list calls, no SSH) run this often. Default 15 s.
     pub cloud_interval: Duration,
+    /// The fast observation (one Nova `GET /servers/detail?changes-since=…` per poll, whatever
+    /// the number of servers) runs this often; `None` (`changes_since_interval_secs = 0`): off.
+    /// Default 2 s, at most 3600 s.
+    pub changes_since_interval: Option<Duration>,
     /// Remediation policy (grace, startup grace, max_unhealthy, retry budget and backoff,
     /// min healthy period).
     pub policy: crate::reconcile::policy::Policy,
@@ -406,6 +411,17 @@ impl Settings {
                     15,
                     86_400,
                 )?,
+                changes_since_interval: match file.reconcile.changes_since_interval_secs {
+                    Some(0) => None,
+                    None => Some(Duration::from_secs(2)),
+                    Some(v) if v <= 3600 => Some(Duration::from_secs(v)),
+                    Some(v) => {
+                        return Err(invalid(
+                            "reconcile.changes_since_interval_secs",
+                            format!("must be between 0 (off) and 3600 seconds, got {v}"),
+                        ));
+                    }
+                },
                 policy: crate::reconcile::policy::Policy {
                     grace: secs(
                         "reconcile.grace_secs",
@@ -544,6 +560,10 @@ impl Settings {
         out.push_str(&format!(
             "cloud_interval_secs = {}\n",
             r.cloud_interval.as_secs()
+        ));
+        out.push_str(&format!(
+            "changes_since_interval_secs = {}\n",
+            r.changes_since_interval.map_or(0, |d| d.as_secs())
         ));
         out.push_str(&format!("grace_secs = {}\n", p.grace.as_secs()));
         out.push_str(&format!(
@@ -978,6 +998,10 @@ mod tests {
         let d = parse("").unwrap();
         assert_eq!(d.reconcile.cloud_interval, Duration::from_secs(15));
         assert_eq!(
+            d.reconcile.changes_since_interval,
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
             d.reconcile.policy.max_unhealthy,
             crate::reconcile::policy::MaxUnhealthy::Percent(40)
         );
@@ -991,6 +1015,23 @@ mod tests {
         assert!(e.contains("reconcile.retry_budget"), "{e}");
         let p = parse("[reconcile]\nmax_unhealthy = \"25%\"\n").unwrap();
         assert_eq!(parse(&p.to_toml()).unwrap(), p);
+    }
+
+    #[test]
+    fn changes_since_interval_is_checked_and_zero_turns_it_off() {
+        let off = parse("[reconcile]\nchanges_since_interval_secs = 0\n").unwrap();
+        assert_eq!(off.reconcile.changes_since_interval, None);
+        assert_eq!(parse(&off.to_toml()).unwrap(), off);
+        let three = parse("[reconcile]\nchanges_since_interval_secs = 3\n").unwrap();
+        assert_eq!(
+            three.reconcile.changes_since_interval,
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(parse(&three.to_toml()).unwrap(), three);
+        let e = parse("[reconcile]\nchanges_since_interval_secs = 3601\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reconcile.changes_since_interval_secs"), "{e}");
     }
 
     #[test]

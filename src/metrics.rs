@@ -112,6 +112,9 @@ struct OutcomeLabels {
     outcome: &'static str,
 }
 
+/// Outcomes of the fast observation (label `outcome` of `vnfkeeper_reconcile_changes_polls`).
+const CHANGES_POLL_OUTCOMES: [&str; 3] = ["ok", "failed", "skipped"];
+
 type HistogramFamily<S> = Family<S, Histogram, fn() -> Histogram>;
 
 /// Operation run time: 1 s to ~4.5 h (doubling).
@@ -151,6 +154,7 @@ pub struct Metrics {
     last_success: Gauge<i64, std::sync::atomic::AtomicI64>,
     intake_files: Family<OutcomeLabels, Counter>,
     spool_backlog: Gauge<i64, std::sync::atomic::AtomicI64>,
+    changes_polls: Family<OutcomeLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -183,6 +187,7 @@ impl Metrics {
             last_success: Gauge::default(),
             intake_files: Family::default(),
             spool_backlog: Gauge::default(),
+            changes_polls: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -286,6 +291,16 @@ impl Metrics {
                     .get_or_create(&PassResultLabels { kind, result })
                     .get();
             }
+        }
+        registry.register(
+            "vnfkeeper_reconcile_changes_polls",
+            "Fast observations (one Nova changes-since request each) by outcome: ok, failed (an API error or the timeout; the next poll asks from the same time), skipped (the previous poll was still running when this one was due)",
+            m.changes_polls.clone(),
+        );
+        for outcome in CHANGES_POLL_OUTCOMES {
+            m.changes_polls
+                .get_or_create(&OutcomeLabels { outcome })
+                .get();
         }
         for reason in BLOCKED_REASONS {
             m.heals_blocked
@@ -428,6 +443,14 @@ impl Metrics {
         };
         self.intake_files
             .get_or_create(&OutcomeLabels { outcome: label })
+            .inc();
+    }
+
+    /// A fast observation ended (`"ok"`, `"failed"`) or was not sent because the previous one
+    /// still ran (`"skipped"`).
+    pub fn changes_poll(&self, outcome: &'static str) {
+        self.changes_polls
+            .get_or_create(&OutcomeLabels { outcome })
             .inc();
     }
 

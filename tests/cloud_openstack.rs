@@ -1085,3 +1085,57 @@ async fn console_output_is_the_tail_nova_returns() {
     assert!(!e.is_transient());
     tb.shutdown().await;
 }
+
+/// `servers_changed_since`: one request, only the servers changed at or after the time (a
+/// deleted one as DELETED), Nova's `Date` header read as the server's clock; with a page size,
+/// every page is followed with the time kept.
+#[tokio::test]
+async fn servers_changed_since_lists_changes_and_reads_the_date() {
+    let (tb, _d) = start().await;
+    let ids = tb.cloud().add_idle_servers(5, "chg");
+    let cloud = connect(&tb).await;
+    // `updated` has second resolution: ask from the next second on.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mark = vnfkeeper::model::Timestamp(chrono::Utc::now());
+    let before = cloud.request_count();
+    let page = cloud.servers_changed_since(mark).await.unwrap();
+    assert_eq!(cloud.request_count() - before, 1);
+    assert!(page.servers.is_empty(), "{:?}", page.servers);
+    let date = page.date.expect("the testbed sends a Date header");
+    assert!(
+        (date.0 - mark.0).num_seconds().abs() <= 5,
+        "{date} vs {mark}"
+    );
+
+    tb.cloud()
+        .inject_server_error(&ids[0], "changes-since")
+        .await
+        .unwrap();
+    tb.cloud().inject_server_vanish(&ids[1]).await.unwrap();
+    tb.cloud()
+        .inject_server_power(&ids[2], false)
+        .await
+        .unwrap();
+    let page = cloud.servers_changed_since(mark).await.unwrap();
+    let mut got: Vec<(String, String)> = page
+        .servers
+        .iter()
+        .map(|s| (s.id.clone(), s.status.clone()))
+        .collect();
+    got.sort();
+    let mut want = vec![
+        (ids[0].clone(), "ERROR".to_string()),
+        (ids[1].clone(), "DELETED".to_string()),
+        (ids[2].clone(), "SHUTOFF".to_string()),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+
+    // Pages: the time travels with the marker.
+    let small = connect(&tb).await.with_page_size(Some(2));
+    let before = small.request_count();
+    let page = small.servers_changed_since(mark).await.unwrap();
+    assert_eq!(page.servers.len(), 3);
+    assert_eq!(small.request_count() - before, 2);
+    tb.shutdown().await;
+}

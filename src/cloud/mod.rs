@@ -22,7 +22,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use error::{CloudError, ErrorKind};
-pub use openstack::{OpenStackCloud, PollPolicy};
+pub use openstack::{ChangedServers, OpenStackCloud, PollPolicy};
 pub use types::StackStatus;
 pub use types::{
     FixedIp, Inventory, Port, Server, ServerAddress, Stack, StackCreate, StackOutput, StackRef,

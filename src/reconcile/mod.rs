@@ -9,9 +9,11 @@
 //! [`record`] (one transaction: HEAL operations, audit events, the loop's memory) → [`log`]
 //! (journald records with stable `MESSAGE_ID`s). `vnfkeeper plan` runs the first two only.
 //!
-//! Two kinds of pass: *cloud* passes (list calls only, every `cloud_interval_secs`, so a Nova
-//! `ERROR` is healed within ~30 s) and *full* passes (cloud + probes, on the cron `schedule` and
-//! on `vnfkeeper reconcile --now`).
+//! Two kinds of pass: *cloud* passes (list calls only, every `cloud_interval_secs`, and at once
+//! for the VNFs the fast observation names — one Nova `changes-since` request every
+//! `changes_since_interval_secs`, see [`policy::changes`] — so a Nova `ERROR` or a vanished
+//! server is healed within seconds) and *full* passes (cloud + probes, on the cron `schedule`
+//! and on `vnfkeeper reconcile --now`).
 //!
 //! Contract with the engine: the HEAL operation's `operation_params` is a SOL002/SOL003
 //! HealVnfRequest `{"vnfcInstanceId": [...], "cause": "...", "additionalParams":
@@ -93,12 +95,19 @@ pub struct Snapshot {
 /// unfinished operations and INSTANTIATE request, the loop's memory, and the maintenance
 /// pauses. Errors: the store's.
 pub fn snapshot(q: ReaderRef<'_>, only: Option<&str>) -> crate::store::Result<Snapshot> {
+    snapshot_where(q, |id| only.is_none_or(|o| o == id))
+}
+
+/// [`snapshot`] of the instantiated instances whose vnfInstanceId `keep` accepts (the fast
+/// observation's pass over the VNFs it named). Errors: the store's.
+pub fn snapshot_where(
+    q: ReaderRef<'_>,
+    keep: impl Fn(&str) -> bool,
+) -> crate::store::Result<Snapshot> {
     let unfinished = q.unfinished_operations_by_instance()?;
     let mut vnfs = Vec::new();
     for instance in q.instances()? {
-        if instance.instantiation_state != InstantiationState::Instantiated
-            || only.is_some_and(|o| o != instance.id)
-        {
+        if instance.instantiation_state != InstantiationState::Instantiated || !keep(&instance.id) {
             continue;
         }
         vnfs.push(VnfSnapshot {
@@ -115,6 +124,35 @@ pub fn snapshot(q: ReaderRef<'_>, only: Option<&str>) -> crate::store::Result<Sn
         pauses: q.maintenance_pauses()?,
         external_host_keys: q.external_host_keys()?,
     })
+}
+
+/// The servers recorded for VNFCs of instantiated instances, by server id, with their VNF and
+/// whether it has an unfinished operation: what the fast observation
+/// ([`policy::changes::ChangesPoll::plan`]) needs to name the VNFs of changed servers. Read only
+/// when a poll found a failing server it had not reported. Errors: the store's.
+pub fn recorded_servers(
+    q: ReaderRef<'_>,
+) -> crate::store::Result<HashMap<String, policy::changes::Recorded>> {
+    let unfinished = q.unfinished_operations_by_instance()?;
+    let mut out = HashMap::new();
+    for instance in q.instances()? {
+        if instance.instantiation_state != InstantiationState::Instantiated {
+            continue;
+        }
+        let busy = unfinished.get(&instance.id).is_some_and(|u| !u.is_empty());
+        for c in q.vnfcs(&instance.id)? {
+            if let Some(server) = c.server_id.filter(|s| !s.is_empty()) {
+                out.insert(
+                    server,
+                    policy::changes::Recorded {
+                        vnf_instance_id: instance.id.clone(),
+                        busy,
+                    },
+                );
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The result of evaluating one pass (nothing written yet).

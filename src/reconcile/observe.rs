@@ -15,18 +15,7 @@ use super::policy::CloudView;
 use crate::cloud::{Inventory, Port, Server, Volume};
 use crate::store::VnfcRow;
 
-/// Nova statuses in which a server is on its way somewhere: wait, do not judge.
-const TRANSITIONAL: &[&str] = &[
-    "BUILD",
-    "REBUILD",
-    "REBOOT",
-    "HARD_REBOOT",
-    "MIGRATING",
-    "RESIZE",
-    "VERIFY_RESIZE",
-    "REVERT_RESIZE",
-    "PASSWORD",
-];
+use super::policy::changes::TRANSITIONAL;
 
 /// The inventory indexed for lookups by id and address (built once per pass).
 #[derive(Debug)]

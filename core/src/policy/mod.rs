@@ -28,6 +28,7 @@
 //!   recorded as usual, but a heal it would get is recorded as `PAUSED` instead, spending no
 //!   attempt of the retry budget (Cluster API's `paused`).
 
+pub mod changes;
 mod rules;
 
 use std::time::Duration;

@@ -425,3 +425,112 @@ async fn fault_injection_5xx_latency_and_counters() {
     assert_eq!(v["servers"], json!([]));
     tb.shutdown().await;
 }
+
+/// `changes-since=<t>` as a URL query value.
+fn since_q(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn ids_status(v: &Value) -> Vec<(String, String)> {
+    v["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().to_string(),
+                s["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn changes_since_lists_changed_and_deleted_servers_as_nova_does() {
+    let (tb, _d) = start().await;
+    let c = Client::login(&tb).await;
+    let id = c.create_stack(many_body("chg")).await;
+    c.wait("chg", &id).await;
+    let (_, v) = c.get("/compute/v2.1/servers/detail").await;
+    let all = ids_status(&v);
+    assert!(all.len() >= 3, "{all:?}");
+    let (a, b) = (all[0].0.clone(), all[1].0.clone());
+
+    // Nothing changed after a moment in the future: an empty page, no deleted ones either.
+    let later = chrono::Utc::now() + chrono::Duration::seconds(5);
+    let (st, v) = c
+        .get(&format!(
+            "/compute/v2.1/servers/detail?changes-since={}",
+            since_q(later)
+        ))
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(ids_status(&v), vec![]);
+
+    // `updated` has second resolution: wait for the next second, then change two servers.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mark = chrono::Utc::now();
+    tb.cloud()
+        .inject_server_error(&a, "changes-since test")
+        .await
+        .unwrap();
+    tb.cloud().inject_server_vanish(&b).await.unwrap();
+    let (st, v) = c
+        .get(&format!(
+            "/compute/v2.1/servers/detail?changes-since={}",
+            since_q(mark)
+        ))
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let mut got = ids_status(&v);
+    got.sort();
+    let mut want = vec![
+        (a.clone(), "ERROR".to_string()),
+        (b.clone(), "DELETED".to_string()),
+    ];
+    want.sort();
+    assert_eq!(
+        got, want,
+        "only the two changed servers, the deleted one as DELETED"
+    );
+    let srv_a = v["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == a.as_str())
+        .unwrap();
+    assert!(srv_a["updated"].as_str().unwrap() >= since_q(mark).as_str());
+    assert_eq!(srv_a["fault"]["message"], "changes-since test");
+    // The plain listing does not show the deleted server.
+    let (_, v) = c.get("/compute/v2.1/servers/detail").await;
+    assert!(ids_status(&v).iter().all(|(i, _)| *i != b));
+    // Other ISO 8601 spellings are accepted (offset, fraction, no zone = UTC).
+    for q in [
+        mark.format("%Y-%m-%dT%H:%M:%S+00:00").to_string(),
+        mark.format("%Y-%m-%dT%H:%M:%S").to_string(),
+    ] {
+        let (st, v) = c
+            .get(&format!(
+                "/compute/v2.1/servers/detail?changes-since={}",
+                q.replace('+', "%2B")
+            ))
+            .await;
+        assert_eq!(st, StatusCode::OK, "{q}");
+        assert_eq!(ids_status(&v).len(), 2, "{q}");
+    }
+
+    // A malformed time: 400 with Nova's badRequest body.
+    let (st, v) = c
+        .get("/compute/v2.1/servers/detail?changes-since=yesterday")
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    assert_eq!(v["badRequest"]["code"], 400);
+    assert!(
+        v["badRequest"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("changes-since"),
+        "{v}"
+    );
+    tb.shutdown().await;
+}

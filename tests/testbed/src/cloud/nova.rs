@@ -1,5 +1,6 @@
 //! Nova (Compute API v2.1 with microversions 2.1–2.79): servers (list, detail, show, delete,
-//! start/stop/reboot and os-getConsoleOutput actions) and flavors.
+//! start/stop/reboot and os-getConsoleOutput actions) and flavors. `GET /servers[/detail]`
+//! honours `changes-since` (deleted servers included, status `DELETED`).
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use super::state::{Inner, ServerRec, ts};
@@ -168,7 +170,7 @@ fn server_json(c: &Cloud, inner: &Inner, s: &ServerRec, v: (u32, u32)) -> Value 
         "config_drive": if s.config_drive { "True" } else { "" },
         "key_name": s.key_name,
         "OS-SRV-USG:launched_at": if s.status == "BUILD" { Value::Null } else { json!(ts(&s.created)) },
-        "OS-SRV-USG:terminated_at": null,
+        "OS-SRV-USG:terminated_at": if s.status == "DELETED" { json!(ts(&s.updated)) } else { Value::Null },
         "OS-EXT-SRV-ATTR:host": "testbed",
         "OS-EXT-SRV-ATTR:hypervisor_hostname": "testbed",
         "OS-EXT-SRV-ATTR:instance_name": format!("instance-{:08x}", s.seq),
@@ -187,10 +189,42 @@ fn server_json(c: &Cloud, inner: &Inner, s: &ServerRec, v: (u32, u32)) -> Value 
     j
 }
 
-fn filtered<'a>(inner: &'a Inner, q: &[(String, String)]) -> Vec<&'a ServerRec> {
+/// Parses a `changes-since` value as Nova's query schema does (`format: date-time`, ISO 8601;
+/// without a zone it is UTC). `None`: malformed.
+pub fn parse_changes_since(v: &str) -> Option<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(v) {
+        return Some(t.with_timezone(&Utc));
+    }
+    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(v, f).ok())
+        .map(|n| n.and_utc())
+}
+
+/// Servers matching the query. With `changes_since`, only servers whose `updated` (second
+/// resolution, as Nova's `updated_at` column) is at or after it — deleted ones included, as
+/// Nova lists soft-deleted instances to `changes-since` (Compute API "List Servers Detailed":
+/// "the deleted servers are also returned").
+fn filtered<'a>(
+    inner: &'a Inner,
+    q: &[(String, String)],
+    changes_since: Option<DateTime<Utc>>,
+) -> Vec<&'a ServerRec> {
+    let deleted = changes_since
+        .is_some()
+        .then(|| inner.deleted_servers.values())
+        .into_iter()
+        .flatten();
     let mut v: Vec<&ServerRec> = inner
         .servers
         .values()
+        .chain(deleted)
+        .filter(|s| {
+            changes_since.is_none_or(|t| {
+                s.updated.timestamp() >= t.timestamp()
+                    && (s.updated.timestamp() > t.timestamp() || t.timestamp_subsec_nanos() == 0)
+            })
+        })
         .filter(|s| {
             qget(q, "name").is_none_or(|n| {
                 s.name
@@ -206,8 +240,20 @@ fn filtered<'a>(inner: &'a Inner, q: &[(String, String)]) -> Vec<&'a ServerRec> 
 
 fn listing(c: &Cloud, h: &HeaderMap, q: &[(String, String)], detail: bool) -> ApiResult {
     let v = microversion(h)?;
+    let changes_since = match qget(q, "changes-since") {
+        None => None,
+        Some(raw) => Some(parse_changes_since(raw).ok_or_else(|| {
+            nova_err(
+                400,
+                "badRequest",
+                format!(
+                    "Invalid input for query parameters changes-since. Value: {raw}. '{raw}' is not a 'date-time'"
+                ),
+            )
+        })?),
+    };
     let inner = c.lock();
-    let items: Vec<Value> = filtered(&inner, q)
+    let items: Vec<Value> = filtered(&inner, q, changes_since)
         .into_iter()
         .map(|s| {
             if detail {

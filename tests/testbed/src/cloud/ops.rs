@@ -137,8 +137,14 @@ impl Cloud {
     pub(crate) fn port_delete(&self, inner: &mut Inner, id: &str) {
         if let Some(p) = inner.ports.remove(id) {
             self.release_ip(inner, p.ip);
+            let now = Utc::now();
             for s in inner.servers.values_mut() {
+                let before = s.ports.len();
                 s.ports.retain(|x| x != id);
+                if s.ports.len() != before {
+                    // Its `addresses` changed.
+                    s.updated = now;
+                }
             }
         }
     }
@@ -370,6 +376,15 @@ impl Cloud {
         let Some(s) = inner.servers.remove(id) else {
             return Ok(());
         };
+        // Nova soft-deletes the instance row: `changes-since` still lists it as DELETED.
+        let mut gone = s.clone();
+        gone.status = "DELETED".to_string();
+        gone.vm_state = "deleted".to_string();
+        gone.power_state = 0;
+        gone.updated = Utc::now();
+        gone.ports.clear();
+        gone.volumes.clear();
+        inner.deleted_servers.insert(gone.id.clone(), gone);
         for p in &s.own_ports {
             self.port_delete(&mut inner, p);
         }
@@ -426,6 +441,49 @@ impl Cloud {
             Some(fault_json(500, message)),
         );
         Ok(())
+    }
+
+    /// Adds `n` ACTIVE servers named `<prefix>-<i>` outside any stack, without ports or volumes
+    /// (no address: a fleet's other servers for benchmarks, listed, changed and deleted like any
+    /// other; no host is started for them). Returns their ids.
+    pub fn add_idle_servers(&self, n: usize, prefix: &str) -> Vec<String> {
+        let mut inner = self.lock();
+        let mut ids = Vec::with_capacity(n);
+        for i in 0..n {
+            let spec = ServerSpec {
+                name: format!("{prefix}-{i}"),
+                flavor: "m1.tiny".into(),
+                image: "cirros-0.5.2-x86_64-disk".into(),
+                ..ServerSpec::default()
+            };
+            let Ok(id) = self.server_begin(&mut inner, &spec) else {
+                continue;
+            };
+            if let Some(s) = inner.servers.get_mut(&id) {
+                s.status = "ACTIVE".to_string();
+                s.vm_state = "active".to_string();
+                s.power_state = 1;
+            }
+            ids.push(id);
+        }
+        ids
+    }
+
+    /// Stops (`on` false: SHUTOFF, as Nova `os-stop` or a guest shutting itself down) or starts
+    /// (`os-start`: BUILD, then ACTIVE) a server behind our back.
+    ///
+    /// Errors: unknown server, farm failure.
+    pub async fn inject_server_power(&self, server_id: &str, on: bool) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.lock().servers.contains_key(server_id),
+            "no server {server_id}"
+        );
+        if on {
+            self.server_start(server_id).await
+        } else {
+            self.server_stop(server_id).await
+        }
+        .map_err(anyhow::Error::msg)
     }
 
     /// Deletes a server behind Heat's back (Heat still lists the resource with the old id).

@@ -140,6 +140,9 @@ pub struct Inner {
     pub tokens: HashMap<String, DateTime<Utc>>,
     /// Servers by id.
     pub servers: BTreeMap<String, ServerRec>,
+    /// Deleted servers by id, status `DELETED`, `updated` = deletion time: Nova keeps the
+    /// soft-deleted row and lists it only to `changes-since` queries.
+    pub deleted_servers: BTreeMap<String, ServerRec>,
     /// Ports by id.
     pub ports: BTreeMap<String, PortRec>,
     /// Networks by id.

@@ -458,7 +458,12 @@ fn swap_ports(
             p.device_owner = "compute:nova".to_string();
         }
     }
-    inner.servers.get_mut(&pid)?.ports = after.clone();
+    let srv = inner.servers.get_mut(&pid)?;
+    if srv.ports != after {
+        // Its `addresses` change.
+        srv.updated = Utc::now();
+    }
+    srv.ports = after.clone();
     let ip = inner.ports.get(after.first()?)?.ip;
     Some((pid, ip))
 }
