@@ -201,9 +201,13 @@ async fn conformance_with_the_real_clients() {
         "catalog has a volume service: {cat}"
     );
 
+    let before = (chrono::Utc::now() - chrono::Duration::seconds(5))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+
     // Heat: create from the BaseHOT with nested templates and the nfv JSON parameter.
     let top = basehot(&cwd);
-    let nfv = nfv(2).to_string();
+    let nfv2 = nfv(2).to_string();
     let created = osc
         .json(&[
             "stack",
@@ -211,7 +215,7 @@ async fn conformance_with_the_real_clients() {
             "-t",
             top.to_str().unwrap(),
             "--parameter",
-            &format!("nfv={nfv}"),
+            &format!("nfv={nfv2}"),
             "pv",
         ])
         .await;
@@ -383,6 +387,23 @@ async fn conformance_with_the_real_clients() {
     assert_eq!(sv["status"], "ACTIVE");
     assert!(sv["addresses"].to_string().contains(net0), "{sv}");
 
+    // changes-since: every server changed since before the create; none after now.
+    let later = (chrono::Utc::now() + chrono::Duration::hours(1))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let none = osc
+        .json(&["server", "list", "--changes-since", &later])
+        .await;
+    assert_eq!(none, json!([]), "nothing changed after {later}");
+    let all = osc
+        .json(&["server", "list", "--changes-since", &before])
+        .await;
+    assert_eq!(all.as_array().unwrap().len(), 4, "{all}");
+
+    // Console log (text, not JSON).
+    let r = osc.run(&["console", "log", "show", &storage]).await;
+    assert!(r.ok, "console log show: {}", r.stderr);
+
     // Neutron.
     let ports = osc.json(&["port", "list", "--server", &storage]).await;
     let ports = ports.as_array().unwrap();
@@ -439,6 +460,63 @@ async fn conformance_with_the_real_clients() {
         .await;
     assert_eq!(r["resource_status"], "CHECK_FAILED", "{r}");
     assert_eq!(r["resource_status_reason"], "conformance", "{r}");
+
+    // Heal as Tacker does: mark unhealthy, then update with the existing template (and a
+    // third worker): the marked server is replaced, the stack ends UPDATE_COMPLETE.
+    let nfv3 = nfv(3).to_string();
+    let r = osc
+        .run(&[
+            "stack",
+            "update",
+            "--existing",
+            "--parameter",
+            &format!("nfv={nfv3}"),
+            "pv",
+        ])
+        .await;
+    assert!(r.ok, "stack update --existing: {}", r.stderr);
+    let s = osc.wait_stack("pv").await;
+    assert_eq!(s["stack_status"], "UPDATE_COMPLETE", "{s}");
+    let res = osc
+        .json(&["stack", "resource", "list", "--nested-depth", "2", "pv"])
+        .await;
+    assert_eq!(rows_where(&res, "resource_name", "workerNode").len(), 3);
+    let healed = rows_where(&res, "resource_name", "storage_server")[0];
+    assert_ne!(healed["physical_resource_id"], storage.as_str(), "replaced");
+    assert_eq!(
+        osc.json(&["server", "list"])
+            .await
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+
+    // 409 and 400 bodies parsed into the clients' messages.
+    let e = osc
+        .fails(&[
+            "stack",
+            "create",
+            "-t",
+            top.to_str().unwrap(),
+            "--parameter",
+            &format!("nfv={nfv2}"),
+            "pv",
+        ])
+        .await;
+    assert!(e.contains("The Stack (pv) already exists."), "{e}");
+    let e = osc
+        .fails(&[
+            "stack",
+            "create",
+            "-t",
+            top.to_str().unwrap(),
+            "--parameter",
+            &format!("nfv={nfv2}"),
+            "1pv",
+        ])
+        .await;
+    assert!(e.contains("Invalid stack name 1pv"), "{e}");
 
     // 404 bodies parsed into the clients' usual messages.
     let e = osc.fails(&["stack", "show", "nonexistent"]).await;

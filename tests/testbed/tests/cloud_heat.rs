@@ -649,3 +649,25 @@ async fn attrs(c: &Client, stack: &str, id: &str, res: &str, query: &str) -> Val
     assert_eq!(st, StatusCode::OK, "{v}");
     v["resource"]["attributes"].clone()
 }
+
+/// Nova's `changes-since`: servers updated at or after the time; an unparsable value is a 400.
+#[tokio::test]
+async fn server_list_changes_since() {
+    let (tb, _d) = start().await;
+    let c = Client::login(&tb).await;
+    let id = c.create_stack(pv_body("pv", 1)).await;
+    c.wait("pv", &id).await;
+    let n = |v: &Value| v["servers"].as_array().unwrap().len();
+    let (st, v) = c
+        .get("/compute/v2.1/servers?changes-since=2000-01-01T00:00:00Z")
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(n(&v), 3);
+    let (_, v) = c
+        .get("/compute/v2.1/servers/detail?changes-since=2999-01-01T00:00:00")
+        .await;
+    assert_eq!(n(&v), 0, "{v}");
+    let (st, v) = c.get("/compute/v2.1/servers?changes-since=yesterday").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["badRequest"]["code"], 400, "{v}");
+}

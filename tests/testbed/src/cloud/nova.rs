@@ -192,6 +192,19 @@ pub(crate) fn server_json(c: &Cloud, inner: &Inner, s: &ServerRec, v: (u32, u32)
     j
 }
 
+/// The `changes-since` query parameter (ISO 8601; without an offset, UTC), if given and valid.
+fn changes_since(q: &[(String, String)]) -> Option<chrono::DateTime<chrono::Utc>> {
+    let t = qget(q, "changes-since")?;
+    chrono::DateTime::parse_from_rfc3339(t)
+        .map(|d| d.with_timezone(&chrono::Utc))
+        .ok()
+        .or_else(|| {
+            chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S%.f")
+                .ok()
+                .map(|n| n.and_utc())
+        })
+}
+
 fn filtered<'a>(inner: &'a Inner, q: &[(String, String)]) -> Vec<&'a ServerRec> {
     let mut v: Vec<&ServerRec> = inner
         .servers
@@ -204,6 +217,9 @@ fn filtered<'a>(inner: &'a Inner, q: &[(String, String)]) -> Vec<&'a ServerRec> 
         })
         .filter(|s| qget(q, "status").is_none_or(|st| s.status.eq_ignore_ascii_case(st)))
         .filter(|s| qget(q, "availability_zone").is_none_or(|z| s.az == z))
+        // `changes-since` (compute API, list servers): servers updated at or after the time.
+        // Deleted servers are not kept, so unlike Nova none of them is listed as DELETED.
+        .filter(|s| changes_since(q).is_none_or(|t| s.updated >= t))
         .collect();
     v.sort_by_key(|s| std::cmp::Reverse(s.seq));
     v
@@ -211,6 +227,15 @@ fn filtered<'a>(inner: &'a Inner, q: &[(String, String)]) -> Vec<&'a ServerRec> 
 
 fn listing(c: &Cloud, h: &HeaderMap, q: &[(String, String)], detail: bool) -> ApiResult {
     let v = microversion(h)?;
+    if let Some(t) = qget(q, "changes-since")
+        && changes_since(q).is_none()
+    {
+        return Err(nova_err(
+            400,
+            "badRequest",
+            format!("Invalid input for query parameters changes-since. Value: {t}."),
+        ));
+    }
     let inner = c.lock();
     let items: Vec<Value> = filtered(&inner, q)
         .into_iter()
