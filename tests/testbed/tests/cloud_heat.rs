@@ -553,3 +553,121 @@ async fn fixture_package_basehots_create_and_individual_vnfc_put() {
     assert_eq!(t["resources"].as_object().unwrap().len(), 1);
     tb.shutdown().await;
 }
+
+/// Resource show fills `attributes` as Heat's `format_resource_attributes` does: the service's
+/// show body for servers, ports and volumes (plus `with_attr`), the schema attributes otherwise.
+#[tokio::test]
+async fn resource_show_attributes_are_filled_as_heat_fills_them() {
+    let (tb, _d) = start().await;
+    let c = Client::login(&tb).await;
+    let id = c.create_stack(pv_body("pv", 2)).await;
+    let s = c.wait("pv", &id).await;
+    assert_eq!(s["stack_status"], "CREATE_COMPLETE", "{s}");
+    let all = c.resources("pv", &id, 2).await;
+
+    // Server: Nova's show body (server_groups from 2.71: none in the testbed), with_attr added.
+    let storage = phys(&all, "storage_server");
+    let a = attrs(
+        &c,
+        "pv",
+        &id,
+        "storage_server",
+        "?with_attr=networks&with_attr=first_address",
+    )
+    .await;
+    assert_eq!(a["id"], storage.as_str(), "{a}");
+    assert_eq!(a["name"], "storage_server");
+    assert_eq!(a["status"], "ACTIVE");
+    assert_eq!(a["server_groups"], json!([]));
+    let ip = a["addresses"]["net0"][0]["addr"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(a["networks"]["net0"], json!([ip]), "{a}");
+    assert_eq!(a["first_address"], ip.as_str());
+    let (_, nova) = c.get(&format!("/compute/v2.1/servers/{storage}")).await;
+    assert_eq!(a["addresses"], nova["server"]["addresses"]);
+    // Without with_attr, schema-only attributes are absent (as in Heat).
+    let a = attrs(&c, "pv", &id, "storage_server", "").await;
+    assert!(a.get("networks").is_none(), "{a}");
+
+    // Port and volume: Neutron's and Cinder's show bodies.
+    let vol = phys(&all, "storage_server_volume");
+    let a = attrs(
+        &c,
+        "pv",
+        &id,
+        "storage_server_volume",
+        "?with_attr=attachments_list",
+    )
+    .await;
+    assert_eq!(a["id"], vol.as_str());
+    assert_eq!(a["status"], "in-use");
+    assert_eq!(a["size"], 5, "{a}"); // the template's size
+    assert_eq!(a["attachments"][0]["device"], "/dev/vdb");
+    assert_eq!(a["attachments_list"], a["attachments"]);
+    let ports: Vec<&Value> = all
+        .iter()
+        .filter(|r| r["resource_type"] == "OS::Neutron::Port")
+        .collect();
+    assert!(!ports.is_empty());
+    for p in ports {
+        let name = p["resource_name"].as_str().unwrap();
+        let a = attrs(
+            &c,
+            p["stack_name"].as_str().unwrap(),
+            p["stack_id"].as_str().unwrap(),
+            name,
+            "",
+        )
+        .await;
+        assert_eq!(a["id"], p["physical_resource_id"], "{a}");
+        assert!(a["fixed_ips"][0]["ip_address"].is_string(), "{a}");
+        assert!(a["mac_address"].is_string(), "{a}");
+        assert!(a["network_id"].is_string(), "{a}");
+    }
+
+    // ASG: the group attributes; outputs per member without an output name.
+    let a = attrs(&c, "pv", &id, "worker_instance", "").await;
+    assert_eq!(a["current_size"], 2, "{a}");
+    let refs = a["refs"].as_array().unwrap();
+    assert_eq!(refs.len(), 2);
+    let map = a["refs_map"].as_object().unwrap();
+    assert_eq!(map.len(), 2);
+    for (member, r) in map {
+        assert!(refs.contains(r));
+        assert!(a["outputs"][member]["mgmt_ip"].is_string(), "{a}");
+    }
+    assert_eq!(a["outputs_list"].as_array().unwrap().len(), 2);
+}
+
+/// `attributes` of `GET …/stacks/{stack}/{id}/resources/{res}{query}` (which must answer 200).
+async fn attrs(c: &Client, stack: &str, id: &str, res: &str, query: &str) -> Value {
+    let (st, v) = c
+        .get(&c.heat(&format!("/stacks/{stack}/{id}/resources/{res}{query}")))
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    v["resource"]["attributes"].clone()
+}
+
+/// Nova's `changes-since`: servers updated at or after the time; an unparsable value is a 400.
+#[tokio::test]
+async fn server_list_changes_since() {
+    let (tb, _d) = start().await;
+    let c = Client::login(&tb).await;
+    let id = c.create_stack(pv_body("pv", 1)).await;
+    c.wait("pv", &id).await;
+    let n = |v: &Value| v["servers"].as_array().unwrap().len();
+    let (st, v) = c
+        .get("/compute/v2.1/servers?changes-since=2000-01-01T00:00:00Z")
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(n(&v), 3);
+    let (_, v) = c
+        .get("/compute/v2.1/servers/detail?changes-since=2999-01-01T00:00:00")
+        .await;
+    assert_eq!(n(&v), 0, "{v}");
+    let (st, v) = c.get("/compute/v2.1/servers?changes-since=yesterday").await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(v["badRequest"]["code"], 400, "{v}");
+}

@@ -61,7 +61,8 @@ async fn version_here(State(c): State<Arc<Cloud>>, Path(p): Path<String>) -> Api
     Ok(axum::Json(json!({"version": v3(&c, href)})).into_response())
 }
 
-fn volume_json(c: &Cloud, v: &VolumeRec, detail: bool) -> Value {
+/// A volume's body (Block Storage API v3; `detail` = the show/detail form).
+pub(crate) fn volume_json(c: &Cloud, v: &VolumeRec, detail: bool) -> Value {
     let link = json!([{"rel": "self", "href": format!("{}/volume/v3/{}/volumes/{}", c.base, c.project_id, v.id)}]);
     if !detail {
         return json!({"id": v.id, "name": v.name, "links": link});

@@ -49,7 +49,8 @@ async fn resources(State(c): State<Arc<Cloud>>) -> Response {
     axum::Json(json!({"resources": r})).into_response()
 }
 
-fn port_json(c: &Cloud, inner: &Inner, p: &PortRec) -> Value {
+/// A port's show body (Networking API v2.0).
+pub(crate) fn port_json(c: &Cloud, inner: &Inner, p: &PortRec) -> Value {
     let active = !p.device_id.is_empty()
         && inner
             .servers

@@ -600,9 +600,12 @@ fn find_res<'a>(s: &'a Stack, key: &str) -> Option<&'a Res> {
     })
 }
 
+/// `GET …/resources/{name_or_physical_id}[?with_attr=A…]`: the resource with `attributes` as Heat
+/// shows them (see [`Ctx::shown_attributes`]), `description` and `properties`.
 async fn resource_show(
     State(c): St,
     Path((_p, name, id, res)): Path<(String, String, String, String)>,
+    Query(q): Q,
 ) -> ApiResult<axum::Json<Value>> {
     let inner = c.lock();
     let s = lookup(&inner, &name, &id)?;
@@ -614,7 +617,17 @@ async fn resource_show(
         )
     })?;
     let mut v = res_json(&c, &inner, s, r);
-    v["attributes"] = json!({});
+    let with_attr: Vec<String> = q
+        .iter()
+        .filter(|(k, _)| k == "with_attr")
+        .map(|(_, v)| v.clone())
+        .collect();
+    v["attributes"] = Ctx {
+        inner: &inner,
+        stack: s,
+        cloud: &c,
+    }
+    .shown_attributes(&r.name, &with_attr);
     v["description"] = json!("");
     v["properties"] = r.props.clone();
     Ok(axum::Json(json!({"resource": v})))

@@ -595,7 +595,14 @@ impl Ctx<'_> {
                     "networks" => Value::Object(nets),
                     "addresses" => Value::Object(addrs),
                     "name" | "instance_name" => json!(s.name),
-                    "show" => json!({"id": s.id, "name": s.name, "status": s.status}),
+                    // No server groups in the testbed: Nova's (2.71+) and Heat's answer is [].
+                    "server_groups" => json!([]),
+                    "show" => crate::cloud::nova::server_json(
+                        self.cloud,
+                        inner,
+                        s,
+                        crate::cloud::nova::MAX_MICROVERSION,
+                    ),
                     _ => return unsupported(),
                 })
             }
@@ -612,9 +619,7 @@ impl Ctx<'_> {
                     "name" => json!(p.name),
                     "device_id" => json!(p.device_id),
                     "subnets" => json!([{"id": p.subnet_id, "cidr": self.cloud.cidr()}]),
-                    "show" => {
-                        json!({"id": p.id, "fixed_ips": [{"ip_address": p.ip.to_string(), "subnet_id": p.subnet_id}]})
-                    }
+                    "show" => crate::cloud::neutron::port_json(self.cloud, inner, p),
                     _ => return unsupported(),
                 })
             }
@@ -626,6 +631,16 @@ impl Ctx<'_> {
                     "size" => json!(v.size),
                     "status" => json!(v.status),
                     "display_name" | "name" => json!(v.name),
+                    "attachments_list" => {
+                        crate::cloud::cinder::volume_json(self.cloud, v, true)["attachments"]
+                            .clone()
+                    }
+                    // Heat's deprecated string form of the list (JSON here, not Python's repr).
+                    "attachments" => json!(
+                        crate::cloud::cinder::volume_json(self.cloud, v, true)["attachments"]
+                            .to_string()
+                    ),
+                    "show" => crate::cloud::cinder::volume_json(self.cloud, v, true),
                     _ => return unsupported(),
                 })
             }
@@ -660,6 +675,36 @@ impl Ctx<'_> {
                             .collect(),
                     )),
                     "current_size" => Ok(json!(members.len())),
+                    "outputs_list" | "outputs" if arg.is_none() => {
+                        // Without an output name (resource show): every output of each member.
+                        let all = |m: &super::Res| -> Value {
+                            let Some(ms) = m.nested.as_ref().and_then(|n| inner.stacks.get(n))
+                            else {
+                                return Value::Null;
+                            };
+                            let ctx = Ctx {
+                                inner,
+                                stack: ms,
+                                cloud: self.cloud,
+                            };
+                            Value::Object(
+                                output_keys(ms)
+                                    .into_iter()
+                                    .map(|k| {
+                                        let v = ctx.output(&k).unwrap_or(Value::Null);
+                                        (k, v)
+                                    })
+                                    .collect(),
+                            )
+                        };
+                        Ok(if an == "outputs_list" {
+                            Value::Array(members.iter().map(|m| all(m)).collect())
+                        } else {
+                            Value::Object(
+                                members.iter().map(|m| (m.name.clone(), all(m))).collect(),
+                            )
+                        })
+                    }
                     "outputs_list" | "outputs" => {
                         let key = arg
                             .and_then(Value::as_str)
@@ -711,6 +756,63 @@ impl Ctx<'_> {
         }
     }
 
+    /// The attributes `GET …/resources/{name}` shows for resource `rn`, as Heat's
+    /// `format_resource_attributes` builds them: for a resource with a `show` attribute (servers,
+    /// ports, volumes) the service's show body, plus each of `with_attr` not in it; otherwise every
+    /// attribute of the type's schema that the testbed knows (unresolvable ones are `null`).
+    pub fn shown_attributes(&self, rn: &str, with_attr: &[String]) -> Value {
+        let Some(r) = self.stack.res(rn) else {
+            return json!({});
+        };
+        let get = |a: &str| self.attribute(rn, a, None).unwrap_or(Value::Null);
+        if matches!(
+            r.rtype.as_str(),
+            "OS::Nova::Server" | "OS::Neutron::Port" | "OS::Cinder::Volume"
+        ) && let Value::Object(mut show) = get("show")
+        {
+            for a in with_attr {
+                if !show.contains_key(a) {
+                    show.insert(a.clone(), get(a));
+                }
+            }
+            return Value::Object(show);
+        }
+        let mut names: Vec<String> = match r.rtype.as_str() {
+            "OS::Heat::AutoScalingGroup" => [
+                "current_size",
+                "outputs",
+                "outputs_list",
+                "refs",
+                "refs_map",
+            ]
+            .map(String::from)
+            .to_vec(),
+            "OS::Heat::ScalingPolicy" => ["alarm_url", "signal_url"].map(String::from).to_vec(),
+            "OS::Neutron::FloatingIP" => vec!["floating_ip_address".into()],
+            t if is_template_type(t) => {
+                let mut k = r
+                    .nested
+                    .as_ref()
+                    .and_then(|n| self.inner.stacks.get(n))
+                    .map(output_keys)
+                    .unwrap_or_default();
+                k.push("OS::stack_id".into());
+                k
+            }
+            _ => Vec::new(),
+        };
+        names.extend(with_attr.iter().cloned());
+        Value::Object(
+            names
+                .into_iter()
+                .map(|a| {
+                    let v = get(&a);
+                    (a, v)
+                })
+                .collect(),
+        )
+    }
+
     /// Evaluates one output of this stack (`Null` when absent).
     pub fn output(&self, key: &str) -> Result<Value, String> {
         match self.stack.template.get("outputs").and_then(|o| o.get(key)) {
@@ -737,6 +839,15 @@ fn path_exists(base: &Value, path: &[Value]) -> bool {
         };
     }
     true
+}
+
+/// Output names of a stack's template, in template order.
+fn output_keys(s: &super::Stack) -> Vec<String> {
+    s.template
+        .get("outputs")
+        .and_then(Value::as_object)
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
