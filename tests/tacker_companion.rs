@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 use support::{Install, wait_until};
 use testbed::cloud::tacker::{NotifyFaults, StandInPackage};
 use testbed::cloud::{CloudOptions, Testbed};
-use vnfkeeper::companion::{Followup, InstantiationState};
+use vnfkeeper::companion::Followup;
+use vnfkeeper::model::InstantiationState;
 use vnfkeeper::model::OperationState;
 use vnfkeeper::store::{RecordedOpOcc, Store};
 

@@ -5,7 +5,7 @@
 //!
 //! Pure: the `vnfkeeper` crate lists, polls and writes, and hands these functions what it saw.
 
-use crate::model::OperationState;
+use crate::model::{InstantiationState, OperationState};
 
 /// A subscription as Tacker lists it (`GET /vnflcm/v2/subscriptions`): only what identifies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,34 +69,6 @@ pub struct OpOccSeen {
     pub state: OperationState,
     /// `isAutomaticInvocation`.
     pub is_automatic_invocation: bool,
-}
-
-/// Whether a VNF instance is instantiated (SOL003 §5.5.2.2 `instantiationState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InstantiationState {
-    /// `NOT_INSTANTIATED`.
-    NotInstantiated,
-    /// `INSTANTIATED`.
-    Instantiated,
-}
-
-impl InstantiationState {
-    /// The SOL003 spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotInstantiated => "NOT_INSTANTIATED",
-            Self::Instantiated => "INSTANTIATED",
-        }
-    }
-
-    /// Parses the SOL003 spelling.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "NOT_INSTANTIATED" => Some(Self::NotInstantiated),
-            "INSTANTIATED" => Some(Self::Instantiated),
-            _ => None,
-        }
-    }
 }
 
 /// A managed VNF instance as Tacker's API shows it (`GET /vnflcm/v2/vnf_instances/{id}`).

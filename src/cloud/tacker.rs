@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use super::CloudError;
 use super::openstack::{NFV_ORCHESTRATION, OpenStackCloud, Reply};
-use crate::companion::{InstanceSeen, InstantiationState, OpOccSeen, SubscriptionSeen};
+use crate::companion::{InstanceSeen, OpOccSeen, SubscriptionSeen};
+use crate::model::InstantiationState;
 use crate::model::OperationState;
 
 #[derive(Deserialize)]

@@ -7,10 +7,8 @@ use rusqlite::{OptionalExtension as _, params};
 
 use super::decode::{Cells, OPERATION_STATES};
 use super::{ReaderRef, Result, Tx, collect_checked};
-use crate::companion::{
-    Followup, InstanceSeen, InstantiationState, OccChange, OpOccSeen, decide_occ, followup,
-};
-use crate::model::{OperationState, Timestamp};
+use crate::companion::{Followup, InstanceSeen, OccChange, OpOccSeen, decide_occ, followup};
+use crate::model::{InstantiationState, OperationState, Timestamp};
 
 /// vnfkeeper's subscription in Tacker, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
