@@ -547,10 +547,7 @@ fn write_memory(
         tx.put_reconcile_state(&state_row(vnf, vnfc, m), now)?;
     }
     let mut row = state_row(vnf, "", &o.vnf_memory);
-    let old = tx
-        .reader()
-        .reconcile_states()?
-        .remove(&(vnf.to_owned(), String::new()));
+    let old = tx.reader().reconcile_state(vnf, "")?;
     if let Some(b) = report.pv_bound.get(vnf) {
         row.pv_bound = Some(b.clone());
         row.pv_observed_at = Some(report.at);

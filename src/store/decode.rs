@@ -339,6 +339,13 @@ mod tests {
             .unwrap();
         let states = store.reader().reconcile_states().unwrap();
         assert_eq!(states[&("vnf-1".to_owned(), String::new())], row);
+        // The keyed read finds the same row, and nothing under another key.
+        assert_eq!(
+            store.reader().reconcile_state("vnf-1", "").unwrap(),
+            Some(row.clone())
+        );
+        assert_eq!(store.reader().reconcile_state("vnf-1", "x").unwrap(), None);
+        assert_eq!(store.reader().reconcile_state("vnf-2", "").unwrap(), None);
         store
             .conn
             .execute(

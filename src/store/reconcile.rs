@@ -90,6 +90,21 @@ impl ReaderRef<'_> {
             .collect())
     }
 
+    /// The reconcile memory row of one VNFC (`vnfc_id` `""`: the VNF's own row), if recorded.
+    /// A keyed read (primary key `(vnf_instance_id, vnfc_id)`), so recording a pass stays linear
+    /// in the fleet.
+    pub fn reconcile_state(
+        &self,
+        vnf_instance_id: &str,
+        vnfc_id: &str,
+    ) -> Result<Option<ReconcileStateRow>> {
+        let mut st = self.conn.prepare_cached(&format!(
+            "SELECT {STATE_COLUMNS} FROM reconcile_state WHERE vnf_instance_id = ?1 AND vnfc_id = ?2"
+        ))?;
+        let rows = st.query_map(params![vnf_instance_id, vnfc_id], state_from_row)?;
+        Ok(collect_checked(rows)?.into_iter().next())
+    }
+
     /// Ids of operations not in a final state (`COMPLETED`, `FAILED`, `ROLLED_BACK`), by VNF
     /// instance, in arrival order. One query for all instances.
     pub fn unfinished_operations_by_instance(&self) -> Result<HashMap<String, Vec<String>>> {
