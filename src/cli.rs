@@ -215,10 +215,13 @@ pub enum HostKeyCommand {
 
 /// Writes one line of command output to stdout (see `outln!`). A closed pipe ends the process
 /// with status 141 (128 + SIGPIPE), silently; another write error is reported on stderr.
+/// The line is formatted first and written at once: stdout is line-buffered, and a table of
+/// thousands of lines written piecewise costs a system call per line.
 pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
     use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+    let mut line = std::fmt::format(args);
+    line.push('\n');
+    if let Err(e) = std::io::stdout().lock().write_all(line.as_bytes()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(141);
         }
@@ -525,6 +528,10 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     let q = db.queries();
     let instances = q.instances()?;
     let summaries = q.operation_summaries()?;
+    // Whole-fleet reads, one query each: per-instance queries made `status` grow with the
+    // fleet by a statement per VNF.
+    let mut all_vnfcs = q.vnfcs_all()?;
+    let mut all_trust = q.registry_trust_all()?;
     // The cluster endpoint of a kubespray instance: the server of the admin kubeconfig the
     // engine kept (0600) next to the database; unreadable or absent: none.
     let endpoint = |id: &str| -> Option<String> {
@@ -539,8 +546,9 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     if as_json {
         let mut list = Vec::new();
         for i in &instances {
-            let vnfcs: Vec<Value> = q
-                .vnfcs(&i.id)?
+            let vnfcs: Vec<Value> = all_vnfcs
+                .remove(&i.id)
+                .unwrap_or_default()
                 .iter()
                 .map(|c| {
                     json!({"id": c.id, "vduId": c.vdu_id, "index": c.vnfc_index,
@@ -548,7 +556,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 })
                 .collect();
             let unfinished = summaries.get(&i.id).map_or(0, |o| o.unfinished);
-            let registries = registries_json(&q.registry_trust(&i.id)?);
+            let registries = registries_json(&all_trust.remove(&i.id).unwrap_or_default());
             list.push(json!({
                 "id": i.id,
                 "instantiationState": i.instantiation_state.as_str(),
@@ -589,7 +597,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     ]);
     for i in &instances {
         let summary = summaries.get(&i.id);
-        let vnfcs = q.vnfcs(&i.id)?;
+        let vnfcs = all_vnfcs.remove(&i.id).unwrap_or_default();
         let last = summary
             .map(|o| {
                 let o = &o.last;
@@ -606,7 +614,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
             endpoint(&i.id).unwrap_or_default(),
             paused(&i.id).map(|p| p.describe()).unwrap_or_default(),
         ]);
-        for n in q.registry_trust(&i.id)? {
+        for n in all_trust.remove(&i.id).unwrap_or_default() {
             let time = |t: Option<crate::model::Timestamp>| {
                 t.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into())
             };

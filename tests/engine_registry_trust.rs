@@ -235,9 +235,14 @@ async fn restarts(bed: &Bed, server: &str) -> usize {
 }
 
 fn trust_of(bed: &Bed) -> Vec<vnfkeeper::flavour::trust::NodeTrust> {
-    bed.db
+    let one = bed
+        .db
         .with(|s| s.reader().registry_trust(CLUSTER_VNF))
-        .unwrap()
+        .unwrap();
+    // `status` reads the whole fleet's at once: the same rows in the same order.
+    let mut all = bed.db.with(|s| s.reader().registry_trust_all()).unwrap();
+    assert_eq!(all.remove(CLUSTER_VNF).unwrap_or_default(), one);
+    one
 }
 
 fn at(secs: i64) -> Timestamp {

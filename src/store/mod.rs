@@ -346,6 +346,20 @@ impl ReaderRef<'_> {
         collect_checked(rows)
     }
 
+    /// [`ReaderRef::vnfcs`] of every VNF instance in one query (what `status` lists), by
+    /// instance id, each ordered as `vnfcs` orders them; instances without VNFCs are absent.
+    pub fn vnfcs_all(&self) -> Result<std::collections::BTreeMap<String, Vec<VnfcRow>>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM vnfc ORDER BY vnf_instance_id, vdu_id, vnfc_index, created_at, id",
+            rows::VnfcColumns::COLUMNS
+        ))?;
+        let mut out = std::collections::BTreeMap::<String, Vec<VnfcRow>>::new();
+        for c in collect_checked(st.query_map([], rows::VnfcColumns::from_row)?)? {
+            out.entry(c.vnf_instance_id.clone()).or_default().push(c);
+        }
+        Ok(out)
+    }
+
     /// Intake records in order.
     pub fn intake(&self) -> Result<Vec<IntakeRow>> {
         let mut st = self.conn.prepare(&format!(

@@ -69,49 +69,66 @@ impl Tx<'_> {
     }
 }
 
+/// The columns both reads select, in [`node_trust_from_row`]'s order.
+const TRUST_SELECT: &str =
+    "SELECT r.vnf_instance_id, r.server, r.connection_type, r.ca_sha256, t.vnfc_instance_id,
+            t.applied_at, t.verified_at
+     FROM vnf_registry r
+     LEFT JOIN node_registry_trust t ON t.vnf_instance_id = r.vnf_instance_id";
+
+fn node_trust_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<NodeTrust>> {
+    let vnf_instance_id: String = r.get(0)?;
+    let server: String = r.get(1)?;
+    let code: i64 = r.get(2)?;
+    let ca_sha256: Option<String> = r.get(3)?;
+    let vnfc: Option<String> = r.get(4)?;
+    let applied: Option<String> = r.get(5)?;
+    let verified: Option<String> = r.get(6)?;
+    let key = format!("{vnf_instance_id}/{server}");
+    Ok((|| {
+        let c = Cells::new("vnf_registry", &key);
+        let connection_type = match code {
+            0 => ConnectionType::Http,
+            1 => ConnectionType::Https,
+            other => {
+                return Err(c.corrupt("connection_type", format!("{other} is not 0 or 1")));
+            }
+        };
+        Ok(NodeTrust {
+            applied_at: c.opt_time("applied_at", applied)?,
+            verified_at: c.opt_time("verified_at", verified)?,
+            vnf_instance_id,
+            registry: RegistryUse {
+                server,
+                connection_type,
+                ca_sha256,
+            },
+            vnfc_instance_id: vnfc,
+        })
+    })())
+}
+
 impl ReaderRef<'_> {
     /// The registries of `vnf_instance_id` with every node that recorded trust of them (one
     /// item per registry and node; a registry without nodes once, with `vnfc_instance_id`
     /// `None`), ordered by server and node. Errors: the store's; a row that does not decode.
     pub fn registry_trust(&self, vnf_instance_id: &str) -> Result<Vec<NodeTrust>> {
-        let mut st = self.conn.prepare(
-            "SELECT r.server, r.connection_type, r.ca_sha256, t.vnfc_instance_id, t.applied_at,
-                    t.verified_at
-             FROM vnf_registry r
-             LEFT JOIN node_registry_trust t ON t.vnf_instance_id = r.vnf_instance_id
-             WHERE r.vnf_instance_id = ?1
-             ORDER BY r.server, t.vnfc_instance_id",
-        )?;
-        let rows = st.query_map([vnf_instance_id], |r| {
-            let server: String = r.get(0)?;
-            let code: i64 = r.get(1)?;
-            let applied: Option<String> = r.get(4)?;
-            let verified: Option<String> = r.get(5)?;
-            let ca_sha256: Option<String> = r.get(2)?;
-            let vnfc: Option<String> = r.get(3)?;
-            let key = format!("{vnf_instance_id}/{server}");
-            Ok((|| {
-                let c = Cells::new("vnf_registry", &key);
-                let connection_type = match code {
-                    0 => ConnectionType::Http,
-                    1 => ConnectionType::Https,
-                    other => {
-                        return Err(c.corrupt("connection_type", format!("{other} is not 0 or 1")));
-                    }
-                };
-                Ok(NodeTrust {
-                    vnf_instance_id: vnf_instance_id.to_owned(),
-                    registry: RegistryUse {
-                        server: server.clone(),
-                        connection_type,
-                        ca_sha256,
-                    },
-                    applied_at: c.opt_time("applied_at", applied)?,
-                    verified_at: c.opt_time("verified_at", verified)?,
-                    vnfc_instance_id: vnfc,
-                })
-            })())
-        })?;
-        collect_checked(rows)
+        let mut st = self.conn.prepare_cached(&format!(
+            "{TRUST_SELECT} WHERE r.vnf_instance_id = ?1 ORDER BY r.server, t.vnfc_instance_id"
+        ))?;
+        collect_checked(st.query_map([vnf_instance_id], node_trust_from_row)?)
+    }
+
+    /// [`ReaderRef::registry_trust`] of every VNF instance in one query (what `status` lists),
+    /// by instance id; instances without registries are absent. Errors: as `registry_trust`.
+    pub fn registry_trust_all(&self) -> Result<std::collections::BTreeMap<String, Vec<NodeTrust>>> {
+        let mut st = self.conn.prepare(&format!(
+            "{TRUST_SELECT} ORDER BY r.vnf_instance_id, r.server, t.vnfc_instance_id"
+        ))?;
+        let mut out = std::collections::BTreeMap::<String, Vec<NodeTrust>>::new();
+        for n in collect_checked(st.query_map([], node_trust_from_row)?)? {
+            out.entry(n.vnf_instance_id.clone()).or_default().push(n);
+        }
+        Ok(out)
     }
 }
