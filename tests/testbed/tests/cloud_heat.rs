@@ -761,6 +761,21 @@ async fn events_of_a_stack_as_heat_lists_them() {
         .await;
     assert!(ev_pairs(&n).len() > all.len());
     assert!(
+        n["events"][0]["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["rel"] == "root_stack"),
+        "{n}"
+    );
+    assert!(
+        v["events"][0]["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["rel"] != "root_stack")
+    );
+    assert!(
         ev_pairs(&n)
             .iter()
             .any(|(name, st)| name == "workerNode" && st == "CREATE_COMPLETE")

@@ -599,7 +599,8 @@ async fn resources(
 /// (`CREATE`…), `resource_type`; `marker` (an event id: only the events after it) and `limit`.
 /// Each event as Heat's list shows it: `id`, `event_time`, `resource_name`,
 /// `logical_resource_id`, `physical_resource_id`, `resource_status`, `resource_status_reason`,
-/// links `self`, `resource`, `stack` (a stack's own events have the stack's name and id).
+/// links `self`, `resource`, `stack` (a stack's own events have the stack's name and id), and
+/// with `nested_depth` `root_stack` (the stack asked for).
 async fn events(
     State(c): St,
     Path((p, name, id)): Path<(String, String, String)>,
@@ -671,6 +672,20 @@ async fn events(
     if let Some(l) = limit {
         evs.truncate(l);
     }
+    // with nested_depth Heat adds a `root_stack` link to every event: heatclient takes it as the
+    // sign that the server did the nested listing (else it walks the nested stacks itself)
+    let root = format!("{}/heat-api/v1/{p}/stacks/{}/{}", c.base, top.name, top.id);
+    let links = |res: &str, stack: &str, eid: &str| {
+        let mut l = vec![
+            json!({"href": format!("{res}/events/{eid}"), "rel": "self"}),
+            json!({"href": res, "rel": "resource"}),
+            json!({"href": stack, "rel": "stack"}),
+        ];
+        if depth > 0 {
+            l.push(json!({"href": root, "rel": "root_stack"}));
+        }
+        l
+    };
     let out: Vec<Value> = evs
         .iter()
         .map(|(s, e)| {
@@ -684,11 +699,7 @@ async fn events(
                 "physical_resource_id": e.physical_id,
                 "resource_status": e.status,
                 "resource_status_reason": e.reason,
-                "links": [
-                    {"href": format!("{res}/events/{}", e.id), "rel": "self"},
-                    {"href": res, "rel": "resource"},
-                    {"href": stack, "rel": "stack"},
-                ],
+                "links": links(&res, &stack, &e.id),
             })
         })
         .collect();
