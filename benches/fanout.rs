@@ -91,6 +91,7 @@ async fn run(n: usize) {
             ip: format!("{NET}.{}", 10 + i).parse().unwrap(),
             cluster: "bench".into(),
             volumes: Vec::new(),
+            profile: testbed::hosts::HostProfile::Debian,
         })
         .collect();
     let started: Vec<_> =

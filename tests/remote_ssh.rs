@@ -1099,6 +1099,7 @@ async fn testbed_host_password_sudo_volume_and_faults() {
                 device: "/dev/vdb".into(),
                 size_gib: 1,
             }],
+            profile: testbed::hosts::HostProfile::Debian,
         })
         .await
         .expect("host");

@@ -8,6 +8,12 @@
 //! `tests/testbed/README.md`, "Conformance"); each listed command is run and must still fail, so
 //! the list cannot go stale silently. The venv cannot be made (no python3-venv, no PyPI): the test
 //! fails, it does not skip.
+//!
+//! [`conformance_on_hosts`] (root: servers on real hosts) checks what only a host can show: the
+//! console log's cloud-init SSH host key blocks against the key the host's sshd presents
+//! (`ssh-keyscan`), and the Ubuntu 20.04 host profile chosen by the image's Glance properties.
+
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -42,20 +48,29 @@ fn bin() -> &'static Path {
 
 /// Commands (as `openstack` subcommands) that work against a real cloud but not against the
 /// testbed, with why. Each is run by [`conformance_with_the_real_clients`] and must fail.
-const KNOWN_DIFFERENCES: &[(&str, &[&str], &str)] = &[
-    (
-        "stack event list",
-        &["stack", "event", "list", "pv"],
-        "the testbed keeps no Heat events (so `stack create --wait` / `stack delete --wait`, \
-         which poll events, cannot be used either)",
-    ),
-    (
-        "floating ip create",
-        &["floating", "ip", "create", "net0"],
-        "the testbed has no floating IPs: no external network, `floating ip list` is empty and \
+const KNOWN_DIFFERENCES: &[(&str, &[&str], &str)] = &[(
+    "floating ip create",
+    &["floating", "ip", "create", "net0"],
+    "the testbed has no floating IPs: no external network, `floating ip list` is empty and \
          an `OS::Neutron::FloatingIP` resource's `floating_ip_address` is \"\"",
-    ),
-];
+)];
+
+/// openstacksdk calls made directly (argv: a time before the stack was created, a time an hour
+/// ahead): stacks, the stack's resources, servers changed since each time, one server by name.
+const SDK_CALLS: &str = r#"
+import json, sys
+import openstack
+conn = openstack.connect()
+stacks = [[s.name, s.status] for s in conn.orchestration.stacks()]
+stack = conn.orchestration.find_stack("pv")
+resources = [[r.name, r.resource_type, r.status] for r in conn.orchestration.resources(stack)]
+since_before = [s.name for s in conn.compute.servers(changes_since=sys.argv[1])]
+since_later = [s.name for s in conn.compute.servers(changes_since=sys.argv[2])]
+srv = conn.compute.find_server("storage_server")
+srv = conn.compute.get_server(srv.id)
+print(json.dumps({"stacks": stacks, "resources": resources, "since_before": since_before,
+                  "since_later": since_later, "server": {"name": srv.name, "status": srv.status}}))
+"#;
 
 /// Output of one `openstack` run.
 struct Run {
@@ -107,6 +122,36 @@ impl Osc {
         let r = self.run(args).await;
         assert!(!r.ok, "openstack {args:?} succeeded:\n{}", r.stdout);
         r.stderr
+    }
+
+    /// Runs a Python program with the venv's interpreter (openstacksdk importable, the same
+    /// clouds.yaml and cloud); it must succeed and print one JSON document.
+    async fn python(&self, program: &str, args: &[&str]) -> Value {
+        let mut c = tokio::process::Command::new(bin().join("python3"));
+        c.arg("-c")
+            .arg(program)
+            .args(args)
+            .current_dir(&self.cwd)
+            .env_clear();
+        for k in ["PATH", "HOME", "LANG", "LC_ALL"] {
+            if let Ok(v) = std::env::var(k) {
+                c.env(k, v);
+            }
+        }
+        c.env("OS_CLIENT_CONFIG_FILE", &self.clouds_yaml)
+            .env("OS_CLOUD", CLOUD_NAME);
+        let out = tokio::time::timeout(Duration::from_secs(120), c.output())
+            .await
+            .expect("python timed out")
+            .expect("run python");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "python failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("python: not JSON ({e}):\n{stdout}"))
     }
 
     /// Polls `stack show NAME` until the status leaves `*_IN_PROGRESS`; returns the stack.
@@ -208,10 +253,15 @@ async fn conformance_with_the_real_clients() {
     // Heat: create from the BaseHOT with nested templates and the nfv JSON parameter.
     let top = basehot(&cwd);
     let nfv2 = nfv(2).to_string();
+    // `--wait` polls the stack's events (heatclient's poll_for_events) until the stack's own
+    // CREATE_COMPLETE event, printing them as its event log.
     let created = osc
-        .json(&[
+        .run(&[
             "stack",
             "create",
+            "--wait",
+            "--poll",
+            "1",
             "-t",
             top.to_str().unwrap(),
             "--parameter",
@@ -219,8 +269,15 @@ async fn conformance_with_the_real_clients() {
             "pv",
         ])
         .await;
-    let stack_id = created["id"].as_str().expect("stack id").to_string();
+    assert!(created.ok, "stack create --wait: {}", created.stderr);
+    assert!(
+        created.stdout.contains("[pv]: CREATE_IN_PROGRESS")
+            && created.stdout.contains("[pv]: CREATE_COMPLETE"),
+        "event log of stack create --wait:\n{}",
+        created.stdout
+    );
     let s = osc.wait_stack("pv").await;
+    let stack_id = s["id"].as_str().expect("stack id").to_string();
     assert_eq!(s["stack_status"], "CREATE_COMPLETE", "{s}");
     assert_eq!(s["id"], stack_id.as_str());
     assert_eq!(s["stack_name"], "pv");
@@ -400,6 +457,27 @@ async fn conformance_with_the_real_clients() {
         .await;
     assert_eq!(all.as_array().unwrap().len(), 4, "{all}");
 
+    // openstacksdk used directly from Python, as Tacker's drivers and scripts do.
+    let sdk = osc.python(SDK_CALLS, &[&before, &later]).await;
+    let stacks = sdk["stacks"].as_array().expect("stacks");
+    assert!(
+        stacks.contains(&json!(["pv", "CREATE_COMPLETE"]))
+            || stacks.contains(&json!(["pv", "UPDATE_COMPLETE"])),
+        "{sdk}"
+    );
+    assert_eq!(sdk["since_before"].as_array().unwrap().len(), 4, "{sdk}");
+    assert_eq!(sdk["since_later"], json!([]), "{sdk}");
+    let kinds: Vec<&str> = sdk["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[1].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"OS::Nova::Server"), "{sdk}");
+    assert!(kinds.contains(&"OS::Heat::AutoScalingGroup"), "{sdk}");
+    assert_eq!(sdk["server"]["name"], "storage_server", "{sdk}");
+    assert_eq!(sdk["server"]["status"], "ACTIVE", "{sdk}");
+
     // Console log (text, not JSON).
     let r = osc.run(&["console", "log", "show", &storage]).await;
     assert!(r.ok, "console log show: {}", r.stderr);
@@ -530,6 +608,44 @@ async fn conformance_with_the_real_clients() {
     let fips = osc.json(&["floating", "ip", "list"]).await;
     assert_eq!(fips, json!([]), "no floating IPs in the testbed");
 
+    // Events: the stack's own and its resources', nested ones with --nested-depth.
+    let evs = osc.json(&["stack", "event", "list", "pv"]).await;
+    let evs = evs.as_array().expect("event list");
+    for e in evs {
+        has_keys(
+            e,
+            &["id", "resource_name", "resource_status", "event_time"],
+            "stack event list",
+        );
+    }
+    let statuses = |name: &str| -> Vec<String> {
+        evs.iter()
+            .filter(|e| e["resource_name"] == name)
+            .map(|e| e["resource_status"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        statuses("pv"),
+        [
+            "CREATE_IN_PROGRESS",
+            "CREATE_COMPLETE",
+            "UPDATE_IN_PROGRESS",
+            "UPDATE_COMPLETE"
+        ],
+        "{evs:?}"
+    );
+    assert_eq!(
+        statuses("storage_server")[..2],
+        ["CREATE_IN_PROGRESS", "CREATE_COMPLETE"]
+    );
+    let nested = osc
+        .json(&["stack", "event", "list", "--nested-depth", "2", "pv"])
+        .await;
+    assert!(
+        nested.as_array().unwrap().len() > evs.len(),
+        "nested events: {nested}"
+    );
+
     // Known differences: each still fails, by name.
     for (name, args, why) in KNOWN_DIFFERENCES {
         let r = osc.run(args).await;
@@ -540,9 +656,9 @@ async fn conformance_with_the_real_clients() {
         );
     }
 
-    // Delete.
-    let r = osc.run(&["stack", "delete", "-y", "pv"]).await;
-    assert!(r.ok, "stack delete: {}", r.stderr);
+    // Delete, waiting as heatclient does (events after the last one before the delete).
+    let r = osc.run(&["stack", "delete", "-y", "--wait", "pv"]).await;
+    assert!(r.ok, "stack delete --wait: {}", r.stderr);
     let mut gone = false;
     for _ in 0..120 {
         let r = osc.run(&["stack", "show", "pv", "-f", "json"]).await;
@@ -557,4 +673,196 @@ async fn conformance_with_the_real_clients() {
     let list = osc.json(&["server", "list"]).await;
     assert_eq!(list, json!([]), "servers left after delete");
     drop(tb);
+}
+
+/// A template with one server on an Ubuntu 20.04 image (Glance `os_distro=ubuntu`,
+/// `os_version=20.04`) and one on an image without properties.
+const TWO_HOSTS_HOT: &str = "heat_template_version: 2018-08-31
+resources:
+  u1:
+    type: OS::Nova::Server
+    properties:
+      name: focal1
+      flavor: m1.small
+      image: ubuntu-20.04-server-cloudimg-amd64
+      networks: [{network: net0}]
+  d1:
+    type: OS::Nova::Server
+    properties:
+      name: plain1
+      flavor: m1.small
+      image: debian-12-generic-amd64
+      networks: [{network: net0}]
+";
+
+/// The `ec2:` lines of cloud-init's blocks in a console log: (fingerprints, key lines), each
+/// without its syslog prefix.
+fn console_blocks(text: &str) -> (Vec<String>, Vec<String>) {
+    let mut fps = Vec::new();
+    let mut keys = Vec::new();
+    let mut block = None;
+    for line in text.lines() {
+        let line = line.trim_end_matches('\r');
+        let Some((_, body)) = line.split_once(" ec2: ") else {
+            continue;
+        };
+        match body {
+            "-----BEGIN SSH HOST KEY FINGERPRINTS-----" => block = Some(&mut fps),
+            "-----BEGIN SSH HOST KEY KEYS-----" => block = Some(&mut keys),
+            "-----END SSH HOST KEY FINGERPRINTS-----" | "-----END SSH HOST KEY KEYS-----" => {
+                block = None
+            }
+            other => {
+                if let Some(b) = block.as_mut() {
+                    b.push(other.to_string());
+                }
+            }
+        }
+    }
+    (fps, keys)
+}
+
+/// `ssh-keyscan -t ed25519 IP` → (`ssh-ed25519 BASE64`, its `SHA256:` fingerprint by
+/// `ssh-keygen -l`).
+async fn keyscan(ip: &str) -> (String, String) {
+    let out = tokio::process::Command::new("ssh-keyscan")
+        .args(["-T", "5", "-t", "ed25519", ip])
+        .output()
+        .await
+        .expect("ssh-keyscan");
+    let line = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| !l.starts_with('#') && l.contains(" ssh-ed25519 "))
+        .unwrap_or_else(|| panic!("ssh-keyscan {ip}: {}", String::from_utf8_lossy(&out.stderr)))
+        .to_string();
+    let key = line.split_once(' ').unwrap().1.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("k.pub");
+    std::fs::write(&f, format!("{key}\n")).unwrap();
+    let out = tokio::process::Command::new("ssh-keygen")
+        .arg("-lf")
+        .arg(&f)
+        .output()
+        .await
+        .expect("ssh-keygen -l");
+    let fp = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or_else(|| panic!("ssh-keygen -l: {}", String::from_utf8_lossy(&out.stderr)))
+        .to_string();
+    (key, fp)
+}
+
+/// `sshpass -p ubuntu ssh ubuntu@IP CMD` → (exit code, stdout, stderr).
+async fn ssh_ubuntu(ip: &str, cmd: &str) -> (Option<i32>, String, String) {
+    let out = tokio::process::Command::new("sshpass")
+        .args(["-p", "ubuntu", "ssh", "-o", "StrictHostKeyChecking=no"])
+        .args(["-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"])
+        .args(["-o", "ConnectTimeout=5", &format!("ubuntu@{ip}"), cmd])
+        .output()
+        .await
+        .expect("sshpass ssh");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The first IPv4 address in a `server list`/`server show` `Networks`/`addresses` value.
+fn first_ipv4(v: &Value) -> String {
+    let text = v.to_string();
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|t| t.parse::<std::net::Ipv4Addr>().is_ok())
+        .unwrap_or_else(|| panic!("no address in {v}"))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (testbed hosts: network namespaces)"]
+async fn conformance_on_hosts() {
+    let _ = bin();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_farm, tb, _cleanup) = support::testbed_with_hosts("tbcf", 17, dir.path()).await;
+    let cwd = dir.path().join("work");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let osc = Osc {
+        clouds_yaml: tb.clouds_yaml().to_path_buf(),
+        cwd: cwd.clone(),
+    };
+
+    // The image carries the properties a real Ubuntu cloud image carries.
+    tb.cloud().set_image_properties(
+        "ubuntu-20.04-server-cloudimg-amd64",
+        [("os_distro", "ubuntu"), ("os_version", "20.04")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    let img = osc
+        .json(&["image", "show", "ubuntu-20.04-server-cloudimg-amd64"])
+        .await;
+    let props = img.get("properties").unwrap_or(&img);
+    assert_eq!(props["os_distro"], "ubuntu", "{img}");
+    assert_eq!(props["os_version"], "20.04", "{img}");
+
+    let hot = cwd.join("two.yaml");
+    std::fs::write(&hot, TWO_HOSTS_HOT).unwrap();
+    let r = osc
+        .run(&["stack", "create", "-t", hot.to_str().unwrap(), "two"])
+        .await;
+    assert!(r.ok, "stack create: {}", r.stderr);
+    let s = osc.wait_stack("two").await;
+    assert_eq!(s["stack_status"], "CREATE_COMPLETE", "{s}");
+
+    let list = osc.json(&["server", "list"]).await;
+    let ip_of = |name: &str| first_ipv4(&rows_where(&list, "Name", name)[0]["Networks"]);
+    let id_of = |name: &str| {
+        rows_where(&list, "Name", name)[0]["ID"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+
+    for name in ["focal1", "plain1"] {
+        // The console log: cloud-init's fingerprint and key blocks ("ec2:" lines), matching
+        // the key the host's sshd presents.
+        let r = osc.run(&["console", "log", "show", &id_of(name)]).await;
+        assert!(r.ok, "console log show {name}: {}", r.stderr);
+        assert!(
+            r.stdout
+                .contains(" ec2: -----BEGIN SSH HOST KEY FINGERPRINTS-----"),
+            "{}",
+            r.stdout
+        );
+        let (fps, keys) = console_blocks(&r.stdout);
+        let (scanned_key, scanned_fp) = keyscan(&ip_of(name)).await;
+        assert_eq!(fps.len(), 1, "{fps:?}");
+        assert_eq!(
+            fps[0],
+            format!("256 {scanned_fp} root@{name} (ED25519)"),
+            "the console's fingerprint is the host's"
+        );
+        assert_eq!(keys, vec![format!("{scanned_key} root@{name}")]);
+        // vnfkeeper reads the same text
+        let parsed = vnfkeeper::console::parse(&r.stdout).expect("vnfkeeper parses it");
+        assert_eq!(parsed.fingerprints, vec![scanned_fp.clone()]);
+    }
+
+    // The host profile from the image: the reference MgmtDriver's gate passes on the Ubuntu
+    // server only; kubectl exists there only after its install step.
+    let gate = "cat /etc/os-release | grep \"PRETTY_NAME=\" | grep -c \"Ubuntu 20.04\"; arch | grep -c x86_64";
+    let (_, out, _) = ssh_ubuntu(&ip_of("focal1"), gate).await;
+    assert_eq!(out, "1\n1\n");
+    let (_, out, _) = ssh_ubuntu(&ip_of("plain1"), gate).await;
+    assert_eq!(out, "0\n1\n");
+    let (code, _, err) = ssh_ubuntu(&ip_of("focal1"), "kubectl get node").await;
+    assert_eq!(code, Some(127), "{err}");
+    assert!(err.contains("kubectl: command not found"), "{err}");
+    let (code, _, err) = ssh_ubuntu(&ip_of("plain1"), "kubectl get node").await;
+    assert_eq!(code, Some(0), "{err}");
+
+    let r = osc.run(&["stack", "delete", "-y", "two"]).await;
+    assert!(r.ok, "stack delete: {}", r.stderr);
+    tb.shutdown().await;
 }

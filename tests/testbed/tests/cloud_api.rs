@@ -534,3 +534,160 @@ async fn changes_since_lists_changed_and_deleted_servers_as_nova_does() {
     );
     tb.shutdown().await;
 }
+
+/// A host backend that records the requests it gets (no hosts).
+struct Recorder(std::sync::Mutex<Vec<testbed::cloud::HostRequest>>);
+
+impl testbed::cloud::HostBackend for Recorder {
+    fn start(
+        &self,
+        req: testbed::cloud::HostRequest,
+    ) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<testbed::cloud::HostStarted>> {
+        let started = testbed::cloud::HostStarted {
+            server_id: req.server_id.clone(),
+            ip: req.ip,
+            host_key:
+                "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA8tHBybsWOA2E+/5oT9sQaJw8HjBTGJD13UXcWrMJpq"
+                    .into(),
+        };
+        self.0.lock().unwrap().push(req);
+        Box::pin(async move { Ok(started) })
+    }
+    fn stop(&self, _: &str) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn delete_volume(&self, _: &str) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn shutdown(&self) -> testbed::cloud::backend::BoxFut<'_, ()> {
+        Box::pin(async {})
+    }
+    fn stop_sshd(&self, _: &str) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn start_sshd(&self, _: &str) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn set_hang(
+        &self,
+        _: &str,
+        _: bool,
+    ) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn rotate_host_key(
+        &self,
+        _: &str,
+    ) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<String>> {
+        Box::pin(async { anyhow::bail!("not recorded") })
+    }
+    fn bind_pv(
+        &self,
+        _: &str,
+        _: &str,
+        _: Option<&str>,
+    ) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn unbind_pv(
+        &self,
+        _: &str,
+        _: &str,
+        _: bool,
+    ) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn set_node_ready(
+        &self,
+        _: &str,
+        _: &str,
+        _: bool,
+    ) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn hosts_json(&self) -> Value {
+        json!([])
+    }
+}
+
+#[tokio::test]
+async fn image_properties_show_in_glance_and_pick_the_host_profile() {
+    use testbed::hosts::HostProfile;
+    let dir = tempfile::tempdir().unwrap();
+    let rec = std::sync::Arc::new(Recorder(std::sync::Mutex::new(Vec::new())));
+    let tb = testbed::cloud::Testbed::start(testbed::cloud::CloudOptions {
+        farm: Some(rec.clone()),
+        ..testbed::cloud::CloudOptions::no_hosts(dir.path())
+    })
+    .await
+    .unwrap();
+    let c = Client::login(&tb).await;
+
+    // over the testbed API, as `testbed serve` users do; bad bodies are refused
+    let http = reqwest::Client::new();
+    let url = format!(
+        "{}/testbed/images/ubuntu-20.04-server-cloudimg-amd64/properties",
+        tb.base_url()
+    );
+    let r = http
+        .post(&url)
+        .json(&json!({"os_distro": "ubuntu", "os_version": "20.04"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let image_id = r.json::<Value>().await.unwrap()["image_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = http
+        .post(&url)
+        .json(&json!({"os_version": 20.04}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+
+    // Glance shows them as top-level keys of the image; other images have none
+    let (st, v) = c.get(&format!("/image/v2/images/{image_id}")).await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(v["os_distro"], "ubuntu");
+    assert_eq!(v["os_version"], "20.04");
+    assert_eq!(v["name"], "ubuntu-20.04-server-cloudimg-amd64");
+    let (_, v) = c
+        .get("/image/v2/images?name=cirros-0.5.2-x86_64-disk")
+        .await;
+    assert!(v["images"][0].get("os_distro").is_none(), "{v}");
+
+    let body = json!({
+        "stack_name": "prof",
+        "template": {
+            "heat_template_version": "2018-08-31",
+            "resources": {
+                "u": {"type": "OS::Nova::Server", "properties": {"name": "u1",
+                    "flavor": "m1.tiny", "image": "ubuntu-20.04-server-cloudimg-amd64", "networks": [{"network": "net0"}]}},
+                "c": {"type": "OS::Nova::Server", "properties": {"name": "c1",
+                    "flavor": "m1.tiny", "image": "cirros-0.5.2-x86_64-disk", "networks": [{"network": "net0"}]}}
+            }
+        }
+    });
+    let id = c.create_stack(body).await;
+    let s = c.wait("prof", &id).await;
+    assert_eq!(s["stack_status"], "CREATE_COMPLETE", "{s}");
+    let mut got: Vec<(String, HostProfile)> = rec
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| (r.hostname.clone(), r.profile))
+        .collect();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        got,
+        vec![
+            ("c1".to_string(), HostProfile::Debian),
+            ("u1".to_string(), HostProfile::Ubuntu2004)
+        ]
+    );
+    tb.shutdown().await;
+}

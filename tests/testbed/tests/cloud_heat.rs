@@ -671,3 +671,138 @@ async fn server_list_changes_since() {
     assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
     assert_eq!(v["badRequest"]["code"], 400, "{v}");
 }
+
+/// `(resource_name, resource_status)` of an event list.
+fn ev_pairs(v: &Value) -> Vec<(String, String)> {
+    v["events"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no events in {v}"))
+        .iter()
+        .map(|e| {
+            (
+                e["resource_name"].as_str().unwrap().to_string(),
+                e["resource_status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn events_of_a_stack_as_heat_lists_them() {
+    let (tb, _d) = start().await;
+    let c = Client::login(&tb).await;
+    let id = c.create_stack(pv_body("pv", 2)).await;
+    let s = c.wait("pv", &id).await;
+    assert_eq!(s["stack_status"], "CREATE_COMPLETE", "{s}");
+
+    // by name: a 302 to the stack's own path, as Heat's stack lookup does
+    let (st, _) = c.get(&c.heat("/stacks/pv/events")).await;
+    assert_eq!(st, StatusCode::FOUND);
+    let (st, v) = c.get(&c.heat(&format!("/stacks/pv/{id}/events"))).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let all = ev_pairs(&v);
+    assert_eq!(all[0], ("pv".into(), "CREATE_IN_PROGRESS".into()));
+    assert_eq!(
+        all.last().unwrap(),
+        &("pv".to_string(), "CREATE_COMPLETE".to_string())
+    );
+    let storage: Vec<&str> = all
+        .iter()
+        .filter(|(n, _)| n == "storage_server")
+        .map(|(_, s)| s.as_str())
+        .collect();
+    assert_eq!(storage, ["CREATE_IN_PROGRESS", "CREATE_COMPLETE"]);
+    // the stack's own events: physical id = stack id, link "stack" ending in it
+    let e0 = &v["events"][0];
+    assert_eq!(e0["physical_resource_id"], id.as_str());
+    assert_eq!(e0["logical_resource_id"], "pv");
+    let stack_link = e0["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["rel"] == "stack")
+        .unwrap()["href"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        stack_link.ends_with(&format!("/stacks/pv/{id}")),
+        "{stack_link}"
+    );
+    assert!(e0["event_time"].as_str().unwrap().ends_with('Z'));
+
+    // marker: only the events after it; limit; sort_dir=desc
+    let first = v["events"][0]["id"].as_str().unwrap().to_string();
+    let (_, after) = c
+        .get(&c.heat(&format!("/stacks/pv/{id}/events?marker={first}&limit=2")))
+        .await;
+    assert_eq!(ev_pairs(&after), all[1..3].to_vec());
+    let (_, desc) = c
+        .get(&c.heat(&format!("/stacks/pv/{id}/events?sort_dir=desc&limit=1")))
+        .await;
+    assert_eq!(ev_pairs(&desc), vec![all.last().unwrap().clone()]);
+    let (st, _) = c
+        .get(&c.heat(&format!("/stacks/pv/{id}/events?marker=nope")))
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    // filters
+    let (_, f) = c
+        .get(&c.heat(&format!(
+            "/stacks/pv/{id}/events?resource_name=pv&resource_status=COMPLETE"
+        )))
+        .await;
+    assert_eq!(
+        ev_pairs(&f),
+        vec![("pv".to_string(), "CREATE_COMPLETE".to_string())]
+    );
+    // nested_depth adds the nested stacks' events (the ASG members' servers)
+    let (_, n) = c
+        .get(&c.heat(&format!("/stacks/pv/{id}/events?nested_depth=2")))
+        .await;
+    assert!(ev_pairs(&n).len() > all.len());
+    assert!(
+        n["events"][0]["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["rel"] == "root_stack"),
+        "{n}"
+    );
+    assert!(
+        v["events"][0]["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["rel"] != "root_stack")
+    );
+    assert!(
+        ev_pairs(&n)
+            .iter()
+            .any(|(name, st)| name == "workerNode" && st == "CREATE_COMPLETE")
+    );
+
+    // mark unhealthy is an event; delete ends with DELETE_COMPLETE, still listed by id
+    let (st, _) = c
+        .req(
+            Method::PATCH,
+            &c.heat(&format!("/stacks/pv/{id}/resources/storage_server")),
+            Some(json!({"mark_unhealthy": true, "resource_status_reason": "test"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let (st, _) = c
+        .req(Method::DELETE, &c.heat(&format!("/stacks/pv/{id}")), None)
+        .await;
+    assert_eq!(st, StatusCode::NO_CONTENT);
+    let s = c.wait("pv", &id).await;
+    assert_eq!(s["stack_status"], "DELETE_COMPLETE", "{s}");
+    let (_, v) = c.get(&c.heat(&format!("/stacks/pv/{id}/events"))).await;
+    let all = ev_pairs(&v);
+    assert!(all.contains(&("storage_server".into(), "CHECK_FAILED".into())));
+    assert!(all.contains(&("storage_server".into(), "DELETE_COMPLETE".into())));
+    assert_eq!(
+        all.last().unwrap(),
+        &("pv".to_string(), "DELETE_COMPLETE".to_string())
+    );
+    tb.shutdown().await;
+}

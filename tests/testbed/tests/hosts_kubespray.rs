@@ -134,6 +134,7 @@ fn spec(id: &str, ip: Ipv4Addr) -> HostSpec {
         ip,
         cluster: CLUSTER.into(),
         volumes: Vec::new(),
+        profile: testbed::hosts::HostProfile::Debian,
     }
 }
 

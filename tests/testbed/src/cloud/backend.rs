@@ -24,6 +24,9 @@ pub struct HostRequest {
     pub cluster: String,
     /// Cinder volumes attached at boot.
     pub volumes: Vec<HostVolume>,
+    /// The host's profile, from the server's image's Glance properties
+    /// ([`crate::hosts::HostProfile::from_image_properties`]).
+    pub profile: crate::hosts::HostProfile,
 }
 
 /// One volume attached to a host.

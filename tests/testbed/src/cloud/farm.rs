@@ -27,6 +27,7 @@ impl HostBackend for FarmBackend {
                         size_gib: v.size_gib,
                     })
                     .collect(),
+                profile: req.profile,
             };
             // A server rebuilt at the same address gets a new MAC; a neighbour entry left in the
             // machine's namespace from the old host would blackhole the farm's readiness probe

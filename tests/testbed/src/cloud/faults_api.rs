@@ -8,6 +8,7 @@
 //! | `POST /testbed/servers/{id}/stop-sshd` / `start-sshd` | | sshd of the host stopped / started |
 //! | `POST /testbed/servers/{id}/hang` | `{"hang": bool}` (default true) | SSH commands hang |
 //! | `POST /testbed/servers/{id}/rotate-host-key` | | new host key → `{"host_key": str}` |
+//! | `POST /testbed/images/{id_or_name}/properties` | `{"os_distro": "ubuntu", "os_version": "20.04", …}` (string values) | Glance properties of an image (created if unknown); servers booted from it afterwards get the host profile they name → `{"image_id": str}` |
 //! | `POST /testbed/console` | `{"output": str or null}` | every server's `os-getConsoleOutput` text (null: cloud-init's host key blocks) |
 //! | `POST /testbed/faults/{service}` | [`FaultRule`] JSON | add a 5xx/latency rule (`identity`, `compute`, `network`, `volume`, `image`, `orchestration`) |
 //! | `GET /testbed/faults` / `DELETE /testbed/faults` / `DELETE /testbed/faults/{service}` | | list / clear rules |
@@ -43,6 +44,7 @@ pub(crate) fn routes() -> Router<Arc<Cloud>> {
         .route("/testbed/servers/{id}/hang", post(hang))
         .route("/testbed/servers/{id}/rotate-host-key", post(rotate))
         .route("/testbed/console", post(console))
+        .route("/testbed/images/{image}/properties", post(image_properties))
         .route("/testbed/faults", get(faults_list).delete(faults_clear_all))
         .route(
             "/testbed/faults/{service}",
@@ -149,6 +151,33 @@ async fn hang(State(c): St, Path(id): Path<String>, b: Bytes) -> Response {
     }
     .await;
     result(r.map(|_| json!({"server_id": id, "hang": h})))
+}
+
+async fn image_properties(State(c): St, Path(image): Path<String>, b: Bytes) -> Response {
+    let body = match body_json(&b) {
+        Ok(v) => v,
+        Err(r) => return *r,
+    };
+    let Some(obj) = body.as_object() else {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "the body must be an object of string properties"})),
+        )
+            .into_response();
+    };
+    let mut props = std::collections::BTreeMap::new();
+    for (k, v) in obj {
+        let Some(s) = v.as_str() else {
+            return (
+                StatusCode::BAD_REQUEST,
+                axum::Json(json!({"error": format!("property {k} is not a string")})),
+            )
+                .into_response();
+        };
+        props.insert(k.clone(), s.to_string());
+    }
+    let id = c.set_image_properties(&image, props);
+    (StatusCode::OK, axum::Json(json!({"image_id": id}))).into_response()
 }
 
 async fn console(State(c): St, b: Bytes) -> Response {

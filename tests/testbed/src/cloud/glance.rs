@@ -1,5 +1,6 @@
 //! Glance (Image API v2): images list/show (read-only). A few images exist from the start; any
-//! image name or id a template or server asks for is recorded as an image too.
+//! image name or id a template or server asks for is recorded as an image too. Additional
+//! properties (`Cloud::set_image_properties`, e.g. `os_distro`, `os_version`) are top-level keys.
 
 use std::sync::Arc;
 
@@ -33,12 +34,20 @@ async fn versions(State(c): State<Arc<Cloud>>) -> Response {
 }
 
 fn image_json(i: &ImageRec) -> Value {
-    json!({
+    let mut v = json!({
         "id": i.id, "name": i.name, "status": "active", "visibility": "public", "protected": false,
         "disk_format": "qcow2", "container_format": "bare", "size": 1_073_741_824u64, "min_disk": 0, "min_ram": 0,
         "checksum": null, "os_hidden": false, "tags": [], "created_at": ts(&i.created), "updated_at": ts(&i.created),
         "self": format!("/v2/images/{}", i.id), "file": format!("/v2/images/{}/file", i.id), "schema": "/v2/schemas/image",
-    })
+    });
+    // additional properties are top-level keys of the image (Image API v2), never replacing a
+    // core one
+    if let Some(obj) = v.as_object_mut() {
+        for (k, val) in &i.properties {
+            obj.entry(k.clone()).or_insert_with(|| json!(val));
+        }
+    }
+    v
 }
 
 async fn list(State(c): State<Arc<Cloud>>, Query(q): Query<Vec<(String, String)>>) -> ApiResult {

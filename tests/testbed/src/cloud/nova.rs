@@ -440,8 +440,9 @@ async fn action(
 
 /// What the server's console shows: the override if one is set, else — once its host is up —
 /// cloud-init's end-of-boot lines with the SSH host key blocks of the host's real key, printed
-/// the way cloud-init's `write-ssh-key-fingerprints` does (syslog prefix on the fingerprint
-/// block, bare key block).
+/// the way cloud-init's `write-ssh-key-fingerprints` does: both blocks piped through
+/// `logger -p user.info --stderr -t ec2`, so every line of them carries the syslog prefix
+/// `<14>MMM DD HH:MM:SS ec2: ` (the "ec2:" lines of a real console).
 fn console_output(c: &Cloud, id: &str) -> String {
     let inner = c.lock();
     if let Some(text) = &inner.console_override {
@@ -457,7 +458,7 @@ fn console_output(c: &Cloud, id: &str) -> String {
     let Some(key) = s.host_key.as_deref() else {
         return out;
     };
-    let prefix = format!("<14>{} cloud-init: ", s.created.format("%b %e %H:%M:%S"));
+    let prefix = format!("<14>{} ec2: ", s.created.format("%b %e %H:%M:%S"));
     let hr = "#".repeat(61);
     let fp = fingerprint(key).unwrap_or_default();
     let kind = key
@@ -468,17 +469,19 @@ fn console_output(c: &Cloud, id: &str) -> String {
         .to_uppercase();
     let host = format!("root@{}", s.name);
     for line in [
+        String::new(),
         hr.clone(),
         "-----BEGIN SSH HOST KEY FINGERPRINTS-----".into(),
         format!("256 {fp} {host} ({kind})"),
         "-----END SSH HOST KEY FINGERPRINTS-----".into(),
         hr,
+        String::new(),
+        "-----BEGIN SSH HOST KEY KEYS-----".into(),
+        format!("{key} {host}"),
+        "-----END SSH HOST KEY KEYS-----".into(),
     ] {
         out.push_str(&format!("{prefix}{line}\r\n"));
     }
-    out.push_str(&format!(
-        "-----BEGIN SSH HOST KEY KEYS-----\r\n{key} {host}\r\n-----END SSH HOST KEY KEYS-----\r\n"
-    ));
     out.push_str(&format!(
         "[   12.345678] cloud-init[812]: Cloud-init v. 24.1 finished. Datasource DataSourceOpenStack.\r\n\r\n{} login: \r\n",
         s.name

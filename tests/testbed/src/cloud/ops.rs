@@ -311,6 +311,11 @@ impl Cloud {
                     size_gib: inner.volumes.get(v).map(|v| v.size).unwrap_or(1),
                 })
                 .collect(),
+            profile: inner
+                .images
+                .get(&s.image_id)
+                .map(|i| crate::hosts::HostProfile::from_image_properties(&i.properties))
+                .unwrap_or_default(),
         })
     }
 
@@ -516,6 +521,24 @@ impl Cloud {
     /// Makes commands on a server's host hang (or not).
     pub async fn inject_hang(&self, server_id: &str, hang: bool) -> anyhow::Result<()> {
         self.farm()?.set_hang(server_id, hang).await
+    }
+
+    /// Records Glance properties of an image (created if no image has this id or name, as any
+    /// image a template names exists), e.g. `os_distro=ubuntu`, `os_version=20.04`: they show in
+    /// `GET /image/v2/images[/{id}]` as top-level keys and decide the host profile
+    /// ([`crate::hosts::HostProfile`]) of servers booted from the image afterwards (a running
+    /// host keeps its profile until it is rebuilt). Returns the image id.
+    pub fn set_image_properties(
+        &self,
+        id_or_name: &str,
+        properties: BTreeMap<String, String>,
+    ) -> String {
+        let mut inner = self.lock();
+        let id = inner.image_for(id_or_name);
+        if let Some(i) = inner.images.get_mut(&id) {
+            i.properties.extend(properties);
+        }
+        id
     }
 
     /// Makes every server's console output `text` (`None`: back to what cloud-init prints, the

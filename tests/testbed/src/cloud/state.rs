@@ -131,6 +131,9 @@ pub struct ImageRec {
     pub name: String,
     /// Creation time.
     pub created: DateTime<Utc>,
+    /// Additional properties (Glance v2 shows them as top-level keys of the image), e.g.
+    /// `os_distro`, `os_version`; they decide the host profile of servers booted from it.
+    pub properties: BTreeMap<String, String>,
 }
 
 /// Everything the cloud knows, behind one lock.
@@ -229,6 +232,7 @@ impl Inner {
                 id: id.clone(),
                 name: id_or_name.to_string(),
                 created: Utc::now(),
+                properties: BTreeMap::new(),
             },
         );
         id

@@ -187,6 +187,7 @@ impl HostFarm {
             ip,
             cluster: ANSIBLE_SERVER_ID.into(),
             volumes: Vec::new(),
+            profile: crate::hosts::HostProfile::Debian,
         })
         .await?;
         if let Err(e) = self.install_ansible_server().await {

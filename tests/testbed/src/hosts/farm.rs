@@ -18,6 +18,7 @@ use tokio::io::AsyncReadExt;
 
 use super::kube::KubeStore;
 use super::net;
+use super::profile::HostProfile;
 use super::seed;
 use super::spawner;
 use super::util::{SANE_PATH, check_prefix, run, run_sync_quiet, safe_name};
@@ -76,6 +77,8 @@ pub struct HostSpec {
     pub cluster: String,
     /// Cinder volumes attached to the server.
     pub volumes: Vec<VolumeSpec>,
+    /// Which distribution the host claims to be (`/etc/os-release`, programs present at boot).
+    pub profile: HostProfile,
 }
 
 /// A Cinder volume attached to a server.
@@ -427,6 +430,23 @@ impl HostFarm {
             .as_bytes(),
             0o644,
         )?;
+        // the profile: distribution files, the name the stand-ins read
+        seed::write_file(
+            &hseed,
+            "etc/testbed/profile",
+            format!("{}\n", spec.profile.name()).as_bytes(),
+            0o644,
+        )?;
+        for (rel, content, mode) in spec.profile.files() {
+            seed::write_file(&hseed, rel, content.as_bytes(), mode)?;
+        }
+        for (rel, target) in spec.profile.links() {
+            let link = hseed.join(rel);
+            if let Some(parent) = link.parent() {
+                seed::mkdirs_like(&hseed, &parent.strip_prefix(&hseed)?.to_string_lossy())?;
+            }
+            std::os::unix::fs::symlink(target, &link)?;
+        }
 
         // logs kept across rebuilds, cluster store
         let logs = self.log_dir(&spec.server_id);
@@ -543,6 +563,7 @@ impl HostFarm {
             .env("TB_LOG_DIR", &logs)
             .env("TB_KUBE_DIR", kube.dir())
             .env("TB_DEVICES", devices.join(" "))
+            .env("TB_ABSENT", spec.profile.absent().join(" "))
             .env("TB_HIDE_DIR", &self.cfg.state_dir)
             .current_dir("/")
             .stdin(Stdio::null())

@@ -16,6 +16,9 @@
 //! - stand-ins for what cannot run here (`apt-get`, `systemctl`, `exportfs` over nfs-ganesha,
 //!   `kubectl` over a per-cluster [`KubeStore`]); see `tests/testbed/standins/`.
 //!
+//! - a profile ([`HostProfile`]): the machine's Debian, or Ubuntu 20.04's `/etc/os-release` with
+//!   `kubectl` absent until `apt-get install kubectl`.
+//!
 //! Everything needs root. [`down_all`] removes leftovers of a crashed run by name prefix.
 
 mod ansible;
@@ -24,6 +27,7 @@ mod farm;
 mod kube;
 mod net;
 mod packages;
+mod profile;
 mod seed;
 mod spawner;
 mod util;
@@ -38,3 +42,4 @@ pub use farm::{
 };
 pub use kube::KubeStore;
 pub use packages::{HOST_PACKAGES, LEAN_HOST_PACKAGES, setup_packages};
+pub use profile::HostProfile;

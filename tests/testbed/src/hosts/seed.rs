@@ -257,6 +257,14 @@ pub(crate) async fn build_common_seed(seed: &Path, root_pub: &str) -> Result<()>
     }
     write_file(seed, "usr/local/bin/systemctl", SYSTEMCTL.as_bytes(), 0o755)?;
     write_file(seed, "usr/local/bin/kubectl", KUBECTL.as_bytes(), 0o755)?;
+    // the same stand-in where the apt stand-in links it from (`apt-get install kubectl` on a
+    // host whose profile has no kubectl at boot)
+    write_file(
+        seed,
+        "usr/local/lib/testbed/kubectl",
+        KUBECTL.as_bytes(),
+        0o755,
+    )?;
     write_file(
         seed,
         "usr/local/bin/dpkg-query",

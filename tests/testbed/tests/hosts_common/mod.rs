@@ -88,6 +88,7 @@ pub fn spec(id: &str, hostname: &str, ip: Ipv4Addr, volumes: Vec<VolumeSpec>) ->
         ip,
         cluster: "stack-1".into(),
         volumes,
+        profile: testbed::hosts::HostProfile::Debian,
     }
 }
 

@@ -52,6 +52,7 @@ pub fn routes() -> Router<Arc<Cloud>> {
         )
         .route(&format!("{p}/stacks/{{name}}/{{id}}/files"), get(files))
         .route(&format!("{p}/stacks/{{name}}/{{id}}/outputs"), get(outputs))
+        .route(&format!("{p}/stacks/{{name}}/{{id}}/events"), get(events))
 }
 
 async fn versions(State(c): St) -> Response {
@@ -350,7 +351,7 @@ async fn show(
 }
 
 /// Sub-collections Heat reaches through `/stacks/{name_or_id}/…` with a redirect.
-const SUBS: &[&str] = &["resources", "template", "outputs", "files"];
+const SUBS: &[&str] = &["resources", "template", "outputs", "files", "events"];
 
 /// `302` from `/stacks/{name_or_id}{rest}` to `/stacks/{name}/{id}{rest}` (query kept), as Heat's
 /// stack lookup does; clients that follow redirects with the same method (keystoneauth) work.
@@ -592,6 +593,119 @@ async fn resources(
     Ok(axum::Json(json!({"resources": out})))
 }
 
+/// `GET …/stacks/{name}/{id}/events`: the events of the stack and its resources (with
+/// `nested_depth=N` also those of its nested stacks N levels down), oldest first (`sort_dir=desc`:
+/// newest first); filters `resource_name`, `resource_status` (`COMPLETE`…), `resource_action`
+/// (`CREATE`…), `resource_type`; `marker` (an event id: only the events after it) and `limit`.
+/// Each event as Heat's list shows it: `id`, `event_time`, `resource_name`,
+/// `logical_resource_id`, `physical_resource_id`, `resource_status`, `resource_status_reason`,
+/// links `self`, `resource`, `stack` (a stack's own events have the stack's name and id), and
+/// with `nested_depth` `root_stack` (the stack asked for).
+async fn events(
+    State(c): St,
+    Path((p, name, id)): Path<(String, String, String)>,
+    Query(q): Q,
+) -> ApiResult<axum::Json<Value>> {
+    let depth: u32 = match qget(&q, "nested_depth") {
+        None => 0,
+        Some(d) => d
+            .parse()
+            .map_err(|_| heat_err(400, "HTTPBadRequest", format!("Invalid nested_depth {d}")))?,
+    };
+    let limit: Option<usize> = match qget(&q, "limit") {
+        None => None,
+        Some(l) => Some(
+            l.parse()
+                .map_err(|_| heat_err(400, "HTTPBadRequest", format!("Invalid limit {l}")))?,
+        ),
+    };
+    let inner = c.lock();
+    let top = lookup(&inner, &name, &id)?;
+    // the stack and its descendants up to `depth`
+    let mut stacks: Vec<&Stack> = vec![top];
+    let mut level = vec![top.id.clone()];
+    for _ in 0..depth {
+        let next: Vec<&Stack> = inner
+            .stacks
+            .values()
+            .filter(|s| {
+                s.parent
+                    .as_ref()
+                    .is_some_and(|(pid, _)| level.contains(pid))
+            })
+            .collect();
+        level = next.iter().map(|s| s.id.clone()).collect();
+        stacks.extend(next);
+    }
+    let mut evs: Vec<(&Stack, &super::Event)> = stacks
+        .iter()
+        .flat_map(|s| s.events.iter().map(move |e| (*s, e)))
+        .collect();
+    evs.sort_by_key(|(_, e)| e.seq);
+    if qget(&q, "sort_dir") == Some("desc") {
+        evs.reverse();
+    }
+    // `ACTION_STATUS`: the action is the part before the first `_` (actions have none)
+    let action_of = |e: &super::Event| {
+        e.status
+            .split_once('_')
+            .map(|(a, s)| (a.to_string(), s.to_string()))
+            .unwrap_or_default()
+    };
+    evs.retain(|(_, e)| {
+        let (act, st) = action_of(e);
+        qget(&q, "resource_name").is_none_or(|n| e.resource_name == n)
+            && qget(&q, "resource_status").is_none_or(|v| st == v)
+            && qget(&q, "resource_action").is_none_or(|v| act == v)
+            && qget(&q, "resource_type").is_none_or(|v| e.rtype == v)
+    });
+    if let Some(m) = qget(&q, "marker") {
+        let at = evs.iter().position(|(_, e)| e.id == m).ok_or_else(|| {
+            heat_err(
+                404,
+                "EntityNotFound",
+                format!("The Event ({m}) could not be found."),
+            )
+        })?;
+        evs.drain(..=at);
+    }
+    if let Some(l) = limit {
+        evs.truncate(l);
+    }
+    // with nested_depth Heat adds a `root_stack` link to every event: heatclient takes it as the
+    // sign that the server did the nested listing (else it walks the nested stacks itself)
+    let root = format!("{}/heat-api/v1/{p}/stacks/{}/{}", c.base, top.name, top.id);
+    let links = |res: &str, stack: &str, eid: &str| {
+        let mut l = vec![
+            json!({"href": format!("{res}/events/{eid}"), "rel": "self"}),
+            json!({"href": res, "rel": "resource"}),
+            json!({"href": stack, "rel": "stack"}),
+        ];
+        if depth > 0 {
+            l.push(json!({"href": root, "rel": "root_stack"}));
+        }
+        l
+    };
+    let out: Vec<Value> = evs
+        .iter()
+        .map(|(s, e)| {
+            let stack = format!("{}/heat-api/v1/{p}/stacks/{}/{}", c.base, s.name, s.id);
+            let res = format!("{stack}/resources/{}", e.resource_name);
+            json!({
+                "id": e.id,
+                "event_time": e.time.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+                "resource_name": e.resource_name,
+                "logical_resource_id": e.resource_name,
+                "physical_resource_id": e.physical_id,
+                "resource_status": e.status,
+                "resource_status_reason": e.reason,
+                "links": links(&res, &stack, &e.id),
+            })
+        })
+        .collect();
+    Ok(axum::Json(json!({"events": out})))
+}
+
 fn find_res<'a>(s: &'a Stack, key: &str) -> Option<&'a Res> {
     s.res(key).or_else(|| {
         s.resources
@@ -696,5 +810,6 @@ async fn mark_unhealthy(
         r.status = "COMPLETE".into();
         r.reason = reason;
     }
+    s.res_event(&rn);
     Ok((StatusCode::OK, "").into_response())
 }

@@ -65,6 +65,7 @@ pub(crate) fn insert_stack(
             status: "COMPLETE".into(),
             reason: String::new(),
             resources: Vec::new(),
+            events: Vec::new(),
             created: Utc::now(),
             updated: None,
             deleted: None,
@@ -88,6 +89,7 @@ pub(crate) fn converge(cloud: Arc<Cloud>, sid: String, action: &'static str) -> 
             if action == "UPDATE" {
                 s.updated = Some(Utc::now());
             }
+            s.stack_event();
         }
         let r = converge_inner(&cloud, &sid, action).await;
         let mut inner = cloud.lock();
@@ -102,6 +104,7 @@ pub(crate) fn converge(cloud: Arc<Cloud>, sid: String, action: &'static str) -> 
                     s.reason = format!("Resource {action} failed: {e}");
                 }
             }
+            s.stack_event();
             let order: Vec<String> = s
                 .template
                 .get("resources")
@@ -238,13 +241,18 @@ async fn delete_resources(cloud: &Arc<Cloud>, sid: &str, names: Vec<String>) -> 
 async fn delete_one(cloud: &Arc<Cloud>, sid: &str, name: &str) -> Result<(), String> {
     let (rtype, pid, nested) = {
         let mut inner = cloud.lock();
-        let Some(r) = inner.stacks.get_mut(sid).and_then(|s| s.res_mut(name)) else {
+        let Some(s) = inner.stacks.get_mut(sid) else {
+            return Ok(());
+        };
+        let Some(r) = s.res_mut(name) else {
             return Ok(());
         };
         r.action = "DELETE".into();
         r.status = "IN_PROGRESS".into();
         r.reason = "state changed".into();
-        (r.rtype.clone(), r.physical_id.clone(), r.nested.clone())
+        let out = (r.rtype.clone(), r.physical_id.clone(), r.nested.clone());
+        s.res_event(name);
+        out
     };
     let res = delete_physical(cloud, &rtype, &pid, nested).await;
     let mut inner = cloud.lock();
@@ -253,6 +261,10 @@ async fn delete_one(cloud: &Arc<Cloud>, sid: &str, name: &str) -> Result<(), Str
     };
     match res {
         Ok(()) => {
+            if let Some(r) = s.res_mut(name) {
+                r.status = "COMPLETE".into();
+            }
+            s.res_event(name);
             s.resources.retain(|r| r.name != name);
             Ok(())
         }
@@ -261,6 +273,7 @@ async fn delete_one(cloud: &Arc<Cloud>, sid: &str, name: &str) -> Result<(), Str
                 r.status = "FAILED".into();
                 r.reason = e.clone();
             }
+            s.res_event(name);
             Err(format!("resources.{name}: {e}"))
         }
     }
@@ -309,6 +322,7 @@ pub(crate) fn delete_stack(cloud: Arc<Cloud>, sid: String) -> Fut {
             s.action = "DELETE".into();
             s.status = "IN_PROGRESS".into();
             s.reason = "Stack DELETE started".into();
+            s.stack_event();
             s.resources
                 .iter()
                 .map(|r| r.name.clone())
@@ -326,12 +340,14 @@ pub(crate) fn delete_stack(cloud: Arc<Cloud>, sid: String) -> Fut {
                     s.status = "COMPLETE".into();
                     s.reason = "Stack DELETE completed successfully".into();
                     s.deleted = Some(Utc::now());
+                    s.stack_event();
                 }
             }
             Err(e) => {
                 if let Some(s) = inner.stacks.get_mut(&sid) {
                     s.status = "FAILED".into();
                     s.reason = format!("Resource DELETE failed: {e}");
+                    s.stack_event();
                 }
             }
         }
@@ -547,7 +563,10 @@ fn apply_resource(cloud: Arc<Cloud>, sid: String, name: String) -> Fut {
 
 fn set_res_state(cloud: &Cloud, sid: &str, name: &str, action: &str, result: &Result<(), String>) {
     let mut inner = cloud.lock();
-    if let Some(r) = inner.stacks.get_mut(sid).and_then(|s| s.res_mut(name)) {
+    let Some(s) = inner.stacks.get_mut(sid) else {
+        return;
+    };
+    if let Some(r) = s.res_mut(name) {
         r.action = action.into();
         match result {
             Ok(()) => {
@@ -562,6 +581,7 @@ fn set_res_state(cloud: &Cloud, sid: &str, name: &str, action: &str, result: &Re
         if action == "UPDATE" {
             r.updated = Some(Utc::now());
         }
+        s.res_event(name);
     }
 }
 
@@ -609,12 +629,15 @@ fn update_in_place(cloud: &Cloud, sid: &str, name: &str, rtype: &str, props: Val
         }
         _ => {}
     }
-    if let Some(r) = inner.stacks.get_mut(sid).and_then(|s| s.res_mut(name)) {
+    if let Some(s) = inner.stacks.get_mut(sid)
+        && let Some(r) = s.res_mut(name)
+    {
         r.props = props;
         r.action = "UPDATE".into();
         r.status = "COMPLETE".into();
         r.reason = "state changed".into();
         r.updated = Some(Utc::now());
+        s.res_event(name);
     }
 }
 
@@ -773,6 +796,7 @@ async fn create_resource(
             deps,
             nested: None,
         });
+        s.res_event(name);
         (s.name.clone(), s.top.clone(), s.files.clone())
     };
     let default_name = format!("{stack_name}-{name}-{}", short_id());
@@ -1001,10 +1025,13 @@ async fn update_nested(
         c.template = tpl;
         c.files = files;
         c.params_given = params;
-        if let Some(r) = inner.stacks.get_mut(sid).and_then(|s| s.res_mut(name)) {
+        if let Some(s) = inner.stacks.get_mut(sid)
+            && let Some(r) = s.res_mut(name)
+        {
             r.action = "UPDATE".into();
             r.status = "IN_PROGRESS".into();
             r.props = props;
+            s.res_event(name);
         }
     }
     let r = converge(cloud.clone(), child, "UPDATE").await;

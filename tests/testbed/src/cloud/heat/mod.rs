@@ -55,6 +55,8 @@ pub struct Stack {
     pub reason: String,
     /// Resources in creation order (re-sorted to template order after each action).
     pub resources: Vec<Res>,
+    /// Events of the stack and its resources, oldest first.
+    pub events: Vec<Event>,
     /// Creation time.
     pub created: DateTime<Utc>,
     /// Last update time.
@@ -98,7 +100,65 @@ pub struct Res {
     pub nested: Option<String>,
 }
 
+/// One Heat event: a status change of a stack (its `resource_name` is the stack's name, its
+/// physical id the stack's id) or of one of its resources, kept in the order they happened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// UUID (the `marker` of event pagination).
+    pub id: String,
+    /// Global order of events (several happen within one second).
+    pub seq: u64,
+    /// When.
+    pub time: DateTime<Utc>,
+    /// Logical resource name, or the stack's name for the stack's own events.
+    pub resource_name: String,
+    /// Physical resource id at that moment (may be empty while a resource is created).
+    pub physical_id: String,
+    /// Resource type (`OS::Heat::Stack` for the stack's own events).
+    pub rtype: String,
+    /// `ACTION_STATUS`, e.g. `CREATE_IN_PROGRESS`.
+    pub status: String,
+    /// `resource_status_reason`.
+    pub reason: String,
+}
+
+/// Orders events across stacks.
+static EVENT_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl Stack {
+    /// Records the stack's current status as an event of the stack itself.
+    pub fn stack_event(&mut self) {
+        let e = Event {
+            id: super::state::new_id(),
+            seq: EVENT_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            time: Utc::now(),
+            resource_name: self.name.clone(),
+            physical_id: self.id.clone(),
+            rtype: "OS::Heat::Stack".into(),
+            status: self.status_string(),
+            reason: self.reason.clone(),
+        };
+        self.events.push(e);
+    }
+
+    /// Records a resource's current status as an event (nothing for an unknown name).
+    pub fn res_event(&mut self, name: &str) {
+        let Some(r) = self.res(name) else {
+            return;
+        };
+        let e = Event {
+            id: super::state::new_id(),
+            seq: EVENT_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            time: Utc::now(),
+            resource_name: r.name.clone(),
+            physical_id: r.physical_id.clone(),
+            rtype: r.rtype.clone(),
+            status: r.status_string(),
+            reason: r.reason.clone(),
+        };
+        self.events.push(e);
+    }
+
     /// `ACTION_STATUS`.
     pub fn status_string(&self) -> String {
         format!("{}_{}", self.action, self.status)

@@ -948,6 +948,7 @@ mod tests {
             status: "IN_PROGRESS".into(),
             reason: String::new(),
             resources: Vec::new(),
+            events: Vec::new(),
             created: chrono::Utc::now(),
             updated: None,
             deleted: None,

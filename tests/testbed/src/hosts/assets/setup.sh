@@ -5,7 +5,8 @@
 # TB_SEED_DIR (files common to all hosts), TB_HOSTNAME, TB_LOG_DIR (bind-mounted at /var/log/testbed),
 # TB_KUBE_DIR (cluster store, bind-mounted at /var/lib/testbed-kube),
 # TB_DEVICES ("path:major:minor" block device nodes, space separated), TB_HIDE_DIR (the farm's
-# state dir, covered by an empty tmpfs inside the host).
+# state dir, covered by an empty tmpfs inside the host), TB_ABSENT (absolute paths removed from the
+# host's root: programs its profile's distribution does not have at boot, space separated).
 set -eu
 O="$TB_HOST_DIR/ovl"
 R="$O/root"
@@ -16,6 +17,8 @@ cp -a "$TB_HOST_DIR/seed/." "$O/up/"
 # nfs_export=on gives the overlay file handles, so ganesha can export directories on it too
 mount -t overlay tb-root -o "lowerdir=/,upperdir=$O/up,workdir=$O/work,index=on,nfs_export=on,xino=on" "$R" 2>/dev/null ||
   mount -t overlay tb-root -o "lowerdir=/,upperdir=$O/up,workdir=$O/work" "$R"
+# the profile's absent programs (a whiteout in the upper layer; the machine keeps its files)
+for f in ${TB_ABSENT:-}; do rm -f "$R$f"; done
 
 # private /dev: the usual nodes plus the attached volumes
 mount -t tmpfs -o mode=0755,size=4m tb-dev "$R/dev"
