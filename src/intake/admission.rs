@@ -208,6 +208,31 @@ pub(super) fn examine(
     }
 }
 
+/// A request vnfkeeper did not read from its spool — a Tacker INSTANTIATE's envelope
+/// (`companion::instantiate_envelope`), named `name` in logs — examined exactly as a spool file
+/// is ([`examine`]: size, envelope validation with every defect, package snapshot and the files
+/// the request references). Returns the body as the store keeps it (secrets split off) and the
+/// package snapshot; errors: the ProblemDetails a spool file would be rejected with, or a task
+/// envelope (refused: only LCM requests come from Tacker).
+pub(crate) fn examine_external(
+    name: &str,
+    bytes: &[u8],
+    ctx: &IntakeContext<'_>,
+) -> Result<(RequestBody, Option<Snapshot>), ProblemDetails> {
+    match examine(name.to_owned(), bytes, ctx, &BatchPackages::default()).verdict {
+        Verdict::Lcm(lcm) => {
+            let LcmRequest { body, package, .. } = *lcm;
+            Ok((body, package))
+        }
+        Verdict::Task(_) => Err(ProblemDetails::new(
+            400,
+            "a task envelope is not an LCM request".to_owned(),
+            vec![],
+        )),
+        Verdict::Invalid { problem, .. } => Err(problem),
+    }
+}
+
 /// The copy of a request file that intake keeps (see [`KeptCopy`]): a valid LCM request with every
 /// secret its validation found replaced by `"***"` ([`wire::redact::redact`]); a task envelope as
 /// it is (it holds no secret); an invalid file that parses as JSON redacted by field name
