@@ -77,7 +77,7 @@ pub enum Retired {
     /// vnfkeeper never adopted the instance (or it is a spool VNF): nothing to retire; the
     /// follow-up is marked handled.
     NotAdopted,
-    /// An operation of the VNF is not finished: the retirement waits for the next poll.
+    /// An operation of the VNF is queued or running: the retirement waits for a later poll.
     Waiting,
 }
 
@@ -419,8 +419,10 @@ impl Tx<'_> {
     /// Retires the Tacker-owned VNF of a COMPLETED Tacker TERMINATE (`occ`): its VNFCs and their
     /// reconcile memory forgotten, no stack, no scale status, `NOT_INSTANTIATED` — so reconcile
     /// stops watching it — while its operations, journal and events stay; a `VNF_RETIRED`
-    /// event. vnfkeeper never touches the stack (Tacker deleted it). Waits (nothing written)
-    /// while an operation of the VNF is unfinished. Errors: the store's.
+    /// event. vnfkeeper never touches the stack (Tacker deleted it). Its operations in
+    /// `FAILED_TEMP` waiting for an operator end `FAILED` (they cannot be retried); while one is
+    /// queued, running or has a RETRY/ROLLBACK pending, nothing is written and the retirement
+    /// waits for a later poll. Errors: the store's.
     pub fn retire_tacker_vnf(&mut self, occ: &OpOccSeen, now: Timestamp) -> Result<Retired> {
         if self.followup_done(&occ.id)? {
             return Ok(Retired::NotAdopted);
@@ -434,8 +436,25 @@ impl Tx<'_> {
             self.mark_followup_handled(&occ.id, &at)?;
             return Ok(Retired::NotAdopted);
         }
-        if !self.unfinished_operations(vnf)?.is_empty() {
+        let unfinished = self.unfinished_operations(vnf)?;
+        if unfinished
+            .iter()
+            .any(|o| o.operation_state != OperationState::FailedTemp || o.pending_task.is_some())
+        {
             return Ok(Retired::Waiting);
+        }
+        // FAILED_TEMP operations waiting for an operator can never be retried: the VNF is gone.
+        let reason = ProblemDetails::new(
+            409,
+            format!(
+                "Tacker terminated the VNF ({}): the operation cannot be retried",
+                occ.id
+            ),
+            vec![],
+        );
+        let reason = super::decode::to_json("error", &reason)?;
+        for o in &unfinished {
+            self.set_operation_state(&o.id, OperationState::Failed, Some(&reason), now)?;
         }
         self.delete_vnfcs(vnf)?;
         self.prune_reconcile_state(vnf)?;
@@ -795,7 +814,7 @@ mod tests {
         store
             .write(|tx| {
                 tx.set_operation_state(&op_id, Processing, None, t("6"))?;
-                tx.set_operation_state(&op_id, Completed, None, t("6"))?;
+                tx.set_operation_state(&op_id, FailedTemp, None, t("6"))?;
                 tx.set_instantiation_state(
                     "vnf-1",
                     InstantiationState::Instantiated,
