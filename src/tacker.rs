@@ -18,7 +18,7 @@ use crate::config::TackerSettings;
 use crate::intake::wire::Secret;
 use crate::intake::wire::notification::NotificationType;
 use crate::model::{ProblemDetails, Timestamp};
-use crate::store::{Db, PendingFollowup, PollRecord, Retired, StoreError};
+use crate::store::{Db, HealAdoption, PendingFollowup, PollRecord, Retired, StoreError};
 
 /// Why a sync did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -54,7 +54,7 @@ pub struct FollowupOutcome {
     pub refused: usize,
     /// VNFs retired.
     pub retired: usize,
-    /// Retirements waiting for an unfinished operation of the VNF.
+    /// Retirements and heals waiting for an unfinished operation of the VNF.
     pub waiting: usize,
 }
 
@@ -236,6 +236,17 @@ impl Companion {
                         Retired::NotAdopted => {}
                     }
                 }
+                Followup::Manage if adoption(&p.occ.operation) == Adoption::Heal => {
+                    match self.adopt_heal(&p.occ).await? {
+                        HealAdoption::Created(id) => out.adopted.push(id),
+                        HealAdoption::Before => {}
+                        HealAdoption::Waiting => out.waiting += 1,
+                        HealAdoption::Refused(problem) => {
+                            tracing::warn!(vnf_instance_id = %p.occ.vnf_instance_id, tacker_op_occ_id = %p.occ.id, reason = %problem.detail, "Tacker operation not followed by management steps");
+                            out.refused += 1;
+                        }
+                    }
+                }
                 Followup::Manage => match self.adopt(&p).await? {
                     Ok(op_id) => out.adopted.extend(op_id),
                     Err(problem) => {
@@ -247,6 +258,45 @@ impl Companion {
                     }
                 },
             }
+        }
+        Ok(out)
+    }
+
+    /// The vnfkeeper HEAL for a Tacker HEAL COMPLETED: Tacker's `operationParams.vnfcInstanceId`
+    /// (absent: the whole VNF) mapped to vnfkeeper's VNFCs in the store's transaction. Errors:
+    /// Tacker's, the store's.
+    async fn adopt_heal(&self, occ: &OpOccSeen) -> Result<HealAdoption, SyncError> {
+        let now = Timestamp(chrono::Utc::now());
+        let Some(params) = self.cloud.tacker_op_occ_params(&occ.id).await? else {
+            let problem = ProblemDetails::new(
+                404,
+                format!("Tacker no longer knows op occ {}", occ.id),
+                vec![],
+            );
+            self.db
+                .write(|tx| tx.refuse_tacker_followup(occ, &problem, now))?;
+            return Ok(HealAdoption::Refused(problem));
+        };
+        let ids = match &params["vnfcInstanceId"] {
+            Value::Null => Vec::new(),
+            Value::Array(a) if a.iter().all(Value::is_string) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => {
+                let problem = ProblemDetails::new(
+                    400,
+                    "operationParams.vnfcInstanceId must be an array of strings",
+                    vec![],
+                );
+                self.db
+                    .write(|tx| tx.refuse_tacker_followup(occ, &problem, now))?;
+                return Ok(HealAdoption::Refused(problem));
+            }
+        };
+        let out = self.db.write(|tx| tx.adopt_tacker_heal(occ, &ids, now))?;
+        if let HealAdoption::Created(id) = &out {
+            tracing::info!(vnf_instance_id = %occ.vnf_instance_id, tacker_op_occ_id = %occ.id, vnf_lcm_op_occ_id = %id, "Tacker HEAL COMPLETED: heal_end queued");
         }
         Ok(out)
     }

@@ -5,8 +5,9 @@
 //! `operationParams` examined by intake, the package from `[tacker.packages]` — and the engine
 //! runs it without creating a stack: the cluster install, the storage server, NFS and the PVs
 //! journaled DONE on the hosts. A re-poll, a duplicate notification and a second companion over
-//! the same database (a restart) create no second operation. Then Tacker terminates the VNF
-//! and vnfkeeper retires it, keeping its history. A hostile `operationParams` is refused with
+//! the same database (a restart) create no second operation. Tacker heals a worker: vnfkeeper
+//! runs `heal_end` for that VNFC on its new server. Then Tacker terminates the VNF and
+//! vnfkeeper retires it, keeping its history. A hostile `operationParams` is refused with
 //! its reason recorded.
 
 mod support;
@@ -117,6 +118,19 @@ impl Operator {
         )
     }
 
+    async fn get(&self, path: &str) -> Value {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .header("x-auth-token", &self.token)
+            .header("version", "2.0.0")
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "GET {path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+
     async fn create(&self) -> String {
         let (st, v, _) = self.post("/vnf_instances", json!({"vnfdId": VNFD})).await;
         assert_eq!(st, 201, "{v}");
@@ -178,7 +192,7 @@ async fn companion(bed: &Bed, pkg: &std::path::Path) -> Companion {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs root (network namespaces, loop devices)"]
-async fn a_tacker_instantiate_gets_the_management_steps_once_and_terminate_retires_it() {
+async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate_retires() {
     let bed = Bed::new("vkz", 93, fast_limits()).await;
     let (request, pkg_dir) = seed();
     register(&bed.tb, &request, &pkg_dir);
@@ -259,6 +273,74 @@ async fn a_tacker_instantiate_gets_the_management_steps_once_and_terminate_retir
     let row = bed.db.with(|s| s.reader().instances()).unwrap();
     assert_eq!(row[0].instantiation_state, InstantiationState::Instantiated);
 
+    // Tacker heals one worker (its server replaced by Tacker's stack update): vnfkeeper adopts
+    // the COMPLETED HEAL once and runs heal_end for that VNFC only, on the new server.
+    let shown = op.get(&format!("/vnf_instances/{inst}")).await;
+    let tacker_vnfc = shown["instantiatedVnfInfo"]["vnfcInfo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["vduId"] == "workerNode")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let old_server = tacker_vnfc.strip_prefix("workerNode-").unwrap().to_string();
+    let target = vnfcs
+        .iter()
+        .find(|c| c.server_id.as_deref() == Some(old_server.as_str()))
+        .unwrap()
+        .id
+        .clone();
+    let heal_occ = op
+        .run(
+            &bed.tb,
+            &inst,
+            "heal",
+            json!({"vnfcInstanceId": [tacker_vnfc]}),
+        )
+        .await;
+    c.poll().await.unwrap();
+    let f = c.follow_up().await.unwrap();
+    assert_eq!((f.adopted.len(), f.refused), (1, 0), "{f:?}");
+    c.poll().await.unwrap();
+    assert!(c.follow_up().await.unwrap().adopted.is_empty());
+    let heal_op = f.adopted[0].clone();
+    let ops = bed.db.with(|s| s.reader().operations(Some(&inst))).unwrap();
+    assert_eq!(ops.len(), 2);
+    assert_eq!(ops[1].tacker_op_occ_id.as_deref(), Some(heal_occ.as_str()));
+    let state = bed.engine.run(&heal_op).await.unwrap();
+    bed.print_journal(&heal_op);
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&heal_op)
+    );
+    let heal_journal = bed.db.with(|s| s.reader().journal(&heal_op)).unwrap();
+    assert!(
+        heal_journal
+            .iter()
+            .all(|j| !j.name.starts_with("heat.") || j.name == "heat.read_vnfcs"),
+        "a Tacker HEAL makes no Heat call of vnfkeeper's but the read"
+    );
+    assert!(
+        heal_journal
+            .iter()
+            .any(|j| j.name == "k8s.install" && j.host == target && j.state == StepState::Done),
+        "heal_end re-joined the healed worker"
+    );
+    assert!(
+        heal_journal
+            .iter()
+            .filter(|j| j.name == "k8s.install")
+            .all(|j| j.host == target),
+        "only the healed VNFC is configured"
+    );
+    let healed = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let row = healed.iter().find(|c| c.id == target).unwrap();
+    assert_ne!(row.server_id.as_deref(), Some(old_server.as_str()));
+
     // Tacker terminates the VNF: vnfkeeper retires it and keeps its history; never touches
     // the stack itself (Tacker deleted it).
     let term = op
@@ -283,7 +365,7 @@ async fn a_tacker_instantiate_gets_the_management_steps_once_and_terminate_retir
             .with(|s| s.reader().operations(Some(&inst)))
             .unwrap()
             .len(),
-        1
+        2
     );
     let (handled, problem) = bed
         .db

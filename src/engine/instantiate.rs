@@ -157,7 +157,10 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
 /// Records the stack Tacker created for the instance (`vnf-<vnfInstanceId>`, Tacker v2's
 /// `heat_utils.get_stack_name`) as the instance's stack, found by name, so that
 /// `heat.read_vnfcs` reads it. Errors: the cloud's; no such stack.
-async fn adopt_stack<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
+pub(super) async fn adopt_stack<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+) -> Result<(), EngineError> {
     let name = stack_name(&op.vnf_instance_id);
     let found = e
         .cloud

@@ -81,6 +81,20 @@ pub enum Retired {
     Waiting,
 }
 
+/// What [`Tx::adopt_tacker_heal`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HealAdoption {
+    /// The vnfkeeper HEAL was created now (its id).
+    Created(String),
+    /// Handled or refused before: nothing new.
+    Before,
+    /// vnfkeeper has not read the VNF's VNFCs yet (its INSTANTIATE's steps are queued or
+    /// running): tried again at a later poll.
+    Waiting,
+    /// Refused; the reason is recorded.
+    Refused(ProblemDetails),
+}
+
 impl ReaderRef<'_> {
     /// The follow-ups not acted on yet (`tacker_op_occ.followup` set, `handled_at` and `problem`
     /// NULL), by first sight then id. Errors: the store's; a row that does not decode.
@@ -377,6 +391,97 @@ impl Tx<'_> {
         )?;
         self.mark_followup_handled(&occ.id, &at)?;
         Ok(Some(op_id))
+    }
+
+    /// Creates, once per Tacker `vnfLcmOpOccId`, the vnfkeeper HEAL of origin `tacker` that runs
+    /// the flavour's `heal_end` after Tacker's HEAL COMPLETED: its targets are the VNFCs Tacker's
+    /// `vnfcInstanceId`s (`tacker_ids`; empty: every VNFC) name
+    /// (`companion::tacker_heal_targets`, against the VNFC rows as last read, before the heal),
+    /// stored as the `vnfcInstanceId` of its HealVnfRequest. Refused (the reason recorded) for a
+    /// VNF vnfkeeper did not adopt or an id that names no VNFC; waits while the VNF has no VNFC
+    /// rows and an operation of it is unfinished. Errors: the store's.
+    pub fn adopt_tacker_heal(
+        &mut self,
+        occ: &OpOccSeen,
+        tacker_ids: &[String],
+        now: Timestamp,
+    ) -> Result<HealAdoption> {
+        if self.followup_done(&occ.id)? {
+            return Ok(HealAdoption::Before);
+        }
+        let vnf = occ.vnf_instance_id.as_str();
+        let refuse = |tx: &mut Self, status: u16, why: String| -> Result<HealAdoption> {
+            let problem = ProblemDetails::new(status, why, vec![]);
+            tx.refuse_tacker_followup(occ, &problem, now)?;
+            Ok(HealAdoption::Refused(problem))
+        };
+        let adopted = self
+            .instance(vnf)?
+            .is_some_and(|i| i.origin == crate::companion::Origin::Tacker);
+        if !adopted {
+            return refuse(
+                self,
+                409,
+                format!("VNF instance {vnf}: its INSTANTIATE was not adopted by vnfkeeper"),
+            );
+        }
+        let vnfcs = self.reader().vnfcs(vnf)?;
+        if vnfcs.is_empty() {
+            if !self.unfinished_operations(vnf)?.is_empty() {
+                return Ok(HealAdoption::Waiting);
+            }
+            return refuse(
+                self,
+                409,
+                format!("VNF instance {vnf} has no VNFC vnfkeeper knows"),
+            );
+        }
+        let targets = match crate::companion::tacker_heal_targets(tacker_ids, &vnfcs) {
+            Ok(t) => t,
+            Err(why) => return refuse(self, 422, why),
+        };
+        let body = RequestBody::split(
+            LcmOperationType::Heal,
+            &serde_json::json!({"vnfcInstanceId": targets}).to_string(),
+        );
+        let op_id = uuid::Uuid::new_v4().to_string();
+        self.insert_operation(
+            &NewOperation {
+                id: &op_id,
+                vnf_instance_id: vnf,
+                operation: LcmOperationType::Heal,
+                operation_params: &body,
+                vnf_package: None,
+                request_id: None,
+                is_automatic_invocation: occ.is_automatic_invocation,
+                status_detail: Some("management steps after Tacker's HEAL"),
+            },
+            now,
+        )?;
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', tacker_op_occ_id = ?2 WHERE id = ?1",
+            params![op_id, occ.id],
+        )?;
+        let message = format!(
+            "Tacker's HEAL {} COMPLETED: heal_end of {} VNFC(s) queued as {op_id}",
+            occ.id,
+            targets.len()
+        );
+        let evidence =
+            serde_json::json!({"tackerOpOccId": occ.id, "vnfcInstanceId": targets}).to_string();
+        self.append_event(
+            &NewEvent {
+                kind: "TACKER_OPERATION_ADOPTED",
+                vnf_instance_id: Some(vnf),
+                vnf_lcm_op_occ_id: Some(&op_id),
+                vnfc_id: None,
+                message: &message,
+                evidence: Some(&evidence),
+            },
+            now,
+        )?;
+        self.mark_followup_handled(&occ.id, &now.to_rfc3339())?;
+        Ok(HealAdoption::Created(op_id))
     }
 
     /// Records why vnfkeeper does not act on a Tacker occurrence's follow-up (`problem`: an
@@ -799,6 +904,42 @@ mod tests {
             Ok(())
         });
         assert!(dup.is_err());
+
+        // A HEAL before vnfkeeper read the VNFCs (the INSTANTIATE's steps queued): waits; one
+        // of a VNF vnfkeeper never adopted: refused with the reason.
+        let early = occ("oh", "HEAL", Completed);
+        store
+            .write(|tx| tx.record_tacker_poll(std::slice::from_ref(&early), &[], t("4")))
+            .unwrap();
+        assert_eq!(
+            store
+                .write(|tx| tx.adopt_tacker_heal(&early, &[], t("4")))
+                .unwrap(),
+            HealAdoption::Waiting
+        );
+        let mut stranger = occ("ox", "HEAL", Completed);
+        stranger.vnf_instance_id = "vnf-2".into();
+        store
+            .write(|tx| tx.record_tacker_poll(std::slice::from_ref(&stranger), &[], t("4")))
+            .unwrap();
+        let refused = store
+            .write(|tx| tx.adopt_tacker_heal(&stranger, &[], t("4")))
+            .unwrap();
+        assert!(
+            matches!(refused, HealAdoption::Refused(ref p) if p.status == 409),
+            "{refused:?}"
+        );
+        assert_eq!(
+            store
+                .write(|tx| tx.adopt_tacker_heal(&stranger, &[], t("4")))
+                .unwrap(),
+            HealAdoption::Before
+        );
+        store
+            .write(|tx| {
+                tx.refuse_tacker_followup(&early, &ProblemDetails::new(409, "x", vec![]), t("4"))
+            })
+            .unwrap();
 
         // TERMINATE COMPLETED while the management steps are unfinished: waits.
         let term = occ("o2", "TERMINATE", Completed);

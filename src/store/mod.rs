@@ -28,7 +28,8 @@ use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use crate::model::VnfcRow;
 pub use companion::{
-    PendingFollowup, PollRecord, RecordedInstance, RecordedOpOcc, Retired, StoredSubscription,
+    HealAdoption, PendingFollowup, PollRecord, RecordedInstance, RecordedOpOcc, Retired,
+    StoredSubscription,
 };
 pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
