@@ -468,9 +468,13 @@ fn db_init(config: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// SOL003 VnfLcmOpOcc JSON of a row, plus `statusDetail` (vnfkeeper: why it waits / what it does).
+/// SOL003 VnfLcmOpOcc JSON of a row, plus `statusDetail` (vnfkeeper: why it waits / what it
+/// does), `origin` (`spool` or `tacker`) and `tackerOpOccId` (the Tacker `vnfLcmOpOccId` a
+/// `tacker` operation follows; null otherwise).
 pub fn operation_json(op: &OperationRow) -> Value {
     json!({
+        "origin": op.origin.as_str(),
+        "tackerOpOccId": op.tacker_op_occ_id,
         "id": op.id,
         "operationState": op.operation_state.as_str(),
         "stateEnteredTime": op.state_entered_time.to_rfc3339(),
@@ -500,6 +504,7 @@ fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
         "VNF INSTANCE",
         "STARTED",
         "AUTO",
+        "ORIGIN",
         "DETAIL",
     ]);
     for op in &rows {
@@ -515,6 +520,10 @@ fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
                 "no"
             }
             .into(),
+            match &op.tacker_op_occ_id {
+                Some(occ) => format!("{} ({occ})", op.origin),
+                None => op.origin.to_string(),
+            },
             op.status_detail.clone().unwrap_or_default(),
         ]);
     }
@@ -559,6 +568,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
             let registries = registries_json(&all_trust.remove(&i.id).unwrap_or_default());
             list.push(json!({
                 "id": i.id,
+                "origin": i.origin.as_str(),
                 "instantiationState": i.instantiation_state.as_str(),
                 "flavourId": i.flavour_id,
                 "vnfPackage": i.vnf_package,
@@ -584,6 +594,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
         "LAST OPERATION",
         "ENDPOINT",
         "MAINTENANCE PAUSE",
+        "ORIGIN",
     ]);
     let mut vnfc_table = table(["VNF INSTANCE", "VNFC", "VDU", "INDEX", "SERVER", "IP"]);
     let mut trust_table = table([
@@ -613,6 +624,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
             last,
             endpoint(&i.id).unwrap_or_default(),
             paused(&i.id).map(|p| p.describe()).unwrap_or_default(),
+            i.origin.to_string(),
         ]);
         for n in all_trust.remove(&i.id).unwrap_or_default() {
             let time = |t: Option<crate::model::Timestamp>| {

@@ -80,6 +80,7 @@ struct TackerFile {
     vnfd_ids: Option<Vec<String>>,
     auto_heal: Option<bool>,
     poll_interval_secs: Option<u64>,
+    packages: Option<std::collections::BTreeMap<String, PathBuf>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -197,6 +198,11 @@ pub struct TackerSettings {
     /// `poll_interval_secs`: how often Tacker's op occs and instances are read besides at start
     /// and on each notification; each poll also checks the subscription. Default 60, 5–3600.
     pub poll_interval: Duration,
+    /// `[tacker.packages]`: `"<vnfdId>" = "<package>"`, the VNF package (directory or CSAR
+    /// `.zip`; relative paths against `packages_dir`, as a spool request's `vnfPackage`) whose
+    /// flavour runs the management steps of the instances of that `vnfdId`. Keys must be in
+    /// `vnfd_ids`; a managed `vnfdId` without an entry is recorded, never managed.
+    pub packages: std::collections::BTreeMap<String, PathBuf>,
 }
 
 impl TackerSettings {
@@ -659,6 +665,16 @@ impl Settings {
                     "poll_interval_secs = {}\n",
                     t.poll_interval.as_secs()
                 ));
+                if !t.packages.is_empty() {
+                    out.push_str("\n[tacker.packages]\n");
+                    for (vnfd, pkg) in &t.packages {
+                        out.push_str(&format!(
+                            "{} = {}\n",
+                            toml_string(vnfd),
+                            toml_string(&pkg.display().to_string())
+                        ));
+                    }
+                }
             }
         }
         out
@@ -787,6 +803,25 @@ fn tacker(t: TackerFile) -> Result<TackerSettings, (&'static str, String)> {
             format!("must be 5-3600, got {poll}"),
         ));
     }
+    let packages = t.packages.unwrap_or_default();
+    for (vnfd, pkg) in &packages {
+        if !vnfd_ids.contains(vnfd) {
+            return Err((
+                "tacker.packages",
+                format!("{vnfd:?} is not one of tacker.vnfd_ids"),
+            ));
+        }
+        if pkg.as_os_str().is_empty()
+            || pkg
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err((
+                "tacker.packages",
+                format!("the package of {vnfd:?} must be a non-empty path without `..`"),
+            ));
+        }
+    }
     Ok(TackerSettings {
         listen,
         callback_path,
@@ -798,6 +833,7 @@ fn tacker(t: TackerFile) -> Result<TackerSettings, (&'static str, String)> {
         vnfd_ids,
         auto_heal: t.auto_heal.unwrap_or(false),
         poll_interval: Duration::from_secs(poll),
+        packages,
     })
 }
 
@@ -1113,10 +1149,29 @@ mod tests {
                 format!("{ok}poll_interval_secs = 1\n"),
                 "tacker.poll_interval_secs",
             ),
+            (
+                format!("{ok}\n[tacker.packages]\n\"other\" = \"pv\"\n"),
+                "tacker.packages",
+            ),
+            (
+                format!("{ok}\n[tacker.packages]\n\"b1bb0ce7\" = \"../pv\"\n"),
+                "tacker.packages",
+            ),
         ] {
             let e = parse(&text).unwrap_err().to_string();
             assert!(e.contains(&format!("`{key}`")), "{text}: {e}");
         }
+        // The vnfdId → package mapping, and its effective TOML.
+        let s = parse(&format!(
+            "{ok}\n[tacker.packages]\n\"b1bb0ce7\" = \"pv-k8s-cluster\"\n"
+        ))
+        .unwrap();
+        let t = s.tacker.clone().unwrap();
+        assert_eq!(
+            t.packages.get("b1bb0ce7").map(|p| p.display().to_string()),
+            Some("pv-k8s-cluster".to_string())
+        );
+        assert_eq!(parse(&s.to_toml()).unwrap().tacker, Some(t));
     }
 
     #[test]

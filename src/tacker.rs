@@ -7,13 +7,18 @@
 
 use serde_json::{Value, json};
 
+use std::path::PathBuf;
+
 use crate::cloud::{CloudError, OpenStackCloud};
-use crate::companion::{InstanceSeen, filter_in, plan_subscriptions};
+use crate::companion::{
+    Adoption, Followup, InstanceSeen, OpOccSeen, adoption, filter_in, instantiate_envelope,
+    plan_subscriptions,
+};
 use crate::config::TackerSettings;
 use crate::intake::wire::Secret;
 use crate::intake::wire::notification::NotificationType;
-use crate::model::Timestamp;
-use crate::store::{Db, PollRecord, StoreError};
+use crate::model::{ProblemDetails, Timestamp};
+use crate::store::{Db, HealAdoption, PendingFollowup, PollRecord, Retired, StoreError};
 
 /// Why a sync did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +45,28 @@ pub struct SubscriptionOutcome {
     pub deleted: Vec<String>,
 }
 
+/// What acting on the pending follow-ups did (one [`Companion::follow_up`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FollowupOutcome {
+    /// vnfkeeper operations created (origin `tacker`), by id.
+    pub adopted: Vec<String>,
+    /// Follow-ups refused, with the reason recorded.
+    pub refused: usize,
+    /// VNFs retired.
+    pub retired: usize,
+    /// Retirements and heals waiting for an unfinished operation of the VNF.
+    pub waiting: usize,
+}
+
+/// Where intake's package handling reads and writes, for a Tacker INSTANTIATE's package.
+#[derive(Debug, Clone)]
+pub struct PackagePaths {
+    /// `packages_dir`: relative `[tacker.packages]` paths are resolved against it.
+    pub packages_dir: PathBuf,
+    /// The package store (`<state>/package-store`): the snapshot is taken there.
+    pub package_store: PathBuf,
+}
+
 /// One sync's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SyncOutcome {
@@ -51,6 +78,8 @@ pub struct SyncOutcome {
     pub occs: usize,
     /// What the poll recorded.
     pub recorded: PollRecord,
+    /// What was done about the follow-ups.
+    pub followups: FollowupOutcome,
 }
 
 /// Companion mode's client: Tacker through Keystone, the store, `[tacker]`.
@@ -59,6 +88,7 @@ pub struct Companion {
     db: Db,
     settings: TackerSettings,
     password: Secret<String>,
+    packages: PackagePaths,
 }
 
 impl std::fmt::Debug for Companion {
@@ -71,19 +101,21 @@ impl std::fmt::Debug for Companion {
 }
 
 impl Companion {
-    /// A client over a connected cloud session (the `tacker.cloud` entry) and the Basic
-    /// password Tacker must present (from `tacker.password_file`).
+    /// A client over a connected cloud session (the `tacker.cloud` entry), the Basic
+    /// password Tacker must present (from `tacker.password_file`), and intake's package paths.
     pub fn new(
         cloud: OpenStackCloud,
         db: Db,
         settings: TackerSettings,
         password: Secret<String>,
+        packages: PackagePaths,
     ) -> Self {
         Self {
             cloud,
             db,
             settings,
             password,
+            packages,
         }
     }
 
@@ -179,15 +211,177 @@ impl Companion {
         Ok((instances.len(), occs.len(), recorded))
     }
 
-    /// [`Companion::ensure_subscription`], then [`Companion::poll`].
+    /// Acts on every recorded follow-up not acted on yet (each keyed by Tacker's
+    /// `vnfLcmOpOccId`, so a duplicate notification, a re-poll or a restart acts once):
+    /// `RETIRE` retires the VNF ([`crate::store::Tx::retire_tacker_vnf`]); `MANAGE` of an
+    /// INSTANTIATE reads the op occ's `operationParams`, has intake examine it as a spool
+    /// request of the package `[tacker.packages]` maps the `vnfdId` to, and creates the
+    /// vnfkeeper INSTANTIATE of origin `tacker` — or records why not (a refused body, no
+    /// package, SCALE/HEAL not followed yet). Errors: Tacker's, the store's (what was done
+    /// before stays done).
+    pub async fn follow_up(&self) -> Result<FollowupOutcome, SyncError> {
+        let pending = self.db.with(|s| s.reader().tacker_followups_pending())?;
+        let mut out = FollowupOutcome::default();
+        for p in pending {
+            match p.followup {
+                Followup::None => {}
+                Followup::Retire => {
+                    let now = Timestamp(chrono::Utc::now());
+                    match self.db.write(|tx| tx.retire_tacker_vnf(&p.occ, now))? {
+                        Retired::Now => {
+                            tracing::info!(vnf_instance_id = %p.occ.vnf_instance_id, tacker_op_occ_id = %p.occ.id, "Tacker terminated the VNF: retired");
+                            out.retired += 1;
+                        }
+                        Retired::Waiting => out.waiting += 1,
+                        Retired::NotAdopted => {}
+                    }
+                }
+                Followup::Manage if adoption(&p.occ.operation) == Adoption::Heal => {
+                    match self.adopt_heal(&p.occ).await? {
+                        HealAdoption::Created(id) => out.adopted.push(id),
+                        HealAdoption::Before => {}
+                        HealAdoption::Waiting => out.waiting += 1,
+                        HealAdoption::Refused(problem) => {
+                            tracing::warn!(vnf_instance_id = %p.occ.vnf_instance_id, tacker_op_occ_id = %p.occ.id, reason = %problem.detail, "Tacker operation not followed by management steps");
+                            out.refused += 1;
+                        }
+                    }
+                }
+                Followup::Manage => match self.adopt(&p).await? {
+                    Ok(op_id) => out.adopted.extend(op_id),
+                    Err(problem) => {
+                        tracing::warn!(vnf_instance_id = %p.occ.vnf_instance_id, tacker_op_occ_id = %p.occ.id, reason = %problem.detail, "Tacker operation not followed by management steps");
+                        let now = Timestamp(chrono::Utc::now());
+                        self.db
+                            .write(|tx| tx.refuse_tacker_followup(&p.occ, &problem, now))?;
+                        out.refused += 1;
+                    }
+                },
+            }
+        }
+        Ok(out)
+    }
+
+    /// The vnfkeeper HEAL for a Tacker HEAL COMPLETED: Tacker's `operationParams.vnfcInstanceId`
+    /// (absent: the whole VNF) mapped to vnfkeeper's VNFCs in the store's transaction. Errors:
+    /// Tacker's, the store's.
+    async fn adopt_heal(&self, occ: &OpOccSeen) -> Result<HealAdoption, SyncError> {
+        let now = Timestamp(chrono::Utc::now());
+        let Some(params) = self.cloud.tacker_op_occ_params(&occ.id).await? else {
+            let problem = ProblemDetails::new(
+                404,
+                format!("Tacker no longer knows op occ {}", occ.id),
+                vec![],
+            );
+            self.db
+                .write(|tx| tx.refuse_tacker_followup(occ, &problem, now))?;
+            return Ok(HealAdoption::Refused(problem));
+        };
+        let ids = match &params["vnfcInstanceId"] {
+            Value::Null => Vec::new(),
+            Value::Array(a) if a.iter().all(Value::is_string) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => {
+                let problem = ProblemDetails::new(
+                    400,
+                    "operationParams.vnfcInstanceId must be an array of strings",
+                    vec![],
+                );
+                self.db
+                    .write(|tx| tx.refuse_tacker_followup(occ, &problem, now))?;
+                return Ok(HealAdoption::Refused(problem));
+            }
+        };
+        let out = self.db.write(|tx| tx.adopt_tacker_heal(occ, &ids, now))?;
+        if let HealAdoption::Created(id) = &out {
+            tracing::info!(vnf_instance_id = %occ.vnf_instance_id, tacker_op_occ_id = %occ.id, vnf_lcm_op_occ_id = %id, "Tacker HEAL COMPLETED: heal_end queued");
+        }
+        Ok(out)
+    }
+
+    /// The vnfkeeper operation for a `MANAGE` follow-up (`Ok(Some(id))`; `Ok(None)`: made
+    /// before), or the problem that refuses it. Errors: Tacker's, the store's.
+    async fn adopt(
+        &self,
+        p: &PendingFollowup,
+    ) -> Result<Result<Option<String>, ProblemDetails>, SyncError> {
+        let occ: &OpOccSeen = &p.occ;
+        if let Adoption::Unsupported(why) = adoption(&occ.operation) {
+            return Ok(Err(ProblemDetails::new(501, why, vec![])));
+        }
+        let Some(package) = p
+            .vnfd_id
+            .as_ref()
+            .and_then(|v| self.settings.packages.get(v))
+        else {
+            return Ok(Err(ProblemDetails::new(
+                422,
+                format!(
+                    "vnfdId {} has no entry in [tacker.packages]: no flavour to run",
+                    p.vnfd_id.as_deref().unwrap_or("(unknown)")
+                ),
+                vec![],
+            )));
+        };
+        let Some(params) = self.cloud.tacker_op_occ_params(&occ.id).await? else {
+            return Ok(Err(ProblemDetails::new(
+                404,
+                format!("Tacker no longer knows op occ {}", occ.id),
+                vec![],
+            )));
+        };
+        let envelope = instantiate_envelope(
+            &occ.vnf_instance_id,
+            &package.display().to_string(),
+            &params,
+        );
+        let bytes = serde_json::to_vec(&envelope).unwrap_or_default();
+        let paths = self.packages.clone();
+        let name = format!("tacker:{}", occ.id);
+        let examined = tokio::task::spawn_blocking(move || {
+            let ctx = crate::intake::spool::IntakeContext {
+                packages_dir: &paths.packages_dir,
+                package_store: &paths.package_store,
+                cloud_configured: true,
+            };
+            crate::intake::examine_external(&name, &bytes, &ctx)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(ProblemDetails::new(
+                500,
+                format!("examining the request failed: {e}"),
+                vec![],
+            ))
+        });
+        let (body, snapshot) = match examined {
+            Ok(x) => x,
+            Err(problem) => return Ok(Err(problem)),
+        };
+        let now = Timestamp(chrono::Utc::now());
+        let created = self
+            .db
+            .write(|tx| tx.adopt_tacker_instantiate(occ, &body, snapshot.as_ref(), now))?;
+        if let Some(id) = &created {
+            tracing::info!(vnf_instance_id = %occ.vnf_instance_id, tacker_op_occ_id = %occ.id, vnf_lcm_op_occ_id = %id, "Tacker INSTANTIATE COMPLETED: management steps queued");
+        }
+        Ok(Ok(created))
+    }
+
+    /// [`Companion::ensure_subscription`], [`Companion::poll`], then
+    /// [`Companion::follow_up`].
     pub async fn sync(&self) -> Result<SyncOutcome, SyncError> {
         let subscription = self.ensure_subscription().await?;
         let (instances, occs, recorded) = self.poll().await?;
+        let followups = self.follow_up().await?;
         Ok(SyncOutcome {
             subscription,
             instances,
             occs,
             recorded,
+            followups,
         })
     }
 }

@@ -70,6 +70,15 @@ fn register(tb: &Testbed) {
 
 /// A daemon in companion mode against `tb` (poll every 5 s), and its callback URI.
 fn daemon(install: &Install, tb: &Testbed) -> (support::Daemon, String) {
+    daemon_with(install, tb, None)
+}
+
+/// [`daemon`], with `[tacker.packages]` mapping [`VNFD`] to `package` when given.
+fn daemon_with(
+    install: &Install,
+    tb: &Testbed,
+    package: Option<&Path>,
+) -> (support::Daemon, String) {
     let port = free_port();
     let pw = install.dir.path().join("tacker.password");
     std::fs::write(&pw, format!("{PASSWORD}\n")).unwrap();
@@ -94,6 +103,12 @@ fn daemon(install: &Install, tb: &Testbed) -> (support::Daemon, String) {
     assert!(!check.status.success());
     let err = String::from_utf8_lossy(&check.stderr);
     assert!(err.contains("tacker.cloud"), "{err}");
+    if let Some(p) = package {
+        text.push_str(&format!(
+            "\n[tacker.packages]\n\"{VNFD}\" = \"{}\"\n",
+            p.display()
+        ));
+    }
     std::fs::write(&install.config, &text).unwrap();
     let check = install.cli(&["config", "check"]);
     assert!(check.status.success(), "{check:?}");
@@ -429,6 +444,89 @@ async fn polling_alone_reaches_the_same_end_state_as_notifications() {
     let b = insts.iter().find(|i| i.instance.id == inst_b).unwrap();
     assert_eq!(b.instance.state, InstantiationState::NotInstantiated);
 
+    d.stop();
+    assert!(!d.log_text().contains(PASSWORD));
+    tb.shutdown().await;
+}
+
+/// The seed's PV cluster INSTANTIATE request body and its package directory.
+fn seed() -> (Value, std::path::PathBuf) {
+    let root = support::repo_root();
+    let env: Value = serde_json::from_slice(
+        &std::fs::read(root.join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    (
+        env["request"].clone(),
+        root.join(env["vnfPackage"].as_str().unwrap()),
+    )
+}
+
+/// `vnfkeeper ops --json` of `inst`.
+fn ops_json(install: &Install, inst: &str) -> Vec<Value> {
+    let out = install.cli(&["ops", "--vnf", inst, "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The daemon adopts Tacker's COMPLETED INSTANTIATE as exactly one operation of origin
+/// `tacker` linked to the op occ, although every notification arrives twice and the daemon
+/// restarts; `ops` and `status` show the origin. (No hosts here: the management steps
+/// themselves run in `tacker_manage`, as root.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_instantiate_is_adopted_once_through_duplicates_and_a_restart() {
+    let install = Install::new();
+    let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
+        .await
+        .unwrap();
+    register(&tb);
+    let (request, package) = seed();
+    let (mut d, _) = daemon_with(&install, &tb, Some(&package));
+    let db = install.database.clone();
+    assert!(wait_until(Duration::from_secs(30), || {
+        stored_subscription(&db).is_some()
+    }));
+    tb.cloud().tacker_set_notify_faults(NotifyFaults {
+        duplicate: 1.0,
+        reorder_ms: 200,
+        ..NotifyFaults::default()
+    });
+    let op = Operator::login(&tb).await;
+    let (st, v, _) = op.post("/vnf_instances", json!({"vnfdId": VNFD})).await;
+    assert_eq!(st, 201, "{v}");
+    let inst = v["id"].as_str().unwrap().to_string();
+    let (st, v, loc) = op
+        .post(&format!("/vnf_instances/{inst}/instantiate"), request)
+        .await;
+    assert_eq!(st, 202, "{v}");
+    let occ = loc.unwrap().rsplit('/').next().unwrap().to_string();
+    assert!(
+        wait_until(Duration::from_secs(60), || !ops_json(&install, &inst)
+            .is_empty()),
+        "no operation adopted: {}",
+        d.log_text()
+    );
+    // Every notification delivered (twice each) and a poll after them: still one.
+    assert!(wait_until(Duration::from_secs(30), || {
+        tb.cloud().tacker_notify_counters().sent >= 2 * 4
+    }));
+    std::thread::sleep(Duration::from_secs(6));
+    d.stop();
+    let mut d = install.start();
+    std::thread::sleep(Duration::from_secs(8));
+    let ops = ops_json(&install, &inst);
+    assert_eq!(ops.len(), 1, "{ops:?}");
+    assert_eq!(ops[0]["origin"], "tacker");
+    assert_eq!(ops[0]["tackerOpOccId"], occ.as_str());
+    assert_eq!(ops[0]["operation"], "INSTANTIATE");
+    let table = install.cli(&["ops", "--vnf", &inst]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains(&format!("tacker ({occ})")), "{table}");
+    let status = install.cli(&["status", "--json"]);
+    let status: Vec<Value> = serde_json::from_slice(&status.stdout).unwrap();
+    let mine = status.iter().find(|i| i["id"] == inst.as_str()).unwrap();
+    assert_eq!(mine["origin"], "tacker");
     d.stop();
     assert!(!d.log_text().contains(PASSWORD));
     tb.shutdown().await;

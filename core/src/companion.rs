@@ -5,7 +5,158 @@
 //!
 //! Pure: the `vnfkeeper` crate lists, polls and writes, and hands these functions what it saw.
 
-use crate::model::{InstantiationState, OperationState};
+use crate::model::{InstantiationState, OperationState, VnfcRow};
+use crate::plan::stages::{CloudAction, Hook, ReadCheck, StackDocument, Stage, StageList};
+
+/// Where a VNF instance or an operation came from (stored as `origin`, migration V15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Origin {
+    /// A request file vnfkeeper accepted from its spool: vnfkeeper owns the Heat stack.
+    #[default]
+    Spool,
+    /// A Tacker-owned VNF, or the management steps after a Tacker operation COMPLETED: Tacker
+    /// owns the VNF instance and its Heat stack; vnfkeeper never creates, updates or deletes it.
+    Tacker,
+}
+
+impl Origin {
+    /// The stored and shown spelling: `spool`, `tacker`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Spool => "spool",
+            Self::Tacker => "tacker",
+        }
+    }
+
+    /// Parses a stored spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "spool" => Some(Self::Spool),
+            "tacker" => Some(Self::Tacker),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The stages of an INSTANTIATE of `origin`. Spool: `heat.create` of `document`,
+/// `heat.wait_create`, `heat.read_vnfcs` (checked by `read`), then the flavour's
+/// `instantiate_end`. Tacker: Tacker created the stack (`vnf-<vnfInstanceId>`, the name vnfkeeper
+/// uses too) before its INSTANTIATE COMPLETED, so the plan only reads the existing stack's VNFCs
+/// (`heat.read_vnfcs`, unchecked: the stack is Tacker's) and runs `instantiate_end` — no
+/// `heat.create`, no `heat.wait_create`, whatever `document` is.
+pub fn instantiate_stages(origin: Origin, document: StackDocument, read: ReadCheck) -> Vec<Stage> {
+    let mut list = StageList::default();
+    match origin {
+        Origin::Spool => {
+            list.cloud(CloudAction::CreateStack(document))
+                .cloud(CloudAction::WaitCreate)
+                .cloud(CloudAction::ReadVnfcs(read));
+        }
+        Origin::Tacker => {
+            list.cloud(CloudAction::ReadVnfcs(ReadCheck::default()));
+        }
+    }
+    list.wave(|w| vec![Stage::expand(w, Hook::InstantiateEnd)]);
+    list.into_stages()
+}
+
+/// The stages of a HEAL of origin `tacker`: Tacker already replaced the servers (marked them
+/// unhealthy and updated its stack, or re-created the stack), so vnfkeeper only reads the
+/// stack's VNFCs again (`heat.read_vnfcs`: the new servers, their host keys learned anew) and
+/// runs the flavour's `heal_end` over the targets. The flavour's `heal_start` (e.g. removing
+/// the node from the cluster, refusing while a PersistentVolume is Bound) cannot run before a
+/// heal that already happened and is not run.
+pub fn heal_stages() -> Vec<Stage> {
+    let mut list = StageList::default();
+    list.cloud(CloudAction::ReadVnfcs(ReadCheck::default()))
+        .wave(|w| vec![Stage::expand(w, Hook::HealEnd)]);
+    list.into_stages()
+}
+
+/// vnfkeeper's VNFC ids of the VNFCs a Tacker HEAL named: Tacker's `vnfcInstanceId`s are its
+/// `vnfcInfo` ids, `<vduId>-<vnfcResourceInfo.id>` by default (Tacker v2's OpenStack driver,
+/// the resource info id being the server's physical resource id), matched against the VNFC
+/// rows (`vdu_id`, `server_id` as vnfkeeper last read them, before the heal). Empty: every
+/// VNFC (a heal of the whole VNF). Errors: the first id that names no VNFC (Tacker's
+/// `VDU_VNFc_mapping` ids included: not supported).
+pub fn tacker_heal_targets(ids: &[String], vnfcs: &[VnfcRow]) -> Result<Vec<String>, String> {
+    if ids.is_empty() {
+        return Ok(vnfcs.iter().map(|v| v.id.clone()).collect());
+    }
+    let mut out = Vec::new();
+    for id in ids {
+        let found = vnfcs.iter().find(|v| {
+            v.server_id.as_deref().is_some_and(|server| {
+                id.strip_prefix(v.vdu_id.as_str())
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    == Some(server)
+            })
+        });
+        match found {
+            Some(v) if !out.contains(&v.id) => out.push(v.id.clone()),
+            Some(_) => {}
+            None => {
+                return Err(format!(
+                    "vnfcInstanceId `{id}` names no VNFC vnfkeeper knows"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What vnfkeeper does about a Tacker operation whose follow-up is [`Followup::Manage`]: the
+/// vnfkeeper operation it creates (origin `tacker`), or why none. INSTANTIATE and HEAL are
+/// followed by management steps today; SCALE is recorded and left (`Unsupported`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adoption {
+    /// Create an INSTANTIATE of origin `tacker` from the op occ's `operationParams`.
+    Instantiate,
+    /// Create a HEAL of origin `tacker` of the VNFCs of `operationParams.vnfcInstanceId`.
+    Heal,
+    /// Nothing is run for this operation type yet (the reason names it).
+    Unsupported(&'static str),
+}
+
+/// The adoption of a COMPLETED Tacker `operation` (SOL003 `LcmOperationType` spelling).
+pub fn adoption(operation: &str) -> Adoption {
+    match operation {
+        "INSTANTIATE" => Adoption::Instantiate,
+        "SCALE" | "SCALE_TO_LEVEL" => {
+            Adoption::Unsupported("management steps after a Tacker SCALE are not run yet")
+        }
+        "HEAL" => Adoption::Heal,
+        _ => Adoption::Unsupported("not an operation vnfkeeper follows"),
+    }
+}
+
+/// The request envelope vnfkeeper's intake validates for a Tacker INSTANTIATE: the op occ's
+/// `operationParams` (an `InstantiateVnfRequest`, SOL003 §5.5.2.4) as `request`, the instance
+/// id, and the package `[tacker.packages]` maps the instance's `vnfdId` to as `vnfPackage`.
+/// Tacker's `vimConnectionInfo` (a map of VIM credentials vnfkeeper never uses: it reaches the
+/// cloud through its own clouds.yaml entry) is left out.
+pub fn instantiate_envelope(
+    vnf_instance_id: &str,
+    package: &str,
+    operation_params: &serde_json::Value,
+) -> serde_json::Value {
+    let mut request = operation_params.clone();
+    if let Some(m) = request.as_object_mut() {
+        m.remove("vimConnectionInfo");
+    }
+    serde_json::json!({
+        "vnfInstanceId": vnf_instance_id,
+        "operation": "INSTANTIATE",
+        "vnfPackage": package,
+        "request": request,
+    })
+}
 
 /// A subscription as Tacker lists it (`GET /vnflcm/v2/subscriptions`): only what identifies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,6 +405,102 @@ mod tests {
             assert_eq!(Followup::parse(f.as_str()), Some(f));
         }
         assert_eq!(Followup::parse(Some("x")), None);
+    }
+
+    fn doc() -> StackDocument {
+        StackDocument {
+            template: serde_json::json!({}),
+            files: Default::default(),
+            parameters: Default::default(),
+        }
+    }
+
+    fn names(stages: &[Stage]) -> Vec<String> {
+        stages.iter().map(|s| s.key.clone()).collect()
+    }
+
+    #[test]
+    fn a_tacker_instantiate_reads_the_existing_stack_and_never_creates_one() {
+        let spool = instantiate_stages(Origin::Spool, doc(), ReadCheck::default());
+        let tacker = instantiate_stages(Origin::Tacker, doc(), ReadCheck::default());
+        assert_eq!(
+            names(&spool),
+            [
+                "heat.create",
+                "heat.wait_create",
+                "heat.read_vnfcs",
+                "instantiate_end"
+            ]
+        );
+        assert_eq!(names(&tacker), ["heat.read_vnfcs", "instantiate_end"]);
+        assert!(tacker.iter().all(|s| !matches!(
+            s.action,
+            crate::plan::stages::Action::Cloud(
+                CloudAction::CreateStack(_) | CloudAction::WaitCreate
+            )
+        )));
+        crate::plan::stages::check(&tacker).unwrap();
+        for o in [Origin::Spool, Origin::Tacker] {
+            assert_eq!(Origin::parse(o.as_str()), Some(o));
+        }
+        assert_eq!(Origin::parse("Tacker"), None);
+    }
+
+    #[test]
+    fn only_instantiate_is_adopted_and_vim_credentials_are_dropped() {
+        assert_eq!(adoption("INSTANTIATE"), Adoption::Instantiate);
+        assert_eq!(adoption("HEAL"), Adoption::Heal);
+        assert!(matches!(adoption("SCALE"), Adoption::Unsupported(_)));
+        let env = instantiate_envelope(
+            "i-1",
+            "pkg",
+            &serde_json::json!({"flavourId": "simple", "vimConnectionInfo": {"v": {"accessInfo": {"password": "x"}}}}),
+        );
+        assert_eq!(env["request"], serde_json::json!({"flavourId": "simple"}));
+        assert_eq!(env["vnfPackage"], "pkg");
+        assert_eq!(env["operation"], "INSTANTIATE");
+        // Not an object: left as it is, for intake's validation to refuse.
+        let env = instantiate_envelope("i-1", "pkg", &serde_json::json!([1]));
+        assert_eq!(env["request"], serde_json::json!([1]));
+    }
+
+    fn row(id: &str, vdu: &str, server: &str) -> VnfcRow {
+        VnfcRow {
+            id: id.into(),
+            vnf_instance_id: "vnf-1".into(),
+            vdu_id: vdu.into(),
+            vnfc_index: None,
+            stack_name: "vnf-vnf-1".into(),
+            stack_id: "st".into(),
+            resource_name: "VDU".into(),
+            server_id: Some(server.into()),
+            server_status: None,
+            ip_address: None,
+            cp_addresses: Default::default(),
+            volumes: Vec::new(),
+            host_key: None,
+            created_at: crate::model::Timestamp::parse("2026-11-26T00:00:00Z").unwrap(),
+            parameters: None,
+        }
+    }
+
+    #[test]
+    fn tacker_heal_targets_are_found_by_vdu_and_server() {
+        let rows = [
+            row("a", "workerNode", "s-1"),
+            row("b", "workerNode", "s-2"),
+            row("c", "masterNode", "s-3"),
+        ];
+        assert_eq!(
+            tacker_heal_targets(&["workerNode-s-2".into(), "workerNode-s-2".into()], &rows),
+            Ok(vec!["b".to_string()])
+        );
+        assert_eq!(tacker_heal_targets(&[], &rows).unwrap(), ["a", "b", "c"]);
+        // The VDU must match too, and the whole server id.
+        assert!(tacker_heal_targets(&["masterNode-s-1".into()], &rows).is_err());
+        assert!(tacker_heal_targets(&["workerNode-s".into()], &rows).is_err());
+        let names: Vec<String> = heal_stages().iter().map(|s| s.key.clone()).collect();
+        assert_eq!(names, ["heat.read_vnfcs", "heal_end"]);
     }
 
     #[test]

@@ -199,3 +199,37 @@ impl OpenStackCloud {
         }
     }
 }
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OpOccParamsWire {
+    #[serde(default)]
+    operation_params: Option<Value>,
+}
+
+impl OpenStackCloud {
+    /// `GET /vnflcm/v2/vnf_lcm_op_occs/{id}` (every field; the list leaves `operationParams`
+    /// out unless asked): the occurrence's `operationParams` (SOL003 §5.5.2.13), `Value::Null`
+    /// when it has none; `None` when Tacker answers 404. It may hold Tacker's
+    /// `vimConnectionInfo` credentials: never log it. Errors: the cloud's; an answer that is not
+    /// an object.
+    pub async fn tacker_op_occ_params(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        match self
+            .call(
+                NFV_ORCHESTRATION,
+                Method::GET,
+                &["vnflcm", "v2", "vnf_lcm_op_occs", id],
+                &[],
+                None,
+            )
+            .await
+        {
+            Ok(r) => {
+                let w: OpOccParamsWire = r.json()?;
+                Ok(Some(w.operation_params.unwrap_or(Value::Null)))
+            }
+            Err(CloudError::Api { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}

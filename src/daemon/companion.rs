@@ -14,7 +14,7 @@ use crate::cloud::OpenStackCloud;
 use crate::config::{CloudSettings, TackerSettings};
 use crate::intake::wire::Secret;
 use crate::store::Db;
-use crate::tacker::Companion;
+use crate::tacker::{Companion, PackagePaths};
 
 /// How soon a failed connection or sync is tried again (at most the poll interval).
 const RETRY: Duration = Duration::from_secs(10);
@@ -26,6 +26,7 @@ pub(super) fn spawn(
     password: Secret<String>,
     db: Db,
     wake: Arc<Notify>,
+    packages: PackagePaths,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         let retry = RETRY.min(settings.poll_interval);
@@ -33,7 +34,13 @@ pub(super) fn spawn(
             match OpenStackCloud::connect(&cloud.clouds_yaml, &cloud.cloud, cloud.api_timeout).await
             {
                 Ok(c) => {
-                    break Companion::new(c, db.clone(), settings.clone(), password.clone());
+                    break Companion::new(
+                        c,
+                        db.clone(),
+                        settings.clone(),
+                        password.clone(),
+                        packages.clone(),
+                    );
                 }
                 Err(e) => {
                     tracing::warn!(cloud = %cloud.cloud, error = %e, "cannot reach Keystone for Tacker; trying again");
@@ -52,6 +59,10 @@ pub(super) fn spawn(
                         op_occs = o.occs,
                         new_op_occs = o.recorded.new_occs,
                         new_states = o.recorded.new_states,
+                        adopted = o.followups.adopted.len(),
+                        refused = o.followups.refused,
+                        retired = o.followups.retired,
+                        retire_waiting = o.followups.waiting,
                         "Tacker synced"
                     );
                     settings.poll_interval

@@ -623,6 +623,10 @@ fn start_companion(
         password,
         db.clone(),
         tacker_wake.clone(),
+        crate::tacker::PackagePaths {
+            packages_dir: settings.packages_dir.clone(),
+            package_store: settings.package_store(),
+        },
     )))
 }
 

@@ -23,6 +23,10 @@
 //! stack, step 4 is a full update (PUT) with the adjusted documents, so only the targets' servers
 //! are rebuilt.
 //!
+//! Origin `tacker` (after Tacker's HEAL COMPLETED): Tacker replaced the servers; the plan is
+//! `heat.read_vnfcs` of Tacker's stack (found by name first) and `heal_end` over the targets
+//! (`companion::heal_stages`).
+//!
 //! `additionalParams.configuration_only: true` (vnfkeeper; used by reconcile for drift that needs
 //! no new server, e.g. a lost export line) skips 1–6 and only runs the idempotent configuration
 //! stages on the targets.
@@ -34,6 +38,7 @@ use super::executor::{Exec, Subjects};
 use super::instance::{Instance, instance_stack};
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
+use crate::companion::Origin;
 use crate::flavour::HookContext;
 use crate::heat;
 use crate::intake::wire::sol003::HealVnfRequest;
@@ -142,6 +147,10 @@ fn stages<C: Cloud>(
     before: &[VnfcRow],
     p: &HealPlan,
 ) -> Result<Vec<Stage>, EngineError> {
+    if op.origin == Origin::Tacker {
+        // Tacker replaced the servers: read them and configure (no heal_start, no Heat call).
+        return Ok(crate::companion::heal_stages());
+    }
     let mut list = StageList::default();
     if !p.configuration_only {
         let individual = adjusted::pair(p.adjusted.as_ref(), hot)?;
@@ -191,20 +200,33 @@ fn stages<C: Cloud>(
     Ok(list.into_stages())
 }
 
+/// The adjusted HOT of individual VNFC management; `None` for a heal of origin `tacker` (Tacker
+/// owns the stack's documents).
+fn load_hot(op: &OperationRow, inst: &Instance) -> Result<Option<adjusted::Hot>, EngineError> {
+    if op.origin == Origin::Tacker {
+        return Ok(None);
+    }
+    Ok(adjusted::load(&inst.pkg, &inst.req.flavour_id)?)
+}
+
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
     let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    if op.origin == Origin::Tacker {
+        // A heal of the whole VNF may have made Tacker re-create its stack: find it by name.
+        super::instantiate::adopt_stack(e, op).await?;
+    }
     let (_, stack) = instance_stack(e, &op.vnf_instance_id)?;
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let plan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
         Some(text) => serde_json::from_str::<HealPlan>(&text)
             .map_err(|_| StepFailure::input("plan", "stored heal plan does not parse"))?,
         None => {
-            let hot = adjusted::load(&inst.pkg, &inst.req.flavour_id)?;
+            let hot = load_hot(op, &inst)?;
             decide(e, op, &inst, hot.as_ref(), &stack, &before).await?
         }
     };
     let plan = if plan.stages.is_empty() {
-        let hot = adjusted::load(&inst.pkg, &inst.req.flavour_id)?;
+        let hot = load_hot(op, &inst)?;
         let mut p = plan;
         p.stages = stages(e, op, &inst, hot.as_ref(), &before, &p)?;
         let json = serde_json::to_string(&p).unwrap_or_default();

@@ -16,11 +16,12 @@ use super::executor::{Exec, Subjects};
 use super::instance::{Instance, stack_name};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::Cloud;
+use crate::companion::Origin;
 use crate::heat;
 use crate::model::InstantiationState;
 use crate::plan;
 use crate::plan::individual::AdjustedPlan;
-use crate::plan::stages::{CloudAction, Hook, ReadCheck, StackDocument, Stage, StageList};
+use crate::plan::stages::{ReadCheck, StackDocument, Stage};
 use crate::store::OperationRow;
 
 /// The plan of an INSTANTIATE, as stored.
@@ -68,6 +69,27 @@ fn plan<C: Cloud>(
     {
         return Ok(p.clone());
     }
+    if op.origin == Origin::Tacker {
+        // Tacker created the stack: no document, no adjusted HOT; read it and configure.
+        let empty = StackDocument {
+            template: serde_json::Value::Object(Default::default()),
+            files: Default::default(),
+            parameters: Default::default(),
+        };
+        let p = InstantiatePlan {
+            adjusted: None,
+            stages: crate::companion::instantiate_stages(
+                Origin::Tacker,
+                empty,
+                ReadCheck::default(),
+            ),
+        };
+        let json = serde_json::to_string(&p).unwrap_or_default();
+        let text = adjusted::store(e, op, &json, None, p.stages.len())?;
+        return serde_json::from_str(&text).map_err(|_| {
+            StepFailure::input("plan", "stored instantiate plan does not parse").into()
+        });
+    }
     let (req, pkg) = (&inst.req, &inst.pkg);
     // Individual VNFC management: the stack is created from the adjusted HOT (one resource per
     // VNFC); an AutoScalingGroup BaseHOT is sent as it is with `desired_capacity` in `nfv`.
@@ -102,18 +124,15 @@ fn plan<C: Cloud>(
             (doc, None)
         }
     };
-    let mut list = StageList::default();
-    list.cloud(CloudAction::CreateStack(document))
-        .cloud(CloudAction::WaitCreate)
-        .cloud(CloudAction::ReadVnfcs(ReadCheck {
+    let stages = crate::companion::instantiate_stages(
+        Origin::Spool,
+        document,
+        ReadCheck {
             adjusted: adjusted.as_ref().map(adjusted::planned),
             ..ReadCheck::default()
-        }))
-        .wave(|w| vec![Stage::expand(w, Hook::InstantiateEnd)]);
-    let p = InstantiatePlan {
-        adjusted,
-        stages: list.into_stages(),
-    };
+        },
+    );
+    let p = InstantiatePlan { adjusted, stages };
     let json = serde_json::to_string(&p).unwrap_or_default();
     let text = adjusted::store(e, op, &json, p.adjusted.as_ref(), p.stages.len())?;
     Ok(serde_json::from_str(&text)
@@ -123,6 +142,9 @@ fn plan<C: Cloud>(
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
     let inst = inputs(e, op)?;
     let plan = plan(e, op, &inst)?;
+    if op.origin == Origin::Tacker {
+        adopt_stack(e, op).await?;
+    }
     let x = Exec {
         instance: Some(&inst),
         adjusted: plan.adjusted.as_ref(),
@@ -130,6 +152,31 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     };
     e.execute(op, plan.stages.clone(), &x).await?;
     finish(e, op, &inst)
+}
+
+/// Records the stack Tacker created for the instance (`vnf-<vnfInstanceId>`, Tacker v2's
+/// `heat_utils.get_stack_name`) as the instance's stack, found by name, so that
+/// `heat.read_vnfcs` reads it. Errors: the cloud's; no such stack.
+pub(super) async fn adopt_stack<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+) -> Result<(), EngineError> {
+    let name = stack_name(&op.vnf_instance_id);
+    let found = e
+        .cloud
+        .find_stack(&name)
+        .await
+        .map_err(|err| StepFailure::cloud("heat.read_vnfcs", &err))?
+        .ok_or_else(|| {
+            StepFailure::input(
+                "heat.read_vnfcs",
+                format!("Tacker's stack {name} does not exist"),
+            )
+        })?;
+    e.db.write(|tx| {
+        tx.set_instance_stack(&op.vnf_instance_id, &found.name, Some(&found.id), now())
+    })?;
+    Ok(())
 }
 
 fn finish<C: Cloud>(e: &Engine<C>, op: &OperationRow, inst: &Instance) -> Result<(), EngineError> {
@@ -150,7 +197,8 @@ fn finish<C: Cloud>(e: &Engine<C>, op: &OperationRow, inst: &Instance) -> Result
 }
 
 /// ROLLBACK of a failed INSTANTIATE: the flavour's `instantiate_rollback` stages (what it wrote
-/// on hosts that outlive the stack), best effort; then delete the stack (found by name if its id
+/// on hosts that outlive the stack), best effort; then (origin `spool` only: a Tacker-owned
+/// stack is never touched) delete the stack (found by name if its id
 /// was never recorded), forget the VNFCs and the journal; the instance stays `NOT_INSTANTIATED`.
 pub(super) async fn roll_back<C: Cloud>(
     e: &Engine<C>,
@@ -158,6 +206,14 @@ pub(super) async fn roll_back<C: Cloud>(
 ) -> Result<(), EngineError> {
     undo_outside(e, op).await?;
     let stack_name = stack_name(&op.vnf_instance_id);
+    if op.origin == Origin::Tacker {
+        // The stack is Tacker's: vnfkeeper never deletes it.
+        e.db.write(|tx| {
+            tx.delete_vnfcs(&op.vnf_instance_id)?;
+            tx.journal_clear(&op.id)
+        })?;
+        return Ok(());
+    }
     e.status(op, "rolling back: deleting the stack")?;
     let found = e
         .cloud

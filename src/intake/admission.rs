@@ -208,6 +208,31 @@ pub(super) fn examine(
     }
 }
 
+/// A request vnfkeeper did not read from its spool — a Tacker INSTANTIATE's envelope
+/// (`companion::instantiate_envelope`), named `name` in logs — examined exactly as a spool file
+/// is ([`examine`]: size, envelope validation with every defect, package snapshot and the files
+/// the request references). Returns the body as the store keeps it (secrets split off) and the
+/// package snapshot; errors: the ProblemDetails a spool file would be rejected with, or a task
+/// envelope (refused: only LCM requests come from Tacker).
+pub(crate) fn examine_external(
+    name: &str,
+    bytes: &[u8],
+    ctx: &IntakeContext<'_>,
+) -> Result<(RequestBody, Option<Snapshot>), ProblemDetails> {
+    match examine(name.to_owned(), bytes, ctx, &BatchPackages::default()).verdict {
+        Verdict::Lcm(lcm) => {
+            let LcmRequest { body, package, .. } = *lcm;
+            Ok((body, package))
+        }
+        Verdict::Task(_) => Err(ProblemDetails::new(
+            400,
+            "a task envelope is not an LCM request".to_owned(),
+            vec![],
+        )),
+        Verdict::Invalid { problem, .. } => Err(problem),
+    }
+}
+
 /// The copy of a request file that intake keeps (see [`KeptCopy`]): a valid LCM request with every
 /// secret its validation found replaced by `"***"` ([`wire::redact::redact`]); a task envelope as
 /// it is (it holds no secret); an invalid file that parses as JSON redacted by field name
@@ -575,6 +600,17 @@ fn check_instance(
     let Some(instance) = tx.instance(&env.vnf_instance_id)? else {
         return Ok(check_unknown_instance(env).map(|()| Vec::new()));
     };
+    if instance.origin == crate::companion::Origin::Tacker {
+        // Tacker owns this VNF and its Heat stack: its lifecycle goes through Tacker.
+        return Ok(Err(conflict(
+            409,
+            "/vnfInstanceId",
+            format!(
+                "VNF instance {} is owned by Tacker (companion mode): request {op} from Tacker",
+                instance.id
+            ),
+        )));
+    }
     let queued = tx.unfinished_operations(&instance.id)?;
     if let Err(problem) = check_state(env, &instance, &queued) {
         return Ok(Err(problem));
@@ -1215,6 +1251,45 @@ mod tests {
         );
         assert!(check_state(&lcm(Terminate, serde_json::json!({})), &instance, &queued).is_err());
         assert!(check_state(&lcm(Instantiate, serde_json::json!({})), &instance, &queued).is_ok());
+    }
+
+    #[test]
+    fn a_tacker_owned_vnf_refuses_spool_requests() {
+        use crate::companion::{OpOccSeen, Origin};
+        use wire::LcmOperation::{Heal, Instantiate, Scale, Terminate};
+        let (_dir, mut store) = temp_store();
+        let occ = OpOccSeen {
+            id: "occ-1".into(),
+            vnf_instance_id: "vnf-1".into(),
+            operation: "INSTANTIATE".into(),
+            state: OperationState::Completed,
+            is_automatic_invocation: false,
+        };
+        store
+            .write(|tx| {
+                tx.record_tacker_poll(std::slice::from_ref(&occ), &[], now())?;
+                let body = RequestBody::split(LcmOperationType::Instantiate, "{}");
+                tx.adopt_tacker_instantiate(&occ, &body, None, now())
+            })
+            .unwrap();
+        assert_eq!(
+            store.reader().instances().unwrap()[0].origin,
+            Origin::Tacker
+        );
+        for op in [Instantiate, Scale, Heal, Terminate] {
+            let refused = store
+                .write(|tx| {
+                    check_instance(tx, &lcm(op, serde_json::json!({})), &ScaleBases::default())
+                })
+                .unwrap()
+                .unwrap_err();
+            assert_eq!(refused.status, 409);
+            assert!(
+                refused.detail.contains("owned by Tacker"),
+                "{}",
+                refused.detail
+            );
+        }
     }
 
     #[test]

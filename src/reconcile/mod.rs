@@ -471,6 +471,26 @@ pub fn record(
         let vnf = o.vnf_instance_id.clone();
         let mut op_id = None;
         if let Some(heal) = &o.heal {
+            if tx
+                .instance(&vnf)?
+                .is_some_and(|i| i.origin == crate::companion::Origin::Tacker)
+            {
+                // Tacker owns the stack: a heal must go through Tacker's heal API, which
+                // vnfkeeper does not call yet; never a heal of vnfkeeper's own on it.
+                let ev = json!({"pass": report.kind.as_str(), "heal": heal});
+                tx.append_event(
+                    &NewEvent {
+                        kind: "TACKER_HEAL_NOT_STARTED",
+                        vnf_instance_id: Some(&vnf),
+                        message: "heal not started: the VNF is owned by Tacker and healing \
+                                  through Tacker is not implemented",
+                        evidence: Some(&ev.to_string()),
+                        ..Default::default()
+                    },
+                    now,
+                )?;
+                continue;
+            }
             let busy = tx.unfinished_operations(&vnf)?;
             if let Some(first) = busy.first() {
                 let msg = format!(

@@ -6,9 +6,12 @@
 use rusqlite::{OptionalExtension as _, params};
 
 use super::decode::{Cells, OPERATION_STATES};
-use super::{ReaderRef, Result, Tx, collect_checked};
+use super::{NewEvent, NewOperation, ReaderRef, RequestBody, Result, Tx, collect_checked};
 use crate::companion::{Followup, InstanceSeen, OccChange, OpOccSeen, decide_occ, followup};
-use crate::model::{InstantiationState, OperationState, Timestamp};
+use crate::intake::snapshot::Snapshot;
+use crate::model::{
+    InstantiationState, LcmOperationType, OperationState, ProblemDetails, Timestamp,
+};
 
 /// vnfkeeper's subscription in Tacker, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +57,117 @@ pub struct PollRecord {
     pub new_states: usize,
 }
 
+/// A Tacker operation occurrence whose follow-up vnfkeeper has not acted on yet (neither
+/// handled nor refused), with the `vnfdId` of its instance as last polled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingFollowup {
+    /// The occurrence as recorded.
+    pub occ: OpOccSeen,
+    /// `MANAGE` or `RETIRE`.
+    pub followup: Followup,
+    /// The instance's `vnfdId` (`None`: the instance was never polled).
+    pub vnfd_id: Option<String>,
+}
+
+/// What [`Tx::retire_tacker_vnf`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retired {
+    /// The VNF is now `NOT_INSTANTIATED`, its VNFCs forgotten, its history kept.
+    Now,
+    /// vnfkeeper never adopted the instance (or it is a spool VNF): nothing to retire; the
+    /// follow-up is marked handled.
+    NotAdopted,
+    /// An operation of the VNF is queued or running: the retirement waits for a later poll.
+    Waiting,
+}
+
+/// What [`Tx::adopt_tacker_heal`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HealAdoption {
+    /// The vnfkeeper HEAL was created now (its id).
+    Created(String),
+    /// Handled or refused before: nothing new.
+    Before,
+    /// vnfkeeper has not read the VNF's VNFCs yet (its INSTANTIATE's steps are queued or
+    /// running): tried again at a later poll.
+    Waiting,
+    /// Refused; the reason is recorded.
+    Refused(ProblemDetails),
+}
+
 impl ReaderRef<'_> {
+    /// The follow-ups not acted on yet (`tacker_op_occ.followup` set, `handled_at` and `problem`
+    /// NULL), by first sight then id. Errors: the store's; a row that does not decode.
+    pub fn tacker_followups_pending(&self) -> Result<Vec<PendingFollowup>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT o.vnf_lcm_op_occ_id, o.vnf_instance_id, o.operation, o.operation_state,
+                    o.is_automatic_invocation, o.followup, i.vnfd_id
+             FROM tacker_op_occ o
+             LEFT JOIN tacker_vnf_instance i ON i.vnf_instance_id = o.vnf_instance_id
+             WHERE o.followup IS NOT NULL AND o.handled_at IS NULL AND o.problem IS NULL
+             ORDER BY o.first_seen_at, o.vnf_lcm_op_occ_id",
+        )?;
+        let rows = st.query_map([], |r| {
+            let id: String = r.get(0)?;
+            let vnf: String = r.get(1)?;
+            let operation: String = r.get(2)?;
+            let state: String = r.get(3)?;
+            let auto: bool = r.get(4)?;
+            let follow: Option<String> = r.get(5)?;
+            let vnfd_id: Option<String> = r.get(6)?;
+            Ok((|| {
+                let c = Cells::new("tacker_op_occ", &id);
+                Ok(PendingFollowup {
+                    occ: OpOccSeen {
+                        state: c.spelling(
+                            "operation_state",
+                            &state,
+                            OperationState::parse,
+                            OPERATION_STATES,
+                        )?,
+                        id: id.clone(),
+                        vnf_instance_id: vnf,
+                        operation,
+                        is_automatic_invocation: auto,
+                    },
+                    followup: Followup::parse(follow.as_deref())
+                        .ok_or_else(|| c.corrupt("followup", "expected MANAGE, RETIRE or NULL"))?,
+                    vnfd_id,
+                })
+            })())
+        })?;
+        collect_checked(rows)
+    }
+
+    /// What vnfkeeper did about a Tacker occurrence: `(handled_at, problem)`; `None` when it
+    /// is not recorded. Errors: the store's; a row that does not decode.
+    pub fn tacker_followup_outcome(
+        &self,
+        vnf_lcm_op_occ_id: &str,
+    ) -> Result<Option<(Option<Timestamp>, Option<ProblemDetails>)>> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT handled_at, problem FROM tacker_op_occ WHERE vnf_lcm_op_occ_id = ?1",
+                [vnf_lcm_op_occ_id],
+                |r| {
+                    Ok((
+                        r.get::<_, Option<String>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                    ))
+                },
+            )
+            .optional()?;
+        row.map(|(at, problem)| {
+            let c = Cells::new("tacker_op_occ", vnf_lcm_op_occ_id);
+            Ok((
+                c.opt_time("handled_at", at)?,
+                c.json("problem", problem, "a ProblemDetails JSON object")?,
+            ))
+        })
+        .transpose()
+    }
+
     /// The stored subscription, if any. Errors: the store's; a row that does not decode.
     pub fn tacker_subscription(&self) -> Result<Option<StoredSubscription>> {
         let row = self
@@ -196,6 +309,307 @@ impl ReaderRef<'_> {
 }
 
 impl Tx<'_> {
+    /// Creates, once per Tacker `vnfLcmOpOccId` (`occ`), the vnfkeeper INSTANTIATE of origin
+    /// `tacker` that runs the management steps after Tacker's INSTANTIATE COMPLETED: the VNF
+    /// instance (origin `tacker`) when missing, the operation in `STARTING` with `body` (the
+    /// op occ's `operationParams`, validated by intake) and the package snapshot, a
+    /// `TACKER_OPERATION_ADOPTED` event, and `handled_at` on the occurrence. Returns the new
+    /// operation's id; `None` when the occurrence was handled or refused already (a re-poll,
+    /// a duplicate notification, a restart) — the unique index `op_by_tacker_op_occ` (V15) keeps
+    /// it at one even if this were called twice. A spool VNF with the same id is refused with a
+    /// problem instead. Errors: the store's.
+    pub fn adopt_tacker_instantiate(
+        &mut self,
+        occ: &OpOccSeen,
+        body: &RequestBody,
+        package: Option<&Snapshot>,
+        now: Timestamp,
+    ) -> Result<Option<String>> {
+        if self.followup_done(&occ.id)? {
+            return Ok(None);
+        }
+        let at = now.to_rfc3339();
+        self.tx.execute(
+            "INSERT INTO vnf_instance (id, origin, created_at, updated_at)
+             VALUES (?1, 'tacker', ?2, ?2) ON CONFLICT (id) DO NOTHING",
+            params![occ.vnf_instance_id, at],
+        )?;
+        let origin: String = self.tx.query_row(
+            "SELECT origin FROM vnf_instance WHERE id = ?1",
+            [&occ.vnf_instance_id],
+            |r| r.get(0),
+        )?;
+        if origin != "tacker" {
+            let problem = ProblemDetails::new(
+                409,
+                format!(
+                    "VNF instance {} is a spool VNF of vnfkeeper's; a Tacker INSTANTIATE of the same id is not adopted",
+                    occ.vnf_instance_id
+                ),
+                vec![],
+            );
+            self.refuse_tacker_followup(occ, &problem, now)?;
+            return Ok(None);
+        }
+        let op_id = uuid::Uuid::new_v4().to_string();
+        let package_text = package.map(|p| p.dir.display().to_string());
+        self.insert_operation(
+            &NewOperation {
+                id: &op_id,
+                vnf_instance_id: &occ.vnf_instance_id,
+                operation: LcmOperationType::Instantiate,
+                operation_params: body,
+                vnf_package: package_text.as_deref(),
+                request_id: None,
+                is_automatic_invocation: occ.is_automatic_invocation,
+                status_detail: Some("management steps after Tacker's INSTANTIATE"),
+            },
+            now,
+        )?;
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', tacker_op_occ_id = ?2 WHERE id = ?1",
+            params![op_id, occ.id],
+        )?;
+        if let Some(p) = package {
+            self.record_package_snapshot(&op_id, p.digest, &p.source)?;
+        }
+        let message = format!(
+            "Tacker's INSTANTIATE {} COMPLETED: management steps queued as {op_id}",
+            occ.id
+        );
+        let evidence = serde_json::json!({"tackerOpOccId": occ.id}).to_string();
+        self.append_event(
+            &NewEvent {
+                kind: "TACKER_OPERATION_ADOPTED",
+                vnf_instance_id: Some(&occ.vnf_instance_id),
+                vnf_lcm_op_occ_id: Some(&op_id),
+                vnfc_id: None,
+                message: &message,
+                evidence: Some(&evidence),
+            },
+            now,
+        )?;
+        self.mark_followup_handled(&occ.id, &at)?;
+        Ok(Some(op_id))
+    }
+
+    /// Creates, once per Tacker `vnfLcmOpOccId`, the vnfkeeper HEAL of origin `tacker` that runs
+    /// the flavour's `heal_end` after Tacker's HEAL COMPLETED: its targets are the VNFCs Tacker's
+    /// `vnfcInstanceId`s (`tacker_ids`; empty: every VNFC) name
+    /// (`companion::tacker_heal_targets`, against the VNFC rows as last read, before the heal),
+    /// stored as the `vnfcInstanceId` of its HealVnfRequest. Refused (the reason recorded) for a
+    /// VNF vnfkeeper did not adopt or an id that names no VNFC; waits while the VNF has no VNFC
+    /// rows and an operation of it is unfinished. Errors: the store's.
+    pub fn adopt_tacker_heal(
+        &mut self,
+        occ: &OpOccSeen,
+        tacker_ids: &[String],
+        now: Timestamp,
+    ) -> Result<HealAdoption> {
+        if self.followup_done(&occ.id)? {
+            return Ok(HealAdoption::Before);
+        }
+        let vnf = occ.vnf_instance_id.as_str();
+        let refuse = |tx: &mut Self, status: u16, why: String| -> Result<HealAdoption> {
+            let problem = ProblemDetails::new(status, why, vec![]);
+            tx.refuse_tacker_followup(occ, &problem, now)?;
+            Ok(HealAdoption::Refused(problem))
+        };
+        let adopted = self
+            .instance(vnf)?
+            .is_some_and(|i| i.origin == crate::companion::Origin::Tacker);
+        if !adopted {
+            return refuse(
+                self,
+                409,
+                format!("VNF instance {vnf}: its INSTANTIATE was not adopted by vnfkeeper"),
+            );
+        }
+        let vnfcs = self.reader().vnfcs(vnf)?;
+        if vnfcs.is_empty() {
+            if !self.unfinished_operations(vnf)?.is_empty() {
+                return Ok(HealAdoption::Waiting);
+            }
+            return refuse(
+                self,
+                409,
+                format!("VNF instance {vnf} has no VNFC vnfkeeper knows"),
+            );
+        }
+        let targets = match crate::companion::tacker_heal_targets(tacker_ids, &vnfcs) {
+            Ok(t) => t,
+            Err(why) => return refuse(self, 422, why),
+        };
+        let body = RequestBody::split(
+            LcmOperationType::Heal,
+            &serde_json::json!({"vnfcInstanceId": targets}).to_string(),
+        );
+        let op_id = uuid::Uuid::new_v4().to_string();
+        self.insert_operation(
+            &NewOperation {
+                id: &op_id,
+                vnf_instance_id: vnf,
+                operation: LcmOperationType::Heal,
+                operation_params: &body,
+                vnf_package: None,
+                request_id: None,
+                is_automatic_invocation: occ.is_automatic_invocation,
+                status_detail: Some("management steps after Tacker's HEAL"),
+            },
+            now,
+        )?;
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', tacker_op_occ_id = ?2 WHERE id = ?1",
+            params![op_id, occ.id],
+        )?;
+        let message = format!(
+            "Tacker's HEAL {} COMPLETED: heal_end of {} VNFC(s) queued as {op_id}",
+            occ.id,
+            targets.len()
+        );
+        let evidence =
+            serde_json::json!({"tackerOpOccId": occ.id, "vnfcInstanceId": targets}).to_string();
+        self.append_event(
+            &NewEvent {
+                kind: "TACKER_OPERATION_ADOPTED",
+                vnf_instance_id: Some(vnf),
+                vnf_lcm_op_occ_id: Some(&op_id),
+                vnfc_id: None,
+                message: &message,
+                evidence: Some(&evidence),
+            },
+            now,
+        )?;
+        self.mark_followup_handled(&occ.id, &now.to_rfc3339())?;
+        Ok(HealAdoption::Created(op_id))
+    }
+
+    /// Records why vnfkeeper does not act on a Tacker occurrence's follow-up (`problem`: an
+    /// `operationParams` intake refuses, a `vnfdId` without a package, an operation type not
+    /// followed yet) and a `TACKER_OPERATION_REFUSED` event; the occurrence is not pending any
+    /// more. Nothing when it was handled or refused already. Errors: the store's.
+    pub fn refuse_tacker_followup(
+        &mut self,
+        occ: &OpOccSeen,
+        problem: &ProblemDetails,
+        now: Timestamp,
+    ) -> Result<()> {
+        if self.followup_done(&occ.id)? {
+            return Ok(());
+        }
+        let text = super::decode::to_json("problem", problem)?;
+        self.tx.execute(
+            "UPDATE tacker_op_occ SET problem = ?2 WHERE vnf_lcm_op_occ_id = ?1",
+            params![occ.id, text],
+        )?;
+        let message = format!(
+            "Tacker's {} {} is not followed by management steps: {}",
+            occ.operation, occ.id, problem.detail
+        );
+        let evidence = serde_json::json!({"tackerOpOccId": occ.id, "problem": problem}).to_string();
+        self.append_event(
+            &NewEvent {
+                kind: "TACKER_OPERATION_REFUSED",
+                vnf_instance_id: Some(&occ.vnf_instance_id),
+                vnf_lcm_op_occ_id: None,
+                vnfc_id: None,
+                message: &message,
+                evidence: Some(&evidence),
+            },
+            now,
+        )?;
+        Ok(())
+    }
+
+    /// Retires the Tacker-owned VNF of a COMPLETED Tacker TERMINATE (`occ`): its VNFCs and their
+    /// reconcile memory forgotten, no stack, no scale status, `NOT_INSTANTIATED` — so reconcile
+    /// stops watching it — while its operations, journal and events stay; a `VNF_RETIRED`
+    /// event. vnfkeeper never touches the stack (Tacker deleted it). Its operations in
+    /// `FAILED_TEMP` waiting for an operator end `FAILED` (they cannot be retried); while one is
+    /// queued, running or has a RETRY/ROLLBACK pending, nothing is written and the retirement
+    /// waits for a later poll. Errors: the store's.
+    pub fn retire_tacker_vnf(&mut self, occ: &OpOccSeen, now: Timestamp) -> Result<Retired> {
+        if self.followup_done(&occ.id)? {
+            return Ok(Retired::NotAdopted);
+        }
+        let at = now.to_rfc3339();
+        let vnf = occ.vnf_instance_id.as_str();
+        let adopted = self
+            .instance(vnf)?
+            .is_some_and(|i| i.origin == crate::companion::Origin::Tacker);
+        if !adopted {
+            self.mark_followup_handled(&occ.id, &at)?;
+            return Ok(Retired::NotAdopted);
+        }
+        let unfinished = self.unfinished_operations(vnf)?;
+        if unfinished
+            .iter()
+            .any(|o| o.operation_state != OperationState::FailedTemp || o.pending_task.is_some())
+        {
+            return Ok(Retired::Waiting);
+        }
+        // FAILED_TEMP operations waiting for an operator can never be retried: the VNF is gone.
+        let reason = ProblemDetails::new(
+            409,
+            format!(
+                "Tacker terminated the VNF ({}): the operation cannot be retried",
+                occ.id
+            ),
+            vec![],
+        );
+        let reason = super::decode::to_json("error", &reason)?;
+        for o in &unfinished {
+            self.set_operation_state(&o.id, OperationState::Failed, Some(&reason), now)?;
+        }
+        self.delete_vnfcs(vnf)?;
+        self.prune_reconcile_state(vnf)?;
+        self.tx.execute(
+            "UPDATE vnf_instance SET stack_id = NULL WHERE id = ?1",
+            [vnf],
+        )?;
+        self.set_scale_status(vnf, None, now)?;
+        self.set_instantiation_state(vnf, InstantiationState::NotInstantiated, None, None, now)?;
+        let message = format!(
+            "Tacker's TERMINATE {} COMPLETED: VNF retired (history kept)",
+            occ.id
+        );
+        let evidence = serde_json::json!({"tackerOpOccId": occ.id}).to_string();
+        self.append_event(
+            &NewEvent {
+                kind: "VNF_RETIRED",
+                vnf_instance_id: Some(vnf),
+                vnf_lcm_op_occ_id: None,
+                vnfc_id: None,
+                message: &message,
+                evidence: Some(&evidence),
+            },
+            now,
+        )?;
+        self.mark_followup_handled(&occ.id, &at)?;
+        Ok(Retired::Now)
+    }
+
+    /// Whether the occurrence's follow-up was handled or refused (or the occurrence is unknown).
+    fn followup_done(&self, id: &str) -> Result<bool> {
+        let row: Option<(Option<String>, Option<String>)> = self
+            .tx
+            .query_row(
+                "SELECT handled_at, problem FROM tacker_op_occ WHERE vnf_lcm_op_occ_id = ?1",
+                [id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        Ok(row.is_none_or(|(h, p)| h.is_some() || p.is_some()))
+    }
+
+    fn mark_followup_handled(&mut self, id: &str, at: &str) -> Result<()> {
+        self.tx.execute(
+            "UPDATE tacker_op_occ SET handled_at = ?2 WHERE vnf_lcm_op_occ_id = ?1",
+            params![id, at],
+        )?;
+        Ok(())
+    }
+
     /// Stores `subscription_id` as vnfkeeper's subscription, verified at `now`; `created_at`
     /// becomes `now` when the id changes. Errors: the store's.
     pub fn set_tacker_subscription(
@@ -417,5 +831,188 @@ mod tests {
         let insts = store.reader().tacker_vnf_instances().unwrap();
         assert_eq!(insts[0].instance.state, InstantiationState::Instantiated);
         assert_eq!(insts[0].deleted_at, Some(t("3")));
+    }
+
+    /// A COMPLETED Tacker INSTANTIATE is adopted as exactly one vnfkeeper operation of origin
+    /// `tacker`, whatever the number of re-polls and adoption attempts; TERMINATE retires the
+    /// VNF once its operations are finished, keeping its history.
+    #[test]
+    fn a_tacker_operation_is_adopted_once_and_terminate_retires_the_vnf() {
+        use crate::companion::Origin;
+        use OperationState::*;
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+        let t = |s: &str| Timestamp::parse(&format!("2026-11-26T01:00:0{s}Z")).unwrap();
+        let inst_ = inst("vnf-1", InstantiationState::Instantiated);
+        let done = occ("o1", "INSTANTIATE", Completed);
+        store
+            .write(|tx| {
+                tx.record_tacker_poll(
+                    std::slice::from_ref(&done),
+                    std::slice::from_ref(&inst_),
+                    t("1"),
+                )
+            })
+            .unwrap();
+        let pending = store.reader().tacker_followups_pending().unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].vnfd_id.as_deref(), Some("vnfd"));
+        let body = RequestBody::split(LcmOperationType::Instantiate, r#"{"flavourId":"simple"}"#);
+        let first = store
+            .write(|tx| tx.adopt_tacker_instantiate(&done, &body, None, t("2")))
+            .unwrap();
+        let op_id = first.expect("created");
+        // Again (a duplicate notification, a re-poll, a restart): nothing new.
+        store
+            .write(|tx| {
+                tx.record_tacker_poll(
+                    std::slice::from_ref(&done),
+                    std::slice::from_ref(&inst_),
+                    t("3"),
+                )
+            })
+            .unwrap();
+        assert!(
+            store
+                .reader()
+                .tacker_followups_pending()
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            store
+                .write(|tx| tx.adopt_tacker_instantiate(&done, &body, None, t("4")))
+                .unwrap(),
+            None
+        );
+        let ops = store.reader().operations(Some("vnf-1")).unwrap();
+        assert_eq!(ops.len(), 1);
+        assert_eq!(ops[0].id, op_id);
+        assert_eq!(ops[0].origin, Origin::Tacker);
+        assert_eq!(ops[0].tacker_op_occ_id.as_deref(), Some("o1"));
+        assert_eq!(ops[0].operation_state, Starting);
+        let row = store.reader().instances().unwrap();
+        assert_eq!(row[0].origin, Origin::Tacker);
+        // The unique index refuses a second operation for the same Tacker occurrence.
+        let dup = store.write(|tx| {
+            tx.tx.execute(
+                "INSERT INTO vnf_lcm_op_occ (id, vnf_instance_id, operation, operation_state,
+                     state_entered_time, start_time, operation_params, origin, tacker_op_occ_id)
+                 VALUES ('x', 'vnf-1', 'INSTANTIATE', 'STARTING', 't', 't', '{}', 'tacker', 'o1')",
+                [],
+            )?;
+            Ok(())
+        });
+        assert!(dup.is_err());
+
+        // A HEAL before vnfkeeper read the VNFCs (the INSTANTIATE's steps queued): waits; one
+        // of a VNF vnfkeeper never adopted: refused with the reason.
+        let early = occ("oh", "HEAL", Completed);
+        store
+            .write(|tx| tx.record_tacker_poll(std::slice::from_ref(&early), &[], t("4")))
+            .unwrap();
+        assert_eq!(
+            store
+                .write(|tx| tx.adopt_tacker_heal(&early, &[], t("4")))
+                .unwrap(),
+            HealAdoption::Waiting
+        );
+        let mut stranger = occ("ox", "HEAL", Completed);
+        stranger.vnf_instance_id = "vnf-2".into();
+        store
+            .write(|tx| tx.record_tacker_poll(std::slice::from_ref(&stranger), &[], t("4")))
+            .unwrap();
+        let refused = store
+            .write(|tx| tx.adopt_tacker_heal(&stranger, &[], t("4")))
+            .unwrap();
+        assert!(
+            matches!(refused, HealAdoption::Refused(ref p) if p.status == 409),
+            "{refused:?}"
+        );
+        assert_eq!(
+            store
+                .write(|tx| tx.adopt_tacker_heal(&stranger, &[], t("4")))
+                .unwrap(),
+            HealAdoption::Before
+        );
+        store
+            .write(|tx| {
+                tx.refuse_tacker_followup(&early, &ProblemDetails::new(409, "x", vec![]), t("4"))
+            })
+            .unwrap();
+
+        // TERMINATE COMPLETED while the management steps are unfinished: waits.
+        let term = occ("o2", "TERMINATE", Completed);
+        store
+            .write(|tx| tx.record_tacker_poll(std::slice::from_ref(&term), &[inst_], t("5")))
+            .unwrap();
+        assert_eq!(
+            store
+                .write(|tx| tx.retire_tacker_vnf(&term, t("6")))
+                .unwrap(),
+            Retired::Waiting
+        );
+        store
+            .write(|tx| {
+                tx.set_operation_state(&op_id, Processing, None, t("6"))?;
+                tx.set_operation_state(&op_id, FailedTemp, None, t("6"))?;
+                tx.set_instantiation_state(
+                    "vnf-1",
+                    InstantiationState::Instantiated,
+                    Some("simple"),
+                    None,
+                    t("6"),
+                )
+            })
+            .unwrap();
+        assert_eq!(
+            store
+                .write(|tx| tx.retire_tacker_vnf(&term, t("7")))
+                .unwrap(),
+            Retired::Now
+        );
+        let row = store.reader().instances().unwrap();
+        assert_eq!(
+            row[0].instantiation_state,
+            InstantiationState::NotInstantiated
+        );
+        assert_eq!(store.reader().operations(Some("vnf-1")).unwrap().len(), 1);
+        assert!(
+            store
+                .reader()
+                .tacker_followups_pending()
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            store
+                .write(|tx| tx.retire_tacker_vnf(&term, t("8")))
+                .unwrap(),
+            Retired::NotAdopted
+        );
+
+        // A refusal is recorded with its reason, once, and is not pending any more.
+        let heal = occ("o3", "HEAL", Completed);
+        store
+            .write(|tx| tx.record_tacker_poll(std::slice::from_ref(&heal), &[], t("9")))
+            .unwrap();
+        let problem = ProblemDetails::new(501, "not yet", vec![]);
+        store
+            .write(|tx| tx.refuse_tacker_followup(&heal, &problem, t("9")))
+            .unwrap();
+        assert!(
+            store
+                .reader()
+                .tacker_followups_pending()
+                .unwrap()
+                .is_empty()
+        );
+        let (handled, refused) = store
+            .reader()
+            .tacker_followup_outcome("o3")
+            .unwrap()
+            .unwrap();
+        assert_eq!(handled, None);
+        assert_eq!(refused.map(|p| p.detail), Some("not yet".to_string()));
     }
 }

@@ -27,7 +27,10 @@ use rusqlite::{
 use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use crate::model::VnfcRow;
-pub use companion::{PollRecord, RecordedInstance, RecordedOpOcc, StoredSubscription};
+pub use companion::{
+    HealAdoption, PendingFollowup, PollRecord, RecordedInstance, RecordedOpOcc, Retired,
+    StoredSubscription,
+};
 pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;

@@ -7,10 +7,14 @@ use rusqlite::Row;
 
 use super::Result;
 use super::decode::{Cells, OPERATION_STATES};
+use crate::companion::Origin;
 use crate::model::{
     InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
     ProblemDetails, Timestamp, VnfcRow,
 };
+
+/// The spellings of `origin` columns, for decode errors.
+const ORIGINS: &str = "spool or tacker";
 
 /// Shape of `problem`/`error` columns, for decode errors.
 const PROBLEM_DETAILS: &str = "a ProblemDetails JSON object";
@@ -42,12 +46,17 @@ pub struct OperationRow {
     pub status_detail: Option<String>,
     /// Why it failed (`FAILED_TEMP`, `FAILED`).
     pub error: Option<ProblemDetails>,
+    /// Where it came from: a spool request, or Tacker (the management steps after a Tacker
+    /// operation COMPLETED; migration V15).
+    pub origin: Origin,
+    /// Tacker's `vnfLcmOpOccId` it follows (origin `tacker`).
+    pub tacker_op_occ_id: Option<String>,
 }
 
 impl OperationRow {
     pub(super) const COLUMNS: &'static str = "seq, id, vnf_instance_id, operation, operation_state, \
         state_entered_time, start_time, is_automatic_invocation, request_id, pending_task, \
-        status_detail, error";
+        status_detail, error, origin, tacker_op_occ_id";
 
     /// Decodes one row read with [`Self::COLUMNS`]; the outer error is SQLite's, the inner one
     /// [`StoreError::Corrupt`](super::StoreError::Corrupt).
@@ -86,6 +95,8 @@ impl OperationRow {
             pending_task,
             status_detail: r.get(10)?,
             error: c.json("error", r.get(11)?, PROBLEM_DETAILS)?,
+            origin: c.spelling("origin", &r.get::<_, String>(12)?, Origin::parse, ORIGINS)?,
+            tacker_op_occ_id: r.get(13)?,
             id,
         })
     }
@@ -113,10 +124,12 @@ pub struct InstanceRow {
     /// Scale level per aspect (`scaleStatus`, SOL003 §5.5.3.3), `{aspectId: level}`; empty when
     /// NOT_INSTANTIATED (stored `NULL`).
     pub scale_status: BTreeMap<String, u32>,
+    /// Where it came from: `spool`, or `tacker` for a Tacker-owned VNF (migration V15).
+    pub origin: Origin,
 }
 
 impl InstanceRow {
-    pub(super) const COLUMNS: &'static str = "id, instantiation_state, flavour_id, vnf_package, stack_name, stack_id, created_at, updated_at, scale_status";
+    pub(super) const COLUMNS: &'static str = "id, instantiation_state, flavour_id, vnf_package, stack_name, stack_id, created_at, updated_at, scale_status, origin";
 
     /// Decodes one row read with [`Self::COLUMNS`]; the outer error is SQLite's, the inner one
     /// [`StoreError::Corrupt`](super::StoreError::Corrupt).
@@ -147,6 +160,7 @@ impl InstanceRow {
                     "a JSON object of aspect ids to scale levels",
                 )?
                 .unwrap_or_default(),
+            origin: c.spelling("origin", &r.get::<_, String>(9)?, Origin::parse, ORIGINS)?,
             id,
         })
     }

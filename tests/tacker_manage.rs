@@ -1,0 +1,410 @@
+//! Companion mode's management steps on the testbed (needs root): the Tacker stand-in
+//! instantiates the seed's PV cluster package (its BaseHOT, with the `nfv` vnfkeeper would give
+//! it) on the testbed's Heat, whose servers are real SSH hosts; vnfkeeper polls Tacker, adopts
+//! the COMPLETED INSTANTIATE as one operation of origin `tacker` — the op occ's
+//! `operationParams` examined by intake, the package from `[tacker.packages]` — and the engine
+//! runs it without creating a stack: the cluster install, the storage server, NFS and the PVs
+//! journaled DONE on the hosts. A re-poll, a duplicate notification and a second companion over
+//! the same database (a restart) create no second operation. Tacker heals a worker: vnfkeeper
+//! runs `heal_end` for that VNFC on its new server. Then Tacker terminates the VNF and
+//! vnfkeeper retires it, keeping its history. A hostile `operationParams` is refused with
+//! its reason recorded.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::bed::{Bed, fast_limits};
+use support::wait_until;
+use testbed::cloud::Testbed;
+use testbed::cloud::tacker::StandInPackage;
+use vnfkeeper::cloud::OpenStackCloud;
+use vnfkeeper::companion::Origin;
+use vnfkeeper::config::TackerSettings;
+use vnfkeeper::intake::wire::Secret;
+use vnfkeeper::model::{InstantiationState, OperationState, StepState};
+use vnfkeeper::tacker::{Companion, PackagePaths};
+
+const VNFD: &str = "pv-k8s-cluster-vnfd";
+
+/// The seed's INSTANTIATE request (the envelope of the spool fixture) and its package.
+fn seed() -> (Value, PathBuf) {
+    let root = support::repo_root();
+    let env: Value = serde_json::from_slice(
+        &std::fs::read(root.join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let pkg = root.join(env["vnfPackage"].as_str().unwrap());
+    (env["request"].clone(), pkg)
+}
+
+/// Registers the package in the stand-in as Tacker would have it: the flavour's BaseHOT and
+/// nested templates, and the `nfv` stack parameter vnfkeeper computes for the same request.
+fn register(tb: &Testbed, request: &Value, pkg_dir: &std::path::Path) {
+    let pkg = vnfkeeper::package::VnfPackage::load(pkg_dir).unwrap();
+    let req: vnfkeeper::intake::wire::sol003::InstantiateVnfRequest =
+        serde_json::from_value(request.clone()).unwrap();
+    let hot = pkg.base_hot(&req.flavour_id).unwrap();
+    let nfv = vnfkeeper::plan::nfv::instantiate_parameters(&pkg.vnfd, &req).unwrap();
+    let mut parameters = serde_json::Map::new();
+    parameters.insert("nfv".into(), nfv);
+    tb.cloud()
+        .tacker_register_package(StandInPackage {
+            vnfd_id: VNFD.into(),
+            template: hot.template,
+            files: hot.files,
+            parameters,
+            aspects: BTreeMap::new(),
+        })
+        .unwrap();
+}
+
+/// Tacker calls as an operator makes them (Keystone token, `Version` header).
+struct Operator {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Operator {
+    async fn login(tb: &Testbed) -> Self {
+        let yaml: Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(tb.clouds_yaml()).unwrap()).unwrap();
+        let pw = yaml["clouds"]["testbed"]["auth"]["password"]
+            .as_str()
+            .unwrap();
+        let http = reqwest::Client::new();
+        let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {
+            "name": "admin", "domain": {"name": "Default"}, "password": pw}}},
+            "scope": {"project": {"name": "testbed", "domain": {"name": "Default"}}}}});
+        let r = http
+            .post(format!("{}/identity/v3/auth/tokens", tb.base_url()))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let token = r.headers()["x-subject-token"].to_str().unwrap().to_string();
+        Self {
+            http,
+            base: format!("{}/tacker/vnflcm/v2", tb.base_url()),
+            token,
+        }
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value, Option<String>) {
+        let r = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("x-auth-token", &self.token)
+            .header("version", "2.0.0")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let loc = r
+            .headers()
+            .get("location")
+            .map(|v| v.to_str().unwrap().to_string());
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::Null),
+            loc,
+        )
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .header("x-auth-token", &self.token)
+            .header("version", "2.0.0")
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "GET {path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    async fn create(&self) -> String {
+        let (st, v, _) = self.post("/vnf_instances", json!({"vnfdId": VNFD})).await;
+        assert_eq!(st, 201, "{v}");
+        v["id"].as_str().unwrap().to_string()
+    }
+
+    /// Runs `action` on `inst` and waits until the stand-in says COMPLETED; the op occ id.
+    async fn run(&self, tb: &Testbed, inst: &str, action: &str, body: Value) -> String {
+        let (st, v, loc) = self
+            .post(&format!("/vnf_instances/{inst}/{action}"), body)
+            .await;
+        assert_eq!(st, 202, "{action}: {v}");
+        let occ = loc.unwrap().rsplit('/').next().unwrap().to_string();
+        assert!(
+            wait_until(Duration::from_secs(300), || {
+                tb.cloud()
+                    .tacker_op_occs()
+                    .iter()
+                    .any(|(id, _, s)| *id == occ && s == "COMPLETED")
+            }),
+            "{action} did not complete in the stand-in: {:?}",
+            tb.cloud().tacker_op_occs()
+        );
+        occ
+    }
+}
+
+fn settings(pkg: PathBuf) -> TackerSettings {
+    TackerSettings {
+        listen: "127.0.0.1:1".parse().unwrap(),
+        callback_path: "/vnfkeeper/notifications".into(),
+        username: "tacker".into(),
+        password_file: "/nonexistent".into(),
+        max_body_bytes: 1 << 20,
+        cloud: None,
+        callback_uri: Some("http://127.0.0.1:1/vnfkeeper/notifications".into()),
+        vnfd_ids: vec![VNFD.into()],
+        auto_heal: false,
+        poll_interval: Duration::from_secs(60),
+        packages: [(VNFD.to_string(), pkg)].into_iter().collect(),
+    }
+}
+
+async fn companion(bed: &Bed, pkg: &std::path::Path) -> Companion {
+    let cloud = OpenStackCloud::connect(bed.tb.clouds_yaml(), "testbed", Duration::from_secs(30))
+        .await
+        .unwrap();
+    Companion::new(
+        cloud,
+        bed.db.clone(),
+        settings(pkg.to_path_buf()),
+        Secret::new("unused".to_string()),
+        PackagePaths {
+            packages_dir: support::repo_root(),
+            package_store: bed.dir.path().join("package-store"),
+        },
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate_retires() {
+    let bed = Bed::new("vkz", 93, fast_limits()).await;
+    let (request, pkg_dir) = seed();
+    register(&bed.tb, &request, &pkg_dir);
+    let op = Operator::login(&bed.tb).await;
+    let inst = op.create().await;
+    let occ = op.run(&bed.tb, &inst, "instantiate", request.clone()).await;
+
+    // vnfkeeper polls Tacker and adopts the COMPLETED INSTANTIATE: one operation.
+    let c = companion(&bed, &pkg_dir).await;
+    c.poll().await.unwrap();
+    let f = c.follow_up().await.unwrap();
+    assert_eq!(f.adopted.len(), 1, "{f:?}");
+    assert_eq!(f.refused, 0, "{f:?}");
+    let op_id = f.adopted[0].clone();
+
+    // A re-poll, a duplicate notification's wake-up, a restart (a second companion over the
+    // same database): nothing new.
+    for _ in 0..2 {
+        c.poll().await.unwrap();
+        assert_eq!(c.follow_up().await.unwrap().adopted.len(), 0);
+    }
+    let again = companion(&bed, &pkg_dir).await;
+    again.poll().await.unwrap();
+    assert_eq!(again.follow_up().await.unwrap().adopted.len(), 0);
+    let ops = bed.db.with(|s| s.reader().operations(Some(&inst))).unwrap();
+    assert_eq!(ops.len(), 1, "{ops:?}");
+    assert_eq!(ops[0].origin, Origin::Tacker);
+    assert_eq!(ops[0].tacker_op_occ_id.as_deref(), Some(occ.as_str()));
+    let rows = bed.db.with(|s| s.reader().instances()).unwrap();
+    assert_eq!(rows[0].origin, Origin::Tacker);
+
+    // The engine runs the management steps on Tacker's stack: no stack created.
+    let servers_before = bed.tb.cloud().record_counts().0;
+    let state = bed.engine.run(&op_id).await.unwrap();
+    bed.print_journal(&op_id);
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&op_id)
+    );
+    assert_eq!(bed.tb.cloud().record_counts().0, servers_before);
+    let journal = bed.db.with(|s| s.reader().journal(&op_id)).unwrap();
+    assert!(
+        journal
+            .iter()
+            .all(|j| j.name != "heat.create" && j.name != "heat.wait_create"),
+        "a Tacker INSTANTIATE never creates the stack"
+    );
+    let done_on_hosts = |name: &str| {
+        journal
+            .iter()
+            .filter(|j| j.name == name && !j.host.is_empty() && j.state == StepState::Done)
+            .count()
+    };
+    assert_eq!(done_on_hosts("k8s.install"), 3, "master and both workers");
+    for step in [
+        "storage.filesystem",
+        "nfs.server",
+        "pv.register",
+        "pv.available",
+    ] {
+        assert!(done_on_hosts(step) >= 1, "{step} not DONE on a host");
+    }
+    let vnfcs = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    assert_eq!(vnfcs.len(), 4, "{vnfcs:?}");
+    let master = vnfcs.iter().find(|c| c.vdu_id == "masterNode").unwrap();
+    let out = bed
+        .farm
+        .exec(
+            master.server_id.as_deref().unwrap(),
+            "kubectl get pv -o json",
+        )
+        .await
+        .unwrap();
+    let pvs: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pvs["items"].as_array().unwrap().len(), 3, "{pvs}");
+    let row = bed.db.with(|s| s.reader().instances()).unwrap();
+    assert_eq!(row[0].instantiation_state, InstantiationState::Instantiated);
+
+    // Tacker heals one worker (its server replaced by Tacker's stack update): vnfkeeper adopts
+    // the COMPLETED HEAL once and runs heal_end for that VNFC only, on the new server.
+    let shown = op.get(&format!("/vnf_instances/{inst}")).await;
+    let tacker_vnfc = shown["instantiatedVnfInfo"]["vnfcInfo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["vduId"] == "workerNode")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let old_server = tacker_vnfc.strip_prefix("workerNode-").unwrap().to_string();
+    let target = vnfcs
+        .iter()
+        .find(|c| c.server_id.as_deref() == Some(old_server.as_str()))
+        .unwrap()
+        .id
+        .clone();
+    let heal_occ = op
+        .run(
+            &bed.tb,
+            &inst,
+            "heal",
+            json!({"vnfcInstanceId": [tacker_vnfc]}),
+        )
+        .await;
+    c.poll().await.unwrap();
+    let f = c.follow_up().await.unwrap();
+    assert_eq!((f.adopted.len(), f.refused), (1, 0), "{f:?}");
+    c.poll().await.unwrap();
+    assert!(c.follow_up().await.unwrap().adopted.is_empty());
+    let heal_op = f.adopted[0].clone();
+    let ops = bed.db.with(|s| s.reader().operations(Some(&inst))).unwrap();
+    assert_eq!(ops.len(), 2);
+    assert_eq!(ops[1].tacker_op_occ_id.as_deref(), Some(heal_occ.as_str()));
+    let state = bed.engine.run(&heal_op).await.unwrap();
+    bed.print_journal(&heal_op);
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&heal_op)
+    );
+    let heal_journal = bed.db.with(|s| s.reader().journal(&heal_op)).unwrap();
+    assert!(
+        heal_journal
+            .iter()
+            .all(|j| !j.name.starts_with("heat.") || j.name == "heat.read_vnfcs"),
+        "a Tacker HEAL makes no Heat call of vnfkeeper's but the read"
+    );
+    assert!(
+        heal_journal
+            .iter()
+            .any(|j| j.name == "k8s.install" && j.host == target && j.state == StepState::Done),
+        "heal_end re-joined the healed worker"
+    );
+    assert!(
+        heal_journal
+            .iter()
+            .filter(|j| j.name == "k8s.install")
+            .all(|j| j.host == target),
+        "only the healed VNFC is configured"
+    );
+    let healed = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let row = healed.iter().find(|c| c.id == target).unwrap();
+    assert_ne!(row.server_id.as_deref(), Some(old_server.as_str()));
+
+    // Tacker terminates the VNF: vnfkeeper retires it and keeps its history; never touches
+    // the stack itself (Tacker deleted it).
+    let term = op
+        .run(
+            &bed.tb,
+            &inst,
+            "terminate",
+            json!({"terminationType": "FORCEFUL"}),
+        )
+        .await;
+    c.poll().await.unwrap();
+    let f = c.follow_up().await.unwrap();
+    assert_eq!(f.retired, 1, "{f:?}");
+    let row = bed.db.with(|s| s.reader().instances()).unwrap();
+    assert_eq!(
+        row[0].instantiation_state,
+        InstantiationState::NotInstantiated
+    );
+    assert!(bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap().is_empty());
+    assert_eq!(
+        bed.db
+            .with(|s| s.reader().operations(Some(&inst)))
+            .unwrap()
+            .len(),
+        2
+    );
+    let (handled, problem) = bed
+        .db
+        .with(|s| s.reader().tacker_followup_outcome(&term))
+        .unwrap()
+        .unwrap();
+    assert!(handled.is_some() && problem.is_none());
+
+    // A hostile operationParams (a flavourId the validator refuses, an unknown key): refused
+    // with the reason recorded, no operation, no panic.
+    let bad = op.create().await;
+    let mut hostile = request.clone();
+    hostile["additionalParams"]["k8s_cluster_installation_param"] = json!(12);
+    let bad_occ = op.run(&bed.tb, &bad, "instantiate", hostile).await;
+    c.poll().await.unwrap();
+    let f = c.follow_up().await.unwrap();
+    assert_eq!((f.adopted.len(), f.refused), (0, 1), "{f:?}");
+    let (_, problem) = bed
+        .db
+        .with(|s| s.reader().tacker_followup_outcome(&bad_occ))
+        .unwrap()
+        .unwrap();
+    let problem = problem.expect("a recorded reason");
+    assert_eq!(problem.status, 400, "{problem:?}");
+    assert!(
+        problem.detail.contains("k8s_cluster_installation_param"),
+        "{problem:?}"
+    );
+    assert!(
+        bed.db
+            .with(|s| s.reader().operations(Some(&bad)))
+            .unwrap()
+            .is_empty()
+    );
+    op.run(
+        &bed.tb,
+        &bad,
+        "terminate",
+        json!({"terminationType": "FORCEFUL"}),
+    )
+    .await;
+}
