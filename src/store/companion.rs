@@ -93,6 +93,9 @@ pub enum HealAdoption {
     Waiting,
     /// Refused; the reason is recorded.
     Refused(ProblemDetails),
+    /// Tacker's HEAL was the one vnfkeeper asked for (healing through Tacker): the vnfkeeper
+    /// HEAL linked to it stopped waiting and runs its post-steps (its id); no new operation.
+    Released(String),
 }
 
 impl ReaderRef<'_> {
@@ -410,6 +413,26 @@ impl Tx<'_> {
             return Ok(HealAdoption::Before);
         }
         let vnf = occ.vnf_instance_id.as_str();
+        if let Some(op_id) = self.release_tacker_heal(&occ.id)? {
+            let message = format!(
+                "Tacker's HEAL {} (asked by vnfkeeper) COMPLETED: post-steps of {op_id} queued",
+                occ.id
+            );
+            let evidence = serde_json::json!({"tackerOpOccId": occ.id}).to_string();
+            self.append_event(
+                &NewEvent {
+                    kind: "TACKER_HEAL_COMPLETED",
+                    vnf_instance_id: Some(vnf),
+                    vnf_lcm_op_occ_id: Some(&op_id),
+                    vnfc_id: None,
+                    message: &message,
+                    evidence: Some(&evidence),
+                },
+                now,
+            )?;
+            self.mark_followup_handled(&occ.id, &now.to_rfc3339())?;
+            return Ok(HealAdoption::Released(op_id));
+        }
         let refuse = |tx: &mut Self, status: u16, why: String| -> Result<HealAdoption> {
             let problem = ProblemDetails::new(status, why, vec![]);
             tx.refuse_tacker_followup(occ, &problem, now)?;
