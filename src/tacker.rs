@@ -282,7 +282,8 @@ impl Companion {
     /// `companion::tacker_vnfc_instance_ids`); Tacker's op occ id is stored in the transaction
     /// that marks it sent. Sent, and Tacker's occurrence recorded FAILED or ROLLED_BACK: ends
     /// FAILED_TEMP with Tacker's `error`. A request Tacker refuses (4xx) ends it FAILED_TEMP
-    /// too. Errors: Tacker's (other than a refusal), the store's.
+    /// too, but a 409 (another operation of the instance in progress) leaves it for a later
+    /// sync. Errors: Tacker's (other than a 4xx), the store's.
     async fn send_heals(&self, out: &mut FollowupOutcome) -> Result<(), SyncError> {
         let waiting = self.db.with(|s| s.reader().tacker_heals_waiting())?;
         for w in waiting {
@@ -318,6 +319,11 @@ impl Companion {
                 }
                 None => match self.request_heal(&w).await? {
                     Ok(id) => id,
+                    Err(problem) if problem.status == 409 => {
+                        // Another operation of the instance is in progress in Tacker: later.
+                        tracing::info!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, "Tacker is busy with the VNF (409): the heal is sent at a later sync");
+                        continue;
+                    }
                     Err(problem) => {
                         self.db
                             .write(|tx| tx.fail_tacker_heal(&w.op_id, &problem, now()))?;
@@ -343,7 +349,8 @@ impl Companion {
     }
 
     /// Sends Tacker the heal of vnfkeeper's waiting HEAL `w`: `Ok(Ok(occ id))`, or
-    /// `Ok(Err(problem))` when it cannot be asked for (a VNFC without a Tacker id, a 4xx).
+    /// `Ok(Err(problem))` when it cannot be asked for now (a VNFC without a Tacker id, a 4xx
+    /// with its status).
     /// Errors: Tacker's other errors, the store's.
     async fn request_heal(
         &self,
@@ -375,9 +382,7 @@ impl Companion {
         );
         match self.cloud.tacker_heal(&w.vnf_instance_id, &body).await {
             Ok(id) => Ok(Ok(id)),
-            Err(CloudError::Api { status, .. })
-                if (400..500).contains(&status) && status != 409 =>
-            {
+            Err(CloudError::Api { status, .. }) if (400..500).contains(&status) => {
                 Ok(Err(ProblemDetails::new(
                     status,
                     format!(
