@@ -187,6 +187,15 @@ impl Tx<'_> {
         Ok(id)
     }
 
+    /// Ids of `vnf`'s operations waiting for Tacker's heal. Errors: the store's.
+    pub(super) fn tacker_heals_of(&self, vnf: &str) -> Result<Vec<String>> {
+        let mut st = self.tx.prepare(
+            "SELECT id FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1 AND tacker_heal IS NOT NULL",
+        )?;
+        let rows = st.query_map([vnf], |r| r.get::<_, String>(0))?;
+        Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
     /// vnfkeeper's waiting HEAL `op_id` ends `FAILED_TEMP` with `error` (Tacker's error, or
     /// why vnfkeeper could not send it); it no longer waits. Errors: the store's.
     pub fn fail_tacker_heal(
@@ -350,5 +359,26 @@ mod tests {
             .unwrap();
         heal_op(&mut store, "h3", t("9"), false);
         assert_eq!(runnable(&store), vec!["h3".to_string()]);
+
+        // Tacker terminates the VNF while a heal waits for it: the retirement is not blocked,
+        // the heal ends FAILED.
+        store
+            .write(|tx| {
+                tx.set_operation_state("h3", Processing, None, t("9"))?;
+                tx.set_operation_state("h3", Completed, None, t("9"))
+            })
+            .unwrap();
+        heal_op(&mut store, "h4", t("9"), true);
+        let term = occ("tt", "TERMINATE", Completed);
+        let retired = store
+            .write(|tx| {
+                tx.record_tacker_poll(std::slice::from_ref(&term), &[], t("9"))?;
+                tx.retire_tacker_vnf(&term, t("9"))
+            })
+            .unwrap();
+        assert_eq!(retired, crate::store::Retired::Now);
+        let ops = store.reader().operations(Some("vnf-1")).unwrap();
+        assert_eq!(ops.last().unwrap().operation_state, Failed);
+        assert!(store.reader().tacker_heals_waiting().unwrap().is_empty());
     }
 }
