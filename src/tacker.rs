@@ -11,14 +11,16 @@ use std::path::PathBuf;
 
 use crate::cloud::{CloudError, OpenStackCloud};
 use crate::companion::{
-    Adoption, Followup, InstanceSeen, OpOccSeen, adoption, filter_in, instantiate_envelope,
-    plan_subscriptions,
+    Adoption, Followup, InstanceSeen, OpOccSeen, adoption, filter_in, heal_sent_before,
+    instantiate_envelope, plan_subscriptions, tacker_heal_request, tacker_vnfc_instance_ids,
 };
 use crate::config::TackerSettings;
 use crate::intake::wire::Secret;
 use crate::intake::wire::notification::NotificationType;
-use crate::model::{ProblemDetails, Timestamp};
-use crate::store::{Db, HealAdoption, PendingFollowup, PollRecord, Retired, StoreError};
+use crate::model::{OperationState, ProblemDetails, Timestamp};
+use crate::store::{
+    Db, HealAdoption, PendingFollowup, PollRecord, Retired, StoreError, WaitingHeal,
+};
 
 /// Why a sync did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +58,12 @@ pub struct FollowupOutcome {
     pub retired: usize,
     /// Retirements and heals waiting for an unfinished operation of the VNF.
     pub waiting: usize,
+    /// Heals vnfkeeper asked Tacker for now (`POST …/heal`, or found sent before a crash).
+    pub heals_sent: usize,
+    /// vnfkeeper HEALs Tacker's heal COMPLETED for: their post-steps are queued.
+    pub heals_released: usize,
+    /// vnfkeeper HEALs ended FAILED_TEMP (Tacker's heal failed, or could not be asked for).
+    pub heals_failed: usize,
 }
 
 /// Where intake's package handling reads and writes, for a Tacker INSTANTIATE's package.
@@ -220,8 +228,9 @@ impl Companion {
     /// package, SCALE/HEAL not followed yet). Errors: Tacker's, the store's (what was done
     /// before stays done).
     pub async fn follow_up(&self) -> Result<FollowupOutcome, SyncError> {
-        let pending = self.db.with(|s| s.reader().tacker_followups_pending())?;
         let mut out = FollowupOutcome::default();
+        self.send_heals(&mut out).await?;
+        let pending = self.db.with(|s| s.reader().tacker_followups_pending())?;
         for p in pending {
             match p.followup {
                 Followup::None => {}
@@ -239,6 +248,10 @@ impl Companion {
                 Followup::Manage if adoption(&p.occ.operation) == Adoption::Heal => {
                     match self.adopt_heal(&p.occ).await? {
                         HealAdoption::Created(id) => out.adopted.push(id),
+                        HealAdoption::Released(id) => {
+                            tracing::info!(vnf_instance_id = %p.occ.vnf_instance_id, tacker_op_occ_id = %p.occ.id, vnf_lcm_op_occ_id = %id, "Tacker's HEAL asked by vnfkeeper COMPLETED: post-steps queued");
+                            out.heals_released += 1;
+                        }
                         HealAdoption::Before => {}
                         HealAdoption::Waiting => out.waiting += 1,
                         HealAdoption::Refused(problem) => {
@@ -260,6 +273,127 @@ impl Companion {
             }
         }
         Ok(out)
+    }
+
+    /// Healing through Tacker (issue 15 §6): for each vnfkeeper HEAL waiting for Tacker —
+    /// not sent: looks in Tacker's op occs of the instance for a HEAL started after ours that no
+    /// operation is linked to (sent before a crash: `companion::heal_sent_before`), else sends
+    /// `POST /vnflcm/v2/vnf_instances/{id}/heal` (`vnfcInstanceId` in Tacker's ids,
+    /// `companion::tacker_vnfc_instance_ids`); Tacker's op occ id is stored in the transaction
+    /// that marks it sent. Sent, and Tacker's occurrence recorded FAILED or ROLLED_BACK: ends
+    /// FAILED_TEMP with Tacker's `error`. A request Tacker refuses (4xx) ends it FAILED_TEMP
+    /// too, but a 409 (another operation of the instance in progress) leaves it for a later
+    /// sync. Errors: Tacker's (other than a 4xx), the store's.
+    async fn send_heals(&self, out: &mut FollowupOutcome) -> Result<(), SyncError> {
+        let waiting = self.db.with(|s| s.reader().tacker_heals_waiting())?;
+        for w in waiting {
+            let now = || Timestamp(chrono::Utc::now());
+            if let Some(occ_id) = &w.tacker_op_occ_id {
+                if matches!(
+                    w.tacker_state,
+                    Some(OperationState::Failed | OperationState::RolledBack)
+                ) {
+                    let error = self.cloud.tacker_op_occ_error(occ_id).await?;
+                    let detail = format!(
+                        "Tacker's HEAL {occ_id} ended {}: {}",
+                        w.tacker_state.map_or("", |s| s.as_str()),
+                        error
+                            .as_ref()
+                            .and_then(|e| e["detail"].as_str())
+                            .unwrap_or("no error given")
+                    );
+                    let problem = ProblemDetails::new(500, detail, vec![]);
+                    self.db
+                        .write(|tx| tx.fail_tacker_heal(&w.op_id, &problem, now()))?;
+                    tracing::warn!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, tacker_op_occ_id = %occ_id, reason = %problem.detail, "heal through Tacker failed");
+                    out.heals_failed += 1;
+                }
+                continue;
+            }
+            let started = self.cloud.tacker_occs_started(&w.vnf_instance_id).await?;
+            let linked = self.db.with(|s| s.reader().linked_tacker_op_occs())?;
+            let occ_id = match heal_sent_before(w.start_time, &started, &linked) {
+                Some(id) => {
+                    tracing::info!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, tacker_op_occ_id = %id, "heal sent to Tacker before a restart: not sent again");
+                    id
+                }
+                None => match self.request_heal(&w).await? {
+                    Ok(id) => id,
+                    Err(problem) if problem.status == 409 => {
+                        // Another operation of the instance is in progress in Tacker: later.
+                        tracing::info!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, "Tacker is busy with the VNF (409): the heal is sent at a later sync");
+                        continue;
+                    }
+                    Err(problem) => {
+                        self.db
+                            .write(|tx| tx.fail_tacker_heal(&w.op_id, &problem, now()))?;
+                        tracing::warn!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, reason = %problem.detail, "heal through Tacker not sent");
+                        out.heals_failed += 1;
+                        continue;
+                    }
+                },
+            };
+            let occ = OpOccSeen {
+                id: occ_id.clone(),
+                vnf_instance_id: w.vnf_instance_id.clone(),
+                operation: "HEAL".into(),
+                state: OperationState::Starting,
+                is_automatic_invocation: true,
+            };
+            self.db
+                .write(|tx| tx.mark_tacker_heal_sent(&w.op_id, &occ, now()))?;
+            tracing::info!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, tacker_op_occ_id = %occ_id, "heal sent to Tacker");
+            out.heals_sent += 1;
+        }
+        Ok(())
+    }
+
+    /// Sends Tacker the heal of vnfkeeper's waiting HEAL `w`: `Ok(Ok(occ id))`, or
+    /// `Ok(Err(problem))` when it cannot be asked for now (a VNFC without a Tacker id, a 4xx
+    /// with its status).
+    /// Errors: Tacker's other errors, the store's.
+    async fn request_heal(
+        &self,
+        w: &WaitingHeal,
+    ) -> Result<Result<String, ProblemDetails>, SyncError> {
+        let (params, vnfcs) = self.db.with(|s| {
+            let r = s.reader();
+            Ok::<_, StoreError>((r.operation_params(&w.op_id)?, r.vnfcs(&w.vnf_instance_id)?))
+        })?;
+        let params: Value = params
+            .and_then(|(p, _)| serde_json::from_str(&p).ok())
+            .unwrap_or(Value::Null);
+        let targets: Vec<String> = params["vnfcInstanceId"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ids = match tacker_vnfc_instance_ids(&targets, &vnfcs) {
+            Ok(ids) => ids,
+            Err(why) => return Ok(Err(ProblemDetails::new(422, why, vec![]))),
+        };
+        let body = tacker_heal_request(
+            &ids,
+            &format!("vnfkeeper reconcile (VnfLcmOpOcc {})", w.op_id),
+            params.get("additionalParams"),
+        );
+        match self.cloud.tacker_heal(&w.vnf_instance_id, &body).await {
+            Ok(id) => Ok(Ok(id)),
+            Err(CloudError::Api { status, .. }) if (400..500).contains(&status) => {
+                Ok(Err(ProblemDetails::new(
+                    status,
+                    format!(
+                        "Tacker refused the heal of {} ({status})",
+                        w.vnf_instance_id
+                    ),
+                    vec![],
+                )))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The vnfkeeper HEAL for a Tacker HEAL COMPLETED: Tacker's `operationParams.vnfcInstanceId`

@@ -25,7 +25,11 @@ use vnfkeeper::cloud::OpenStackCloud;
 use vnfkeeper::companion::Origin;
 use vnfkeeper::config::TackerSettings;
 use vnfkeeper::intake::wire::Secret;
-use vnfkeeper::model::{InstantiationState, OperationState, StepState};
+use vnfkeeper::model::{InstantiationState, OperationState, StepState, Timestamp};
+use vnfkeeper::reconcile::policy::Policy;
+use vnfkeeper::reconcile::probe::ProbeSettings;
+use vnfkeeper::reconcile::{self, PassKind, Reconciler};
+use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::tacker::{Companion, PackagePaths};
 
 const VNFD: &str = "pv-k8s-cluster-vnfd";
@@ -190,6 +194,24 @@ async fn companion(bed: &Bed, pkg: &std::path::Path) -> Companion {
     )
 }
 
+/// One reconcile pass at `now`, recorded.
+async fn pass(
+    bed: &Bed,
+    rec: &Reconciler<OpenStackCloud>,
+    kind: PassKind,
+    now: Timestamp,
+) -> reconcile::PassReport {
+    let snap = bed
+        .db
+        .with(|s| reconcile::snapshot(s.reader(), None))
+        .unwrap();
+    let mut report = rec.evaluate(&snap, kind, now).await;
+    bed.db
+        .write(|tx| reconcile::record(tx, &mut report, now))
+        .unwrap();
+    report
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs root (network namespaces, loop devices)"]
 async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate_retires() {
@@ -341,6 +363,129 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     let row = healed.iter().find(|c| c.id == target).unwrap();
     assert_ne!(row.server_id.as_deref(), Some(old_server.as_str()));
 
+    // Reconcile decides, Tacker heals (`tacker.auto_heal`): a worker's server goes into ERROR;
+    // a pass records one vnfkeeper HEAL waiting for Tacker (the engine does not run it), the
+    // companion sends exactly one `POST …/heal`, a second pass while it runs starts nothing,
+    // and Tacker's COMPLETED releases that same operation: heal_end on that worker only.
+    let vnfcs = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let sick = vnfcs
+        .iter()
+        .find(|c| c.vdu_id == "workerNode")
+        .unwrap()
+        .clone();
+    let sick_server = sick.server_id.clone().unwrap();
+    bed.tb
+        .cloud()
+        .inject_server_error(&sick_server, "hypervisor lost")
+        .await
+        .unwrap();
+    let policy = Policy::default();
+    let mut rec = Reconciler::new(
+        bed.cloud.clone(),
+        std::sync::Arc::new(SshRemote::new(SshConfig::default())),
+        policy.clone(),
+        ProbeSettings {
+            timeout: Duration::from_secs(30),
+            max_parallel_hosts: 16,
+        },
+    );
+    let at = |secs: i64| Timestamp(chrono::Utc::now() + chrono::Duration::seconds(secs));
+    let t0 = policy.startup_grace.as_secs() as i64 + 1;
+    // auto_heal off (the default): nothing started, the reason recorded.
+    let r = pass(&bed, &rec, PassKind::Cloud, at(t0)).await;
+    assert!(r.started.is_empty(), "{:#?}", r.outcomes);
+    rec.tacker_auto_heal = true;
+    let heals_in_tacker = |tb: &Testbed| {
+        tb.cloud()
+            .tacker_op_occs()
+            .iter()
+            .filter(|(_, op, _)| op == "HEAL")
+            .count()
+    };
+    let tacker_heals_before = heals_in_tacker(&bed.tb);
+    let r = pass(&bed, &rec, PassKind::Cloud, at(t0 + 1)).await;
+    assert_eq!(r.started.len(), 1, "{:#?}", r.outcomes);
+    let auto_op = r.started[0].1.clone();
+    let busy = std::collections::HashSet::new();
+    assert!(
+        bed.db
+            .with(|s| s.reader().runnable_heads(10, &busy))
+            .unwrap()
+            .is_empty(),
+        "a heal waiting for Tacker is not run by the engine"
+    );
+    let f = c.follow_up().await.unwrap();
+    assert_eq!((f.heals_sent, f.heals_failed), (1, 0), "{f:?}");
+    assert_eq!(heals_in_tacker(&bed.tb), tacker_heals_before + 1);
+    let ops = bed.db.with(|s| s.reader().operations(Some(&inst))).unwrap();
+    let auto = ops.iter().find(|o| o.id == auto_op).unwrap();
+    assert_eq!(auto.origin, Origin::Tacker);
+    assert!(auto.is_automatic_invocation);
+    let auto_occ = auto
+        .tacker_op_occ_id
+        .clone()
+        .expect("Tacker's op occ id stored");
+    // A second pass and a second follow-up while Tacker's heal runs: nothing new.
+    let r = pass(&bed, &rec, PassKind::Cloud, at(t0 + 2)).await;
+    assert!(r.started.is_empty(), "{:#?}", r.outcomes);
+    assert_eq!(c.follow_up().await.unwrap().heals_sent, 0);
+    assert_eq!(heals_in_tacker(&bed.tb), tacker_heals_before + 1);
+    assert!(
+        wait_until(Duration::from_secs(300), || {
+            bed.tb
+                .cloud()
+                .tacker_op_occs()
+                .iter()
+                .any(|(id, _, s)| *id == auto_occ && s == "COMPLETED")
+        }),
+        "Tacker's heal did not complete: {:?}",
+        bed.tb.cloud().tacker_op_occs()
+    );
+    c.poll().await.unwrap();
+    let f = c.follow_up().await.unwrap();
+    assert_eq!((f.heals_released, f.adopted.len()), (1, 0), "{f:?}");
+    let ops = bed.db.with(|s| s.reader().operations(Some(&inst))).unwrap();
+    assert_eq!(
+        ops.len(),
+        3,
+        "the existing operation runs the post-steps: {ops:?}"
+    );
+    let state = bed.engine.run(&auto_op).await.unwrap();
+    bed.print_journal(&auto_op);
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&auto_op)
+    );
+    let auto_journal = bed.db.with(|s| s.reader().journal(&auto_op)).unwrap();
+    assert!(
+        auto_journal
+            .iter()
+            .all(|j| !j.name.starts_with("heat.") || j.name == "heat.read_vnfcs"),
+        "healing through Tacker makes no Heat call of vnfkeeper's but the read"
+    );
+    assert!(
+        auto_journal
+            .iter()
+            .any(|j| j.name == "k8s.install" && j.host == sick.id && j.state == StepState::Done),
+        "heal_end re-joined the worker"
+    );
+    assert!(
+        auto_journal
+            .iter()
+            .filter(|j| !j.host.is_empty())
+            .all(|j| j.host == sick.id),
+        "only the healed VNFC is configured"
+    );
+    let row = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let row = row.iter().find(|c| c.id == sick.id).unwrap();
+    assert_ne!(row.server_id.as_deref(), Some(sick_server.as_str()));
+    // Healthy: a later pass (probes too) starts nothing.
+    let r = pass(&bed, &rec, PassKind::Full, at(t0 + 600)).await;
+    assert!(r.started.is_empty(), "{:#?}", r.outcomes);
+    assert_eq!(heals_in_tacker(&bed.tb), tacker_heals_before + 1);
+
     // Tacker terminates the VNF: vnfkeeper retires it and keeps its history; never touches
     // the stack itself (Tacker deleted it).
     let term = op
@@ -365,7 +510,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
             .with(|s| s.reader().operations(Some(&inst)))
             .unwrap()
             .len(),
-        2
+        3
     );
     let (handled, problem) = bed
         .db

@@ -324,6 +324,139 @@ pub fn filter_in(attr: &str, values: &[String]) -> Option<String> {
     Some(format!("(in,{attr},{})", quoted.join(",")))
 }
 
+/// What reconcile does about a heal it decided for a Tacker-owned VNF (issue 15, "healing
+/// through Tacker"; SOL003 v3.3.1 §5.4.9 HealVnfRequest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TackerHealRoute {
+    /// `tacker.auto_heal` is off: nothing is started (an event says why).
+    Off,
+    /// A Tacker operation occurrence of the VNF is in progress or waits for its operator
+    /// (`STARTING`, `PROCESSING`, `FAILED_TEMP`, `ROLLING_BACK`): nothing is started.
+    Blocked {
+        /// Tacker's `vnfLcmOpOccId`.
+        occ_id: String,
+        /// Its state.
+        state: OperationState,
+    },
+    /// A configuration repair (no new server): vnfkeeper's HEAL of origin `tacker` runs at once
+    /// (`heal.read_vnfcs` of Tacker's stack, then `heal_end`): no Heat write, nothing to ask
+    /// Tacker.
+    Direct,
+    /// A server replacement: a vnfkeeper HEAL of origin `tacker` waiting for Tacker's heal
+    /// (`POST /vnflcm/v2/vnf_instances/{id}/heal`), run when Tacker's HEAL COMPLETED.
+    ThroughTacker,
+}
+
+/// The route of a heal decided for a Tacker-owned VNF: `auto_heal` is `tacker.auto_heal`,
+/// `occs` the recorded Tacker op occs of that VNF (`vnfLcmOpOccId`, latest state),
+/// `configuration_only` the decided heal's mode.
+pub fn tacker_heal_route(
+    auto_heal: bool,
+    occs: &[(String, OperationState)],
+    configuration_only: bool,
+) -> TackerHealRoute {
+    if !auto_heal {
+        return TackerHealRoute::Off;
+    }
+    if let Some((id, state)) = occs.iter().find(|(_, s)| {
+        matches!(
+            s,
+            OperationState::Starting
+                | OperationState::Processing
+                | OperationState::FailedTemp
+                | OperationState::RollingBack
+        )
+    }) {
+        return TackerHealRoute::Blocked {
+            occ_id: id.clone(),
+            state: *state,
+        };
+    }
+    if configuration_only {
+        TackerHealRoute::Direct
+    } else {
+        TackerHealRoute::ThroughTacker
+    }
+}
+
+/// Tacker's `vnfcInstanceId`s (its `vnfcInfo` ids, `<vduId>-<server id>`) of vnfkeeper's VNFCs
+/// `targets` — the inverse of [`tacker_heal_targets`]. Empty `targets`: empty (a heal of the
+/// whole VNF). Errors: a target that is no VNFC row, or whose server id is unknown.
+pub fn tacker_vnfc_instance_ids(
+    targets: &[String],
+    vnfcs: &[VnfcRow],
+) -> Result<Vec<String>, String> {
+    targets
+        .iter()
+        .map(|t| {
+            let v = vnfcs
+                .iter()
+                .find(|v| &v.id == t)
+                .ok_or_else(|| format!("VNFC `{t}` is not a VNFC of this VNF instance"))?;
+            let server = v
+                .server_id
+                .as_deref()
+                .ok_or_else(|| format!("VNFC `{t}` has no known server id"))?;
+            Ok(format!("{}-{server}", v.vdu_id))
+        })
+        .collect()
+}
+
+/// The `HealVnfRequest` (SOL003 v3.3.1 §5.5.2.9, as Tacker v2 takes it) vnfkeeper sends to
+/// Tacker: `vnfcInstanceId` (Tacker's ids; left out when empty: the whole VNF), `cause`, and
+/// `additionalParams` = the decided heal's without vnfkeeper's own keys (`configuration_only`);
+/// Tacker's `all` (replace the volumes too) passes through. Left out when nothing remains.
+pub fn tacker_heal_request(
+    vnfc_instance_ids: &[String],
+    cause: &str,
+    additional_params: Option<&serde_json::Value>,
+) -> serde_json::Value {
+    let mut req = serde_json::Map::new();
+    if !vnfc_instance_ids.is_empty() {
+        req.insert("vnfcInstanceId".into(), vnfc_instance_ids.into());
+    }
+    req.insert("cause".into(), cause.into());
+    if let Some(serde_json::Value::Object(a)) = additional_params {
+        let kept: serde_json::Map<String, serde_json::Value> = a
+            .iter()
+            .filter(|(k, _)| k.as_str() != "configuration_only")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !kept.is_empty() {
+            req.insert("additionalParams".into(), kept.into());
+        }
+    }
+    serde_json::Value::Object(req)
+}
+
+/// A Tacker op occ as listed, with its `startTime` (SOL003 §5.5.2.13), for
+/// [`heal_sent_before`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OccStarted {
+    /// `id`.
+    pub id: String,
+    /// `operation`.
+    pub operation: String,
+    /// `startTime`.
+    pub start_time: crate::model::Timestamp,
+}
+
+/// After a crash between `POST …/heal` and recording its answer: the Tacker HEAL of the VNF
+/// that vnfkeeper's waiting operation (started at `ours_started`, with no Tacker id stored)
+/// sent — a HEAL that started at or after ours and that no vnfkeeper operation is linked to
+/// (`linked`), the earliest. `None`: none was sent; send it.
+pub fn heal_sent_before(
+    ours_started: crate::model::Timestamp,
+    occs: &[OccStarted],
+    linked: &[String],
+) -> Option<String> {
+    occs.iter()
+        .filter(|o| o.operation == "HEAL" && o.start_time.0 >= ours_started.0)
+        .filter(|o| !linked.contains(&o.id))
+        .min_by_key(|o| o.start_time.0)
+        .map(|o| o.id.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,5 +647,91 @@ mod tests {
             filter_in("x", &["it's,".into()]).as_deref(),
             Some("(in,x,'it''s,')")
         );
+    }
+
+    #[test]
+    fn the_heal_route_follows_auto_heal_tacker_occs_and_the_mode() {
+        assert_eq!(tacker_heal_route(false, &[], false), TackerHealRoute::Off);
+        assert_eq!(
+            tacker_heal_route(true, &[], false),
+            TackerHealRoute::ThroughTacker
+        );
+        assert_eq!(tacker_heal_route(true, &[], true), TackerHealRoute::Direct);
+        let done = [("a".to_string(), Completed), ("b".to_string(), RolledBack)];
+        assert_eq!(
+            tacker_heal_route(true, &done, false),
+            TackerHealRoute::ThroughTacker
+        );
+        for state in [Starting, Processing, FailedTemp, RollingBack] {
+            let occs = [("a".to_string(), Completed), ("b".to_string(), state)];
+            assert_eq!(
+                tacker_heal_route(true, &occs, false),
+                TackerHealRoute::Blocked {
+                    occ_id: "b".into(),
+                    state
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn vnfc_ids_map_to_tacker_and_back() {
+        let rows = [
+            row("w1", "workerNode", "srv-1"),
+            row("m1", "masterNode", "srv-2"),
+            VnfcRow {
+                server_id: None,
+                ..row("x", "workerNode", "-")
+            },
+        ];
+        let ids = tacker_vnfc_instance_ids(&["w1".into(), "m1".into()], &rows).unwrap();
+        assert_eq!(ids, vec!["workerNode-srv-1", "masterNode-srv-2"]);
+        assert_eq!(
+            tacker_heal_targets(&ids, &rows).unwrap(),
+            vec!["w1".to_string(), "m1".to_string()]
+        );
+        assert!(tacker_vnfc_instance_ids(&[], &rows).unwrap().is_empty());
+        assert!(tacker_vnfc_instance_ids(&["x".into()], &rows).is_err());
+        assert!(tacker_vnfc_instance_ids(&["nope".into()], &rows).is_err());
+    }
+
+    #[test]
+    fn the_tacker_heal_request_drops_vnfkeeper_keys() {
+        let extra = serde_json::json!({"configuration_only": false, "all": true});
+        let r = tacker_heal_request(&["workerNode-s".into()], "why", Some(&extra));
+        assert_eq!(
+            r,
+            serde_json::json!({"vnfcInstanceId": ["workerNode-s"], "cause": "why",
+                "additionalParams": {"all": true}})
+        );
+        let r = tacker_heal_request(
+            &[],
+            "why",
+            Some(&serde_json::json!({"configuration_only": false})),
+        );
+        assert_eq!(r, serde_json::json!({"cause": "why"}));
+    }
+
+    #[test]
+    fn a_heal_sent_before_a_crash_is_found_not_sent_again() {
+        use chrono::TimeZone;
+        let t = |s: i64| crate::model::Timestamp(chrono::Utc.timestamp_opt(s, 0).unwrap());
+        let o = |id: &str, op: &str, at: i64| OccStarted {
+            id: id.into(),
+            operation: op.into(),
+            start_time: t(at),
+        };
+        let occs = [
+            o("old", "HEAL", 90),
+            o("inst", "INSTANTIATE", 200),
+            o("linked", "HEAL", 150),
+            o("ours", "HEAL", 160),
+            o("later", "HEAL", 300),
+        ];
+        assert_eq!(
+            heal_sent_before(t(100), &occs, &["linked".into()]).as_deref(),
+            Some("ours")
+        );
+        assert_eq!(heal_sent_before(t(400), &occs, &[]), None);
     }
 }

@@ -233,3 +233,94 @@ impl OpenStackCloud {
         }
     }
 }
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OccStartedWire {
+    id: String,
+    operation: String,
+    start_time: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OccErrorWire {
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+impl OpenStackCloud {
+    /// `POST /vnflcm/v2/vnf_instances/{id}/heal` with `body` (a `HealVnfRequest`, SOL003
+    /// §5.5.2.9): Tacker answers 202 with the new op occ in `Location` (§5.4.9.3.1). Returns its
+    /// id (the last path segment). Errors: the cloud's (409: another operation of the instance
+    /// is in progress); an answer without `Location`.
+    pub async fn tacker_heal(&self, id: &str, body: &Value) -> Result<String, CloudError> {
+        let r = self
+            .call(
+                NFV_ORCHESTRATION,
+                Method::POST,
+                &["vnflcm", "v2", "vnf_instances", id, "heal"],
+                &[],
+                Some(body),
+            )
+            .await?;
+        r.location
+            .as_deref()
+            .and_then(|l| l.trim_end_matches('/').rsplit('/').next())
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .ok_or_else(|| r.invalid("heal answered without a Location header".into()))
+    }
+
+    /// `GET /vnflcm/v2/vnf_lcm_op_occs?filter=(eq,vnfInstanceId,<id>)`: each occurrence's id,
+    /// operation and `startTime`. Errors: the cloud's; an answer that does not decode.
+    pub async fn tacker_occs_started(
+        &self,
+        vnf_instance_id: &str,
+    ) -> Result<Vec<crate::companion::OccStarted>, CloudError> {
+        let filter = crate::companion::filter_in("vnfInstanceId", &[vnf_instance_id.to_owned()])
+            .unwrap_or_default();
+        let r = self
+            .call(
+                NFV_ORCHESTRATION,
+                Method::GET,
+                &["vnflcm", "v2", "vnf_lcm_op_occs"],
+                &[("filter", filter)],
+                None,
+            )
+            .await?;
+        let v: Vec<Value> = r.json()?;
+        let mut out = Vec::new();
+        for o in v {
+            let w: OccStartedWire =
+                serde_json::from_value(o).map_err(|e| r.invalid(e.to_string()))?;
+            let at = chrono::DateTime::parse_from_rfc3339(&w.start_time)
+                .map_err(|e| r.invalid(format!("op occ {}: startTime: {e}", w.id)))?;
+            out.push(crate::companion::OccStarted {
+                id: w.id,
+                operation: w.operation,
+                start_time: crate::model::Timestamp(at.with_timezone(&chrono::Utc)),
+            });
+        }
+        Ok(out)
+    }
+
+    /// `GET /vnflcm/v2/vnf_lcm_op_occs/{id}`: its `error` (a ProblemDetails) when it has one;
+    /// `None` when it has none or Tacker answers 404. Errors: the cloud's.
+    pub async fn tacker_op_occ_error(&self, id: &str) -> Result<Option<Value>, CloudError> {
+        match self
+            .call(
+                NFV_ORCHESTRATION,
+                Method::GET,
+                &["vnflcm", "v2", "vnf_lcm_op_occs", id],
+                &[],
+                None,
+            )
+            .await
+        {
+            Ok(r) => Ok(r.json::<OccErrorWire>()?.error),
+            Err(CloudError::Api { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -200,6 +200,9 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     let mut schedule_tick = tokio::time::interval(Duration::from_secs(1));
     let mut reconcile =
         reconcile::ReconcileLoop::new(db.clone(), &intake.settings.spool_dir, metrics.clone());
+    if companion.is_some() {
+        reconcile.tacker_wake = Some(tacker_wake.clone());
+    }
     let mut reconcile_tick = tokio::time::interval(Duration::from_millis(250));
 
     let mut sigterm = signal(SignalKind::terminate())?;

@@ -58,6 +58,9 @@ pub(super) struct ReconcileLoop {
     retry: BTreeSet<String>,
     /// `pending` holds only VNFs being retried.
     pending_is_retry: bool,
+    /// The companion task's wake-up (`[tacker]`): notified after a pass started a heal, so a
+    /// heal through Tacker is sent without waiting for `tacker.poll_interval_secs`.
+    pub(super) tacker_wake: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// What a finished poll hands back: the poller, and the VNFs to observe now.
@@ -92,6 +95,7 @@ impl ReconcileLoop {
             last_trigger_scan: None,
             retry: BTreeSet::new(),
             pending_is_retry: false,
+            tacker_wake: None,
         }
     }
 
@@ -189,10 +193,13 @@ impl ReconcileLoop {
                 max_parallel_hosts: settings.limits.max_parallel_hosts as usize,
             },
         );
+        let mut rec = rec;
+        rec.tacker_auto_heal = settings.tacker.as_ref().is_some_and(|t| t.auto_heal);
         let last_recorded = self.last_recorded.clone();
         let metrics = self.metrics.clone();
+        let wake = self.tacker_wake.clone();
         self.task = Some(tokio::spawn(async move {
-            let (at, listing_failed) = run_pass(&db, &rec, kind, &scope, &metrics).await;
+            let (at, listing_failed) = run_pass(&db, &rec, kind, &scope, &metrics, wake).await;
             if let Some(at) = at {
                 *last_recorded.lock().unwrap_or_else(|p| p.into_inner()) = Some(at);
             }
@@ -362,6 +369,7 @@ async fn run_pass(
     kind: PassKind,
     scope: &Scope,
     metrics: &Metrics,
+    tacker_wake: Option<Arc<tokio::sync::Notify>>,
 ) -> (Option<Timestamp>, bool) {
     let started = Instant::now();
     let snap = match db.with(|s| match scope {
@@ -382,6 +390,12 @@ async fn run_pass(
     match recorded {
         Ok(()) => {
             reconcile::log(&report);
+            if rec.tacker_auto_heal && !report.started.is_empty() {
+                // A heal of a Tacker-owned VNF waits for the companion task to send it.
+                if let Some(w) = &tacker_wake {
+                    w.notify_one();
+                }
+            }
             (Some(now), listing_failed)
         }
         Err(e) => {

@@ -186,6 +186,9 @@ pub struct PassReport {
     /// VNFCs whose registry trust probes (`trust.*`) all found it in place: [`record`] sets
     /// their `node_registry_trust.verified_at` to `at`.
     pub trust_verified: Vec<String>,
+    /// `tacker.auto_heal`: [`record`] heals Tacker-owned VNFs through Tacker (else it starts
+    /// nothing on them).
+    pub tacker_auto_heal: bool,
 }
 
 /// Observation, probes and policy over a cloud and a remote.
@@ -196,6 +199,9 @@ pub struct Reconciler<C> {
     pub policy: Policy,
     /// Probe limits.
     pub probes: ProbeSettings,
+    /// `tacker.auto_heal` (false unless set after [`Reconciler::new`]): copied into each
+    /// [`PassReport`].
+    pub tacker_auto_heal: bool,
 }
 
 impl<C> std::fmt::Debug for Reconciler<C> {
@@ -256,6 +262,7 @@ impl<C: Cloud> Reconciler<C> {
             remote,
             policy,
             probes,
+            tacker_auto_heal: false,
         }
     }
 
@@ -442,6 +449,7 @@ impl<C: Cloud> Reconciler<C> {
                 .cloned()
                 .collect(),
             trust_verified,
+            tacker_auto_heal: self.tacker_auto_heal,
         }
     }
 }
@@ -471,25 +479,47 @@ pub fn record(
         let vnf = o.vnf_instance_id.clone();
         let mut op_id = None;
         if let Some(heal) = &o.heal {
-            if tx
+            let tacker_owned = tx
                 .instance(&vnf)?
-                .is_some_and(|i| i.origin == crate::companion::Origin::Tacker)
-            {
-                // Tacker owns the stack: a heal must go through Tacker's heal API, which
-                // vnfkeeper does not call yet; never a heal of vnfkeeper's own on it.
-                let ev = json!({"pass": report.kind.as_str(), "heal": heal});
-                tx.append_event(
-                    &NewEvent {
-                        kind: "TACKER_HEAL_NOT_STARTED",
-                        vnf_instance_id: Some(&vnf),
-                        message: "heal not started: the VNF is owned by Tacker and healing \
-                                  through Tacker is not implemented",
-                        evidence: Some(&ev.to_string()),
-                        ..Default::default()
-                    },
-                    now,
-                )?;
-                continue;
+                .is_some_and(|i| i.origin == crate::companion::Origin::Tacker);
+            // Tacker owns the stack: never a Heat call of vnfkeeper's on it (issue 15 §6).
+            let mut wait_for_tacker = false;
+            if tacker_owned {
+                use crate::companion::TackerHealRoute as R;
+                let occs = tx.reader().tacker_occ_states(&vnf)?;
+                let route = crate::companion::tacker_heal_route(
+                    report.tacker_auto_heal,
+                    &occs,
+                    heal.configuration_only,
+                );
+                let why = match &route {
+                    R::Off => Some(
+                        "heal not started: the VNF is owned by Tacker and tacker.auto_heal is off"
+                            .to_owned(),
+                    ),
+                    R::Blocked { occ_id, state } => Some(format!(
+                        "heal not started: Tacker's operation {occ_id} on the VNF is {state}"
+                    )),
+                    R::Direct => None,
+                    R::ThroughTacker => {
+                        wait_for_tacker = true;
+                        None
+                    }
+                };
+                if let Some(msg) = why {
+                    let ev = json!({"pass": report.kind.as_str(), "heal": heal});
+                    tx.append_event(
+                        &NewEvent {
+                            kind: "TACKER_HEAL_NOT_STARTED",
+                            vnf_instance_id: Some(&vnf),
+                            message: &msg,
+                            evidence: Some(&ev.to_string()),
+                            ..Default::default()
+                        },
+                        now,
+                    )?;
+                    continue;
+                }
             }
             let busy = tx.unfinished_operations(&vnf)?;
             if let Some(first) = busy.first() {
@@ -513,11 +543,16 @@ pub fn record(
             let id = uuid::Uuid::new_v4().to_string();
             let params = RequestBody::split(LcmOperationType::Heal, &heal.request().to_string());
             let detail = format!(
-                "automatic heal started by reconcile ({})",
+                "automatic heal started by reconcile ({}{})",
                 if heal.configuration_only {
                     "configuration repair"
                 } else {
                     "server replacement"
+                },
+                if wait_for_tacker {
+                    "; waiting for Tacker's heal"
+                } else {
+                    ""
                 }
             );
             tx.insert_operation(
@@ -533,6 +568,9 @@ pub fn record(
                 },
                 now,
             )?;
+            if tacker_owned {
+                tx.make_tacker_heal(&id, wait_for_tacker)?;
+            }
             report.started.push((vnf.clone(), id.clone()));
             op_id = Some(id);
         }

@@ -93,6 +93,9 @@ pub enum HealAdoption {
     Waiting,
     /// Refused; the reason is recorded.
     Refused(ProblemDetails),
+    /// Tacker's HEAL was the one vnfkeeper asked for (healing through Tacker): the vnfkeeper
+    /// HEAL linked to it stopped waiting and runs its post-steps (its id); no new operation.
+    Released(String),
 }
 
 impl ReaderRef<'_> {
@@ -410,6 +413,26 @@ impl Tx<'_> {
             return Ok(HealAdoption::Before);
         }
         let vnf = occ.vnf_instance_id.as_str();
+        if let Some(op_id) = self.release_tacker_heal(&occ.id)? {
+            let message = format!(
+                "Tacker's HEAL {} (asked by vnfkeeper) COMPLETED: post-steps of {op_id} queued",
+                occ.id
+            );
+            let evidence = serde_json::json!({"tackerOpOccId": occ.id}).to_string();
+            self.append_event(
+                &NewEvent {
+                    kind: "TACKER_HEAL_COMPLETED",
+                    vnf_instance_id: Some(vnf),
+                    vnf_lcm_op_occ_id: Some(&op_id),
+                    vnfc_id: None,
+                    message: &message,
+                    evidence: Some(&evidence),
+                },
+                now,
+            )?;
+            self.mark_followup_handled(&occ.id, &now.to_rfc3339())?;
+            return Ok(HealAdoption::Released(op_id));
+        }
         let refuse = |tx: &mut Self, status: u16, why: String| -> Result<HealAdoption> {
             let problem = ProblemDetails::new(status, why, vec![]);
             tx.refuse_tacker_followup(occ, &problem, now)?;
@@ -525,7 +548,8 @@ impl Tx<'_> {
     /// reconcile memory forgotten, no stack, no scale status, `NOT_INSTANTIATED` — so reconcile
     /// stops watching it — while its operations, journal and events stay; a `VNF_RETIRED`
     /// event. vnfkeeper never touches the stack (Tacker deleted it). Its operations in
-    /// `FAILED_TEMP` waiting for an operator end `FAILED` (they cannot be retried); while one is
+    /// `FAILED_TEMP` waiting for an operator, and its HEALs waiting for Tacker's heal, end
+    /// `FAILED` (they cannot be retried or run); while another is
     /// queued, running or has a RETRY/ROLLBACK pending, nothing is written and the retirement
     /// waits for a later poll. Errors: the store's.
     pub fn retire_tacker_vnf(&mut self, occ: &OpOccSeen, now: Timestamp) -> Result<Retired> {
@@ -541,13 +565,25 @@ impl Tx<'_> {
             self.mark_followup_handled(&occ.id, &at)?;
             return Ok(Retired::NotAdopted);
         }
+        let waiting_for_tacker = self.tacker_heals_of(vnf)?;
         let unfinished = self.unfinished_operations(vnf)?;
-        if unfinished
-            .iter()
-            .any(|o| o.operation_state != OperationState::FailedTemp || o.pending_task.is_some())
-        {
+        if unfinished.iter().any(|o| {
+            !waiting_for_tacker.contains(&o.id)
+                && (o.operation_state != OperationState::FailedTemp || o.pending_task.is_some())
+        }) {
             return Ok(Retired::Waiting);
         }
+        // A heal waiting for Tacker can never be run on a terminated VNF: FAILED_TEMP, then
+        // FAILED below with the others.
+        for id in &waiting_for_tacker {
+            let problem = ProblemDetails::new(
+                409,
+                format!("Tacker terminated the VNF ({}) before its heal ran", occ.id),
+                vec![],
+            );
+            self.fail_tacker_heal(id, &problem, now)?;
+        }
+        let unfinished = self.unfinished_operations(vnf)?;
         // FAILED_TEMP operations waiting for an operator can never be retried: the VNF is gone.
         let reason = ProblemDetails::new(
             409,

@@ -24,7 +24,7 @@ const TERMINATE_WAITING: &str = "operation = 'TERMINATE' AND operation_state = '
 /// [`ReaderRef::runnable_heads`]: runnable operations with nothing unfinished ahead of them.
 fn runnable_heads_sql() -> String {
     format!(
-        "SELECT {} FROM vnf_lcm_op_occ o INDEXED BY op_runnable WHERE ({RUNNABLE}) AND NOT EXISTS (
+        "SELECT {} FROM vnf_lcm_op_occ o INDEXED BY op_runnable WHERE ({RUNNABLE}) AND o.tacker_heal IS NULL AND NOT EXISTS (
              SELECT 1 FROM vnf_lcm_op_occ i WHERE i.vnf_instance_id = o.vnf_instance_id
              AND i.seq < o.seq AND {UNFINISHED_I}) ORDER BY seq",
         OperationRow::COLUMNS

@@ -14,6 +14,7 @@ mod rows;
 mod secrets;
 mod startup;
 mod tacker;
+mod tacker_heal;
 mod timeline;
 mod trust;
 
@@ -38,6 +39,7 @@ pub use rows::{InstanceRow, IntakeRow, OperationRow};
 pub use secrets::{KEY_FILE, RequestBody, SecretsKey, key_path};
 pub use startup::{BackupReport, DB_MODE, History, InitReport, Refusal, backup, check, init};
 pub use tacker::ReceivedNotification;
+pub use tacker_heal::WaitingHeal;
 pub use timeline::{IntakeFacts, StepFacts, TimelineEntry, TimelineSource};
 
 mod embedded {
