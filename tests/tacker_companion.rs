@@ -13,6 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::tacker::Operator;
 use support::{Install, wait_until};
 use testbed::cloud::tacker::{NotifyFaults, StandInPackage};
 use testbed::cloud::{CloudOptions, Testbed};
@@ -135,61 +136,7 @@ fn stored_subscription(db: &Path) -> Option<String> {
         .map(|s| s.subscription_id)
 }
 
-/// A Keystone token and Tacker calls as an operator would make them.
-struct Operator {
-    http: reqwest::Client,
-    base: String,
-    token: String,
-}
-
 impl Operator {
-    async fn login(tb: &Testbed) -> Self {
-        let yaml: Value =
-            serde_yaml_ng::from_str(&std::fs::read_to_string(tb.clouds_yaml()).unwrap()).unwrap();
-        let pw = yaml["clouds"]["testbed"]["auth"]["password"]
-            .as_str()
-            .unwrap();
-        let http = reqwest::Client::new();
-        let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {
-            "name": "admin", "domain": {"name": "Default"}, "password": pw}}},
-            "scope": {"project": {"name": "testbed", "domain": {"name": "Default"}}}}});
-        let r = http
-            .post(format!("{}/identity/v3/auth/tokens", tb.base_url()))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let token = r.headers()["x-subject-token"].to_str().unwrap().to_string();
-        Self {
-            http,
-            base: format!("{}/tacker/vnflcm/v2", tb.base_url()),
-            token,
-        }
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (u16, Value, Option<String>) {
-        let r = self
-            .http
-            .post(format!("{}{path}", self.base))
-            .header("x-auth-token", &self.token)
-            .header("version", "2.0.0")
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        let loc = r
-            .headers()
-            .get("location")
-            .map(|v| v.to_str().unwrap().to_string());
-        let text = r.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::Null),
-            loc,
-        )
-    }
-
     /// Creates an instance, instantiates it and terminates it; returns its id and the two op
     /// occ ids once Tacker says both COMPLETED.
     async fn lifecycle(&self, tb: &Testbed) -> (String, String, String) {

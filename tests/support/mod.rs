@@ -4,6 +4,7 @@
 
 pub mod bed;
 pub mod kubespray;
+pub mod tacker;
 
 use std::fs;
 use std::io::Read as _;

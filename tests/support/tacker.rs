@@ -1,0 +1,74 @@
+//! Tacker's `/vnflcm/v2` called as an operator calls it: a Keystone token from the testbed's
+//! `clouds.yaml`, the `Version: 2.0.0` header (SOL013 §4.9).
+
+use serde_json::{Value, json};
+use testbed::cloud::Testbed;
+
+/// A Keystone token and Tacker calls as an operator would make them.
+pub struct Operator {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Operator {
+    pub async fn login(tb: &Testbed) -> Self {
+        let yaml: Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(tb.clouds_yaml()).unwrap()).unwrap();
+        let pw = yaml["clouds"]["testbed"]["auth"]["password"]
+            .as_str()
+            .unwrap();
+        let http = reqwest::Client::new();
+        let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {
+            "name": "admin", "domain": {"name": "Default"}, "password": pw}}},
+            "scope": {"project": {"name": "testbed", "domain": {"name": "Default"}}}}});
+        let r = http
+            .post(format!("{}/identity/v3/auth/tokens", tb.base_url()))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let token = r.headers()["x-subject-token"].to_str().unwrap().to_string();
+        Self {
+            http,
+            base: format!("{}/tacker/vnflcm/v2", tb.base_url()),
+            token,
+        }
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value, Option<String>) {
+        let r = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("x-auth-token", &self.token)
+            .header("version", "2.0.0")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let loc = r
+            .headers()
+            .get("location")
+            .map(|v| v.to_str().unwrap().to_string());
+        let text = r.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::Null),
+            loc,
+        )
+    }
+
+    pub async fn get(&self, path: &str) -> Value {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .header("x-auth-token", &self.token)
+            .header("version", "2.0.0")
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "GET {path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+}
