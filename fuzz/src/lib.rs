@@ -32,6 +32,7 @@ pub const TARGETS: &[Target] = &[
         what: "a Tacker LCM notification body: wire::notification::parse",
         run: targets::notification::run,
     },
+    #[cfg(feature = "daemon")]
     Target {
         name: "config",
         what: "the configuration file's text: config::Settings::parse",
@@ -46,6 +47,11 @@ pub const TARGETS: &[Target] = &[
         name: "vnfd",
         what: "one VNFD YAML file: package::Vnfd::merge_file",
         run: targets::vnfd::run,
+    },
+    Target {
+        name: "heat",
+        what: "heat::adjust: edits of a BaseHOT and LCM operation sequences (structure-aware)",
+        run: targets::heat::run,
     },
     Target {
         name: "cloud",

@@ -1,7 +1,9 @@
 //! The targets, one module each, each with `pub fn run(data: &[u8])`.
 
 pub mod cloud;
+#[cfg(feature = "daemon")]
 pub mod config;
+pub mod heat;
 pub mod intake;
 pub mod notification;
 pub mod package;
