@@ -50,14 +50,14 @@ pub fn run(data: &[u8]) {
     let _ = std::fs::remove_dir_all(&dir);
     for (path, content) in pkg.iter() {
         let p = dir.join(path);
-        if let Some(parent) = p.parent() {
-            // A file and a directory of the same name (`a` and `a/b`) cannot both be written:
-            // such a package fails to load, as its snapshot would fail to be written.
-            if std::fs::create_dir_all(parent).is_err() {
-                return;
-            }
-        }
-        if std::fs::write(&p, content).is_err() {
+        // A file and a directory of the same name (`a` and `a/b`) cannot both be written: such a
+        // package fails to load, as its snapshot would fail to be written.
+        let written = p
+            .parent()
+            .is_none_or(|parent| std::fs::create_dir_all(parent).is_ok())
+            && std::fs::write(&p, content).is_ok();
+        if !written {
+            let _ = std::fs::remove_dir_all(&dir);
             return;
         }
     }
@@ -65,6 +65,7 @@ pub fn run(data: &[u8]) {
         let flavour = loaded.vnfd.flavour_id.clone();
         let _ = loaded.base_hot(&flavour);
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// This process's scratch directory, in `/dev/shm` when there is one (AFL++ runs the target
