@@ -6,8 +6,10 @@ use serde_json::{Map, Value};
 /// The RFC 7386 merge patch that turns `from` into `to`: keys missing from `to` become `null`,
 /// changed values are replaced (objects recursively, arrays and scalars whole), equal values
 /// are left out. `apply(from, diff(from, to)) == to` for every `to` that holds no JSON `null`
-/// (RFC 7386 cannot set a value to `null`; the adjusted HOT's documents hold none unless the
-/// BaseHOT does).
+/// (RFC 7386 cannot set a value to `null`). The adjusted template holds none unless the BaseHOT
+/// does; the adjusted `nfv` holds `locationConstraints: null` for a VNFC the Grant gives no zone,
+/// which the patch leaves out — absent and `null` are the same to Heat's `get_param` (`''`). The
+/// `heat` fuzz target checks the patches up to such members.
 pub fn diff(from: &Value, to: &Value) -> Value {
     match (from, to) {
         (Value::Object(a), Value::Object(b)) => {

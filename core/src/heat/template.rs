@@ -43,6 +43,12 @@ impl Section {
     }
 }
 
+/// The largest array index a BaseHOT's `get_param` path into `nfv` may use (e.g.
+/// `[nfv, CP, VDU1_CP1, fixed_ips, 0, ip_address]`): filling the `nfv` parameter creates the
+/// array up to that index, so an unbounded index would allocate without bound (found by the
+/// `heat` fuzz target: an index of 72340703952889240 asked for gigabytes).
+pub const MAX_NFV_INDEX: u64 = 1023;
+
 /// One `get_param: [nfv, <section>, <name>, <rest>…]` found in the BaseHOT.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NfvRef {
@@ -242,6 +248,19 @@ impl Analysis {
                                 ));
                             }
                             _ => {}
+                        }
+                        if let Some(i) = path[2..]
+                            .iter()
+                            .filter_map(Value::as_u64)
+                            .find(|i| *i > MAX_NFV_INDEX)
+                        {
+                            return Err(err(
+                                &at,
+                                format!(
+                                    "get_param index {i} into nfv.{}.{name}: at most {MAX_NFV_INDEX}",
+                                    section.key()
+                                ),
+                            ));
                         }
                         refs.entry(vdu).or_default().push(NfvRef {
                             section,

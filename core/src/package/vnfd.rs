@@ -94,6 +94,7 @@ impl Vnfd {
             at: at.into(),
             reason,
         };
+        super::check_yaml_nesting(text).map_err(|e| err("", e))?;
         let doc: Value = serde_yaml_ng::from_str(text).map_err(|e| err("", e.to_string()))?;
         let topo = &doc["topology_template"];
         if let Some(f) = topo["substitution_mappings"]["properties"]["flavour_id"].as_str() {

@@ -1,0 +1,11 @@
+//! The targets, one module each, each with `pub fn run(data: &[u8])`.
+
+pub mod cloud;
+#[cfg(feature = "daemon")]
+pub mod config;
+pub mod heat;
+pub mod intake;
+pub mod notification;
+pub mod package;
+pub mod probe;
+pub mod vnfd;
