@@ -98,6 +98,35 @@ pub enum HealAdoption {
     Released(String),
 }
 
+/// A `tacker_op_occ` row's occurrence, its `operation_state` decoded.
+fn op_occ_seen(
+    c: &Cells<'_>,
+    id: &str,
+    vnf_instance_id: String,
+    operation: String,
+    state: &str,
+    is_automatic_invocation: bool,
+) -> Result<OpOccSeen> {
+    Ok(OpOccSeen {
+        state: c.spelling(
+            "operation_state",
+            state,
+            OperationState::parse,
+            OPERATION_STATES,
+        )?,
+        id: id.to_owned(),
+        vnf_instance_id,
+        operation,
+        is_automatic_invocation,
+    })
+}
+
+/// A `tacker_op_occ.followup` cell: `MANAGE`, `RETIRE` or NULL.
+fn followup_cell(c: &Cells<'_>, followup: Option<&str>) -> Result<Followup> {
+    Followup::parse(followup)
+        .ok_or_else(|| c.corrupt("followup", "expected MANAGE, RETIRE or NULL"))
+}
+
 impl ReaderRef<'_> {
     /// The follow-ups not acted on yet (`tacker_op_occ.followup` set, `handled_at` and `problem`
     /// NULL), by first sight then id. Errors: the store's; a row that does not decode.
@@ -121,20 +150,8 @@ impl ReaderRef<'_> {
             Ok((|| {
                 let c = Cells::new("tacker_op_occ", &id);
                 Ok(PendingFollowup {
-                    occ: OpOccSeen {
-                        state: c.spelling(
-                            "operation_state",
-                            &state,
-                            OperationState::parse,
-                            OPERATION_STATES,
-                        )?,
-                        id: id.clone(),
-                        vnf_instance_id: vnf,
-                        operation,
-                        is_automatic_invocation: auto,
-                    },
-                    followup: Followup::parse(follow.as_deref())
-                        .ok_or_else(|| c.corrupt("followup", "expected MANAGE, RETIRE or NULL"))?,
+                    occ: op_occ_seen(&c, &id, vnf, operation, &state, auto)?,
+                    followup: followup_cell(&c, follow.as_deref())?,
                     vnfd_id,
                 })
             })())
@@ -220,21 +237,9 @@ impl ReaderRef<'_> {
             Ok((|| {
                 let c = Cells::new("tacker_op_occ", &id);
                 Ok((
-                    OpOccSeen {
-                        state: c.spelling(
-                            "operation_state",
-                            &state,
-                            OperationState::parse,
-                            OPERATION_STATES,
-                        )?,
-                        id: id.clone(),
-                        vnf_instance_id: vnf,
-                        operation,
-                        is_automatic_invocation: auto,
-                    },
+                    op_occ_seen(&c, &id, vnf, operation, &state, auto)?,
                     c.time("first_seen_at", &first)?,
-                    Followup::parse(follow.as_deref())
-                        .ok_or_else(|| c.corrupt("followup", "expected MANAGE, RETIRE or NULL"))?,
+                    followup_cell(&c, follow.as_deref())?,
                 ))
             })())
         })?;
