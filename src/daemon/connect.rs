@@ -67,30 +67,10 @@ impl Connector {
         if self.conn.is_some() {
             return;
         }
-        if let Some(attempt) = self.attempt.take_if(|a| a.task.is_finished()) {
-            let c = attempt.cloud;
-            let result = attempt.task.await.unwrap_or_else(|e| {
-                Err(CloudError::Config {
-                    path: c.clouds_yaml.clone(),
-                    message: format!("connection task ended abnormally: {e}"),
-                })
-            });
-            match result {
-                Ok(cloud) => {
-                    let remote = SshRemote::new(SshConfig {
-                        connect_timeout: settings.limits.ssh_connect_timeout,
-                        ..SshConfig::default()
-                    });
-                    self.conn = Some(Connection {
-                        cloud: Arc::new(cloud),
-                        remote: Arc::new(remote),
-                    });
-                    tracing::info!(cloud = %c.cloud, clouds_yaml = %c.clouds_yaml.display(), "cloud connected");
-                    return;
-                }
-                Err(e) => {
-                    tracing::error!(cloud = %c.cloud, error = %e, "cannot reach the cloud; operations and reconcile passes wait, retrying in 30 s");
-                }
+        if self.attempt.as_ref().is_some_and(|a| a.task.is_finished()) {
+            self.attempt_ended(settings).await;
+            if self.conn.is_some() {
+                return;
             }
         }
         let Some(c) = &settings.cloud else { return };
@@ -104,6 +84,47 @@ impl Connector {
                 }),
                 cloud: c.clone(),
             });
+        }
+    }
+
+    /// Whether a connection attempt is in flight.
+    pub(super) fn attempting(&self) -> bool {
+        self.attempt.is_some()
+    }
+
+    /// Waits for the attempt in flight to end (at once without one) and takes its result: the
+    /// connection, or the error logged. The main loop selects on it while
+    /// [`Connector::attempting`], so a connection is handed on as soon as it is made rather
+    /// than at the next one-second tick. Cancel-safe: the attempt stays until its task ended.
+    pub(super) async fn attempt_ended(&mut self, settings: &Settings) {
+        let Some(attempt) = self.attempt.as_mut() else {
+            return;
+        };
+        let joined = (&mut attempt.task).await;
+        let Some(Attempt { cloud: c, .. }) = self.attempt.take() else {
+            return;
+        };
+        let result = joined.unwrap_or_else(|e| {
+            Err(CloudError::Config {
+                path: c.clouds_yaml.clone(),
+                message: format!("connection task ended abnormally: {e}"),
+            })
+        });
+        match result {
+            Ok(cloud) => {
+                let remote = SshRemote::new(SshConfig {
+                    connect_timeout: settings.limits.ssh_connect_timeout,
+                    ..SshConfig::default()
+                });
+                self.conn = Some(Connection {
+                    cloud: Arc::new(cloud),
+                    remote: Arc::new(remote),
+                });
+                tracing::info!(cloud = %c.cloud, clouds_yaml = %c.clouds_yaml.display(), "cloud connected");
+            }
+            Err(e) => {
+                tracing::error!(cloud = %c.cloud, error = %e, "cannot reach the cloud; operations and reconcile passes wait, retrying in 30 s");
+            }
         }
     }
 

@@ -247,6 +247,13 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
             _ = watchdog.tick(), if watchdog_period.is_some() => {
                 notify_systemd(&[NotifyState::Watchdog]);
             }
+            _ = connector.attempt_ended(&intake.settings), if connector.attempting() => {
+                // The operations accepted before the cloud was connected start now.
+                if !connection_handed && let Some(c) = connector.get() {
+                    scheduler.set_connection(c.clone());
+                    connection_handed = true;
+                }
+            }
             _ = schedule_tick.tick() => {
                 connector.poll(&intake.settings).await;
                 if !connection_handed && let Some(c) = connector.get() {

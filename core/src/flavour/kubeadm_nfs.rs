@@ -221,8 +221,8 @@ impl KubeadmNfs {
         self.k8s.storage_server.is_some()
     }
 
-    /// The storage server's stages, one wave each: a filesystem (only if none) and a persistent
-    /// mount per volume, the NFS server, exactly the requested exports. Errors: a
+    /// The storage server's stages, one wave each: the NFS server's package, a filesystem (only
+    /// if none) and a persistent mount per volume, exactly the requested exports. Errors: a
     /// `volume_resource_id` not attached to the server.
     fn storage_stages(&self, server: &Node<'_>, list: &mut StageList) -> Result<(), FlavourError> {
         let Some(ss) = &self.k8s.storage_server else {
@@ -235,6 +235,22 @@ impl KubeadmNfs {
                 format!("volume resource `{missing}` is not attached to the storage server"),
             ));
         }
+        let mut nfs =
+            recipes::nfs_server(&server.row.id, &self.inputs.vnf_instance_id, &setup.exports)
+                .into_iter();
+        // The NFS server's package first: it needs no volume, and its install is the longest
+        // of these steps, so it overlaps the first master's cluster install instead of
+        // following the joins (the waves are barriers).
+        if let Some(install) = nfs.next() {
+            list.wave(|w| {
+                vec![Stage::remote(
+                    w,
+                    &server.row.id,
+                    Role::StorageServer,
+                    install,
+                )]
+            });
+        }
         let volume_steps = recipes::storage_volumes(&server.row.id, &setup.volumes);
         for (step, v) in volume_steps
             .into_iter()
@@ -242,9 +258,7 @@ impl KubeadmNfs {
         {
             list.wave(|w| vec![Stage::remote(w, &v.volume_id, Role::StorageServer, step)]);
         }
-        for step in
-            recipes::nfs_server(&server.row.id, &self.inputs.vnf_instance_id, &setup.exports)
-        {
+        for step in nfs {
             list.wave(|w| vec![Stage::remote(w, &server.row.id, Role::StorageServer, step)]);
         }
         Ok(())
@@ -741,3 +755,6 @@ impl KubeadmNfs {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;
