@@ -16,14 +16,14 @@
 //!
 //! Host keys come from the VNFC rows (pinned); a VNFC without a pinned key is not probed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
 use futures::StreamExt as _;
 use serde_json::Value;
 
-use super::policy::{Finding, Role, Verdict};
+use super::policy::{Finding, Role, Verdict, kubectl};
 use crate::flavour::{HookContext, MgmtDriver, Probe};
 use crate::intake::wire::Secret;
 use crate::plan;
@@ -187,14 +187,14 @@ pub async fn probe_all(
             Err("first master not probed".into()),
         ));
         for (vnfc, addr) in nodes {
-            let f = node_finding(&node_list, *addr);
+            let f = kubectl::node_finding(node_list.as_ref().map_err(String::as_str), *addr);
             entry.findings.entry(vnfc.clone()).or_default().push(f);
         }
         let names = pv_names.get(vnf).cloned().unwrap_or_default();
         if !names.is_empty()
             && let Ok(pvs) = &pv_list
         {
-            entry.pv_bound = Some(bound_pvs(pvs, &names));
+            entry.pv_bound = Some(kubectl::bound_pvs(pvs, &names));
         }
     }
     out
@@ -429,121 +429,4 @@ async fn run_job(remote: &dyn Remote, job: &Job, timeout: Duration) -> Vec<Answe
         }
     }
     out
-}
-
-/// The node finding of a master/worker from `kubectl get nodes -o json` on the first master:
-/// the node whose InternalIP is the VNFC's address must be Ready.
-fn node_finding(nodes: &Result<Value, String>, addr: Option<IpAddr>) -> Finding {
-    let check = "k8s.node_ready".to_owned();
-    let nodes = match nodes {
-        Ok(v) => v,
-        Err(why) => {
-            return Finding {
-                check,
-                verdict: Verdict::Unknown,
-                detail: format!("node list not readable: {why}"),
-            };
-        }
-    };
-    let Some(addr) = addr.map(|a| a.to_string()) else {
-        return Finding {
-            check,
-            verdict: Verdict::Unknown,
-            detail: "VNFC has no address".into(),
-        };
-    };
-    let empty = Vec::new();
-    let node = nodes["items"]
-        .as_array()
-        .unwrap_or(&empty)
-        .iter()
-        .find(|n| {
-            n["status"]["addresses"].as_array().is_some_and(|a| {
-                a.iter().any(|x| {
-                    x["type"] == "InternalIP" && x["address"].as_str() == Some(addr.as_str())
-                })
-            })
-        });
-    let Some(node) = node else {
-        return Finding {
-            check,
-            verdict: Verdict::Failed,
-            detail: format!("no Kubernetes node has InternalIP {addr}"),
-        };
-    };
-    let name = node["metadata"]["name"].as_str().unwrap_or("?");
-    let ready = node["status"]["conditions"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
-        .and_then(|c| c["status"].as_str())
-        .unwrap_or("Unknown");
-    Finding {
-        check,
-        verdict: if ready == "True" {
-            Verdict::InPlace
-        } else {
-            Verdict::Failed
-        },
-        detail: format!("node {name} Ready={ready}"),
-    }
-}
-
-/// Names among `names` whose PV phase is `Bound`.
-fn bound_pvs(pvs: &Value, names: &[String]) -> Vec<String> {
-    let phases: BTreeMap<&str, &str> = pvs["items"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|p| {
-                    Some((
-                        p["metadata"]["name"].as_str()?,
-                        p["status"]["phase"].as_str().unwrap_or(""),
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    names
-        .iter()
-        .filter(|n| phases.get(n.as_str()) == Some(&"Bound"))
-        .cloned()
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn node_readiness_by_internal_ip() {
-        let nodes = Ok(json!({"items": [
-            {"metadata": {"name": "w1"}, "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.5"}],
-              "conditions": [{"type": "Ready", "status": "True"}]}},
-            {"metadata": {"name": "w2"}, "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.6"}],
-              "conditions": [{"type": "Ready", "status": "False"}]}}
-        ]}));
-        let f = |a: &str| node_finding(&nodes, Some(a.parse().unwrap())).verdict;
-        assert_eq!(f("10.0.0.5"), Verdict::InPlace);
-        assert_eq!(f("10.0.0.6"), Verdict::Failed);
-        assert_eq!(f("10.0.0.7"), Verdict::Failed);
-        let err = Err("ssh timeout".to_owned());
-        assert_eq!(
-            node_finding(&err, Some("10.0.0.5".parse().unwrap())).verdict,
-            Verdict::Unknown
-        );
-    }
-
-    #[test]
-    fn bound_pvs_only_of_this_vnf() {
-        let pvs = json!({"items": [
-            {"metadata": {"name": "nfs-pv1"}, "status": {"phase": "Bound"}},
-            {"metadata": {"name": "nfs-pv2"}, "status": {"phase": "Available"}},
-            {"metadata": {"name": "other"}, "status": {"phase": "Bound"}}
-        ]});
-        assert_eq!(
-            bound_pvs(&pvs, &["nfs-pv1".into(), "nfs-pv2".into()]),
-            vec!["nfs-pv1".to_string()]
-        );
-    }
 }

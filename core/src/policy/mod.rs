@@ -29,6 +29,7 @@
 //!   attempt of the retry budget (Cluster API's `paused`).
 
 pub mod changes;
+pub mod kubectl;
 mod rules;
 
 use std::time::Duration;
