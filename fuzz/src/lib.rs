@@ -44,6 +44,11 @@ pub const TARGETS: &[Target] = &[
         run: targets::package::run,
     },
     Target {
+        name: "package_dir",
+        what: "a package directory (files as `=== path` sections): VnfPackage::load, base_hot, PV manifests",
+        run: targets::package_dir::run,
+    },
+    Target {
         name: "vnfd",
         what: "one VNFD YAML file: package::Vnfd::merge_file",
         run: targets::vnfd::run,
@@ -57,6 +62,17 @@ pub const TARGETS: &[Target] = &[
         name: "cloud",
         what: "a cloud's JSON body: Heat stack and resource, Nova server, Neutron port, Cinder volume",
         run: targets::cloud::run,
+    },
+    #[cfg(feature = "daemon")]
+    Target {
+        name: "clouds",
+        what: "clouds.yaml text: cloud::parse_clouds_yaml, as connect and config check read it",
+        run: targets::clouds::run,
+    },
+    Target {
+        name: "kubectl",
+        what: "kubectl get nodes/pv -o json on a first master: policy::kubectl findings",
+        run: targets::kubectl::run,
     },
     Target {
         name: "probe",
@@ -86,4 +102,15 @@ pub fn text(data: &[u8]) -> &str {
         Ok(s) => s,
         Err(e) => std::str::from_utf8(&data[..e.valid_up_to()]).unwrap_or_default(),
     }
+}
+
+/// This process's scratch directory for `target`, in `/dev/shm` when there is one (AFL++ runs
+/// the target in one process per fuzzer: the pid keeps parallel fuzzers apart). Not created.
+pub fn scratch(target: &str) -> std::path::PathBuf {
+    let base = if std::path::Path::new("/dev/shm").is_dir() {
+        std::path::PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    base.join(format!("vnfkeeper-fuzz-{target}-{}", std::process::id()))
 }

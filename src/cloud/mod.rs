@@ -29,6 +29,15 @@ pub use types::{
     StackResource, Volume, VolumeAttachment,
 };
 
+/// Parses clouds.yaml `text` (the os-client-config format) and validates its entry `cloud`, as
+/// [`OpenStackCloud::connect`] and `vnfkeeper config check` do after reading the file (relative
+/// `cacert` paths are left relative). Returns the entry's `Debug` text, in which credentials read
+/// `<redacted>`. Errors: the problem, naming the cloud and the key, never a value (see
+/// [`OpenStackCloud::check_entry`] for the file-reading form).
+pub fn parse_clouds_yaml(text: &str, cloud: &str) -> Result<String, String> {
+    config::parse(text, cloud, None).map(|entry| format!("{entry:?}"))
+}
+
 /// Most bytes of console output [`Cloud::console_output`] returns (its tail).
 pub const CONSOLE_LIMIT: usize = 1024 * 1024;
 

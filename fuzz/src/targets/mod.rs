@@ -2,10 +2,14 @@
 
 pub mod cloud;
 #[cfg(feature = "daemon")]
+pub mod clouds;
+#[cfg(feature = "daemon")]
 pub mod config;
 pub mod heat;
 pub mod intake;
+pub mod kubectl;
 pub mod notification;
 pub mod package;
+pub mod package_dir;
 pub mod probe;
 pub mod vnfd;

@@ -10,8 +10,6 @@
 //! (ratio 200, 64 MiB per file, 256 MiB in all); this target writes out only packages of at most
 //! 8 MiB.
 
-use std::path::PathBuf;
-
 use vnfkeeper_core::package::{VnfPackage, csar, files};
 
 /// Packages larger than this (inflated) are checked but not written out and loaded.
@@ -46,7 +44,7 @@ pub fn run(data: &[u8]) {
     if total > MAX_WRITTEN {
         return;
     }
-    let dir = scratch();
+    let dir = crate::scratch("package");
     let _ = std::fs::remove_dir_all(&dir);
     for (path, content) in pkg.iter() {
         let p = dir.join(path);
@@ -66,15 +64,4 @@ pub fn run(data: &[u8]) {
         let _ = loaded.base_hot(&flavour);
     }
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// This process's scratch directory, in `/dev/shm` when there is one (AFL++ runs the target
-/// in one process per fuzzer: the pid keeps parallel fuzzers apart).
-fn scratch() -> PathBuf {
-    let base = if std::path::Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    };
-    base.join(format!("vnfkeeper-fuzz-package-{}", std::process::id()))
 }
