@@ -448,9 +448,12 @@ impl MgmtDriver for KubeadmNfs {
             let mut storage = StageList::default();
             self.storage_stages(&server, &mut storage)?;
             list.beside(0, storage.into_stages());
-            let nodes: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
-            let clients = self.nfs_clients(&nodes);
-            list.wave(|w| at(w, clients));
+            // The NFS clients need nothing of the cluster or the server either: each installs
+            // while its host is idle — the other nodes during the first master's install
+            // (wave 0), the first master during the joins (wave 1).
+            let others: Vec<&Node<'_>> = masters.iter().skip(1).chain(workers.iter()).collect();
+            list.beside(0, self.nfs_clients(&others));
+            list.beside(1, self.nfs_clients(&[first]));
             self.pv_stages(c.vnfcs, first, c.pv_wait, &mut list)?;
         }
         Ok(list.into_stages())
