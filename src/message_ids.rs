@@ -20,5 +20,8 @@ pub const MSG_RECONCILE_ALERT: &str = "c3d1f0a4b7e94f5c9a2e6d8b1f4a7c30";
 /// `MESSAGE_ID` of "database refused" (missing while an earlier one left signs, 0 bytes, failing
 /// `PRAGMA quick_check`): the daemon exited 78 and an operator must restore a backup.
 pub const MSG_DATABASE_REFUSED: &str = "79200eb5844b4909b818b82954dadd8b";
+/// `MESSAGE_ID` of "database file removed or replaced while the daemon ran": the daemon stops
+/// (exit 1), since what it would write goes to a file nobody will open again.
+pub const MSG_DATABASE_LOST: &str = "4a885547d5084fc0848057a8bcd6530b";
 /// `MESSAGE_ID` of "maintenance pause ended" (`vnfkeeper resume`, or its `until` reached).
 pub const MSG_MAINTENANCE_RESUMED: &str = "1c6d07bb13d3406c9275e74f3ea360b6";

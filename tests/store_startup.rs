@@ -129,6 +129,45 @@ fn deleted_database_with_side_files_or_spool_history_exits_78_naming_the_file() 
     assert_eq!(daemon.stop(), Some(0));
 }
 
+/// The database removed (or renamed) while the daemon runs: it stops within seconds with exit 1
+/// and says why, instead of writing on into an unlinked file whose content the next start never
+/// sees; that next start refuses (78) because the spool shows an earlier database. A database
+/// replaced by another file is noticed the same way.
+#[test]
+fn database_removed_or_replaced_while_running_stops_the_daemon() {
+    let install = install_with_history(1);
+    let mut daemon = install.start();
+    fs::remove_file(&install.database).unwrap();
+    let code = daemon.wait_exit(Duration::from_secs(10));
+    let log = daemon.log_text();
+    assert_eq!(code, Some(1), "{log}");
+    assert!(
+        log.contains("the database file was removed or renamed while the daemon ran"),
+        "{log}"
+    );
+    assert!(
+        log.contains("stopping, since what it would record now is lost"),
+        "{log}"
+    );
+    for s in ["-wal", "-shm"] {
+        let _ = fs::remove_file(side(&install.database, s));
+    }
+    let (code, log) = run_until_exit(&install);
+    assert_eq!(code, Some(78), "{log}");
+
+    // Replaced by another file (a copy taken before): noticed too.
+    let out = install.cli(&["db", "init"]);
+    assert!(out.status.success(), "{out:?}");
+    let mut daemon = install.start();
+    let copy = install.dir.path().join("copy.db");
+    fs::copy(&install.database, &copy).unwrap();
+    fs::rename(&copy, &install.database).unwrap();
+    let code = daemon.wait_exit(Duration::from_secs(10));
+    let log = daemon.log_text();
+    assert_eq!(code, Some(1), "{log}");
+    assert!(log.contains("replaced by another file"), "{log}");
+}
+
 #[test]
 fn zero_length_database_exits_78() {
     let install = install_with_history(1);

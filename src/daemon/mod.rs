@@ -150,7 +150,50 @@ fn open_store(settings: &Settings) -> crate::store::Result<Store> {
     Store::open_guarded(&settings.database, crate::store::History { dirs: &dirs })
 }
 
+/// The database file the daemon opened, by device and inode: removed, renamed or replaced
+/// behind the daemon's back (`rm state.db`, a restore into the running daemon's path), it is
+/// not the file the daemon writes any more — SQLite keeps writing the unlinked inode, and all
+/// of it is lost at the next start.
+struct DatabaseFile {
+    path: PathBuf,
+    identity: Option<(u64, u64)>,
+}
+
+impl DatabaseFile {
+    fn identity(path: &Path) -> std::io::Result<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = std::fs::metadata(path)?;
+        Ok((m.dev(), m.ino()))
+    }
+
+    /// Remembers the file at `path` as it is now (`None` when it cannot be read: then nothing
+    /// is checked).
+    fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            identity: Self::identity(path).ok(),
+        }
+    }
+
+    /// `Err(why)` when the path no longer names the file the daemon opened. A metadata error
+    /// other than "not found" (e.g. a permission change of the directory) is not a change.
+    fn check(&self) -> Result<(), String> {
+        let Some(opened) = self.identity else {
+            return Ok(());
+        };
+        match Self::identity(&self.path) {
+            Ok(now) if now == opened => Ok(()),
+            Ok(_) => Err("the database file was replaced by another file".into()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err("the database file was removed or renamed".into())
+            }
+            Err(_) => Ok(()),
+        }
+    }
+}
+
 async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow::Result<()> {
+    let database = DatabaseFile::new(&settings.database);
     let spool = Spool::open(&settings.spool_dir)
         .with_context(|| format!("opening spool {}", settings.spool_dir.display()))?;
 
@@ -218,6 +261,7 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
     tracing::info!(spool = %intake.settings.spool_dir.display(), database = %intake.settings.database.display(), "ready");
 
+    let mut lost = None;
     loop {
         tokio::select! {
             Some(res) = events.recv() => {
@@ -255,6 +299,15 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
                 }
             }
             _ = schedule_tick.tick() => {
+                if let Err(why) = database.check() {
+                    tracing::error!(
+                        message_id = crate::message_ids::MSG_DATABASE_LOST,
+                        database = %database.path.display(),
+                        "{why} while the daemon ran; stopping, since what it would record now is lost (restart it: see README \"Restore from backup\")"
+                    );
+                    lost = Some(why);
+                    break;
+                }
                 connector.poll(&intake.settings).await;
                 if !connection_handed && let Some(c) = connector.get() {
                     scheduler.set_connection(c.clone());
@@ -300,7 +353,13 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
         task.abort();
     }
     drop(intake);
-    Ok(())
+    match lost {
+        Some(why) => Err(anyhow::anyhow!(
+            "{why}: {} is not the database this daemon opened",
+            database.path.display()
+        )),
+        None => Ok(()),
+    }
 }
 
 impl Intake {

@@ -233,6 +233,20 @@ impl Daemon {
         }
     }
 
+    /// Waits up to `timeout` for the daemon to exit on its own; returns its exit status code
+    /// (`None` if it still runs: then it is left running).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<i32> {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            if let Some(Ok(Some(st))) = self.child.as_mut().map(|c| c.try_wait()) {
+                self.child = None;
+                return st.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// SIGTERM and wait; returns the exit status code.
     pub fn stop(&mut self) -> Option<i32> {
         let mut c = self.child.take()?;
