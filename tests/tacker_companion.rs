@@ -304,11 +304,14 @@ async fn polling_alone_reaches_the_same_end_state_as_notifications() {
     // Creation + 3 states of each operation.
     assert_eq!(notified, 7);
 
-    // Notification delivery switched off entirely: the poll finds the same.
+    // Notification delivery switched off entirely: the poll finds the same — with Tacker
+    // paging its lists by one entry (`*_page_size = 1`), so only following every
+    // `Link: rel="next"` finds the new instance and its operations.
     tb.cloud().tacker_set_notify_faults(NotifyFaults {
         drop: 1.0,
         ..NotifyFaults::default()
     });
+    tb.cloud().tacker_set_page_size(1);
     let (inst_b, ..) = op.lifecycle(&tb).await;
     assert!(
         wait_until(Duration::from_secs(30), || both_completed(&db, &inst_b)),
@@ -359,6 +362,7 @@ async fn polling_alone_reaches_the_same_end_state_as_notifications() {
     }
 
     // Every notification twice and in shuffled order: recorded once each, same end state.
+    tb.cloud().tacker_set_page_size(0);
     tb.cloud().tacker_set_notify_faults(NotifyFaults {
         duplicate: 1.0,
         reorder_ms: 300,

@@ -128,6 +128,8 @@ pub(crate) struct Reply {
     pub(crate) location: Option<String>,
     /// `Date` header (RFC 9110 §6.6.1), as given.
     pub(crate) date: Option<String>,
+    /// `Link` header (RFC 8288), as given: Tacker's next page of a list.
+    pub(crate) link: Option<String>,
 }
 
 impl Reply {
@@ -430,13 +432,16 @@ impl OpenStackCloud {
                 .get(reqwest::header::LOCATION)
                 .and_then(|v| v.to_str().ok())
                 .map(String::from);
-            let date = resp
-                .headers()
-                .get(reqwest::header::DATE)
-                .and_then(|v| v.to_str().ok())
-                .map(String::from);
+            let header = |name: reqwest::header::HeaderName| {
+                resp.headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(String::from)
+            };
+            let date = header(reqwest::header::DATE);
+            let link = header(reqwest::header::LINK);
             let text = resp.text().await.map_err(openstack::Error::from)?;
-            Ok::<_, openstack::Error>((status, url, text, location, date))
+            Ok::<_, openstack::Error>((status, url, text, location, date, link))
         };
         let result = tokio::time::timeout(self.timeout, fut).await;
         let ms = started.elapsed().as_millis() as u64;
@@ -453,7 +458,7 @@ impl OpenStackCloud {
                 tracing::debug!(method = %method, path = %shown, ms, error = %e, "openstack request failed");
                 Err(map_osauth(e, &format!("{method} {shown}"), svc.catalog))
             }
-            Ok(Ok((status, url, body, location, date))) => {
+            Ok(Ok((status, url, body, location, date, link))) => {
                 tracing::debug!(method = %method, path = %url.path(), status, ms, "openstack request");
                 Ok(Reply {
                     status,
@@ -462,6 +467,7 @@ impl OpenStackCloud {
                     body,
                     location,
                     date,
+                    link,
                 })
             }
         }

@@ -4,11 +4,16 @@
 //! subscriptions (SOL003 §5.4.18–19), operation occurrences (§5.4.12–13) and VNF instances
 //! (§5.4.2–3), decoded into the core's `companion` types at this boundary.
 //!
-//! Pagination: Tacker pages these lists only when an operator sets its `*_page_size` options
-//! (default 0: no paging); a `Link: rel="next"` answer is not followed yet.
+//! Pagination: Tacker pages these lists when an operator sets its `*_page_size` options
+//! (default 0: no paging), answering `Link: <URL>;rel="next"` (RFC 8288) where URL is the
+//! request's with `nextpage_opaque_marker` (SOL013 §5.4.2.3). [`OpenStackCloud::tacker_list`]
+//! follows it: only the marker is taken from the link, and the next page is asked of the same
+//! endpoint through the same session (a link never sends the token elsewhere), at most
+//! [`MAX_PAGES`] pages, a marker seen twice being an error.
 
 use reqwest::Method;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::CloudError;
@@ -68,20 +73,82 @@ fn instance(reply: &Reply, w: InstanceWire) -> Result<InstanceSeen, CloudError> 
     })
 }
 
+/// The most pages one list may have (with Tacker's page sizes, thousands of entries each).
+pub const MAX_PAGES: usize = 1000;
+
+/// The `nextpage_opaque_marker` of `reply`'s `Link: <…>;rel="next"`; `None` on the last page.
+/// Errors: a `Link` header that does not parse, or a next link without the marker.
+fn next_marker(reply: &Reply) -> Result<Option<String>, CloudError> {
+    let Some(link) = &reply.link else {
+        return Ok(None);
+    };
+    let base = url::Url::parse(&reply.url)
+        .map_err(|e| reply.invalid(format!("request URL does not parse: {e}")))?;
+    let links = http_link::parse_link_header(link, &base)
+        .map_err(|e| reply.invalid(format!("Link header does not parse: {e:?}")))?;
+    let Some(next) = links.iter().find(|l| l.rel.eq_ignore_ascii_case("next")) else {
+        return Ok(None);
+    };
+    next.target
+        .query_pairs()
+        .find(|(k, _)| k == "nextpage_opaque_marker")
+        .map(|(_, v)| Some(v.into_owned()))
+        .ok_or_else(|| reply.invalid("the next page's link has no nextpage_opaque_marker".into()))
+}
+
 impl OpenStackCloud {
+    /// `GET /vnflcm/v2/<path>` with `query`, every page: the entries of each page decoded as
+    /// `T`, in order, and the first page's reply (for error messages). Errors: the cloud's; a
+    /// page that is not a list of `T`; more than [`MAX_PAGES`] pages or a marker seen twice
+    /// (a server that pages without end).
+    pub(crate) async fn tacker_list<T: DeserializeOwned>(
+        &self,
+        path: &[&str],
+        query: &[(&str, String)],
+    ) -> Result<(Vec<T>, Reply), CloudError> {
+        let mut out = Vec::new();
+        let mut first = None;
+        let mut seen: Vec<String> = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let mut q = query.to_vec();
+            if let Some(m) = &marker {
+                q.push(("nextpage_opaque_marker", m.clone()));
+            }
+            let r = self
+                .call(NFV_ORCHESTRATION, Method::GET, path, &q, None)
+                .await?;
+            out.extend(r.json::<Vec<T>>()?);
+            let next = next_marker(&r)?;
+            let stop = match &next {
+                None => true,
+                Some(m) if seen.contains(m) || seen.len() + 1 >= MAX_PAGES => {
+                    return Err(r.invalid(format!(
+                        "paging does not end (marker {m} after {} pages)",
+                        seen.len() + 1
+                    )));
+                }
+                Some(_) => false,
+            };
+            if first.is_none() {
+                first = Some(r);
+            }
+            if stop {
+                break;
+            }
+            let m = next.unwrap_or_default();
+            seen.push(m.clone());
+            marker = Some(m);
+        }
+        Ok((out, first.expect("one page was read")))
+    }
+
     /// `GET /vnflcm/v2/subscriptions`: every subscription (id and `callbackUri`). Errors: the
     /// cloud's ([`CloudError`]); an answer that is not a list of subscriptions.
     pub async fn tacker_subscriptions(&self) -> Result<Vec<SubscriptionSeen>, CloudError> {
-        let r = self
-            .call(
-                NFV_ORCHESTRATION,
-                Method::GET,
-                &["vnflcm", "v2", "subscriptions"],
-                &[],
-                None,
-            )
+        let (v, _): (Vec<SubscriptionWire>, _) = self
+            .tacker_list(&["vnflcm", "v2", "subscriptions"], &[])
             .await?;
-        let v: Vec<SubscriptionWire> = r.json()?;
         Ok(v.into_iter()
             .map(|s| SubscriptionSeen {
                 id: s.id,
@@ -133,16 +200,9 @@ impl OpenStackCloud {
             .map(|f| ("filter", f.to_owned()))
             .into_iter()
             .collect();
-        let r = self
-            .call(
-                NFV_ORCHESTRATION,
-                Method::GET,
-                &["vnflcm", "v2", "vnf_lcm_op_occs"],
-                &query,
-                None,
-            )
+        let (v, r): (Vec<OpOccWire>, _) = self
+            .tacker_list(&["vnflcm", "v2", "vnf_lcm_op_occs"], &query)
             .await?;
-        let v: Vec<OpOccWire> = r.json()?;
         v.into_iter()
             .map(|o| {
                 Ok(OpOccSeen {
@@ -164,16 +224,9 @@ impl OpenStackCloud {
     /// `GET /vnflcm/v2/vnf_instances`: every instance. Errors: the cloud's; an entry that does
     /// not decode.
     pub async fn tacker_instances(&self) -> Result<Vec<InstanceSeen>, CloudError> {
-        let r = self
-            .call(
-                NFV_ORCHESTRATION,
-                Method::GET,
-                &["vnflcm", "v2", "vnf_instances"],
-                &[],
-                None,
-            )
+        let (v, r): (Vec<InstanceWire>, _) = self
+            .tacker_list(&["vnflcm", "v2", "vnf_instances"], &[])
             .await?;
-        let v: Vec<InstanceWire> = r.json()?;
         v.into_iter().map(|w| instance(&r, w)).collect()
     }
 
@@ -280,20 +333,11 @@ impl OpenStackCloud {
     ) -> Result<Vec<crate::companion::OccStarted>, CloudError> {
         let filter = crate::companion::filter_in("vnfInstanceId", &[vnf_instance_id.to_owned()])
             .unwrap_or_default();
-        let r = self
-            .call(
-                NFV_ORCHESTRATION,
-                Method::GET,
-                &["vnflcm", "v2", "vnf_lcm_op_occs"],
-                &[("filter", filter)],
-                None,
-            )
+        let (v, r): (Vec<OccStartedWire>, _) = self
+            .tacker_list(&["vnflcm", "v2", "vnf_lcm_op_occs"], &[("filter", filter)])
             .await?;
-        let v: Vec<Value> = r.json()?;
         let mut out = Vec::new();
-        for o in v {
-            let w: OccStartedWire =
-                serde_json::from_value(o).map_err(|e| r.invalid(e.to_string()))?;
+        for w in v {
             let at = chrono::DateTime::parse_from_rfc3339(&w.start_time)
                 .map_err(|e| r.invalid(format!("op occ {}: startTime: {e}", w.id)))?;
             out.push(crate::companion::OccStarted {
@@ -322,5 +366,36 @@ impl OpenStackCloud {
             Err(CloudError::Api { status: 404, .. }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(link: Option<&str>) -> Reply {
+        Reply {
+            status: 200,
+            method: Method::GET,
+            url: "http://tacker/vnflcm/v2/vnf_instances".into(),
+            body: "[]".into(),
+            location: None,
+            date: None,
+            link: link.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn next_marker_as_tacker_writes_the_link() {
+        // Tacker's Pager: `<URL>;rel="next"`, no space, the marker last in the query.
+        let r = reply(Some(
+            "<http://192.0.2.5:9890/vnflcm/v2/vnf_lcm_op_occs?filter=(eq,operation,HEAL)&nextpage_opaque_marker=6f1c2a>;rel=\"next\"",
+        ));
+        assert_eq!(next_marker(&r).unwrap().as_deref(), Some("6f1c2a"));
+        assert_eq!(next_marker(&reply(None)).unwrap(), None);
+        let prev = reply(Some("<http://t/x?nextpage_opaque_marker=a>; rel=\"prev\""));
+        assert_eq!(next_marker(&prev).unwrap(), None);
+        assert!(next_marker(&reply(Some("<http://t/x?page=2>; rel=\"next\""))).is_err());
+        assert!(next_marker(&reply(Some("not a link"))).is_err());
     }
 }

@@ -24,6 +24,9 @@
 //! | `GET /vnf_lcm_op_occs` (`filter=(eq,f,v)` / `(in,f,v1,v2)` on `vnfInstanceId`, `operationState`, `operation`, `id`, joined by `;`; `all_fields`) | 200 |
 //! | `GET /vnf_lcm_op_occs/{id}` | 200 (every field) / 404 |
 //!
+//! The three lists are paged as Tacker pages them when its `*_page_size` options are set
+//! ([`Cloud::tacker_set_page_size`]): `nextpage_opaque_marker` and `Link: <…>;rel="next"`.
+//!
 //! An operation is answered 202 and then runs on its own task: `STARTING`, `PROCESSING`, then
 //! `COMPLETED` or `FAILED_TEMP` (with `error`), each state notified
 //! (`VnfLcmOperationOccurrenceNotification`, `notificationStatus` `START` for `STARTING`, `RESULT`
@@ -158,6 +161,9 @@ pub struct TackerState {
     subscriptions: Vec<Subscription>,
     instances: BTreeMap<String, Instance>,
     occs: Vec<OpOcc>,
+    /// Entries per page of the lists (Tacker's `vnf_instance_page_size`,
+    /// `lcmocc_page_size`, `subscription_page_size`); 0: no paging (Tacker's default).
+    page_size: usize,
     faults: NotifyFaults,
     counters: NotifyCounters,
 }
@@ -191,6 +197,12 @@ impl Cloud {
             .iter()
             .map(|s| s.id.clone())
             .collect()
+    }
+
+    /// Pages the lists (`vnf_instances`, `vnf_lcm_op_occs`, `subscriptions`) by `n` entries,
+    /// as Tacker does with its `*_page_size` options; 0 turns paging off.
+    pub fn tacker_set_page_size(&self, n: usize) {
+        self.tacker().page_size = n;
     }
 
     /// Deletes a subscription behind its owner's back; false when unknown.
@@ -297,6 +309,48 @@ fn created(location: String, v: Value) -> Response {
         .into_response()
 }
 
+/// A list answer as Tacker pages it (`controller/vnflcm_view.py` `Pager`): with a page size,
+/// the entries after the one whose `id` is the query's `nextpage_opaque_marker` (400 for an
+/// unknown marker), at most `page_size` of them, and when more follow a `Link` header
+/// `<request URL with nextpage_opaque_marker=<last id>>;rel="next"`.
+fn paged(c: &Cloud, items: Vec<Value>, uri: &axum::http::Uri) -> Answer {
+    let size = c.tacker().page_size;
+    let marker = uri.query().and_then(|q| {
+        q.split('&')
+            .find_map(|kv| kv.strip_prefix("nextpage_opaque_marker="))
+            .map(str::to_owned)
+    });
+    if size == 0 {
+        return Ok(axum::Json(items).into_response());
+    }
+    let start = match &marker {
+        None => 0,
+        Some(m) => {
+            items
+                .iter()
+                .position(|i| i["id"].as_str() == Some(m.as_str()))
+                .ok_or_else(|| problem(400, format!("Paging marker value {m} is invalid.")))?
+                + 1
+        }
+    };
+    let page: Vec<Value> = items.iter().skip(start).take(size).cloned().collect();
+    let more = start + page.len() < items.len();
+    let mut resp = axum::Json(page.clone()).into_response();
+    if more && let Some(last) = page.last().and_then(|i| i["id"].as_str()) {
+        let next = format!("nextpage_opaque_marker={last}");
+        let query = match (uri.query(), &marker) {
+            (Some(q), Some(m)) => q.replace(&format!("nextpage_opaque_marker={m}"), &next),
+            (Some(q), None) => format!("{q}&{next}"),
+            (None, _) => next,
+        };
+        let url = format!("{}{}?{query}", c.base, uri.path());
+        if let Ok(v) = axum::http::HeaderValue::from_str(&format!("<{url}>;rel=\"next\"")) {
+            resp.headers_mut().insert(header::LINK, v);
+        }
+    }
+    Ok(resp)
+}
+
 // --- subscriptions -------------------------------------------------------------------------------
 
 fn subscription_json(c: &Cloud, s: &Subscription) -> Value {
@@ -392,11 +446,15 @@ async fn subscription_create(State(c): State<Arc<Cloud>>, h: HeaderMap, b: Bytes
     Ok(created(loc, v))
 }
 
-async fn subscription_list(State(c): State<Arc<Cloud>>, h: HeaderMap) -> Answer {
+async fn subscription_list(
+    State(c): State<Arc<Cloud>>,
+    h: HeaderMap,
+    uri: axum::http::Uri,
+) -> Answer {
     check_version(&h)?;
     let subs = c.tacker().subscriptions.clone();
     let v: Vec<Value> = subs.iter().map(|s| subscription_json(&c, s)).collect();
-    Ok(axum::Json(v).into_response())
+    paged(&c, v, &uri)
 }
 
 async fn subscription_show(
@@ -699,11 +757,11 @@ async fn instance_create(State(c): State<Arc<Cloud>>, h: HeaderMap, b: Bytes) ->
     ))
 }
 
-async fn instance_list(State(c): State<Arc<Cloud>>, h: HeaderMap) -> Answer {
+async fn instance_list(State(c): State<Arc<Cloud>>, h: HeaderMap, uri: axum::http::Uri) -> Answer {
     check_version(&h)?;
     let all: Vec<Instance> = c.tacker().instances.values().cloned().collect();
     let v: Vec<Value> = all.iter().map(|i| instance_json(&c, i, None)).collect();
-    Ok(axum::Json(v).into_response())
+    paged(&c, v, &uri)
 }
 
 fn find_instance(c: &Cloud, id: &str) -> Result<(Instance, Option<StandInPackage>), Problem> {
@@ -1114,6 +1172,7 @@ fn filter_terms(f: &str) -> Result<Vec<(String, Vec<String>)>, String> {
 async fn occ_list(
     State(c): State<Arc<Cloud>>,
     h: HeaderMap,
+    uri: axum::http::Uri,
     Query(q): Query<Vec<(String, String)>>,
 ) -> Answer {
     check_version(&h)?;
@@ -1143,7 +1202,7 @@ async fn occ_list(
         })
         .map(|o| occ_json(&c, o, all))
         .collect();
-    Ok(axum::Json(v).into_response())
+    paged(&c, v, &uri)
 }
 
 async fn occ_show(State(c): State<Arc<Cloud>>, h: HeaderMap, Path(id): Path<String>) -> Answer {
