@@ -1350,9 +1350,17 @@ mod tests {
         assert_eq!(t.max_body_bytes, 1024 * 1024);
         assert!(parse(&ok).unwrap().to_toml().contains("[tacker]"));
         for (extra, key) in [
+            ("auth_type = \"OAUTH2_CLIENT_CERT\"\n", "tacker.auth_type"),
             (
-                "auth_type = \"OAUTH2_CLIENT_CREDENTIALS\"\n",
-                "tacker.auth_type",
+                "token_path = \"/vnfkeeper/notifications\"\n",
+                "tacker.token_path",
+            ),
+            ("token_lifetime_secs = 59\n", "tacker.token_lifetime_secs"),
+            ("tls_cert_file = \"/etc/c.pem\"\n", "tacker.tls_key_file"),
+            ("tls_key_file = \"/etc/k.pem\"\n", "tacker.tls_cert_file"),
+            (
+                "tls_cert_file = \"c.pem\"\ntls_key_file = \"/etc/k.pem\"\n",
+                "tacker.tls_cert_file",
             ),
             ("callback_path = \"/metrics\"\n", "tacker.callback_path"),
             ("callback_path = \"no-slash\"\n", "tacker.callback_path"),
@@ -1383,6 +1391,52 @@ mod tests {
         assert_eq!(t.read_password().unwrap().expose(), "s3cret");
         std::fs::write(&pw, "\n").unwrap();
         assert!(t.read_password().unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn tacker_oauth2_and_tls_keys() {
+        let base = "[cloud]\ncloud = \"testbed\"\n\n[tacker]\nlisten = \"127.0.0.1:9890\"\n\
+                    username = \"client\"\npassword_file = \"/etc/vnfkeeper/secret\"\n\
+                    auth_type = \"OAUTH2_CLIENT_CREDENTIALS\"\nvnfd_ids = [\"v\"]\n";
+        let tls =
+            "tls_cert_file = \"/etc/vnfkeeper/c.pem\"\ntls_key_file = \"/etc/vnfkeeper/k.pem\"\n";
+        let https = "callback_uri = \"https://vk.example:9890/vnfkeeper/notifications\"\n";
+        let s = parse(&format!("{base}{https}{tls}")).unwrap();
+        let t = s.tacker.clone().unwrap();
+        assert_eq!(t.auth_type, TackerAuth::Oauth2ClientCredentials);
+        assert_eq!(t.token_lifetime, Duration::from_secs(3600));
+        assert_eq!(
+            t.token_endpoint().as_deref(),
+            Some("https://vk.example:9890/vnfkeeper/token")
+        );
+        assert_eq!(
+            t.tls.as_ref().unwrap().key_file,
+            PathBuf::from("/etc/vnfkeeper/k.pem")
+        );
+        assert_eq!(parse(&s.to_toml()).unwrap().tacker, Some(t));
+        // TLS needs https://, https:// needs TLS, and TLS is refused on the metrics' address.
+        for (text, key) in [
+            (
+                format!("{base}{}{tls}", https.replace("https", "http")),
+                "tacker.callback_uri",
+            ),
+            (format!("{base}{https}"), "tacker.callback_uri"),
+            (
+                format!("{base}{https}{tls}\n[metrics]\nlisten = \"127.0.0.1:9890\"\n"),
+                "tacker.tls_cert_file",
+            ),
+        ] {
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.contains(&format!("`{key}`")), "{text}: {e}");
+        }
+        // Without TLS the metrics may share the socket.
+        let http = https.replace("https", "http");
+        assert!(
+            parse(&format!(
+                "{base}{http}\n[metrics]\nlisten = \"127.0.0.1:9890\"\n"
+            ))
+            .is_ok()
+        );
     }
 
     #[test]
