@@ -236,7 +236,12 @@ async fn oauth2_client_credentials_end_to_end() {
         "no subscription stored: {}",
         d.log_text()
     );
-    // The callback test of the subscription came with a Bearer token from our endpoint.
+    // The subscription names our token endpoint; its callback test came with a Bearer token
+    // from it.
+    assert_eq!(
+        tb.cloud().tacker_subscription_token_endpoints(),
+        vec![Some(format!("http://127.0.0.1:{port}/vnfkeeper/token"))]
+    );
     let (issued, refused) = tb.cloud().tacker_token_requests();
     assert!(issued >= 1 && refused == 0, "{issued} {refused}");
 
@@ -533,6 +538,10 @@ async fn tls_endpoint_is_checked_and_delivered_to_over_https_only() {
         d.log_text()
     );
     assert!(d.log_text().contains("listening on https://"));
+    assert_eq!(
+        tb.cloud().tacker_subscription_token_endpoints(),
+        vec![Some(format!("https://127.0.0.1:{port}/vnfkeeper/token"))]
+    );
     let op = Operator::login(&tb).await;
     let inst = lifecycle(&op, &tb).await;
     assert!(

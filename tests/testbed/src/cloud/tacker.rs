@@ -219,6 +219,19 @@ impl Cloud {
         Ok(())
     }
 
+    /// The `tokenEndpoint` of each subscription's OAUTH2_CLIENT_CREDENTIALS authentication, in
+    /// creation order (`None`: BASIC or none).
+    pub fn tacker_subscription_token_endpoints(&self) -> Vec<Option<String>> {
+        self.tacker()
+            .subscriptions
+            .iter()
+            .map(|s| match &s.auth {
+                Some(SubAuth::Oauth2 { token_endpoint, .. }) => Some(token_endpoint.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// OAuth 2.0 token requests so far: (answered 200 with a token, refused or failed).
     pub fn tacker_token_requests(&self) -> (u64, u64) {
         self.tacker().tokens
