@@ -134,6 +134,7 @@ fn main() {
             format!("127.0.0.1:{base_port}").parse().unwrap(),
             router,
             "baseline",
+            None,
         )
         .await
         .unwrap()

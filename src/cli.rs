@@ -381,6 +381,19 @@ fn config_check(config: &Path) -> Result<(), Failure> {
                 reason,
             })
         })?;
+        if let Some(files) = &t.tls {
+            crate::daemon::tls::server_config(files).map_err(|reason| {
+                Failure::Config(crate::config::ConfigError::Invalid {
+                    path: config.into(),
+                    key: if reason.starts_with("tacker.tls_cert_file") {
+                        "tacker.tls_cert_file".into()
+                    } else {
+                        "tacker.tls_key_file".into()
+                    },
+                    reason,
+                })
+            })?;
+        }
         // Companion mode reaches Tacker through this entry: it must exist now, not at 3 a.m.
         if t.callback_uri.is_some()
             && let Some(c) = t.cloud_settings(settings.cloud.as_ref())

@@ -81,6 +81,10 @@ struct TackerFile {
     auto_heal: Option<bool>,
     poll_interval_secs: Option<u64>,
     packages: Option<std::collections::BTreeMap<String, PathBuf>>,
+    token_path: Option<String>,
+    token_lifetime_secs: Option<u64>,
+    tls_cert_file: Option<PathBuf>,
+    tls_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -172,13 +176,27 @@ pub struct TackerSettings {
     /// `callback_path`: the path of the callback URI (`GET` for Tacker's test, `POST` for
     /// notifications). Default `/vnfkeeper/notifications`.
     pub callback_path: String,
-    /// `username`: the HTTP Basic user Tacker presents (`authType: [BASIC]`, `paramsBasic`;
-    /// the only type accepted today: `auth_type = "BASIC"`).
+    /// `auth_type`: what Tacker must present on the callback (SOL013 §8.3.4): `BASIC` (the
+    /// default) or `OAUTH2_CLIENT_CREDENTIALS` (a Bearer token from vnfkeeper's own token
+    /// endpoint, RFC 6749 §4.4).
+    pub auth_type: TackerAuth,
+    /// `username`: with `BASIC` the HTTP Basic user Tacker presents (`paramsBasic.userName`);
+    /// with `OAUTH2_CLIENT_CREDENTIALS` the client id Tacker authenticates with at the token
+    /// endpoint (`paramsOauth2ClientCredentials.clientId`).
     pub username: String,
-    /// `password_file`: an absolute path to a file with the password on its first line; it must
-    /// not be readable by others (mode `o-rwx`). Read when the daemon starts and by
-    /// `config check` ([`TackerSettings::read_password`]).
+    /// `password_file`: an absolute path to a file with the password (with OAuth 2.0: the
+    /// client password) on its first line; it must not be readable by others (mode `o-rwx`).
+    /// Read when the daemon starts and by `config check` ([`TackerSettings::read_password`]).
     pub password_file: PathBuf,
+    /// `token_path`: the path of the token endpoint on `listen` (only with
+    /// `OAUTH2_CLIENT_CREDENTIALS`). Default `/vnfkeeper/token`.
+    pub token_path: String,
+    /// `token_lifetime_secs`: how long an access token the token endpoint issues is accepted
+    /// (`expires_in`). Default 3600, 60–86400.
+    pub token_lifetime: Duration,
+    /// `tls_cert_file` and `tls_key_file`: PEM files (the certificate chain, leaf first, and its
+    /// private key) with which `listen` serves HTTPS only; `None`: plain HTTP. Both or neither.
+    pub tls: Option<TlsFiles>,
     /// `max_body_kib`: the largest notification body accepted, in KiB (larger: 413). Default
     /// 1024, 1–65536.
     pub max_body_bytes: usize,
@@ -205,7 +223,49 @@ pub struct TackerSettings {
     pub packages: std::collections::BTreeMap<String, PathBuf>,
 }
 
+/// How Tacker authenticates its notifications (SOL013 §8.3.4, `SubscriptionAuthentication`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TackerAuth {
+    /// `BASIC`: HTTP Basic with `username` and the password (RFC 7617).
+    Basic,
+    /// `OAUTH2_CLIENT_CREDENTIALS`: Tacker first obtains an access token from vnfkeeper's token
+    /// endpoint with the client credentials (RFC 6749 §4.4), then sends `Authorization: Bearer`
+    /// (RFC 6750 §2.1).
+    Oauth2ClientCredentials,
+}
+
+impl TackerAuth {
+    /// The SOL013 `authType` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TackerAuth::Basic => "BASIC",
+            TackerAuth::Oauth2ClientCredentials => "OAUTH2_CLIENT_CREDENTIALS",
+        }
+    }
+}
+
+/// The PEM files of the notification endpoint's TLS (`tacker.tls_cert_file`,
+/// `tacker.tls_key_file`), absolute paths.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// The private key (PKCS#8, PKCS#1 or SEC1 PEM); must be readable by its owner only.
+    pub key_file: PathBuf,
+}
+
 impl TackerSettings {
+    /// The public URL of the token endpoint Tacker is told to use (`tokenEndpoint`): the scheme
+    /// and authority of `callback_uri` with `token_path`. `None` without `callback_uri`.
+    pub fn token_endpoint(&self) -> Option<String> {
+        let uri = reqwest::Url::parse(self.callback_uri.as_deref()?).ok()?;
+        let mut t = uri.clone();
+        t.set_path(&self.token_path);
+        t.set_query(None);
+        t.set_fragment(None);
+        Some(t.to_string())
+    }
+
     /// The clouds.yaml entry that reaches Tacker: `cloud`'s file and timeout, with the entry
     /// `tacker.cloud` (default `cloud.cloud`). `None` without a `[cloud]` section.
     pub fn cloud_settings(&self, cloud: Option<&CloudSettings>) -> Option<CloudSettings> {
@@ -513,7 +573,7 @@ impl Settings {
                 batch_size: count("intake.batch_size", file.intake.batch_size, 256, 10_000)?,
             },
             metrics: MetricsSettings {
-                listen: match file.metrics.listen {
+                listen: match file.metrics.listen.clone() {
                     None => None,
                     Some(text) => Some(
                         parse_listen(&text).map_err(|reason| invalid("metrics.listen", reason))?,
@@ -524,6 +584,19 @@ impl Settings {
                 None => None,
                 Some(t) => {
                     let t = tacker(t).map_err(|(key, reason)| invalid(key, reason))?;
+                    if t.tls.is_some()
+                        && file
+                            .metrics
+                            .listen
+                            .as_deref()
+                            .and_then(|m| parse_listen(m).ok())
+                            == Some(t.listen)
+                    {
+                        return Err(invalid(
+                            "tacker.tls_cert_file",
+                            "tacker.listen is metrics.listen: one socket cannot serve the metrics over plain HTTP and Tacker's callback over HTTPS; give the metrics their own address".into(),
+                        ));
+                    }
                     if t.callback_uri.is_some() && cloud.is_none() {
                         return Err(invalid(
                             "tacker.callback_uri",
@@ -637,13 +710,31 @@ impl Settings {
                     "callback_path = {}\n",
                     toml_string(&t.callback_path)
                 ));
-                out.push_str("auth_type = \"BASIC\"\n");
+                out.push_str(&format!("auth_type = \"{}\"\n", t.auth_type.as_str()));
                 out.push_str(&format!("username = {}\n", toml_string(&t.username)));
                 out.push_str(&format!(
                     "password_file = {}\n",
                     toml_string(&t.password_file.display().to_string())
                 ));
                 out.push_str(&format!("max_body_kib = {}\n", t.max_body_bytes / 1024));
+                out.push_str(&format!("token_path = {}\n", toml_string(&t.token_path)));
+                out.push_str(&format!(
+                    "token_lifetime_secs = {}\n",
+                    t.token_lifetime.as_secs()
+                ));
+                match &t.tls {
+                    Some(tls) => {
+                        out.push_str(&format!(
+                            "tls_cert_file = {}\n",
+                            toml_string(&tls.cert_file.display().to_string())
+                        ));
+                        out.push_str(&format!(
+                            "tls_key_file = {}\n",
+                            toml_string(&tls.key_file.display().to_string())
+                        ));
+                    }
+                    None => out.push_str("# tls_cert_file, tls_key_file not set: plain HTTP\n"),
+                }
                 match &t.cloud {
                     Some(c) => out.push_str(&format!("cloud = {}\n", toml_string(c))),
                     None => out.push_str("# cloud: the [cloud] entry\n"),
@@ -681,20 +772,24 @@ impl Settings {
     }
 }
 
+/// Whether `p` is an absolute URL path of `[A-Za-z0-9/._-]`, at most 256 characters, without
+/// `//`, other than `/metrics`.
+fn url_path_ok(p: &str) -> bool {
+    p.starts_with('/')
+        && p.len() <= 256
+        && p.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'))
+        && !p.contains("//")
+        && p != "/metrics"
+}
+
 /// `[tacker]` checked. Errors: (dotted key, reason).
 fn tacker(t: TackerFile) -> Result<TackerSettings, (&'static str, String)> {
     let listen = parse_listen(&t.listen).map_err(|r| ("tacker.listen", r))?;
     let callback_path = t
         .callback_path
         .unwrap_or_else(|| "/vnfkeeper/notifications".into());
-    let path_ok = callback_path.starts_with('/')
-        && callback_path.len() <= 256
-        && callback_path
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'))
-        && !callback_path.contains("//")
-        && callback_path != "/metrics";
-    if !path_ok {
+    if !url_path_ok(&callback_path) {
         return Err((
             "tacker.callback_path",
             format!(
@@ -702,15 +797,64 @@ fn tacker(t: TackerFile) -> Result<TackerSettings, (&'static str, String)> {
             ),
         ));
     }
-    match t.auth_type.as_deref() {
-        None | Some("BASIC") => {}
+    let auth_type = match t.auth_type.as_deref() {
+        None | Some("BASIC") => TackerAuth::Basic,
+        Some("OAUTH2_CLIENT_CREDENTIALS") => TackerAuth::Oauth2ClientCredentials,
         Some(other) => {
             return Err((
                 "tacker.auth_type",
-                format!("only \"BASIC\" is supported, got {other:?}"),
+                format!("must be \"BASIC\" or \"OAUTH2_CLIENT_CREDENTIALS\", got {other:?}"),
             ));
         }
+    };
+    let token_path = t.token_path.unwrap_or_else(|| "/vnfkeeper/token".into());
+    if !url_path_ok(&token_path) || token_path == callback_path {
+        return Err((
+            "tacker.token_path",
+            format!(
+                "must be an absolute URL path of [A-Za-z0-9/._-], not /metrics nor callback_path, got {token_path:?}"
+            ),
+        ));
     }
+    let lifetime = t.token_lifetime_secs.unwrap_or(3600);
+    if !(60..=86_400).contains(&lifetime) {
+        return Err((
+            "tacker.token_lifetime_secs",
+            format!("must be 60-86400, got {lifetime}"),
+        ));
+    }
+    let tls = match (t.tls_cert_file, t.tls_key_file) {
+        (None, None) => None,
+        (Some(cert_file), Some(key_file)) => {
+            for (key, p) in [
+                ("tacker.tls_cert_file", &cert_file),
+                ("tacker.tls_key_file", &key_file),
+            ] {
+                if !p.is_absolute() {
+                    return Err((
+                        key,
+                        format!("must be an absolute path, got {}", p.display()),
+                    ));
+                }
+            }
+            Some(TlsFiles {
+                cert_file,
+                key_file,
+            })
+        }
+        (Some(_), None) => {
+            return Err((
+                "tacker.tls_key_file",
+                "is required with tls_cert_file".into(),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err((
+                "tacker.tls_cert_file",
+                "is required with tls_key_file".into(),
+            ));
+        }
+    };
     if t.username.is_empty() || t.username.contains(':') || t.username.chars().any(char::is_control)
     {
         return Err((
@@ -770,6 +914,20 @@ fn tacker(t: TackerFile) -> Result<TackerSettings, (&'static str, String)> {
                     .into(),
             ));
         }
+        if tls.is_some() && parsed.scheme() != "https" {
+            return Err((
+                "tacker.callback_uri",
+                "must be https:// when tls_cert_file is set (the endpoint serves HTTPS only)"
+                    .into(),
+            ));
+        }
+        if tls.is_none() && parsed.scheme() == "https" {
+            return Err((
+                "tacker.callback_uri",
+                "is https:// but the endpoint serves plain HTTP: set tls_cert_file and tls_key_file"
+                    .into(),
+            ));
+        }
     }
     let vnfd_ids = t.vnfd_ids.unwrap_or_default();
     if vnfd_ids
@@ -825,8 +983,12 @@ fn tacker(t: TackerFile) -> Result<TackerSettings, (&'static str, String)> {
     Ok(TackerSettings {
         listen,
         callback_path,
+        auth_type,
         username: t.username,
         password_file: t.password_file,
+        token_path,
+        token_lifetime: Duration::from_secs(lifetime),
+        tls,
         max_body_bytes: kib as usize * 1024,
         cloud: t.cloud,
         callback_uri: t.callback_uri,
@@ -1188,9 +1350,17 @@ mod tests {
         assert_eq!(t.max_body_bytes, 1024 * 1024);
         assert!(parse(&ok).unwrap().to_toml().contains("[tacker]"));
         for (extra, key) in [
+            ("auth_type = \"OAUTH2_CLIENT_CERT\"\n", "tacker.auth_type"),
             (
-                "auth_type = \"OAUTH2_CLIENT_CREDENTIALS\"\n",
-                "tacker.auth_type",
+                "token_path = \"/vnfkeeper/notifications\"\n",
+                "tacker.token_path",
+            ),
+            ("token_lifetime_secs = 59\n", "tacker.token_lifetime_secs"),
+            ("tls_cert_file = \"/etc/c.pem\"\n", "tacker.tls_key_file"),
+            ("tls_key_file = \"/etc/k.pem\"\n", "tacker.tls_cert_file"),
+            (
+                "tls_cert_file = \"c.pem\"\ntls_key_file = \"/etc/k.pem\"\n",
+                "tacker.tls_cert_file",
             ),
             ("callback_path = \"/metrics\"\n", "tacker.callback_path"),
             ("callback_path = \"no-slash\"\n", "tacker.callback_path"),
@@ -1221,6 +1391,52 @@ mod tests {
         assert_eq!(t.read_password().unwrap().expose(), "s3cret");
         std::fs::write(&pw, "\n").unwrap();
         assert!(t.read_password().unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn tacker_oauth2_and_tls_keys() {
+        let base = "[cloud]\ncloud = \"testbed\"\n\n[tacker]\nlisten = \"127.0.0.1:9890\"\n\
+                    username = \"client\"\npassword_file = \"/etc/vnfkeeper/secret\"\n\
+                    auth_type = \"OAUTH2_CLIENT_CREDENTIALS\"\nvnfd_ids = [\"v\"]\n";
+        let tls =
+            "tls_cert_file = \"/etc/vnfkeeper/c.pem\"\ntls_key_file = \"/etc/vnfkeeper/k.pem\"\n";
+        let https = "callback_uri = \"https://vk.example:9890/vnfkeeper/notifications\"\n";
+        let s = parse(&format!("{base}{https}{tls}")).unwrap();
+        let t = s.tacker.clone().unwrap();
+        assert_eq!(t.auth_type, TackerAuth::Oauth2ClientCredentials);
+        assert_eq!(t.token_lifetime, Duration::from_secs(3600));
+        assert_eq!(
+            t.token_endpoint().as_deref(),
+            Some("https://vk.example:9890/vnfkeeper/token")
+        );
+        assert_eq!(
+            t.tls.as_ref().unwrap().key_file,
+            PathBuf::from("/etc/vnfkeeper/k.pem")
+        );
+        assert_eq!(parse(&s.to_toml()).unwrap().tacker, Some(t));
+        // TLS needs https://, https:// needs TLS, and TLS is refused on the metrics' address.
+        for (text, key) in [
+            (
+                format!("{base}{}{tls}", https.replace("https", "http")),
+                "tacker.callback_uri",
+            ),
+            (format!("{base}{https}"), "tacker.callback_uri"),
+            (
+                format!("{base}{https}{tls}\n[metrics]\nlisten = \"127.0.0.1:9890\"\n"),
+                "tacker.tls_cert_file",
+            ),
+        ] {
+            let e = parse(&text).unwrap_err().to_string();
+            assert!(e.contains(&format!("`{key}`")), "{text}: {e}");
+        }
+        // Without TLS the metrics may share the socket.
+        let http = https.replace("https", "http");
+        assert!(
+            parse(&format!(
+                "{base}{http}\n[metrics]\nlisten = \"127.0.0.1:9890\"\n"
+            ))
+            .is_ok()
+        );
     }
 
     #[test]

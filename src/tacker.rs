@@ -14,7 +14,7 @@ use crate::companion::{
     Adoption, Followup, InstanceSeen, OpOccSeen, adoption, filter_in, heal_sent_before,
     instantiate_envelope, plan_subscriptions, tacker_heal_request, tacker_vnfc_instance_ids,
 };
-use crate::config::TackerSettings;
+use crate::config::{TackerAuth, TackerSettings};
 use crate::intake::wire::Secret;
 use crate::intake::wire::notification::NotificationType;
 use crate::model::{OperationState, ProblemDetails, Timestamp};
@@ -128,22 +128,35 @@ impl Companion {
     }
 
     /// The `LccnSubscriptionRequest` (SOL003 §5.5.2.15): the managed `vnfdIds` and the three
-    /// notification types, `callbackUri`, BASIC authentication with the endpoint's credentials.
-    /// It holds the password: never log it.
+    /// notification types, `callbackUri`, and the `authentication` (SOL013 §8.3.4) of
+    /// `tacker.auth_type`: BASIC with the endpoint's credentials, or OAUTH2_CLIENT_CREDENTIALS
+    /// with the client credentials and vnfkeeper's token endpoint
+    /// ([`TackerSettings::token_endpoint`]). It holds the password: never log it.
     fn subscription_request(&self, callback_uri: &str) -> Value {
+        let authentication = match self.settings.auth_type {
+            TackerAuth::Basic => json!({
+                "authType": ["BASIC"],
+                "paramsBasic": {
+                    "userName": self.settings.username,
+                    "password": self.password.expose(),
+                },
+            }),
+            TackerAuth::Oauth2ClientCredentials => json!({
+                "authType": ["OAUTH2_CLIENT_CREDENTIALS"],
+                "paramsOauth2ClientCredentials": {
+                    "clientId": self.settings.username,
+                    "clientPassword": self.password.expose(),
+                    "tokenEndpoint": self.settings.token_endpoint(),
+                },
+            }),
+        };
         json!({
             "filter": {
                 "vnfInstanceSubscriptionFilter": {"vnfdIds": self.settings.vnfd_ids},
                 "notificationTypes": NotificationType::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
             },
             "callbackUri": callback_uri,
-            "authentication": {
-                "authType": ["BASIC"],
-                "paramsBasic": {
-                    "userName": self.settings.username,
-                    "password": self.password.expose(),
-                },
-            },
+            "authentication": authentication,
         })
     }
 

@@ -100,8 +100,12 @@ fn settings(pkg: PathBuf) -> TackerSettings {
     TackerSettings {
         listen: "127.0.0.1:1".parse().unwrap(),
         callback_path: "/vnfkeeper/notifications".into(),
+        auth_type: vnfkeeper::config::TackerAuth::Basic,
         username: "tacker".into(),
         password_file: "/nonexistent".into(),
+        token_path: "/vnfkeeper/token".into(),
+        token_lifetime: Duration::from_secs(3600),
+        tls: None,
         max_body_bytes: 1 << 20,
         cloud: None,
         callback_uri: Some("http://127.0.0.1:1/vnfkeeper/notifications".into()),

@@ -3,6 +3,10 @@
 //! [`router`], and Tacker's notification callback (`notifications.rs`, `[tacker] listen`); one
 //! server per address, both routes on one socket when the addresses are the same.
 //!
+//! With `tacker.tls_cert_file` Tacker's address serves HTTPS only (rustls through
+//! `tokio-rustls`, `tls.rs`); `config check` refuses TLS when that address is also
+//! `metrics.listen`, so a shared socket is always plain HTTP.
+//!
 //! Routing and responses are axum's; each connection is served by hyper (HTTP/1.1). The server
 //! is its own task on the daemon's runtime and shares nothing with the main loop but the
 //! `Arc<Metrics>` it reads, so it can never block the loop. A slow or hostile client cannot hold
@@ -72,12 +76,20 @@ impl Server {
     /// comes from (`metrics.listen`, `tacker.listen`). Errors: the address cannot be bound (in
     /// use, not local, no permission) — a startup error of the daemon, naming the address and
     /// the key.
-    pub async fn start(addr: SocketAddr, router: Router, key: &str) -> anyhow::Result<Self> {
+    /// With `tls` every connection is a TLS one (handshake within [`HEADER_TIMEOUT`]); a client
+    /// speaking plain HTTP fails the handshake and is closed.
+    pub async fn start(
+        addr: SocketAddr,
+        router: Router,
+        key: &str,
+        tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    ) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(addr)
             .await
             .with_context(|| format!("{key}: cannot listen on {addr}"))?;
         let local_addr = listener.local_addr().with_context(|| key.to_owned())?;
-        let task = tokio::spawn(accept_loop(listener, router));
+        let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+        let task = tokio::spawn(accept_loop(listener, router, tls));
         Ok(Self { local_addr, task })
     }
 
@@ -87,7 +99,28 @@ impl Server {
     }
 }
 
-async fn accept_loop(listener: TcpListener, router: Router) {
+/// Serves one HTTP/1.1 request on `io` within [`CONNECTION_DEADLINE`].
+async fn serve<IO>(io: IO, service: TowerToHyperService<Router>)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .keep_alive(false);
+    let conn = http.serve_connection(TokioIo::new(io), service);
+    match tokio::time::timeout(CONNECTION_DEADLINE, conn).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "HTTP endpoint: connection ended"),
+        Err(_) => tracing::debug!("HTTP endpoint: connection closed at its deadline"),
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    router: Router,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         // A connection is accepted only when a slot is free: the ones beyond wait in the
@@ -106,16 +139,19 @@ async fn accept_loop(listener: TcpListener, router: Router) {
             }
         };
         let service = TowerToHyperService::new(router.clone());
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .keep_alive(false);
-            let conn = http.serve_connection(TokioIo::new(stream), service);
-            match tokio::time::timeout(CONNECTION_DEADLINE, conn).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::debug!(error = %e, "metrics endpoint: connection ended"),
-                Err(_) => tracing::debug!("metrics endpoint: connection closed at its deadline"),
+            match tls {
+                None => serve(stream, service).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await {
+                        Ok(Ok(stream)) => serve(stream, service).await,
+                        Ok(Err(e)) => {
+                            tracing::debug!(error = %e, "HTTPS endpoint: TLS handshake failed");
+                        }
+                        Err(_) => tracing::debug!("HTTPS endpoint: TLS handshake timed out"),
+                    }
+                }
             }
             drop(slot);
         });

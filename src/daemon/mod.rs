@@ -16,8 +16,10 @@ mod connect;
 pub mod http;
 pub mod logging;
 pub mod notifications;
+pub mod oauth;
 mod reconcile;
 mod runner;
+pub mod tls;
 mod watch;
 
 pub use reconcile::TRIGGER_PREFIX;
@@ -700,52 +702,82 @@ fn start_companion(
 }
 
 /// Starts the HTTP endpoints that are configured: `GET /metrics` on `metrics.listen`, Tacker's
-/// callback on `tacker.listen`; both on one socket when the addresses are the same. Errors: an
-/// address cannot be bound; `tacker.password_file` cannot be read.
+/// callback (and, with OAuth 2.0, the token endpoint) on `tacker.listen`, over TLS with
+/// `tacker.tls_cert_file`; both on one socket when the addresses are the same. Errors: an
+/// address cannot be bound; `tacker.password_file` or the TLS files cannot be read or used.
 async fn start_http(
     settings: &Settings,
     metrics: &Arc<Metrics>,
     db: &Db,
     tacker_wake: &Arc<tokio::sync::Notify>,
 ) -> anyhow::Result<Vec<http::Server>> {
-    // (address, routes, what they serve, the settings they come from)
+    // (address, routes, what they serve, the settings they come from, TLS)
     type Endpoint = (
         std::net::SocketAddr,
         axum::Router,
         Vec<String>,
         Vec<&'static str>,
+        Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     );
     let mut endpoints: Vec<Endpoint> = Vec::new();
-    let mut add = |addr, router: axum::Router, what: String, key: &'static str| {
-        if let Some((_, r, w, k)) = endpoints.iter_mut().find(|(a, ..)| *a == addr) {
+    let mut add = |addr, router: axum::Router, what: String, key: &'static str, tls| {
+        if let Some((_, r, w, k, _)) = endpoints.iter_mut().find(|(a, ..)| *a == addr) {
+            // `config check` refuses TLS on an address shared with the metrics.
             *r = std::mem::take(r).merge(router);
             w.push(what);
             k.push(key);
         } else {
-            endpoints.push((addr, router, vec![what], vec![key]));
+            endpoints.push((addr, router, vec![what], vec![key], tls));
         }
     };
     if let Some(addr) = settings.metrics.listen {
         let what = "metrics endpoint GET /metrics".to_owned();
-        add(addr, http::router(metrics.clone()), what, "metrics.listen");
+        add(
+            addr,
+            http::router(metrics.clone()),
+            what,
+            "metrics.listen",
+            None,
+        );
     }
     if let Some(t) = &settings.tacker {
         let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
+        let check = match t.auth_type {
+            crate::config::TackerAuth::Basic => notifications::Check::Basic {
+                username: t.username.clone(),
+                password,
+            },
+            crate::config::TackerAuth::Oauth2ClientCredentials => notifications::Check::Bearer(
+                oauth::Tokens::new(t.username.clone(), password, t.token_lifetime),
+            ),
+        };
+        let tokens = match &check {
+            notifications::Check::Bearer(tokens) => Some(tokens.clone()),
+            notifications::Check::Basic { .. } => None,
+        };
         let callback = notifications::Callback::start(
             db.clone(),
-            t.username.clone(),
-            password,
+            check,
             t.max_body_bytes,
             Some(tacker_wake.clone()),
         );
-        let what = format!("Tacker notification endpoint GET/POST {}", t.callback_path);
-        let router = notifications::router(&t.callback_path, callback);
-        add(t.listen, router, what, "tacker.listen");
+        let mut what = format!("Tacker notification endpoint GET/POST {}", t.callback_path);
+        let mut router = notifications::router(&t.callback_path, callback);
+        if let Some(tokens) = tokens {
+            what.push_str(&format!(", OAuth 2.0 token endpoint POST {}", t.token_path));
+            router = router.merge(oauth::router(&t.token_path, tokens));
+        }
+        let tls = match &t.tls {
+            Some(files) => Some(tls::server_config(files).map_err(|e| anyhow::anyhow!(e))?),
+            None => None,
+        };
+        add(t.listen, router, what, "tacker.listen", tls);
     }
     let mut servers = Vec::new();
-    for (addr, router, what, keys) in endpoints {
-        let server = http::Server::start(addr, router, &keys.join(" and ")).await?;
-        tracing::info!(listen = %server.local_addr, "listening on http://{}: {}", server.local_addr, what.join(", "));
+    for (addr, router, what, keys, tls) in endpoints {
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let server = http::Server::start(addr, router, &keys.join(" and "), tls).await?;
+        tracing::info!(listen = %server.local_addr, "listening on {scheme}://{}: {}", server.local_addr, what.join(", "));
         servers.push(server);
     }
     Ok(servers)

@@ -1,11 +1,13 @@
 //! The endpoint Tacker sends LCM notifications to (`[tacker]`): the subscriber side of SOL003
-//! v3.3.1 §5.4.20 (`callbackUri`) with the authentication of SOL013 §8.3.4 (HTTP Basic, the
-//! subscription's `paramsBasic`).
+//! v3.3.1 §5.4.20 (`callbackUri`) with the authentication of SOL013 §8.3.4: HTTP Basic (the
+//! subscription's `paramsBasic`) or an OAuth 2.0 Bearer token from vnfkeeper's own token
+//! endpoint (`paramsOauth2ClientCredentials`, `oauth.rs`), as `tacker.auth_type` says.
 //!
 //! - `GET <callback_path>`: Tacker's test of the callback URI when a subscription is created
 //!   (`test_notification`): 204 when authenticated.
 //! - `POST <callback_path>`: one notification (`wire::notification`). Checked in this order, each
-//!   failure without a side effect: credentials (401 with `WWW-Authenticate: Basic`), size (413
+//!   failure without a side effect: credentials (401 with `WWW-Authenticate: Basic` or
+//!   `Bearer`), size (413
 //!   above `max_body_kib`), content (400, a ProblemDetails naming each defective field by its
 //!   JSON pointer). A valid one is **committed to the store before the 204** (Tacker sends each
 //!   notification once and does not retry, so a 204 means vnfkeeper has it); a duplicate (same
@@ -44,11 +46,24 @@ type Job = (
     tokio::sync::oneshot::Sender<Result<bool, String>>,
 );
 
+/// The credentials Tacker must present on the callback (`tacker.auth_type`).
+pub enum Check {
+    /// `BASIC`: `Authorization: Basic` with these (RFC 7617).
+    Basic {
+        /// `tacker.username`.
+        username: String,
+        /// The password of `tacker.password_file`.
+        password: Secret<String>,
+    },
+    /// `OAUTH2_CLIENT_CREDENTIALS`: `Authorization: Bearer` with a live token of this issuer
+    /// (RFC 6750 §2.1; the token endpoint is `oauth.rs`).
+    Bearer(Arc<super::oauth::Tokens>),
+}
+
 /// What the endpoint needs: the credentials Tacker must present, the size limit, and the
 /// committer that records notifications in the store.
 pub struct Callback {
-    username: String,
-    password: Secret<String>,
+    check: Check,
     max_body_bytes: usize,
     commits: tokio::sync::mpsc::Sender<Job>,
 }
@@ -92,23 +107,21 @@ async fn committer(
 }
 
 impl Callback {
-    /// The endpoint's state over `db`, with the credentials Tacker must present
-    /// (`tacker.username`, the password from `tacker.password_file`) and the size limit
+    /// The endpoint's state over `db`, with the credentials Tacker must present (`check`) and
+    /// the size limit
     /// (`tacker.max_body_kib` in bytes); starts its committer task on the current runtime.
     /// `wake` is notified after a commit that recorded a new notification: companion mode then
     /// reads Tacker's API at once (a notification is a hint; the API is the truth).
     pub fn start(
         db: Db,
-        username: String,
-        password: Secret<String>,
+        check: Check,
         max_body_bytes: usize,
         wake: Option<Arc<tokio::sync::Notify>>,
     ) -> Arc<Self> {
         let (commits, jobs) = tokio::sync::mpsc::channel(4 * BATCH);
         tokio::spawn(committer(db, jobs, wake));
         Arc::new(Self {
-            username,
-            password,
+            check,
             max_body_bytes,
             commits,
         })
@@ -118,16 +131,20 @@ impl Callback {
 impl std::fmt::Debug for Callback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Callback")
-            .field("username", &self.username)
             .field("max_body_bytes", &self.max_body_bytes)
             .finish_non_exhaustive()
     }
 }
 
 impl Callback {
-    /// Whether `Authorization: Basic <base64(user:password)>` (RFC 7617) carries the configured
-    /// credentials; compared in constant time.
+    /// Whether the request carries the configured credentials: `Authorization: Basic
+    /// <base64(user:password)>` (RFC 7617) or `Authorization: Bearer <token>` (RFC 6750 §2.1)
+    /// as `tacker.auth_type` says; compared in constant time.
     fn authorized(&self, headers: &HeaderMap) -> bool {
+        let (username, password) = match &self.check {
+            Check::Basic { username, password } => (username, password),
+            Check::Bearer(tokens) => return tokens.authorized(headers),
+        };
         let Some(value) = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -143,10 +160,10 @@ impl Callback {
         let Ok(given) = base64::engine::general_purpose::STANDARD.decode(token.trim()) else {
             return false;
         };
-        let mut want = Vec::with_capacity(self.username.len() + 1 + self.password.expose().len());
-        want.extend_from_slice(self.username.as_bytes());
+        let mut want = Vec::with_capacity(username.len() + 1 + password.expose().len());
+        want.extend_from_slice(username.as_bytes());
         want.push(b':');
-        want.extend_from_slice(self.password.expose().as_bytes());
+        want.extend_from_slice(password.expose().as_bytes());
         bool::from(given.ct_eq(&want))
     }
 }
@@ -173,15 +190,21 @@ fn problem(status: StatusCode, detail: impl Into<String>, errors: Vec<FieldProbl
         .into_response()
 }
 
-fn unauthorized() -> Response {
-    let mut r = problem(
-        StatusCode::UNAUTHORIZED,
-        "missing or wrong credentials (HTTP Basic, the subscription's paramsBasic)",
-        Vec::new(),
-    );
+fn unauthorized(check: &Check) -> Response {
+    let (detail, challenge) = match check {
+        Check::Basic { .. } => (
+            "missing or wrong credentials (HTTP Basic, the subscription's paramsBasic)",
+            "Basic realm=\"vnfkeeper\"",
+        ),
+        Check::Bearer(_) => (
+            "missing, unknown or expired access token (the subscription's paramsOauth2ClientCredentials)",
+            "Bearer realm=\"vnfkeeper\", error=\"invalid_token\"",
+        ),
+    };
+    let mut r = problem(StatusCode::UNAUTHORIZED, detail, Vec::new());
     r.headers_mut().insert(
         header::WWW_AUTHENTICATE,
-        HeaderValue::from_static("Basic realm=\"vnfkeeper\""),
+        HeaderValue::from_static(challenge),
     );
     r
 }
@@ -214,7 +237,7 @@ async fn read_body(mut body: axum::body::Body, max: usize) -> Result<Option<Vec<
 /// `GET`: Tacker's callback test.
 async fn test(State(cb): State<Arc<Callback>>, headers: HeaderMap) -> Response {
     if !cb.authorized(&headers) {
-        return unauthorized();
+        return unauthorized(&cb.check);
     }
     StatusCode::NO_CONTENT.into_response()
 }
@@ -224,7 +247,7 @@ async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     if !cb.authorized(&parts.headers) {
         tracing::warn!("Tacker notification refused: missing or wrong credentials");
-        return unauthorized();
+        return unauthorized(&cb.check);
     }
     let too_large = || {
         problem(

@@ -11,7 +11,7 @@
 //!
 //! | method + path under `/tacker/vnflcm/v2` | answer |
 //! |---|---|
-//! | `POST /subscriptions` (`LccnSubscriptionRequest`) | the callback test first: `GET callbackUri` with the subscription's BASIC credentials must answer 204, else 400; then 201 + `Location` and the `LccnSubscription` (never its `authentication`) |
+//! | `POST /subscriptions` (`LccnSubscriptionRequest`) | the callback test first: `GET callbackUri` with the subscription's authentication (BASIC, or OAUTH2_CLIENT_CREDENTIALS: a token from `tokenEndpoint` first, then Bearer) must answer 204, else 400; then 201 + `Location` and the `LccnSubscription` (never its `authentication`) |
 //! | `GET /subscriptions`, `GET /subscriptions/{id}` | 200 (list in creation order) / 404 |
 //! | `DELETE /subscriptions/{id}` | 204 / 404 |
 //! | `POST /vnf_instances` (`CreateVnfRequest`: `vnfdId` of a registered package) | 201 + `Location`, `VnfInstance` `NOT_INSTANTIATED`; `VnfIdentifierCreationNotification` |
@@ -39,7 +39,12 @@
 //! delivery). `GET /testbed/tacker/notifications` shows the switches and the delivery counters.
 //!
 //! Not answered: `change_ext_conn`, `change_vnfpkg`, `retry`/`rollback`/`fail` of an op
-//! occ, `PATCH` of an instance, OAuth2 subscription authentication (BASIC only).
+//! occ, `PATCH` of an instance, mTLS authentication (`OAUTH2_CLIENT_CERT`).
+//!
+//! Like Tacker v2 the stand-in fetches a new OAuth 2.0 token before every request to a
+//! subscriber (the callback test and each notification). HTTPS subscribers are verified
+//! against the system roots, or only against the CA a test sets with
+//! [`Cloud::tacker_set_notification_ca`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, MutexGuard, OnceLock};
@@ -125,7 +130,23 @@ struct Subscription {
     callback_uri: String,
     filter: Option<Value>,
     verbosity: String,
-    basic: Option<(String, String)>,
+    auth: Option<SubAuth>,
+}
+
+/// A subscription's `authentication` (SOL013 §8.3.4), as Tacker v2 uses it to send.
+#[derive(Clone, Debug)]
+enum SubAuth {
+    /// `BASIC`: `paramsBasic`.
+    Basic { user: String, password: String },
+    /// `OAUTH2_CLIENT_CREDENTIALS`: `paramsOauth2ClientCredentials`. Before each request a
+    /// token is fetched from `token_endpoint` (`POST grant_type=client_credentials`, the client
+    /// credentials by HTTP Basic), then sent as `Authorization: Bearer`; a failed fetch sends
+    /// the request without `Authorization` (as Tacker's OAuth2 plugin, which logs and goes on).
+    Oauth2 {
+        client_id: String,
+        client_password: String,
+        token_endpoint: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -166,6 +187,12 @@ pub struct TackerState {
     page_size: usize,
     faults: NotifyFaults,
     counters: NotifyCounters,
+    /// The HTTP client of callback tests, notifications and token requests; with a CA set by
+    /// [`Cloud::tacker_set_notification_ca`], HTTPS servers are verified against it only
+    /// (Tacker's `[v2_vnfm] notification_verify_cert` and `notification_ca_cert_file`).
+    client: Option<reqwest::Client>,
+    /// OAuth 2.0 token requests answered 200 / otherwise.
+    tokens: (u64, u64),
 }
 
 impl Cloud {
@@ -183,6 +210,37 @@ impl Cloud {
     /// Sets the notification fault switches.
     pub fn tacker_set_notify_faults(&self, f: NotifyFaults) {
         self.tacker().faults = f;
+    }
+
+    /// Verifies the TLS of subscribers (callback tests, notifications, token endpoints) against
+    /// the CA certificate `ca_pem` (PEM) only. Errors: not a PEM certificate.
+    pub fn tacker_set_notification_ca(&self, ca_pem: &[u8]) -> anyhow::Result<()> {
+        let ca = reqwest::Certificate::from_pem(ca_pem)?;
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(ca)
+            .build()?;
+        self.tacker().client = Some(client);
+        Ok(())
+    }
+
+    /// The `tokenEndpoint` of each subscription's OAUTH2_CLIENT_CREDENTIALS authentication, in
+    /// creation order (`None`: BASIC or none).
+    pub fn tacker_subscription_token_endpoints(&self) -> Vec<Option<String>> {
+        self.tacker()
+            .subscriptions
+            .iter()
+            .map(|s| match &s.auth {
+                Some(SubAuth::Oauth2 { token_endpoint, .. }) => Some(token_endpoint.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// OAuth 2.0 token requests so far: (answered 200 with a token, refused or failed).
+    pub fn tacker_token_requests(&self) -> (u64, u64) {
+        self.tacker().tokens
     }
 
     /// The delivery counters so far.
@@ -366,14 +424,64 @@ fn subscription_json(c: &Cloud, s: &Subscription) -> Value {
     v
 }
 
-fn http() -> &'static reqwest::Client {
+fn http(c: &Cloud) -> reqwest::Client {
     static C: OnceLock<reqwest::Client> = OnceLock::new();
+    if let Some(client) = &c.tacker().client {
+        return client.clone();
+    }
     C.get_or_init(|| {
         reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .build()
             .expect("HTTP client")
     })
+    .clone()
+}
+
+/// `rb` with the subscription's authentication: Basic, or a Bearer token fetched now from the
+/// token endpoint (RFC 6749 §4.4.2 with HTTP Basic client authentication, §2.3.1).
+async fn authorize(
+    c: &Cloud,
+    rb: reqwest::RequestBuilder,
+    auth: &Option<SubAuth>,
+) -> reqwest::RequestBuilder {
+    match auth {
+        None => rb,
+        Some(SubAuth::Basic { user, password }) => rb.basic_auth(user, Some(password)),
+        Some(SubAuth::Oauth2 {
+            client_id,
+            client_password,
+            token_endpoint,
+        }) => {
+            let answer = http(c)
+                .post(token_endpoint)
+                .basic_auth(client_id, Some(client_password))
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .header(header::ACCEPT, "application/json")
+                .body("grant_type=client_credentials")
+                .send()
+                .await;
+            let token = match answer {
+                Ok(r) if r.status() == StatusCode::OK => r
+                    .json::<Value>()
+                    .await
+                    .ok()
+                    .and_then(|v| v["access_token"].as_str().map(str::to_string)),
+                _ => None,
+            };
+            let mut t = c.tacker();
+            match token {
+                Some(token) => {
+                    t.tokens.0 += 1;
+                    rb.bearer_auth(token)
+                }
+                None => {
+                    t.tokens.1 += 1;
+                    rb
+                }
+            }
+        }
+    }
 }
 
 async fn subscription_create(State(c): State<Arc<Cloud>>, h: HeaderMap, b: Bytes) -> Answer {
@@ -382,26 +490,51 @@ async fn subscription_create(State(c): State<Arc<Cloud>>, h: HeaderMap, b: Bytes
     let Some(uri) = req["callbackUri"].as_str().map(str::to_string) else {
         return Err(problem(400, "'callbackUri' is a required property"));
     };
-    let basic = match req.get("authentication") {
+    let auth = match req.get("authentication") {
         None | Some(Value::Null) => None,
         Some(a) => {
             let types: Vec<&str> = a["authType"]
                 .as_array()
                 .map(|v| v.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            if types != ["BASIC"] {
-                return Err(problem(
-                    400,
-                    "the stand-in supports only authType [\"BASIC\"]",
-                ));
-            }
-            match (
-                a["paramsBasic"]["userName"].as_str(),
-                a["paramsBasic"]["password"].as_str(),
-            ) {
-                (Some(u), Some(p)) => Some((u.to_string(), p.to_string())),
+            match types.as_slice() {
+                ["BASIC"] => match (
+                    a["paramsBasic"]["userName"].as_str(),
+                    a["paramsBasic"]["password"].as_str(),
+                ) {
+                    (Some(u), Some(p)) => Some(SubAuth::Basic {
+                        user: u.to_string(),
+                        password: p.to_string(),
+                    }),
+                    _ => {
+                        return Err(problem(400, "paramsBasic must have userName and password"));
+                    }
+                },
+                ["OAUTH2_CLIENT_CREDENTIALS"] => {
+                    let o = &a["paramsOauth2ClientCredentials"];
+                    match (
+                        o["clientId"].as_str(),
+                        o["clientPassword"].as_str(),
+                        o["tokenEndpoint"].as_str(),
+                    ) {
+                        (Some(i), Some(p), Some(t)) => Some(SubAuth::Oauth2 {
+                            client_id: i.to_string(),
+                            client_password: p.to_string(),
+                            token_endpoint: t.to_string(),
+                        }),
+                        _ => {
+                            return Err(problem(
+                                400,
+                                "paramsOauth2ClientCredentials must have clientId, clientPassword and tokenEndpoint",
+                            ));
+                        }
+                    }
+                }
                 _ => {
-                    return Err(problem(400, "paramsBasic must have userName and password"));
+                    return Err(problem(
+                        400,
+                        "the stand-in supports authType [\"BASIC\"] or [\"OAUTH2_CLIENT_CREDENTIALS\"]",
+                    ));
                 }
             }
         }
@@ -411,10 +544,7 @@ async fn subscription_create(State(c): State<Arc<Cloud>>, h: HeaderMap, b: Bytes
         return Err(problem(400, "'filter' must be an object"));
     }
     // The callback test (Tacker's `test_callback_uri`): GET, expecting 204.
-    let mut rb = http().get(&uri);
-    if let Some((u, p)) = &basic {
-        rb = rb.basic_auth(u, Some(p));
-    }
+    let rb = authorize(&c, http(&c).get(&uri), &auth).await;
     match rb.send().await {
         Ok(r) if r.status() == StatusCode::NO_CONTENT => {}
         Ok(r) => {
@@ -438,7 +568,7 @@ async fn subscription_create(State(c): State<Arc<Cloud>>, h: HeaderMap, b: Bytes
         callback_uri: uri,
         filter,
         verbosity: req["verbosity"].as_str().unwrap_or("FULL").to_string(),
-        basic,
+        auth,
     };
     let v = subscription_json(&c, &s);
     let loc = format!("{}/subscriptions/{}", base(&c), s.id);
@@ -580,10 +710,8 @@ fn notify(
                     tokio::time::sleep(delay).await;
                 }
                 c.tacker().counters.sent += 1;
-                let mut rb = http().post(&s.callback_uri).json(&body);
-                if let Some((u, p)) = &s.basic {
-                    rb = rb.basic_auth(u, Some(p));
-                }
+                let rb = http(&c).post(&s.callback_uri).json(&body);
+                let rb = authorize(&c, rb, &s.auth).await;
                 let ok = matches!(rb.send().await, Ok(r) if r.status() == StatusCode::NO_CONTENT);
                 let mut t = c.tacker();
                 t.counters.pending -= 1;
@@ -1278,7 +1406,7 @@ mod tests {
             callback_uri: "http://x".into(),
             filter: Some(f),
             verbosity: "FULL".into(),
-            basic: None,
+            auth: None,
         };
         let n = "VnfLcmOperationOccurrenceNotification";
         let op = Some(("HEAL", "COMPLETED"));
