@@ -238,7 +238,8 @@ impl Companion {
     /// INSTANTIATE reads the op occ's `operationParams`, has intake examine it as a spool
     /// request of the package `[tacker.packages]` maps the `vnfdId` to, and creates the
     /// vnfkeeper INSTANTIATE of origin `tacker` — or records why not (a refused body, no
-    /// package, SCALE/HEAL not followed yet). Errors: Tacker's, the store's (what was done
+    /// package); `MANAGE` of a HEAL or SCALE creates the vnfkeeper HEAL or SCALE of origin
+    /// `tacker` (or releases the HEAL vnfkeeper asked Tacker for). Errors: Tacker's, the store's (what was done
     /// before stays done).
     pub async fn follow_up(&self) -> Result<FollowupOutcome, SyncError> {
         let mut out = FollowupOutcome::default();
@@ -266,6 +267,17 @@ impl Companion {
                             out.heals_released += 1;
                         }
                         HealAdoption::Before => {}
+                        HealAdoption::Waiting => out.waiting += 1,
+                        HealAdoption::Refused(problem) => {
+                            tracing::warn!(vnf_instance_id = %p.occ.vnf_instance_id, tacker_op_occ_id = %p.occ.id, reason = %problem.detail, "Tacker operation not followed by management steps");
+                            out.refused += 1;
+                        }
+                    }
+                }
+                Followup::Manage if adoption(&p.occ.operation) == Adoption::Scale => {
+                    match self.adopt_scale(&p.occ).await? {
+                        HealAdoption::Created(id) => out.adopted.push(id),
+                        HealAdoption::Before | HealAdoption::Released(_) => {}
                         HealAdoption::Waiting => out.waiting += 1,
                         HealAdoption::Refused(problem) => {
                             tracing::warn!(vnf_instance_id = %p.occ.vnf_instance_id, tacker_op_occ_id = %p.occ.id, reason = %problem.detail, "Tacker operation not followed by management steps");
@@ -444,6 +456,39 @@ impl Companion {
         let out = self.db.write(|tx| tx.adopt_tacker_heal(occ, &ids, now))?;
         if let HealAdoption::Created(id) = &out {
             tracing::info!(vnf_instance_id = %occ.vnf_instance_id, tacker_op_occ_id = %occ.id, vnf_lcm_op_occ_id = %id, "Tacker HEAL COMPLETED: heal_end queued");
+        }
+        Ok(out)
+    }
+
+    /// The vnfkeeper SCALE for a Tacker SCALE COMPLETED: Tacker's `operationParams` must be a
+    /// `ScaleVnfRequest` (SOL003 §5.5.2.5); the store's transaction creates the operation once.
+    /// Errors: Tacker's, the store's.
+    async fn adopt_scale(&self, occ: &OpOccSeen) -> Result<HealAdoption, SyncError> {
+        let now = Timestamp(chrono::Utc::now());
+        let refuse = |status: u16, why: String| -> Result<HealAdoption, SyncError> {
+            let problem = ProblemDetails::new(status, why, vec![]);
+            self.db
+                .write(|tx| tx.refuse_tacker_followup(occ, &problem, now))?;
+            Ok(HealAdoption::Refused(problem))
+        };
+        let Some(params) = self.cloud.tacker_op_occ_params(&occ.id).await? else {
+            return refuse(404, format!("Tacker no longer knows op occ {}", occ.id));
+        };
+        let request: crate::intake::wire::sol003::ScaleVnfRequest =
+            match serde_json::from_value(params) {
+                Ok(r) => r,
+                Err(e) => {
+                    return refuse(
+                        400,
+                        format!("operationParams is not a ScaleVnfRequest: {e}"),
+                    );
+                }
+            };
+        let out = self
+            .db
+            .write(|tx| tx.adopt_tacker_scale(occ, &request, now))?;
+        if let HealAdoption::Created(id) = &out {
+            tracing::info!(vnf_instance_id = %occ.vnf_instance_id, tacker_op_occ_id = %occ.id, vnf_lcm_op_occ_id = %id, "Tacker SCALE COMPLETED: management steps queued");
         }
         Ok(out)
     }

@@ -63,7 +63,12 @@ fn register(tb: &Testbed, request: &Value, pkg_dir: &std::path::Path) {
             template: hot.template,
             files: hot.files,
             parameters,
-            aspects: BTreeMap::new(),
+            aspects: pkg
+                .vnfd
+                .aspects
+                .iter()
+                .map(|(a, asp)| (a.clone(), asp.vdu_deltas.clone()))
+                .collect::<BTreeMap<_, _>>(),
         })
         .unwrap();
 }
@@ -424,6 +429,153 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     assert!(r.started.is_empty(), "{:#?}", r.outcomes);
     assert_eq!(heals_in_tacker(&bed.tb), tacker_heals_before + 1);
 
+    // Tacker scales out by one worker: vnfkeeper adopts the COMPLETED SCALE once and runs the
+    // flavour's scale_end for the new worker only (it joins the cluster), no Heat write.
+    let before: Vec<String> = bed
+        .db
+        .with(|s| s.reader().vnfcs(&inst))
+        .unwrap()
+        .into_iter()
+        .map(|v| v.id)
+        .collect();
+    let out_occ = op
+        .run(
+            &bed.tb,
+            &inst,
+            "scale",
+            json!({"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": 1}),
+        )
+        .await;
+    c.poll().await.unwrap();
+    let f = c.follow_up().await.unwrap();
+    assert_eq!((f.adopted.len(), f.refused), (1, 0), "{f:?}");
+    let out_op = f.adopted[0].clone();
+    for _ in 0..2 {
+        c.poll().await.unwrap();
+        assert!(c.follow_up().await.unwrap().adopted.is_empty(), "once");
+    }
+    let ops = bed.db.with(|s| s.reader().operations(Some(&inst))).unwrap();
+    assert_eq!(ops.len(), 4, "{ops:?}");
+    let o = ops.iter().find(|o| o.id == out_op).unwrap();
+    assert_eq!(o.origin, Origin::Tacker);
+    assert_eq!(o.tacker_op_occ_id.as_deref(), Some(out_occ.as_str()));
+    let state = bed.engine.run(&out_op).await.unwrap();
+    bed.print_journal(&out_op);
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&out_op)
+    );
+    let out_journal = bed.db.with(|s| s.reader().journal(&out_op)).unwrap();
+    assert!(
+        out_journal
+            .iter()
+            .all(|j| !j.name.starts_with("heat.") || j.name == "heat.read_vnfcs"),
+        "a Tacker SCALE makes no Heat call of vnfkeeper's but the read"
+    );
+    let after_out = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let new: Vec<_> = after_out
+        .iter()
+        .filter(|v| !before.contains(&v.id))
+        .collect();
+    assert_eq!(new.len(), 1, "{after_out:?}");
+    assert_eq!(new[0].vdu_id, "workerNode");
+    let joined = out_journal
+        .iter()
+        .filter(|j| j.name == "k8s.install" && j.state == StepState::Done)
+        .map(|j| j.host.clone())
+        .collect::<Vec<_>>();
+    assert_eq!(
+        joined,
+        [new[0].id.clone()],
+        "scale_end on the new worker only"
+    );
+    let master_server = after_out
+        .iter()
+        .find(|v| v.vdu_id == "masterNode")
+        .unwrap()
+        .server_id
+        .clone()
+        .unwrap();
+    let node_ips = |out: Vec<u8>| -> Vec<String> {
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|n| {
+                n["status"]["addresses"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .filter(|a| a["type"] == "InternalIP")
+            .map(|a| a["address"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let nodes = node_ips(
+        bed.farm
+            .exec(&master_server, "kubectl get nodes -o json")
+            .await
+            .unwrap()
+            .stdout,
+    );
+    let new_ip = new[0].ip_address.clone().unwrap();
+    assert!(nodes.contains(&new_ip), "{new_ip} not a node: {nodes:?}");
+    assert_eq!(nodes.len(), 4, "{nodes:?}");
+
+    // Tacker scales in by one worker: vnfkeeper forgets the gone VNFC and deletes its node
+    // on the master (no drain: the server is already gone).
+    op.run(
+        &bed.tb,
+        &inst,
+        "scale",
+        json!({"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1}),
+    )
+    .await;
+    c.poll().await.unwrap();
+    let f = c.follow_up().await.unwrap();
+    assert_eq!((f.adopted.len(), f.refused), (1, 0), "{f:?}");
+    let in_op = f.adopted[0].clone();
+    c.poll().await.unwrap();
+    assert!(c.follow_up().await.unwrap().adopted.is_empty(), "once");
+    let state = bed.engine.run(&in_op).await.unwrap();
+    bed.print_journal(&in_op);
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&in_op)
+    );
+    let after_in = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let gone: Vec<_> = after_out
+        .iter()
+        .filter(|v| !after_in.iter().any(|w| w.id == v.id))
+        .collect();
+    assert_eq!(gone.len(), 1, "{after_in:?}");
+    assert_eq!(gone[0].vdu_id, "workerNode");
+    assert_eq!(after_in.len(), 4);
+    let in_journal = bed.db.with(|s| s.reader().journal(&in_op)).unwrap();
+    let removed: Vec<_> = in_journal
+        .iter()
+        .filter(|j| j.name == "k8s.remove_node" && j.state == StepState::Done)
+        .collect();
+    assert_eq!(removed.len(), 1, "{in_journal:?}");
+    let nodes = node_ips(
+        bed.farm
+            .exec(&master_server, "kubectl get nodes -o json")
+            .await
+            .unwrap()
+            .stdout,
+    );
+    let gone_ip = gone[0].ip_address.clone().unwrap();
+    assert!(
+        !nodes.contains(&gone_ip),
+        "{gone_ip} still a node: {nodes:?}"
+    );
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+
     // Tacker terminates the VNF: vnfkeeper retires it and keeps its history; never touches
     // the stack itself (Tacker deleted it).
     let term = op
@@ -448,7 +600,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
             .with(|s| s.reader().operations(Some(&inst)))
             .unwrap()
             .len(),
-        3
+        5
     );
     let (handled, problem) = bed
         .db

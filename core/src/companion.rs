@@ -112,15 +112,19 @@ pub fn tacker_heal_targets(ids: &[String], vnfcs: &[VnfcRow]) -> Result<Vec<Stri
 }
 
 /// What vnfkeeper does about a Tacker operation whose follow-up is [`Followup::Manage`]: the
-/// vnfkeeper operation it creates (origin `tacker`), or why none. INSTANTIATE and HEAL are
-/// followed by management steps today; SCALE is recorded and left (`Unsupported`).
+/// vnfkeeper operation it creates (origin `tacker`), or why none. INSTANTIATE, SCALE and HEAL
+/// are followed by management steps; SCALE_TO_LEVEL (not in Tacker v2) is recorded and left
+/// (`Unsupported`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Adoption {
     /// Create an INSTANTIATE of origin `tacker` from the op occ's `operationParams`.
     Instantiate,
     /// Create a HEAL of origin `tacker` of the VNFCs of `operationParams.vnfcInstanceId`.
     Heal,
-    /// Nothing is run for this operation type yet (the reason names it).
+    /// Create a SCALE of origin `tacker` with the op occ's `operationParams` (a
+    /// `ScaleVnfRequest`, SOL003 §5.5.2.5): [`tacker_scale_stages`].
+    Scale,
+    /// Nothing is run for this operation type (the reason names it).
     Unsupported(&'static str),
 }
 
@@ -128,12 +132,48 @@ pub enum Adoption {
 pub fn adoption(operation: &str) -> Adoption {
     match operation {
         "INSTANTIATE" => Adoption::Instantiate,
-        "SCALE" | "SCALE_TO_LEVEL" => {
-            Adoption::Unsupported("management steps after a Tacker SCALE are not run yet")
+        "SCALE" => Adoption::Scale,
+        "SCALE_TO_LEVEL" => {
+            Adoption::Unsupported("management steps after a Tacker SCALE_TO_LEVEL are not run")
         }
         "HEAL" => Adoption::Heal,
         _ => Adoption::Unsupported("not an operation vnfkeeper follows"),
     }
+}
+
+/// The stages of a SCALE of origin `tacker`, after Tacker's SCALE COMPLETED: Tacker already
+/// changed its stack, so vnfkeeper reads the stack's VNFCs (`heat.read_vnfcs`: new VNFCs get
+/// rows and their host keys are learned, removed ones are forgotten), then — SCALE_OUT
+/// (`scale_out`) — the flavour's `scale_end` over the new VNFCs (the engine's subjects: the
+/// VNFCs whose rows were created by this operation, i.e. in the stack and not in the store
+/// before), or — SCALE_IN — `cleanup`, the flavour's post-removal stages that can still run
+/// after the servers are gone ([`removed_vnfcs`] gives their subjects). The flavour's
+/// `scale_start` (draining a node before its server is removed) cannot run after Tacker removed
+/// the server and is not run.
+pub fn tacker_scale_stages(scale_out: bool, cleanup: Vec<Stage>) -> Vec<Stage> {
+    let mut list = StageList::default();
+    list.cloud(CloudAction::ReadVnfcs(ReadCheck::default()));
+    if scale_out {
+        list.wave(|w| vec![Stage::expand(w, Hook::ScaleEnd)]);
+    } else {
+        list.append(cleanup);
+    }
+    list.into_stages()
+}
+
+/// vnfkeeper's ids of the VNFCs in `before` (the rows as vnfkeeper last read them) that the
+/// stack no longer has: `present` lists the `(stack_id, resource_name)` of each VNFC the stack
+/// shows now (the same key `heat.read_vnfcs` matches rows by). In `before`'s order.
+pub fn removed_vnfcs(before: &[VnfcRow], present: &[(String, String)]) -> Vec<String> {
+    before
+        .iter()
+        .filter(|v| {
+            !present
+                .iter()
+                .any(|(stack, res)| *stack == v.stack_id && *res == v.resource_name)
+        })
+        .map(|v| v.id.clone())
+        .collect()
 }
 
 /// The request envelope vnfkeeper's intake validates for a Tacker INSTANTIATE: the op occ's
@@ -583,7 +623,12 @@ mod tests {
     fn only_instantiate_is_adopted_and_vim_credentials_are_dropped() {
         assert_eq!(adoption("INSTANTIATE"), Adoption::Instantiate);
         assert_eq!(adoption("HEAL"), Adoption::Heal);
-        assert!(matches!(adoption("SCALE"), Adoption::Unsupported(_)));
+        assert_eq!(adoption("SCALE"), Adoption::Scale);
+        assert!(matches!(
+            adoption("SCALE_TO_LEVEL"),
+            Adoption::Unsupported(_)
+        ));
+        assert!(matches!(adoption("TERMINATE"), Adoption::Unsupported(_)));
         let env = instantiate_envelope(
             "i-1",
             "pkg",
@@ -634,6 +679,56 @@ mod tests {
         assert!(tacker_heal_targets(&["workerNode-s".into()], &rows).is_err());
         let names: Vec<String> = heal_stages().iter().map(|s| s.key.clone()).collect();
         assert_eq!(names, ["heat.read_vnfcs", "heal_end"]);
+    }
+
+    #[test]
+    fn a_tacker_scale_reads_the_stack_then_configures_the_new_or_cleans_up_after_the_gone() {
+        let keys = |st: &[Stage]| st.iter().map(|s| s.key.clone()).collect::<Vec<_>>();
+        let out = tacker_scale_stages(true, Vec::new());
+        assert_eq!(keys(&out), ["heat.read_vnfcs", "scale_end"]);
+        crate::plan::stages::check(&out).unwrap();
+        // A SCALE_OUT never runs cleanup stages, whatever is passed.
+        let step = crate::recipes::k8s_remove_node(
+            "m",
+            "10.0.0.5",
+            std::time::Duration::ZERO,
+            crate::recipes::DrainPolicy::Lenient,
+        );
+        let cleanup = vec![Stage::remote(7, "gone", crate::model::Role::Master, step)];
+        assert_eq!(
+            keys(&tacker_scale_stages(true, cleanup.clone())),
+            ["heat.read_vnfcs", "scale_end"]
+        );
+        let inn = tacker_scale_stages(false, cleanup);
+        assert_eq!(keys(&inn), ["heat.read_vnfcs", "k8s.remove_node@gone"]);
+        crate::plan::stages::check(&inn).unwrap();
+        assert!(inn[1].wave > inn[0].wave, "cleanup after the read");
+        assert_eq!(
+            keys(&tacker_scale_stages(false, Vec::new())),
+            ["heat.read_vnfcs"]
+        );
+    }
+
+    #[test]
+    fn removed_vnfcs_are_the_rows_the_stack_no_longer_has() {
+        let mut rows = vec![
+            row("a", "workerNode", "s-1"),
+            row("b", "workerNode", "s-2"),
+            row("c", "masterNode", "s-3"),
+        ];
+        rows[0].resource_name = "w0".into();
+        rows[1].resource_name = "w1".into();
+        rows[2].resource_name = "m0".into();
+        let p = |s: &str, r: &str| (s.to_string(), r.to_string());
+        assert!(removed_vnfcs(&rows, &[p("st", "w0"), p("st", "w1"), p("st", "m0")]).is_empty());
+        assert_eq!(removed_vnfcs(&rows, &[p("st", "w0"), p("st", "m0")]), ["b"]);
+        // The stack id counts too (a member's nested stack re-created is another VNFC).
+        assert_eq!(
+            removed_vnfcs(&rows, &[p("other", "w0"), p("st", "w1"), p("st", "m0")]),
+            ["a"]
+        );
+        assert_eq!(removed_vnfcs(&rows, &[]), ["a", "b", "c"]);
+        assert!(removed_vnfcs(&[], &[p("st", "w0")]).is_empty());
     }
 
     #[test]

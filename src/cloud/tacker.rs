@@ -230,25 +230,32 @@ impl OpenStackCloud {
         v.into_iter().map(|w| instance(&r, w)).collect()
     }
 
+    /// `GET /vnflcm/v2/<path…>`: the reply, or `None` when Tacker answers 404 (the resource is
+    /// gone or never existed). Errors: the cloud's other errors.
+    async fn tacker_get_opt(&self, path: &[&str]) -> Result<Option<Reply>, CloudError> {
+        let full: Vec<&str> = ["vnflcm", "v2"]
+            .into_iter()
+            .chain(path.iter().copied())
+            .collect();
+        match self
+            .call(NFV_ORCHESTRATION, Method::GET, &full, &[], None)
+            .await
+        {
+            Ok(r) => Ok(Some(r)),
+            Err(CloudError::Api { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `GET /vnflcm/v2/vnf_instances/{id}`; `None` when Tacker answers 404. Errors: the
     /// cloud's; an answer that does not decode.
     pub async fn tacker_instance(&self, id: &str) -> Result<Option<InstanceSeen>, CloudError> {
-        match self
-            .call(
-                NFV_ORCHESTRATION,
-                Method::GET,
-                &["vnflcm", "v2", "vnf_instances", id],
-                &[],
-                None,
-            )
-            .await
-        {
-            Ok(r) => {
+        match self.tacker_get_opt(&["vnf_instances", id]).await? {
+            Some(r) => {
                 let w: InstanceWire = r.json()?;
                 instance(&r, w).map(Some)
             }
-            Err(CloudError::Api { status: 404, .. }) => Ok(None),
-            Err(e) => Err(e),
+            None => Ok(None),
         }
     }
 }
@@ -267,22 +274,12 @@ impl OpenStackCloud {
     /// `vimConnectionInfo` credentials: never log it. Errors: the cloud's; an answer that is not
     /// an object.
     pub async fn tacker_op_occ_params(&self, id: &str) -> Result<Option<Value>, CloudError> {
-        match self
-            .call(
-                NFV_ORCHESTRATION,
-                Method::GET,
-                &["vnflcm", "v2", "vnf_lcm_op_occs", id],
-                &[],
-                None,
-            )
-            .await
-        {
-            Ok(r) => {
+        match self.tacker_get_opt(&["vnf_lcm_op_occs", id]).await? {
+            Some(r) => {
                 let w: OpOccParamsWire = r.json()?;
                 Ok(Some(w.operation_params.unwrap_or(Value::Null)))
             }
-            Err(CloudError::Api { status: 404, .. }) => Ok(None),
-            Err(e) => Err(e),
+            None => Ok(None),
         }
     }
 }
@@ -352,19 +349,9 @@ impl OpenStackCloud {
     /// `GET /vnflcm/v2/vnf_lcm_op_occs/{id}`: its `error` (a ProblemDetails) when it has one;
     /// `None` when it has none or Tacker answers 404. Errors: the cloud's.
     pub async fn tacker_op_occ_error(&self, id: &str) -> Result<Option<Value>, CloudError> {
-        match self
-            .call(
-                NFV_ORCHESTRATION,
-                Method::GET,
-                &["vnflcm", "v2", "vnf_lcm_op_occs", id],
-                &[],
-                None,
-            )
-            .await
-        {
-            Ok(r) => Ok(r.json::<OccErrorWire>()?.error),
-            Err(CloudError::Api { status: 404, .. }) => Ok(None),
-            Err(e) => Err(e),
+        match self.tacker_get_opt(&["vnf_lcm_op_occs", id]).await? {
+            Some(r) => Ok(r.json::<OccErrorWire>()?.error),
+            None => Ok(None),
         }
     }
 }

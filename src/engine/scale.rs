@@ -220,12 +220,86 @@ fn stages<C: Cloud>(
     Ok(list.into_stages())
 }
 
+/// What a SCALE of origin `tacker` decided once (kept in the operation's `plan`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct TackerScalePlan {
+    /// VNFCs Tacker removed (SCALE_IN): rows the stack no longer had when planned.
+    #[serde(default)]
+    gone: Vec<String>,
+    /// The stages (`companion::tacker_scale_stages`).
+    stages: Vec<Stage>,
+}
+
+/// A SCALE of origin `tacker` (companion mode): Tacker's SCALE COMPLETED, its stack already
+/// changed. SCALE_OUT: read the stack's VNFCs, then the flavour's `scale_end` over the VNFCs
+/// this operation's read created (in the stack, not in the store before). SCALE_IN: the VNFCs
+/// the stack no longer has are decided once (`companion::removed_vnfcs`, from a read of the
+/// stack at planning), the read forgets them, then the flavour's `scale_in_after_removal`
+/// stages (e.g. `kubectl delete node` on a master that stays). No Heat write; the scale levels
+/// are Tacker's and not recorded.
+async fn run_tacker<C: Cloud>(
+    e: &Engine<C>,
+    op: &OperationRow,
+    req: &ScaleVnfRequest,
+) -> Result<(), EngineError> {
+    super::instantiate::adopt_stack(e, op).await?;
+    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let plan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
+        Some(text) => serde_json::from_str::<TackerScalePlan>(&text)
+            .map_err(|_| StepFailure::input("plan", "stored scale plan does not parse"))?,
+        None => {
+            let out = req.scale_type == ScaleType::ScaleOut;
+            let (gone, cleanup) = if out {
+                (Vec::new(), Vec::new())
+            } else {
+                let (_, stack) = instance_stack(e, &op.vnf_instance_id)?;
+                let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
+                let cloud = |err: crate::cloud::CloudError| StepFailure::cloud("plan", &err);
+                let resources = e.cloud.stack_resources(&stack, 5).await.map_err(cloud)?;
+                let servers = e.cloud.servers().await.map_err(cloud)?;
+                let ports = e.cloud.ports().await.map_err(cloud)?;
+                let volumes = e.cloud.volumes().await.map_err(cloud)?;
+                let present: Vec<(String, String)> =
+                    plan::vnfcs::observe(&inst.pkg.vnfd, &resources, &servers, &ports, &volumes)
+                        .into_iter()
+                        .map(|o| (o.stack_id, o.resource_name))
+                        .collect();
+                let gone = crate::companion::removed_vnfcs(&before, &present);
+                let c = HookContext {
+                    vnfcs: &before,
+                    pv_wait: e.limits.pv_wait,
+                };
+                let cleanup = inst.driver.scale_in_after_removal(c, &gone)?;
+                (gone, cleanup)
+            };
+            let p = TackerScalePlan {
+                gone,
+                stages: crate::companion::tacker_scale_stages(out, cleanup),
+            };
+            let json = serde_json::to_string(&p).unwrap_or_default();
+            let text = adjusted::store(e, op, &json, None, p.stages.len())?;
+            serde_json::from_str::<TackerScalePlan>(&text)
+                .map_err(|_| StepFailure::input("plan", "stored scale plan does not parse"))?
+        }
+    };
+    let x = Exec {
+        instance: Some(&inst),
+        adjusted: None,
+        subjects: Subjects::CreatedSince(op.start_time),
+    };
+    e.execute(op, plan.stages.clone(), &x).await?;
+    Ok(())
+}
+
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
     let (params, _) =
         e.db.with(|s| s.reader().operation_params(&op.id))?
             .ok_or_else(|| StepFailure::input("plan", "operation vanished"))?;
     let req: ScaleVnfRequest = serde_json::from_str(&params)
         .map_err(|_| StepFailure::input("plan", "stored ScaleVnfRequest does not parse"))?;
+    if op.origin == crate::companion::Origin::Tacker {
+        return run_tacker(e, op, &req).await;
+    }
     let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
     let (instance, stack) = instance_stack(e, &op.vnf_instance_id)?;
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
@@ -291,6 +365,10 @@ pub(super) async fn roll_back<C: Cloud>(
         .map_err(|_| StepFailure::input("rollback", "stored ScaleVnfRequest does not parse"))?;
     if req.scale_type != ScaleType::ScaleOut {
         return Err(not_supported("ROLLBACK of a SCALE_IN").into());
+    }
+    if op.origin == crate::companion::Origin::Tacker {
+        // Tacker owns the stack: undoing its scale-out is Tacker's rollback, not vnfkeeper's.
+        return Err(not_supported("ROLLBACK of a SCALE of origin tacker").into());
     }
     let Some(text) = e.db.with(|s| s.reader().operation_plan(&op.id))? else {
         return Ok(());

@@ -81,7 +81,7 @@ pub enum Retired {
     Waiting,
 }
 
-/// What [`Tx::adopt_tacker_heal`] did.
+/// What [`Tx::adopt_tacker_heal`] (or [`Tx::adopt_tacker_scale`]: never `Released`) did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HealAdoption {
     /// The vnfkeeper HEAL was created now (its id).
@@ -497,6 +497,85 @@ impl Tx<'_> {
         );
         let evidence =
             serde_json::json!({"tackerOpOccId": occ.id, "vnfcInstanceId": targets}).to_string();
+        self.append_event(
+            &NewEvent {
+                kind: "TACKER_OPERATION_ADOPTED",
+                vnf_instance_id: Some(vnf),
+                vnf_lcm_op_occ_id: Some(&op_id),
+                vnfc_id: None,
+                message: &message,
+                evidence: Some(&evidence),
+            },
+            now,
+        )?;
+        self.mark_followup_handled(&occ.id, &now.to_rfc3339())?;
+        Ok(HealAdoption::Created(op_id))
+    }
+
+    /// Creates, once per Tacker `vnfLcmOpOccId`, the vnfkeeper SCALE of origin `tacker` that
+    /// runs the management steps after Tacker's SCALE COMPLETED
+    /// (`companion::tacker_scale_stages`): its request is `request`, Tacker's
+    /// `operationParams` as a `ScaleVnfRequest` (SOL003 §5.5.2.5, checked by the caller).
+    /// Refused (the reason recorded) for a VNF vnfkeeper did not adopt; waits while the VNF
+    /// has no VNFC rows and an operation of it is unfinished (its INSTANTIATE's steps) — also
+    /// while any operation of the VNF is unfinished, so that the VNFCs "before" the scale are
+    /// the ones that operation left. Errors: the store's.
+    pub fn adopt_tacker_scale(
+        &mut self,
+        occ: &OpOccSeen,
+        request: &crate::intake::wire::sol003::ScaleVnfRequest,
+        now: Timestamp,
+    ) -> Result<HealAdoption> {
+        if self.followup_done(&occ.id)? {
+            return Ok(HealAdoption::Before);
+        }
+        let vnf = occ.vnf_instance_id.as_str();
+        let adopted = self
+            .instance(vnf)?
+            .is_some_and(|i| i.origin == crate::companion::Origin::Tacker);
+        if !adopted {
+            let problem = ProblemDetails::new(
+                409,
+                format!("VNF instance {vnf}: its INSTANTIATE was not adopted by vnfkeeper"),
+                vec![],
+            );
+            self.refuse_tacker_followup(occ, &problem, now)?;
+            return Ok(HealAdoption::Refused(problem));
+        }
+        if !self.unfinished_operations(vnf)?.is_empty() {
+            return Ok(HealAdoption::Waiting);
+        }
+        let text = serde_json::to_string(request).unwrap_or_default();
+        let body = RequestBody::split(LcmOperationType::Scale, &text);
+        let op_id = uuid::Uuid::new_v4().to_string();
+        let what = match request.scale_type {
+            crate::intake::wire::sol003::ScaleType::ScaleOut => "SCALE_OUT",
+            crate::intake::wire::sol003::ScaleType::ScaleIn => "SCALE_IN",
+        };
+        self.insert_operation(
+            &NewOperation {
+                id: &op_id,
+                vnf_instance_id: vnf,
+                operation: LcmOperationType::Scale,
+                operation_params: &body,
+                vnf_package: None,
+                request_id: None,
+                is_automatic_invocation: occ.is_automatic_invocation,
+                status_detail: Some("management steps after Tacker's SCALE"),
+            },
+            now,
+        )?;
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', tacker_op_occ_id = ?2 WHERE id = ?1",
+            params![op_id, occ.id],
+        )?;
+        let message = format!(
+            "Tacker's SCALE {} ({what} of {} by {}) COMPLETED: management steps queued as {op_id}",
+            occ.id, request.aspect_id, request.number_of_steps
+        );
+        let evidence = serde_json::json!({"tackerOpOccId": occ.id, "type": what,
+            "aspectId": request.aspect_id, "numberOfSteps": request.number_of_steps})
+        .to_string();
         self.append_event(
             &NewEvent {
                 kind: "TACKER_OPERATION_ADOPTED",

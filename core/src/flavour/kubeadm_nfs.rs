@@ -345,6 +345,40 @@ impl KubeadmNfs {
     }
 
     /// `k8s.remove_node` of each of `leaving`, run on `master`, one wave each.
+    /// `k8s.remove_node` of the nodes among `victims` (masters and workers; others are not
+    /// nodes) on a master that is not leaving, in the order of `victims`; none when no node
+    /// leaves. Errors: no master stays.
+    fn leave(
+        &self,
+        c: HookContext<'_>,
+        victims: &[String],
+        drain: Duration,
+        policy: DrainPolicy,
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let leaving = targeted(victims);
+        let mut gone = Vec::new();
+        for role in [Role::Master, Role::Worker] {
+            gone.extend(
+                self.nodes(c.vnfcs, role)?
+                    .into_iter()
+                    .filter(|n| leaving.contains(n.row.id.as_str())),
+            );
+        }
+        if gone.is_empty() {
+            return Ok(Vec::new());
+        }
+        let master = self
+            .nodes(c.vnfcs, Role::Master)?
+            .into_iter()
+            .find(|n| !leaving.contains(n.row.id.as_str()))
+            .ok_or_else(|| FlavourError::new("plan", "no master stays to drain nodes on"))?;
+        // Store order: VDU, index, creation — the victims in the order the request chose them.
+        gone.sort_by_key(|n| victims.iter().position(|v| *v == n.row.id));
+        let mut list = StageList::default();
+        self.remove_nodes(&master, &gone, drain, policy, &mut list);
+        Ok(list.into_stages())
+    }
+
     fn remove_nodes(
         &self,
         master: &Node<'_>,
@@ -464,34 +498,17 @@ impl MgmtDriver for KubeadmNfs {
         c: HookContext<'_>,
         victims: &[String],
     ) -> Result<Vec<Stage>, FlavourError> {
-        let leaving = targeted(victims);
-        let mut gone = Vec::new();
-        for role in [Role::Master, Role::Worker] {
-            gone.extend(
-                self.nodes(c.vnfcs, role)?
-                    .into_iter()
-                    .filter(|n| leaving.contains(n.row.id.as_str())),
-            );
-        }
-        if gone.is_empty() {
-            return Ok(Vec::new());
-        }
-        let master = self
-            .nodes(c.vnfcs, Role::Master)?
-            .into_iter()
-            .find(|n| !leaving.contains(n.row.id.as_str()))
-            .ok_or_else(|| FlavourError::new("plan", "no master stays to drain nodes on"))?;
-        // Store order: VDU, index, creation — the victims in the order the request chose them.
-        gone.sort_by_key(|n| victims.iter().position(|v| *v == n.row.id));
-        let mut list = StageList::default();
-        self.remove_nodes(
-            &master,
-            &gone,
-            SCALE_IN_DRAIN,
-            DrainPolicy::Strict,
-            &mut list,
-        );
-        Ok(list.into_stages())
+        self.leave(c, victims, SCALE_IN_DRAIN, DrainPolicy::Strict)
+    }
+
+    /// After Tacker removed the servers: `kubectl delete node` of each gone node on a master
+    /// that stays, without a drain (the node is gone; `lenient`, as a heal removes a dead node).
+    fn scale_in_after_removal(
+        &self,
+        c: HookContext<'_>,
+        gone: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        self.leave(c, gone, Duration::ZERO, DrainPolicy::Lenient)
     }
 
     fn scale_end(

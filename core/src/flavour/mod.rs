@@ -120,6 +120,19 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
         victims: &[String],
     ) -> Result<Vec<Stage>, FlavourError>;
 
+    /// Stages after `gone` were removed by someone else (Tacker's SCALE_IN in companion mode):
+    /// what of the flavour's removal can still run once the servers no longer exist — e.g.
+    /// deleting the gone nodes from the cluster on a master that stays. `c.vnfcs` are the rows
+    /// as vnfkeeper last read them, `gone` among them. The drain before removal cannot happen.
+    /// Errors: the flavour cannot place the stages (no master stays). Default: none.
+    fn scale_in_after_removal(
+        &self,
+        _c: HookContext<'_>,
+        _gone: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        Ok(Vec::new())
+    }
+
     /// Stages after a SCALE_OUT: `created` are new (Tacker `scale_end`).
     fn scale_end(&self, c: HookContext<'_>, created: &[String])
     -> Result<Vec<Stage>, FlavourError>;

@@ -7,6 +7,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use testbed::cloud::{CloudOptions, Testbed};
 
+mod tacker_cli;
+
 /// Test infrastructure for vnfkeeper: a simulated OpenStack cloud whose servers are real SSH hosts.
 #[derive(Parser, Debug)]
 #[command(name = "testbed", version)]
@@ -42,6 +44,15 @@ enum Cmd {
         /// DIR/ansible-server.json says how to reach it). Needs hosts.
         #[arg(long)]
         ansible_server: bool,
+    },
+    /// Drive the Tacker stand-in of a running `testbed serve` as an operator would (Keystone
+    /// token, `Version: 2.0.0`): register a package, create, instantiate, heal, scale, terminate.
+    Tacker {
+        /// The clouds.yaml `testbed serve` wrote (its `testbed` entry).
+        #[arg(long)]
+        clouds_yaml: PathBuf,
+        #[command(subcommand)]
+        cmd: tacker_cli::TackerCmd,
     },
     /// Install the packages hosts need (sshd, sudo, nfs-ganesha, …); needs root.
     Setup,
@@ -84,6 +95,7 @@ async fn main() -> anyhow::Result<()> {
             };
             serve(opts, no_hosts, prefix).await
         }
+        Cmd::Tacker { clouds_yaml, cmd } => tacker_cli::run(&clouds_yaml, cmd).await,
         Cmd::Setup => testbed::hosts::setup_packages().await,
         Cmd::Down { all, prefix } => {
             anyhow::ensure!(all, "pass --all: down removes everything with the prefix");
