@@ -197,8 +197,9 @@ async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {
     );
 }
 
-/// The storage server's sshd is stopped before the run: the cluster steps succeed, the first
-/// storage step fails after its retry budget (connection refused is transient) → FAILED_TEMP.
+/// The storage server's sshd is stopped before the run: the first storage step (`nfs.server`,
+/// beside the first master's cluster install) fails after its retry budget (connection refused
+/// is transient) → FAILED_TEMP.
 async fn fail_at_storage(bed: &Bed) -> (String, String, String) {
     let (op, vnf) = bed.submit_instantiate();
     // Stop sshd on the storage server as soon as it exists, before the engine reaches it.
@@ -224,7 +225,7 @@ async fn fail_at_storage(bed: &Bed) -> (String, String, String) {
     assert_eq!(state, OperationState::FailedTemp);
     let error = bed.error_of(&op).unwrap();
     assert!(
-        error.contains("storage.filesystem") && error.contains("Connection refused"),
+        error.contains("nfs.server") && error.contains("Connection refused"),
         "{error}"
     );
     (op, vnf, storage)

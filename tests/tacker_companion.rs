@@ -7,67 +7,22 @@
 
 mod support;
 
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::tacker::Operator;
-use support::{Install, wait_until};
-use testbed::cloud::tacker::{NotifyFaults, StandInPackage};
+use support::tacker::{Operator, VNFD, register_pv_package};
+use support::{Install, free_port, wait_until};
+use testbed::cloud::tacker::NotifyFaults;
 use testbed::cloud::{CloudOptions, Testbed};
 use vnfkeeper::companion::Followup;
 use vnfkeeper::model::InstantiationState;
 use vnfkeeper::model::OperationState;
 use vnfkeeper::store::{RecordedOpOcc, Store};
 
-const VNFD: &str = "b1bb0ce7-ebca-4fa7-95ed-4840d70a1177";
 const USER: &str = "tacker-notify";
 const PASSWORD: &str = "Cb-S3cret!companion";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn register(tb: &Testbed) {
-    let d = support::repo_root().join("tests/testbed/tests/data/pv_k8s");
-    let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
-    let net = "f0c82461-36b5-4d86-8322-b0bc19cda65f";
-    let image = "ubuntu-22.04-server-cloudimg-amd64";
-    tb.cloud()
-        .tacker_register_package(StandInPackage {
-            vnfd_id: VNFD.into(),
-            template: json!(read("base_hot_k8s_cluster.yaml")),
-            files: [
-                "complex_nested_master.yaml",
-                "complex_nested_worker.yaml",
-            ]
-            .into_iter()
-            .map(|f| (f.to_string(), read(f)))
-            .collect(),
-            parameters: serde_json::from_value(json!({"nfv": {
-                "VDU": {
-                    "masterNode": {"computeFlavourId": "m1.medium", "vcImageId": image, "desired_capacity": 1},
-                    "workerNode": {"computeFlavourId": "m1.medium", "vcImageId": image, "desired_capacity": 2},
-                    "storage_server": {"computeFlavourId": "m1.small", "vcImageId": image, "locationConstraints": null}
-                },
-                "CP": {
-                    "masterNode_CP1": {"network": net},
-                    "workerNode_CP2": {"network": net},
-                    "storage_server_CP1": {"network": "net0"},
-                    "storage_server_CP": {"network": "net0"}
-                }
-            }}))
-            .unwrap(),
-            aspects: Default::default(),
-        })
-        .unwrap();
-}
 
 /// A daemon in companion mode against `tb` (poll every 5 s), and its callback URI.
 fn daemon(install: &Install, tb: &Testbed) -> (support::Daemon, String) {
@@ -214,7 +169,7 @@ async fn subscription_is_kept_exactly_once_and_recreated_after_deletion() {
     let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
         .await
         .unwrap();
-    register(&tb);
+    register_pv_package(&tb);
     let (mut d, callback) = daemon(&install, &tb);
     let db = install.database.clone();
     assert!(
@@ -280,7 +235,7 @@ async fn polling_alone_reaches_the_same_end_state_as_notifications() {
     let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
         .await
         .unwrap();
-    register(&tb);
+    register_pv_package(&tb);
     let (mut d, _) = daemon(&install, &tb);
     let db = install.database.clone();
     assert!(wait_until(Duration::from_secs(30), || {
@@ -431,7 +386,7 @@ async fn a_completed_instantiate_is_adopted_once_through_duplicates_and_a_restar
     let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
         .await
         .unwrap();
-    register(&tb);
+    register_pv_package(&tb);
     let (request, package) = seed();
     let (mut d, _) = daemon_with(&install, &tb, Some(&package));
     let db = install.database.clone();

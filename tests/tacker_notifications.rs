@@ -9,7 +9,6 @@
 
 mod support;
 
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,20 +16,12 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::Install;
+use support::{Install, free_port};
 use vnfkeeper::intake::wire::notification::NotificationType;
 use vnfkeeper::store::Store;
 
 const USER: &str = "tacker-notify";
 const PASSWORD: &str = "Cb-S3cret!pw";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A daemon with `[tacker]` on a free port (limit 4 KiB); returns it and the callback URL.
 fn daemon(install: &Install) -> (support::Daemon, String) {

@@ -16,66 +16,20 @@
 
 mod support;
 
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::tacker::Operator;
-use support::{Install, wait_until};
-use testbed::cloud::tacker::StandInPackage;
+use support::tacker::{Operator, VNFD, register_pv_package};
+use support::{Install, free_port, wait_until};
 use testbed::cloud::{CloudOptions, Testbed};
 use vnfkeeper::model::OperationState;
 use vnfkeeper::store::Store;
 
-const VNFD: &str = "b1bb0ce7-ebca-4fa7-95ed-4840d70a1177";
 const CLIENT: &str = "tacker-oauth-client";
 const SECRET: &str = "Oa2-S3cret!client+/=";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn register(tb: &Testbed) {
-    let d = support::repo_root().join("tests/testbed/tests/data/pv_k8s");
-    let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
-    let net = "f0c82461-36b5-4d86-8322-b0bc19cda65f";
-    let image = "ubuntu-22.04-server-cloudimg-amd64";
-    tb.cloud()
-        .tacker_register_package(StandInPackage {
-            vnfd_id: VNFD.into(),
-            template: json!(read("base_hot_k8s_cluster.yaml")),
-            files: [
-                "complex_nested_master.yaml",
-                "complex_nested_worker.yaml",
-            ]
-            .into_iter()
-            .map(|f| (f.to_string(), read(f)))
-            .collect(),
-            parameters: serde_json::from_value(json!({"nfv": {
-                "VDU": {
-                    "masterNode": {"computeFlavourId": "m1.medium", "vcImageId": image, "desired_capacity": 1},
-                    "workerNode": {"computeFlavourId": "m1.medium", "vcImageId": image, "desired_capacity": 2},
-                    "storage_server": {"computeFlavourId": "m1.small", "vcImageId": image, "locationConstraints": null}
-                },
-                "CP": {
-                    "masterNode_CP1": {"network": net},
-                    "workerNode_CP2": {"network": net},
-                    "storage_server_CP1": {"network": "net0"},
-                    "storage_server_CP": {"network": "net0"}
-                }
-            }}))
-            .unwrap(),
-            aspects: Default::default(),
-        })
-        .unwrap();
-}
 
 /// The `[cloud]` and `[tacker]` sections of a companion daemon with OAuth 2.0 on `port`, over
 /// `scheme`, plus `extra` lines in `[tacker]`.
@@ -206,7 +160,7 @@ async fn oauth2_client_credentials_end_to_end() {
     let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
         .await
         .unwrap();
-    register(&tb);
+    register_pv_package(&tb);
     let base = std::fs::read_to_string(&install.config).unwrap();
     let port = free_port();
     let (ok, out) = check(
@@ -477,7 +431,7 @@ async fn tls_endpoint_is_checked_and_delivered_to_over_https_only() {
     let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
         .await
         .unwrap();
-    register(&tb);
+    register_pv_package(&tb);
     let (ca, cert, key, other) = certificates(&install.dir.path().join("pki"));
     let base = std::fs::read_to_string(&install.config).unwrap();
     let port = free_port();

@@ -374,10 +374,6 @@ impl Tx<'_> {
             },
             now,
         )?;
-        self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', tacker_op_occ_id = ?2 WHERE id = ?1",
-            params![op_id, occ.id],
-        )?;
         if let Some(p) = package {
             self.record_package_snapshot(&op_id, p.digest, &p.source)?;
         }
@@ -385,19 +381,13 @@ impl Tx<'_> {
             "Tacker's INSTANTIATE {} COMPLETED: management steps queued as {op_id}",
             occ.id
         );
-        let evidence = serde_json::json!({"tackerOpOccId": occ.id}).to_string();
-        self.append_event(
-            &NewEvent {
-                kind: "TACKER_OPERATION_ADOPTED",
-                vnf_instance_id: Some(&occ.vnf_instance_id),
-                vnf_lcm_op_occ_id: Some(&op_id),
-                vnfc_id: None,
-                message: &message,
-                evidence: Some(&evidence),
-            },
+        self.link_adopted(
+            &op_id,
+            occ,
+            &message,
+            &serde_json::json!({"tackerOpOccId": occ.id}),
             now,
         )?;
-        self.mark_followup_handled(&occ.id, &at)?;
         Ok(Some(op_id))
     }
 
@@ -486,29 +476,18 @@ impl Tx<'_> {
             },
             now,
         )?;
-        self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', tacker_op_occ_id = ?2 WHERE id = ?1",
-            params![op_id, occ.id],
-        )?;
         let message = format!(
             "Tacker's HEAL {} COMPLETED: heal_end of {} VNFC(s) queued as {op_id}",
             occ.id,
             targets.len()
         );
-        let evidence =
-            serde_json::json!({"tackerOpOccId": occ.id, "vnfcInstanceId": targets}).to_string();
-        self.append_event(
-            &NewEvent {
-                kind: "TACKER_OPERATION_ADOPTED",
-                vnf_instance_id: Some(vnf),
-                vnf_lcm_op_occ_id: Some(&op_id),
-                vnfc_id: None,
-                message: &message,
-                evidence: Some(&evidence),
-            },
+        self.link_adopted(
+            &op_id,
+            occ,
+            &message,
+            &serde_json::json!({"tackerOpOccId": occ.id, "vnfcInstanceId": targets}),
             now,
         )?;
-        self.mark_followup_handled(&occ.id, &now.to_rfc3339())?;
         Ok(HealAdoption::Created(op_id))
     }
 
@@ -565,30 +544,51 @@ impl Tx<'_> {
             },
             now,
         )?;
-        self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', tacker_op_occ_id = ?2 WHERE id = ?1",
-            params![op_id, occ.id],
-        )?;
         let message = format!(
             "Tacker's SCALE {} ({what} of {} by {}) COMPLETED: management steps queued as {op_id}",
             occ.id, request.aspect_id, request.number_of_steps
         );
-        let evidence = serde_json::json!({"tackerOpOccId": occ.id, "type": what,
-            "aspectId": request.aspect_id, "numberOfSteps": request.number_of_steps})
-        .to_string();
+        self.link_adopted(
+            &op_id,
+            occ,
+            &message,
+            &serde_json::json!({"tackerOpOccId": occ.id, "type": what,
+                "aspectId": request.aspect_id, "numberOfSteps": request.number_of_steps}),
+            now,
+        )?;
+        Ok(HealAdoption::Created(op_id))
+    }
+
+    /// Links the vnfkeeper operation `op_id`, just inserted, to Tacker's occurrence `occ`
+    /// (origin `tacker`, `tacker_op_occ_id`), records its `TACKER_OPERATION_ADOPTED` event
+    /// (`message`, `evidence`) and marks the occurrence's follow-up handled, all in the caller's
+    /// transaction. Errors: the store's (the unique `tacker_op_occ_id` index: one operation
+    /// per occurrence).
+    fn link_adopted(
+        &mut self,
+        op_id: &str,
+        occ: &OpOccSeen,
+        message: &str,
+        evidence: &serde_json::Value,
+        now: Timestamp,
+    ) -> Result<()> {
+        self.tx.execute(
+            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', tacker_op_occ_id = ?2 WHERE id = ?1",
+            params![op_id, occ.id],
+        )?;
+        let evidence = evidence.to_string();
         self.append_event(
             &NewEvent {
                 kind: "TACKER_OPERATION_ADOPTED",
-                vnf_instance_id: Some(vnf),
-                vnf_lcm_op_occ_id: Some(&op_id),
+                vnf_instance_id: Some(&occ.vnf_instance_id),
+                vnf_lcm_op_occ_id: Some(op_id),
                 vnfc_id: None,
-                message: &message,
+                message,
                 evidence: Some(&evidence),
             },
             now,
         )?;
-        self.mark_followup_handled(&occ.id, &now.to_rfc3339())?;
-        Ok(HealAdoption::Created(op_id))
+        self.mark_followup_handled(&occ.id, &now.to_rfc3339())
     }
 
     /// Records why vnfkeeper does not act on a Tacker occurrence's follow-up (`problem`: an

@@ -272,6 +272,15 @@ impl Drop for Daemon {
     }
 }
 
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound and released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// Polls `f` until it returns true or `timeout` passes; returns whether it became true.
 pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let start = Instant::now();

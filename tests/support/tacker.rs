@@ -3,6 +3,47 @@
 
 use serde_json::{Value, json};
 use testbed::cloud::Testbed;
+use testbed::cloud::tacker::StandInPackage;
+
+/// The `vnfdId` of the package [`register_pv_package`] registers.
+pub const VNFD: &str = "b1bb0ce7-ebca-4fa7-95ed-4840d70a1177";
+
+/// Registers the testbed's PV cluster BaseHOT (`tests/testbed/tests/data/pv_k8s`: 1 master, 2
+/// workers, a storage server) with the Tacker stand-in as package [`VNFD`].
+pub fn register_pv_package(tb: &Testbed) {
+    let d = super::repo_root().join("tests/testbed/tests/data/pv_k8s");
+    let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
+    let net = "f0c82461-36b5-4d86-8322-b0bc19cda65f";
+    let image = "ubuntu-22.04-server-cloudimg-amd64";
+    tb.cloud()
+        .tacker_register_package(StandInPackage {
+            vnfd_id: VNFD.into(),
+            template: json!(read("base_hot_k8s_cluster.yaml")),
+            files: [
+                "complex_nested_master.yaml",
+                "complex_nested_worker.yaml",
+            ]
+            .into_iter()
+            .map(|f| (f.to_string(), read(f)))
+            .collect(),
+            parameters: serde_json::from_value(json!({"nfv": {
+                "VDU": {
+                    "masterNode": {"computeFlavourId": "m1.medium", "vcImageId": image, "desired_capacity": 1},
+                    "workerNode": {"computeFlavourId": "m1.medium", "vcImageId": image, "desired_capacity": 2},
+                    "storage_server": {"computeFlavourId": "m1.small", "vcImageId": image, "locationConstraints": null}
+                },
+                "CP": {
+                    "masterNode_CP1": {"network": net},
+                    "workerNode_CP2": {"network": net},
+                    "storage_server_CP1": {"network": "net0"},
+                    "storage_server_CP": {"network": "net0"}
+                }
+            }}))
+            .unwrap(),
+            aspects: Default::default(),
+        })
+        .unwrap();
+}
 
 /// A Keystone token and Tacker calls as an operator would make them.
 pub struct Operator {

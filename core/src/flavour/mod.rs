@@ -13,6 +13,8 @@ mod kubeadm_nfs;
 pub mod kubespray;
 mod plain;
 mod registry;
+#[cfg(test)]
+mod test_rows;
 pub mod trust;
 
 use std::collections::BTreeMap;

@@ -1,7 +1,6 @@
 use std::path::Path;
 
 use super::*;
-use crate::model::Timestamp;
 use crate::plan::vnfcs::AttachedVolume;
 use crate::wire::sol003::InstantiateVnfRequest;
 
@@ -43,23 +42,7 @@ fn driver() -> KubeadmNfs {
 }
 
 fn row(id: &str, vdu: &str, cp: &str, ip: &str) -> VnfcRow {
-    VnfcRow {
-        id: id.into(),
-        vnf_instance_id: "vnf-pv".into(),
-        vdu_id: vdu.into(),
-        vnfc_index: None,
-        stack_name: "s".into(),
-        stack_id: "sid".into(),
-        resource_name: vdu.into(),
-        server_id: Some(format!("srv-{id}")),
-        server_status: Some("ACTIVE".into()),
-        ip_address: Some(ip.into()),
-        cp_addresses: [(cp.to_owned(), ip.to_owned())].into_iter().collect(),
-        volumes: Vec::new(),
-        host_key: Some(format!("ssh-ed25519 KEY{id} comment")),
-        created_at: Timestamp::parse("2026-11-24T00:00:00Z").unwrap(),
-        parameters: None,
-    }
+    crate::flavour::test_rows::vnfc_row("vnf-pv", id, vdu, cp, None, ip)
 }
 
 /// One master, two workers, the storage server with its Cinder volume.

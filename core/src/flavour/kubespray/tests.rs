@@ -3,7 +3,6 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use super::*;
-use crate::model::Timestamp;
 use crate::plan::stages::Action;
 use crate::wire::sol003::InstantiateVnfRequest;
 
@@ -45,23 +44,7 @@ fn driver() -> Kubespray {
 }
 
 fn row(id: &str, vdu: &str, cp: &str, index: Option<i64>, ip: &str) -> VnfcRow {
-    VnfcRow {
-        id: id.into(),
-        vnf_instance_id: "vnf-kubespray".into(),
-        vdu_id: vdu.into(),
-        vnfc_index: index,
-        stack_name: "s".into(),
-        stack_id: "sid".into(),
-        resource_name: vdu.into(),
-        server_id: Some(format!("srv-{id}")),
-        server_status: Some("ACTIVE".into()),
-        ip_address: Some(ip.into()),
-        cp_addresses: [(cp.to_owned(), ip.to_owned())].into_iter().collect(),
-        volumes: Vec::new(),
-        host_key: Some(format!("ssh-ed25519 KEY{id} comment")),
-        created_at: Timestamp::parse("2026-11-24T00:00:00Z").unwrap(),
-        parameters: None,
-    }
+    crate::flavour::test_rows::vnfc_row("vnf-kubespray", id, vdu, cp, index, ip)
 }
 
 /// One master, workers with indexes 0 and 9 (`worker1`, `worker10`), the LB.
