@@ -27,6 +27,12 @@ pub const TARGETS: &[Target] = &[
         what: "a request file's bytes: wire::parse_envelope, as intake examines them",
         run: targets::intake::run,
     },
+    #[cfg(feature = "daemon")]
+    Target {
+        name: "intake_store",
+        what: "an accepted request through the store: insert_operation into SQLite, operation_params back",
+        run: targets::intake_store::run,
+    },
     Target {
         name: "notification",
         what: "a Tacker LCM notification body: wire::notification::parse",

@@ -73,6 +73,8 @@ fn every_corpus_file_passes_its_target() {
     for t in TARGETS {
         failures.extend(replay(t.name, t.run));
     }
+    #[cfg(feature = "daemon")]
+    vnfkeeper_fuzz::targets::intake_store::clean_up();
     assert!(
         failures.is_empty(),
         "{} failing inputs:\n{}",

@@ -12,8 +12,8 @@
 //! - for an accepted LCM request, the body as the store keeps it ([`redact::redact`] at the
 //!   secret pointers validation found, what `RequestBody::redacted` does before the write) holds
 //!   `"***"` at every secret pointer, and [`redact::restore`] (what the store's read does after
-//!   opening the sealed secrets) gives back the body exactly. The SQLite write and read
-//!   themselves are not fuzzed (see the README).
+//!   opening the sealed secrets) gives back the body exactly; the `intake_store` target does
+//!   the same through a real SQLite store.
 //! - a file that parses as JSON is redacted by name without a panic (intake's kept copy of a
 //!   rejected file).
 

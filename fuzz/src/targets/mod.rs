@@ -7,6 +7,8 @@ pub mod clouds;
 pub mod config;
 pub mod heat;
 pub mod intake;
+#[cfg(feature = "daemon")]
+pub mod intake_store;
 pub mod kubectl;
 pub mod notification;
 pub mod package;
