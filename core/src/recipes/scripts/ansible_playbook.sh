@@ -7,9 +7,17 @@
 # by the engine just before apply), which this script removes whatever happens, and which a check
 # removes too if an interrupted run left it behind. Ansible's output goes to stdout; the engine
 # reads the PLAY RECAP from it. SSH connections are shared within the run only.
+# One run per inventory at a time: check and apply hold INVENTORY_DIR/.vnfkeeper/lock (flock,
+# util-linux), so a run that outlived its client (the daemon killed, the SSH connection gone)
+# is waited for — it would otherwise remove the credentials of the run after it and drive the
+# same nodes at the same time — and its record then decides the check.
 root=$1; inv=$2; book=$3; record=$4; limit=$5; shift 5
 state=$inv/.vnfkeeper
 creds=$state/credentials.yml
+command -v flock >/dev/null 2>&1 || fail "flock (util-linux) is missing on the Ansible server"
+mkdir -p "$state" || fail "cannot create $state"
+exec 9>"$state/lock" || fail "cannot open $state/lock"
+flock 9 || fail "cannot lock $state/lock"
 digest=$(sha256sum "$inv/hosts.yaml" 2>/dev/null | cut -d' ' -f1) || digest=none
 if [ "$MODE" = check ]; then
     rm -f "$creds"
@@ -36,7 +44,7 @@ ANSIBLE_HOST_KEY_CHECKING=True \
 ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=30s -o StrictHostKeyChecking=yes -o UserKnownHostsFile=$inv/known_hosts" \
 ANSIBLE_SSH_CONTROL_PATH_DIR=$cp_dir \
 ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 ANSIBLE_RETRY_FILES_ENABLED=False \
-    ansible-playbook -i "$inv/hosts.yaml" -e "@$creds" "$@" "$book" || rc=$?
+    ansible-playbook -i "$inv/hosts.yaml" -e "@$creds" "$@" "$book" 9>&- || rc=$?
 if [ "$rc" -eq 0 ]; then
     mkdir -p "$state/done"
     printf '%s\n' "$digest" >"$state/done/$record"
