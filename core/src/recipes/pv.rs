@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use serde_yaml_ng::Value;
+use serde_json::Value;
 
 use super::{Step, Upload};
 
@@ -32,8 +32,9 @@ pub struct ManifestError {
 }
 
 /// Sets `spec.nfs.server` of a single-document `PersistentVolume` manifest to `server`.
-/// Errors: not YAML, several documents, not `kind: PersistentVolume`, no `metadata.name`, no
-/// `spec.nfs.path`, or a name that is not a DNS-1123 subdomain.
+/// Errors: not YAML, or YAML that is not a JSON document as every Kubernetes object is (a tag
+/// such as `!storage`), several documents, not `kind: PersistentVolume`, no
+/// `metadata.name`, no `spec.nfs.path`, or a name that is not a DNS-1123 subdomain.
 pub fn with_nfs_server(file: &str, text: &str, server: &str) -> Result<PvManifest, ManifestError> {
     let err = |reason: String| ManifestError {
         file: file.into(),
@@ -77,9 +78,9 @@ pub fn with_nfs_server(file: &str, text: &str, server: &str) -> Result<PvManifes
     let nfs = doc
         .get_mut("spec")
         .and_then(|s| s.get_mut("nfs"))
-        .and_then(Value::as_mapping_mut)
+        .and_then(Value::as_object_mut)
         .ok_or_else(|| err("spec.nfs is not a mapping".into()))?;
-    nfs.insert(Value::from("server"), Value::from(server));
+    nfs.insert("server".to_owned(), Value::from(server));
     let yaml = serde_yaml_ng::to_string(&doc).map_err(|e| err(e.to_string()))?;
     Ok(PvManifest {
         name,
@@ -201,6 +202,11 @@ mod tests {
                 .reason
                 .contains("spec.nfs.path")
         );
+        // A YAML tag is no JSON (nor Kubernetes) value: refused here, not by kubectl later.
+        // Found by the `package_dir` fuzz target.
+        let tagged = PV1.replace("    storage: 1Gi", "    !storage: 1Gi");
+        assert_ne!(tagged, PV1);
+        assert!(with_nfs_server("f", &tagged, "1.2.3.4").is_err());
         let bad = "kind: PersistentVolume\nmetadata: {name: \"A;B\"}\nspec: {nfs: {path: /x, server: 0.0.0.0}}\n";
         assert!(
             with_nfs_server("f", bad, "1.2.3.4")
