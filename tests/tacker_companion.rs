@@ -91,38 +91,6 @@ fn stored_subscription(db: &Path) -> Option<String> {
         .map(|s| s.subscription_id)
 }
 
-impl Operator {
-    /// Creates an instance, instantiates it and terminates it; returns its id and the two op
-    /// occ ids once Tacker says both COMPLETED.
-    async fn lifecycle(&self, tb: &Testbed) -> (String, String, String) {
-        let (st, v, _) = self.post("/vnf_instances", json!({"vnfdId": VNFD})).await;
-        assert_eq!(st, 201, "{v}");
-        let inst = v["id"].as_str().unwrap().to_string();
-        let mut occs = Vec::new();
-        for (action, body) in [
-            ("instantiate", json!({"flavourId": "simple"})),
-            ("terminate", json!({"terminationType": "FORCEFUL"})),
-        ] {
-            let (st, v, loc) = self
-                .post(&format!("/vnf_instances/{inst}/{action}"), body)
-                .await;
-            assert_eq!(st, 202, "{action}: {v}");
-            let occ = loc.unwrap().rsplit('/').next().unwrap().to_string();
-            assert!(
-                wait_until(Duration::from_secs(60), || {
-                    tb.cloud()
-                        .tacker_op_occs()
-                        .iter()
-                        .any(|(id, _, s)| *id == occ && s == "COMPLETED")
-                }),
-                "{action} did not complete in the stand-in"
-            );
-            occs.push(occ);
-        }
-        (inst, occs[0].clone(), occs[1].clone())
-    }
-}
-
 /// Another subscriber's callback (answers everything 204); its URL.
 async fn other_subscriber() -> String {
     let app = axum::Router::new().route(

@@ -91,34 +91,6 @@ fn completed(db: &Path, inst: &str) -> bool {
             .all(|o| o.occ.state == OperationState::Completed)
 }
 
-/// Creates, instantiates and terminates an instance in the stand-in; its id once both
-/// operations COMPLETED there.
-async fn lifecycle(op: &Operator, tb: &Testbed) -> String {
-    let (st, v, _) = op.post("/vnf_instances", json!({"vnfdId": VNFD})).await;
-    assert_eq!(st, 201, "{v}");
-    let inst = v["id"].as_str().unwrap().to_string();
-    for (action, body) in [
-        ("instantiate", json!({"flavourId": "simple"})),
-        ("terminate", json!({"terminationType": "FORCEFUL"})),
-    ] {
-        let (st, v, loc) = op
-            .post(&format!("/vnf_instances/{inst}/{action}"), body)
-            .await;
-        assert_eq!(st, 202, "{action}: {v}");
-        let occ = loc.unwrap().rsplit('/').next().unwrap().to_string();
-        assert!(
-            wait_until(Duration::from_secs(60), || {
-                tb.cloud()
-                    .tacker_op_occs()
-                    .iter()
-                    .any(|(id, _, s)| *id == occ && s == "COMPLETED")
-            }),
-            "{action} did not complete in the stand-in"
-        );
-    }
-    inst
-}
-
 /// `POST` a token request with HTTP Basic `id:secret`: (status, body, WWW-Authenticate).
 async fn token_request(
     http: &reqwest::Client,
@@ -200,7 +172,7 @@ async fn oauth2_client_credentials_end_to_end() {
     assert!(issued >= 1 && refused == 0, "{issued} {refused}");
 
     let op = Operator::login(&tb).await;
-    let inst = lifecycle(&op, &tb).await;
+    let inst = op.lifecycle(&tb).await.0;
     assert!(
         wait_until(Duration::from_secs(30), || {
             store(&db)
@@ -497,7 +469,7 @@ async fn tls_endpoint_is_checked_and_delivered_to_over_https_only() {
         vec![Some(format!("https://127.0.0.1:{port}/vnfkeeper/token"))]
     );
     let op = Operator::login(&tb).await;
-    let inst = lifecycle(&op, &tb).await;
+    let inst = op.lifecycle(&tb).await.0;
     assert!(
         wait_until(Duration::from_secs(30), || {
             store(&db)

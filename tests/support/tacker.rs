@@ -113,3 +113,35 @@ impl Operator {
         r.json().await.unwrap()
     }
 }
+
+impl Operator {
+    /// Creates an instance, instantiates it and terminates it; returns its id and the two op
+    /// occ ids once Tacker says both COMPLETED.
+    pub async fn lifecycle(&self, tb: &Testbed) -> (String, String, String) {
+        let (st, v, _) = self.post("/vnf_instances", json!({"vnfdId": VNFD})).await;
+        assert_eq!(st, 201, "{v}");
+        let inst = v["id"].as_str().unwrap().to_string();
+        let mut occs = Vec::new();
+        for (action, body) in [
+            ("instantiate", json!({"flavourId": "simple"})),
+            ("terminate", json!({"terminationType": "FORCEFUL"})),
+        ] {
+            let (st, v, loc) = self
+                .post(&format!("/vnf_instances/{inst}/{action}"), body)
+                .await;
+            assert_eq!(st, 202, "{action}: {v}");
+            let occ = loc.unwrap().rsplit('/').next().unwrap().to_string();
+            assert!(
+                super::wait_until(std::time::Duration::from_secs(60), || {
+                    tb.cloud()
+                        .tacker_op_occs()
+                        .iter()
+                        .any(|(id, _, s)| *id == occ && s == "COMPLETED")
+                }),
+                "{action} did not complete in the stand-in"
+            );
+            occs.push(occ);
+        }
+        (inst, occs[0].clone(), occs[1].clone())
+    }
+}
