@@ -10,6 +10,22 @@
 
 pub mod targets;
 
+/// The heap a fuzzing process may hold, in bytes: 512 MiB.
+///
+/// Every binary that links this crate (the AFL++ entry points, `tests/replay.rs`) allocates
+/// through [`HEAP`], which refuses an allocation past this limit; Rust then aborts the process
+/// (`memory allocation of N bytes failed`), which AFL++ counts as a crash and the replay as a
+/// failed test. So "0 crashes" also means no input made a parser hold more than this — the
+/// bound the issue asks for, against YAML aliases, deep nesting and huge numbers. It is far above
+/// what the daemon's own limits let an input need (1 MiB requests; a package unpacks to at most
+/// 256 MiB), and below AFL++'s `-m` address-space limit (1024 MiB), which counts mappings rather
+/// than the heap.
+pub const HEAP_LIMIT_BYTES: usize = 512 << 20;
+
+/// The process's allocator: the system allocator under [`HEAP_LIMIT_BYTES`] (`cap` crate).
+#[global_allocator]
+pub static HEAP: cap::Cap<std::alloc::System> = cap::Cap::new(std::alloc::System, HEAP_LIMIT_BYTES);
+
 /// A target: its name (the directory under `corpus/`, the `[[bin]]`) and its function.
 pub struct Target {
     /// Name, as `scripts/fuzz NAME` takes it.
