@@ -125,13 +125,18 @@ async fn run(n: usize) {
     remote.close().await;
     let remote = SshRemote::new(SshConfig::default());
     let cpu0 = cpu_ticks();
+    let own0 = own_cpu().0;
     let t = Instant::now();
     wait_fanned(&remote, &targets).await;
     let wait_fanout = t.elapsed();
-    let wait_busy = busy_share(cpu0, cpu_ticks());
+    let cpu1 = cpu_ticks();
+    let wait_busy = busy_share(cpu0, cpu1);
+    let cold_work = CpuWork::between(cpu0, cpu1, own_cpu().0 - own0);
+    let own0 = own_cpu().0;
     let t = Instant::now();
     wait_fanned(&remote, &targets).await;
     let wait_fanout_warm = t.elapsed();
+    let warm_work = CpuWork::between(cpu1, cpu_ticks(), own_cpu().0 - own0);
     remote.close().await;
 
     // 1. Host after host (also gives the slowest single host).
@@ -225,6 +230,7 @@ async fn run(n: usize) {
         wait_busy * 100.0,
         cores()
     );
+    cold_work.print(wait_fanout - wait_slowest);
     println!(
         "  the same on warm sessions (pooled, as a step's apply finds the one its check opened):"
     );
@@ -240,6 +246,7 @@ async fn run(n: usize) {
         "    fan-out / slowest single host:             {:>7.2}   (target ≤ 1.2)",
         wait_fanout_warm.as_secs_f64() / wait_slowest_warm.as_secs_f64()
     );
+    warm_work.print(wait_fanout_warm - wait_slowest_warm);
     println!("  CPU-bound step (check, apply, check of an /etc/hosts entry):");
     println!(
         "  slowest single host (in the sequential run): {:>7.3} s",
@@ -456,7 +463,41 @@ fn own_cpu() -> (f64, f64) {
     (at(11) + at(12), at(13) + at(14))
 }
 
-/// (busy, total) jiffies of all CPUs from /proc/stat.
+/// The CPU work done on this machine during one fan-out: what bounds its wall time from below
+/// when the hosts (sshd, PAM, sudo, the shells) share the client's cores.
+struct CpuWork {
+    /// Busy core-seconds of all processes but niced ones (a fuzzer or build at `nice` yields).
+    busy: f64,
+    /// This process's (the client's) share of it, seconds.
+    client: f64,
+}
+
+impl CpuWork {
+    fn between(a: (u64, u64), b: (u64, u64), client: f64) -> Self {
+        CpuWork {
+            busy: b.0.saturating_sub(a.0) as f64 / 100.0,
+            client,
+        }
+    }
+
+    /// Prints the work and the wall time it needs on this machine's cores, beside the fan-out's
+    /// excess over the slowest single host: when the two are close, the waiting overlapped and
+    /// what remains is CPU the hosts need, not something the client serialises.
+    fn print(&self, excess: Duration) {
+        println!(
+            "    CPU work during the fan-out: {:.2} core-s (client {:.3} s, hosts {:.2} s) = {:.2} s on {} cores; fan-out − slowest host: {:.2} s",
+            self.busy,
+            self.client,
+            (self.busy - self.client).max(0.0),
+            self.busy / cores() as f64,
+            cores(),
+            excess.as_secs_f64()
+        );
+    }
+}
+
+/// (busy, total) jiffies of all CPUs from /proc/stat; busy leaves out idle, iowait and niced
+/// time.
 fn cpu_ticks() -> (u64, u64) {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let v: Vec<u64> = stat
@@ -468,8 +509,9 @@ fn cpu_ticks() -> (u64, u64) {
         .filter_map(|x| x.parse().ok())
         .collect();
     let total: u64 = v.iter().sum();
-    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-    (total - idle, total)
+    // user nice system idle iowait …
+    let field = |i: usize| v.get(i).copied().unwrap_or(0);
+    (total - field(1) - field(3) - field(4), total)
 }
 
 /// Share of CPU time that was busy between two samples (0..1).
