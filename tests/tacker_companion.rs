@@ -367,9 +367,7 @@ async fn a_completed_instantiate_is_adopted_once_through_duplicates_and_a_restar
         ..NotifyFaults::default()
     });
     let op = Operator::login(&tb).await;
-    let (st, v, _) = op.post("/vnf_instances", json!({"vnfdId": VNFD})).await;
-    assert_eq!(st, 201, "{v}");
-    let inst = v["id"].as_str().unwrap().to_string();
+    let inst = op.create(VNFD).await;
     let (st, v, loc) = op
         .post(&format!("/vnf_instances/{inst}/instantiate"), request)
         .await;

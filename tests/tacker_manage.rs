@@ -73,33 +73,8 @@ fn register(tb: &Testbed, request: &Value, pkg_dir: &std::path::Path) {
         .unwrap();
 }
 
-impl Operator {
-    async fn create(&self) -> String {
-        let (st, v, _) = self.post("/vnf_instances", json!({"vnfdId": VNFD})).await;
-        assert_eq!(st, 201, "{v}");
-        v["id"].as_str().unwrap().to_string()
-    }
-
-    /// Runs `action` on `inst` and waits until the stand-in says COMPLETED; the op occ id.
-    async fn run(&self, tb: &Testbed, inst: &str, action: &str, body: Value) -> String {
-        let (st, v, loc) = self
-            .post(&format!("/vnf_instances/{inst}/{action}"), body)
-            .await;
-        assert_eq!(st, 202, "{action}: {v}");
-        let occ = loc.unwrap().rsplit('/').next().unwrap().to_string();
-        assert!(
-            wait_until(Duration::from_secs(300), || {
-                tb.cloud()
-                    .tacker_op_occs()
-                    .iter()
-                    .any(|(id, _, s)| *id == occ && s == "COMPLETED")
-            }),
-            "{action} did not complete in the stand-in: {:?}",
-            tb.cloud().tacker_op_occs()
-        );
-        occ
-    }
-}
+/// How long a Tacker operation of these tests may take in the stand-in.
+const WITHIN: Duration = Duration::from_secs(300);
 
 fn settings(pkg: PathBuf) -> TackerSettings {
     TackerSettings {
@@ -162,8 +137,10 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     let (request, pkg_dir) = seed();
     register(&bed.tb, &request, &pkg_dir);
     let op = Operator::login(&bed.tb).await;
-    let inst = op.create().await;
-    let occ = op.run(&bed.tb, &inst, "instantiate", request.clone()).await;
+    let inst = op.create(VNFD).await;
+    let occ = op
+        .run(&bed.tb, &inst, "instantiate", request.clone(), WITHIN)
+        .await;
 
     // vnfkeeper polls Tacker and adopts the COMPLETED INSTANTIATE: one operation.
     let c = companion(&bed, &pkg_dir).await;
@@ -263,6 +240,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
             &inst,
             "heal",
             json!({"vnfcInstanceId": [tacker_vnfc]}),
+            WITHIN,
         )
         .await;
     c.poll().await.unwrap();
@@ -444,6 +422,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
             &inst,
             "scale",
             json!({"type": "SCALE_OUT", "aspectId": "worker_instance", "numberOfSteps": 1}),
+            WITHIN,
         )
         .await;
     c.poll().await.unwrap();
@@ -532,6 +511,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
         &inst,
         "scale",
         json!({"type": "SCALE_IN", "aspectId": "worker_instance", "numberOfSteps": 1}),
+        WITHIN,
     )
     .await;
     c.poll().await.unwrap();
@@ -584,6 +564,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
             &inst,
             "terminate",
             json!({"terminationType": "FORCEFUL"}),
+            WITHIN,
         )
         .await;
     c.poll().await.unwrap();
@@ -611,10 +592,10 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
 
     // A hostile operationParams (a flavourId the validator refuses, an unknown key): refused
     // with the reason recorded, no operation, no panic.
-    let bad = op.create().await;
+    let bad = op.create(VNFD).await;
     let mut hostile = request.clone();
     hostile["additionalParams"]["k8s_cluster_installation_param"] = json!(12);
-    let bad_occ = op.run(&bed.tb, &bad, "instantiate", hostile).await;
+    let bad_occ = op.run(&bed.tb, &bad, "instantiate", hostile, WITHIN).await;
     c.poll().await.unwrap();
     let f = c.follow_up().await.unwrap();
     assert_eq!((f.adopted.len(), f.refused), (0, 1), "{f:?}");
@@ -640,6 +621,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
         &bad,
         "terminate",
         json!({"terminationType": "FORCEFUL"}),
+        WITHIN,
     )
     .await;
 }

@@ -115,33 +115,66 @@ impl Operator {
 }
 
 impl Operator {
+    /// Creates a VNF instance of the package with `vnfd_id` (e.g. [`VNFD`]); its id.
+    pub async fn create(&self, vnfd_id: &str) -> String {
+        let (st, v, _) = self
+            .post("/vnf_instances", json!({"vnfdId": vnfd_id}))
+            .await;
+        assert_eq!(st, 201, "{v}");
+        v["id"].as_str().unwrap().to_string()
+    }
+
+    /// Runs `action` on `inst` and waits up to `within` until the stand-in says COMPLETED; the
+    /// op occ id.
+    pub async fn run(
+        &self,
+        tb: &Testbed,
+        inst: &str,
+        action: &str,
+        body: Value,
+        within: std::time::Duration,
+    ) -> String {
+        let (st, v, loc) = self
+            .post(&format!("/vnf_instances/{inst}/{action}"), body)
+            .await;
+        assert_eq!(st, 202, "{action}: {v}");
+        let occ = loc.unwrap().rsplit('/').next().unwrap().to_string();
+        assert!(
+            super::wait_until(within, || {
+                tb.cloud()
+                    .tacker_op_occs()
+                    .iter()
+                    .any(|(id, _, s)| *id == occ && s == "COMPLETED")
+            }),
+            "{action} did not complete in the stand-in: {:?}",
+            tb.cloud().tacker_op_occs()
+        );
+        occ
+    }
+
     /// Creates an instance, instantiates it and terminates it; returns its id and the two op
     /// occ ids once Tacker says both COMPLETED.
     pub async fn lifecycle(&self, tb: &Testbed) -> (String, String, String) {
-        let (st, v, _) = self.post("/vnf_instances", json!({"vnfdId": VNFD})).await;
-        assert_eq!(st, 201, "{v}");
-        let inst = v["id"].as_str().unwrap().to_string();
-        let mut occs = Vec::new();
-        for (action, body) in [
-            ("instantiate", json!({"flavourId": "simple"})),
-            ("terminate", json!({"terminationType": "FORCEFUL"})),
-        ] {
-            let (st, v, loc) = self
-                .post(&format!("/vnf_instances/{inst}/{action}"), body)
-                .await;
-            assert_eq!(st, 202, "{action}: {v}");
-            let occ = loc.unwrap().rsplit('/').next().unwrap().to_string();
-            assert!(
-                super::wait_until(std::time::Duration::from_secs(60), || {
-                    tb.cloud()
-                        .tacker_op_occs()
-                        .iter()
-                        .any(|(id, _, s)| *id == occ && s == "COMPLETED")
-                }),
-                "{action} did not complete in the stand-in"
-            );
-            occs.push(occ);
-        }
-        (inst, occs[0].clone(), occs[1].clone())
+        let inst = self.create(VNFD).await;
+        let within = std::time::Duration::from_secs(60);
+        let instantiate = self
+            .run(
+                tb,
+                &inst,
+                "instantiate",
+                json!({"flavourId": "simple"}),
+                within,
+            )
+            .await;
+        let terminate = self
+            .run(
+                tb,
+                &inst,
+                "terminate",
+                json!({"terminationType": "FORCEFUL"}),
+                within,
+            )
+            .await;
+        (inst, instantiate, terminate)
     }
 }
