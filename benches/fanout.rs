@@ -230,7 +230,7 @@ async fn run(n: usize) {
         wait_busy * 100.0,
         cores()
     );
-    cold_work.print(wait_fanout - wait_slowest);
+    cold_work.print(wait_fanout.saturating_sub(wait_slowest));
     println!(
         "  the same on warm sessions (pooled, as a step's apply finds the one its check opened):"
     );
@@ -246,7 +246,7 @@ async fn run(n: usize) {
         "    fan-out / slowest single host:             {:>7.2}   (target ≤ 1.2)",
         wait_fanout_warm.as_secs_f64() / wait_slowest_warm.as_secs_f64()
     );
-    warm_work.print(wait_fanout_warm - wait_slowest_warm);
+    warm_work.print(wait_fanout_warm.saturating_sub(wait_slowest_warm));
     println!("  CPU-bound step (check, apply, check of an /etc/hosts entry):");
     println!(
         "  slowest single host (in the sequential run): {:>7.3} s",
@@ -466,7 +466,8 @@ fn own_cpu() -> (f64, f64) {
 /// The CPU work done on this machine during one fan-out: what bounds its wall time from below
 /// when the hosts (sshd, PAM, sudo, the shells) share the client's cores.
 struct CpuWork {
-    /// Busy core-seconds of all processes but niced ones (a fuzzer or build at `nice` yields).
+    /// Busy core-seconds of the machine, niced processes' user time left out (a fuzzer or build
+    /// at `nice` yields to the hosts).
     busy: f64,
     /// This process's (the client's) share of it, seconds.
     client: f64,
@@ -497,7 +498,7 @@ impl CpuWork {
 }
 
 /// (busy, total) jiffies of all CPUs from /proc/stat; busy leaves out idle, iowait and niced
-/// time.
+/// user time (`/proc/stat` counts a niced process's system time as system).
 fn cpu_ticks() -> (u64, u64) {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let v: Vec<u64> = stat
