@@ -8,6 +8,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use super::farm::REGISTRY_DIR;
+use super::lease::Lease;
 use super::util::{check_prefix, run};
 
 /// What [`down_all`] removed.
@@ -42,11 +43,18 @@ impl DownReport {
 /// processes in network namespaces `PREFIX-h*` (SIGKILL by PID), loop devices whose backing
 /// file is named `PREFIX-vol-*`, links `PREFIX-*`, those namespaces, and mounts under the farm's
 /// registered state dir or `/run/netns/PREFIX-*`. Safe to call when nothing is left. Volume files
-/// and the state dir are not deleted.
+/// and the state dir are not deleted. Holds the prefix's [`Lease`] meanwhile, so no farm of that
+/// prefix starts during the cleanup.
 ///
-/// Errors only for an invalid prefix; removal failures are listed in [`DownReport::errors`].
+/// Errors: an invalid prefix, or a prefix leased by a running farm of another process (nothing
+/// is touched then; a farm of this process may be cleaned up, also one that was forgotten).
+/// Removal failures are listed in [`DownReport::errors`].
 pub async fn down_all(prefix: &str) -> Result<DownReport> {
     check_prefix(prefix)?;
+    let _lease = {
+        let prefix = prefix.to_string();
+        tokio::task::spawn_blocking(move || Lease::cleanup(&prefix)).await??
+    };
     let mut rep = DownReport::default();
     let ns_prefix = format!("{prefix}-h");
     let mut namespaces: Vec<String> = std::fs::read_dir("/run/netns")

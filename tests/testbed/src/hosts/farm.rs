@@ -17,6 +17,7 @@ use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 
 use super::kube::KubeStore;
+use super::lease::Lease;
 use super::net;
 use super::profile::HostProfile;
 use super::seed;
@@ -192,14 +193,19 @@ pub struct HostFarm {
     seed_dir: PathBuf,
     next_index: AtomicU32,
     inner: Mutex<Inner>,
+    /// Held for the farm's life (released after `Drop` has torn the hosts down).
+    _lease: Lease,
 }
 
 impl HostFarm {
-    /// Creates the state dir layout, the testbed root key (kept if present), the common host
-    /// seed and the bridge. Needs root and the packages of [`super::setup_packages`].
+    /// Leases the prefix and the bridge network machine-wide (waiting while another farm holds
+    /// either, see [`Lease`]), removes what a crashed farm of the same prefix left behind
+    /// ([`super::down_all`]), then creates the state dir layout, the testbed root key (kept if
+    /// present), the common host seed and the bridge. Needs root and the packages of
+    /// [`super::setup_packages`].
     ///
-    /// Errors: invalid prefix or bridge address, not root, the bridge already exists (leftovers:
-    /// run `down_all(prefix)` first), missing tools.
+    /// Errors: invalid prefix or bridge address, not root, the bridge cannot be created (a
+    /// leftover bridge of another prefix on the same network), missing tools.
     pub async fn new(cfg: FarmConfig) -> Result<Self> {
         check_prefix(&cfg.prefix)?;
         if !nix::unistd::geteuid().is_root() {
@@ -213,6 +219,11 @@ impl HostFarm {
                 cfg.bridge_cidr
             );
         }
+        let lease = {
+            let (prefix, bridge) = (cfg.prefix.clone(), cfg.bridge_cidr);
+            tokio::task::spawn_blocking(move || Lease::farm(&prefix, bridge)).await??
+        };
+        let _ = super::down_all(&cfg.prefix).await;
         for d in ["keys", "volumes", "hosts", "logs", "kube"] {
             std::fs::create_dir_all(cfg.state_dir.join(d))
                 .with_context(|| format!("create {}", cfg.state_dir.join(d).display()))?;
@@ -241,6 +252,7 @@ impl HostFarm {
             seed_dir,
             next_index: AtomicU32::new(1),
             inner: Mutex::new(Inner::default()),
+            _lease: lease,
         })
     }
 

@@ -19,12 +19,14 @@
 //! - a profile ([`HostProfile`]): the machine's Debian, or Ubuntu 20.04's `/etc/os-release` with
 //!   `kubectl` absent until `apt-get install kubectl`.
 //!
-//! Everything needs root. [`down_all`] removes leftovers of a crashed run by name prefix.
+//! Everything needs root. [`down_all`] removes leftovers of a crashed run by name prefix. Farms
+//! lease their prefix and network machine-wide ([`Lease`]), so tests may start farms in parallel.
 
 mod ansible;
 mod cleanup;
 mod farm;
 mod kube;
+mod lease;
 mod net;
 mod packages;
 mod profile;
@@ -41,5 +43,6 @@ pub use farm::{
     FarmConfig, HostFarm, HostInfo, HostSpec, HostState, HostStatus, VolumeSpec, root_key_path,
 };
 pub use kube::KubeStore;
+pub use lease::Lease;
 pub use packages::{HOST_PACKAGES, LEAN_HOST_PACKAGES, setup_packages};
 pub use profile::HostProfile;

@@ -1,6 +1,9 @@
 //! Machine packages the hosts need (hosts see them through the overlay's lower layer).
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
+use nix::fcntl::{Flock, FlockArg};
+
+use super::farm::REGISTRY_DIR;
 
 use super::util::SANE_PATH;
 
@@ -42,6 +45,22 @@ pub async fn setup_packages() -> Result<()> {
     if !nix::unistd::geteuid().is_root() {
         bail!("setup_packages needs root");
     }
+    if missing_of(HOST_PACKAGES).await?.is_empty()
+        && missing_of(LEAN_HOST_PACKAGES).await?.is_empty()
+    {
+        return Ok(());
+    }
+    // Tests running in parallel may all find something missing: one installs, the others wait
+    // for it and then find nothing left to do (apt-get itself would fail on dpkg's lock).
+    let _lock = tokio::task::spawn_blocking(|| {
+        std::fs::create_dir_all(REGISTRY_DIR)?;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(std::path::Path::new(REGISTRY_DIR).join("setup-packages.lock"))?;
+        Flock::lock(f, FlockArg::LockExclusive).map_err(|(_, e)| anyhow!("flock: {e}"))
+    })
+    .await??;
     let missing = missing_of(HOST_PACKAGES).await?;
     let missing_lean = missing_of(LEAN_HOST_PACKAGES).await?;
     if missing.is_empty() && missing_lean.is_empty() {
