@@ -1,0 +1,13 @@
+//! The command line and the daemon's operator interfaces: task verbs, pause/resume, `hot adjust`,
+//! `host-key forget` and the Prometheus endpoint.
+//!
+//! One test binary per subject (fewer links, one process per test under nextest); each module
+//! is one former test file, its tests unchanged.
+
+mod host_key_forget;
+mod hot_adjust_cli;
+mod metrics_daemon;
+mod pause_cli;
+#[path = "../support/mod.rs"]
+mod support;
+mod verbs_daemon;

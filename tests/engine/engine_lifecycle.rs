@@ -1,0 +1,561 @@
+//! SCALE, HEAL and TERMINATE on the testbed (needs root), after the seed's PersistentVolume
+//! instantiate: requests go through intake, the engine runs them against the simulated cloud whose
+//! servers are real SSH hosts, and the test checks servers, the Kubernetes stand-in's store, the
+//! NFS export's data and the mkfs log.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use support::bed::{Bed, fast_limits};
+use vnfkeeper::intake::spool::Outcome;
+use vnfkeeper::model::OperationState;
+use vnfkeeper::store::VnfcRow;
+
+const FILE_ON_PV: &str = "/volume/nfs/pv1/kept-across-heal.txt";
+
+fn fixture(name: &str) -> Value {
+    let path = support::repo_root()
+        .join("fixtures/requests/good")
+        .join(name);
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn accepted(out: Outcome) -> String {
+    match out {
+        Outcome::Accepted {
+            vnf_lcm_op_occ_id, ..
+        } => vnf_lcm_op_occ_id,
+        other => panic!("not accepted: {other:?}"),
+    }
+}
+
+/// Submits `envelope`, runs the operation it creates, and returns (op id, final state).
+async fn run(bed: &Bed, envelope: &Value) -> (String, OperationState) {
+    let op = accepted(bed.submit(&serde_json::to_vec(envelope).unwrap()));
+    let state = bed.engine.run(&op).await.unwrap();
+    if state != OperationState::Completed {
+        bed.print_journal(&op);
+    } else {
+        // "step k/N" of `vnfkeeper ops`: N is the real number of steps of the plan.
+        let journal = bed.db.with(|s| s.reader().journal(&op)).unwrap();
+        let last = journal.iter().map(|j| j.step_no).max();
+        let total = bed.db.with(|s| s.reader().steps_total(&op)).unwrap();
+        assert_eq!(total, last, "steps_total of {op}");
+    }
+    (op, state)
+}
+
+async fn instantiate(bed: &Bed) -> String {
+    let (op, vnf) = bed.submit_instantiate();
+    let state = bed.engine.run(&op).await.unwrap();
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    vnf
+}
+
+fn vnfcs(bed: &Bed, vnf: &str) -> Vec<VnfcRow> {
+    bed.db.with(|s| s.reader().vnfcs(vnf)).unwrap()
+}
+
+fn of_vdu<'a>(v: &'a [VnfcRow], vdu: &str) -> Vec<&'a VnfcRow> {
+    v.iter().filter(|c| c.vdu_id == vdu).collect()
+}
+
+/// vnfc id → server id.
+fn servers(v: &[VnfcRow]) -> BTreeMap<String, String> {
+    v.iter()
+        .map(|c| (c.id.clone(), c.server_id.clone().unwrap_or_default()))
+        .collect()
+}
+
+fn stack_id(bed: &Bed, vnf: &str) -> String {
+    bed.db
+        .with(|s| s.reader().instances())
+        .unwrap()
+        .into_iter()
+        .find(|i| i.id == vnf)
+        .and_then(|i| i.stack_id)
+        .unwrap()
+}
+
+/// Node names and PV phases in the cluster's Kubernetes stand-in store.
+fn kube(bed: &Bed, vnf: &str) -> (Vec<String>, BTreeMap<String, String>) {
+    let store = bed.farm.kube(&stack_id(bed, vnf));
+    let nodes = store.nodes().unwrap();
+    let doc = store.read().unwrap();
+    let pvs = doc["pvs"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v["status"]["phase"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (nodes, pvs)
+}
+
+fn kubectl_log(bed: &Bed, vnf: &str) -> Vec<String> {
+    bed.farm.kube(&stack_id(bed, vnf)).kubectl_log().unwrap()
+}
+
+fn heal_of(vnfc_ids: &[&str], request_id: &str) -> Value {
+    json!({
+        "operation": "HEAL",
+        "vnfInstanceId": "vnf-pv-k8s-cluster",
+        "requestId": request_id,
+        "request": {"vnfcInstanceId": vnfc_ids, "cause": "test"}
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn scale_out_and_in_by_one_worker_then_terminate() {
+    let bed = Bed::new("vkl", 65, fast_limits()).await;
+    let vnf = instantiate(&bed).await;
+    let before = vnfcs(&bed, &vnf);
+    assert_eq!(of_vdu(&before, "workerNode").len(), 2);
+
+    // SCALE_OUT by one step: one more worker, joined, with the NFS client; others untouched.
+    let (op, state) = run(&bed, &fixture("pv-k8s-cluster.20-scale-out.json")).await;
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    let out = vnfcs(&bed, &vnf);
+    let workers = of_vdu(&out, "workerNode");
+    assert_eq!(workers.len(), 3);
+    for (id, server) in servers(&before) {
+        assert_eq!(servers(&out)[&id], server, "VNFC {id} kept its server");
+    }
+    let new = workers
+        .iter()
+        .find(|w| !before.iter().any(|b| b.id == w.id))
+        .unwrap();
+    let (nodes, _) = kube(&bed, &vnf);
+    assert_eq!(nodes.len(), 4, "{nodes:?}");
+    let nfs = bed
+        .farm
+        .exec(
+            new.server_id.as_deref().unwrap(),
+            "dpkg-query -W -f '${Status}' nfs-common",
+        )
+        .await
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&nfs.stdout).contains("ok installed"),
+        "NFS client on the new worker"
+    );
+    let inst = bed.db.with(|s| s.reader().instances()).unwrap();
+    assert_eq!(inst[0].scale_status.get("worker_instance"), Some(&1));
+
+    // Beyond max_scale_level (2): refused at intake with the pointer, nothing queued.
+    let mut too_far = fixture("pv-k8s-cluster.20-scale-out.json");
+    too_far["requestId"] = json!("too-far");
+    too_far["request"]["numberOfSteps"] = json!(2);
+    match bed.submit(&serde_json::to_vec(&too_far).unwrap()) {
+        Outcome::Rejected { problem, .. } => {
+            assert_eq!(problem.status, 422);
+            assert_eq!(problem.errors[0].pointer, "/request/numberOfSteps");
+            assert!(
+                problem.detail.contains("max_scale_level"),
+                "{}",
+                problem.detail
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // SCALE_IN by one step: the newest worker is drained, deleted from Kubernetes and removed.
+    let (op, state) = run(&bed, &fixture("pv-k8s-cluster.50-scale-in.json")).await;
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    let after = vnfcs(&bed, &vnf);
+    assert_eq!(of_vdu(&after, "workerNode").len(), 2);
+    assert!(
+        !after.iter().any(|v| v.id == new.id),
+        "the newest worker went"
+    );
+    assert_eq!(servers(&after), servers(&before), "the original VNFCs stay");
+    let new_ip = new.ip_address.clone().unwrap().replace('.', "-");
+    let log = kubectl_log(&bed, &vnf);
+    assert!(
+        log.iter()
+            .any(|l| l.contains(" kubectl drain ") && l.contains(&new_ip)),
+        "drain of the removed worker in the kubectl stand-in's log: {log:#?}"
+    );
+    let (nodes, _) = kube(&bed, &vnf);
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+    let inst = bed.db.with(|s| s.reader().instances()).unwrap();
+    assert_eq!(inst[0].scale_status.get("worker_instance"), Some(&0));
+    // Below level 0: refused.
+    let mut below = fixture("pv-k8s-cluster.50-scale-in.json");
+    below["requestId"] = json!("below-zero");
+    match bed.submit(&serde_json::to_vec(&below).unwrap()) {
+        Outcome::Rejected { problem, .. } => {
+            assert_eq!(problem.errors[0].pointer, "/request/numberOfSteps")
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // TERMINATE: no stack, no server, instance NOT_INSTANTIATED, history kept.
+    let (op, state) = run(&bed, &fixture("pv-k8s-cluster.90-terminate.json")).await;
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    let inst = bed.db.with(|s| s.reader().instances()).unwrap();
+    assert_eq!(inst[0].instantiation_state.as_str(), "NOT_INSTANTIATED");
+    assert!(inst[0].stack_id.is_none());
+    assert!(vnfcs(&bed, &vnf).is_empty());
+    assert_eq!(bed.tb.cloud().record_counts(), (0, 0, 0));
+    let ops = bed.db.with(|s| s.reader().operations(Some(&vnf))).unwrap();
+    assert_eq!(ops.len(), 4, "every operation stays in the history");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_worker_heal() {
+    let bed = Bed::new("vkm", 66, fast_limits()).await;
+    let vnf = instantiate(&bed).await;
+    let before = vnfcs(&bed, &vnf);
+    let storage = of_vdu(&before, "storage_server")[0].clone();
+    let storage_server = storage.server_id.clone().unwrap();
+    let out = bed
+        .farm
+        .exec(
+            &storage_server,
+            &format!("echo written-before-heal > {FILE_ON_PV} && sync"),
+        )
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(bed.farm.mkfs_log(&storage_server).await.unwrap().len(), 1);
+    let stack = stack_id(&bed, &vnf);
+    bed.tb
+        .cloud()
+        .inject_bind_pv(&stack, "nfs-pv2", None)
+        .await
+        .unwrap();
+    let (nodes_before, _) = kube(&bed, &vnf);
+
+    // Refused before anything is touched: 409 naming the PV.
+    let (op, state) = run(&bed, &heal_of(&[&storage.id], "heal-storage")).await;
+    assert_eq!(state, OperationState::FailedTemp);
+    let problem: Value = serde_json::from_str(&bed.error_of(&op).unwrap()).unwrap();
+    assert_eq!(problem["status"], 409, "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("nfs-pv2"),
+        "{problem}"
+    );
+    assert_eq!(
+        servers(&vnfcs(&bed, &vnf)),
+        servers(&before),
+        "no server replaced"
+    );
+    let (nodes, pvs) = kube(&bed, &vnf);
+    assert_eq!(nodes, nodes_before, "no node removed");
+    assert_eq!(pvs.len(), 3, "no PV deleted: {pvs:?}");
+    let journal = bed.db.with(|s| s.reader().journal(&op)).unwrap();
+    assert_eq!(journal.len(), 1, "only the check ran: {journal:?}");
+    assert_eq!(journal[0].name, "pv.not_bound");
+
+    // The claim goes away; RETRY heals the storage server and keeps the volume's data.
+    bed.tb
+        .cloud()
+        .inject_unbind_pv(&stack, "nfs-pv2", false)
+        .await
+        .unwrap();
+    let retry = json!({"operation": "RETRY", "vnfLcmOpOccId": op, "requestId": "retry-heal"});
+    bed.submit(&serde_json::to_vec(&retry).unwrap());
+    let state = bed.engine.run(&op).await.unwrap();
+    bed.print_journal(&op);
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    let after = vnfcs(&bed, &vnf);
+    let healed = after.iter().find(|v| v.id == storage.id).unwrap();
+    let new_server = healed.server_id.clone().unwrap();
+    assert_ne!(
+        new_server, storage_server,
+        "the storage server was replaced"
+    );
+    for v in after.iter().filter(|v| v.id != storage.id) {
+        assert_eq!(
+            v.server_id,
+            before.iter().find(|b| b.id == v.id).unwrap().server_id,
+            "VNFC {} untouched",
+            v.id
+        );
+    }
+    let read = bed
+        .farm
+        .exec(&new_server, &format!("cat {FILE_ON_PV}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&read.stdout).trim(),
+        "written-before-heal"
+    );
+    assert!(
+        bed.farm.mkfs_log(&new_server).await.unwrap().is_empty(),
+        "no mkfs on the kept volume"
+    );
+    let (_, pvs) = kube(&bed, &vnf);
+    assert_eq!(pvs.len(), 3);
+    assert!(pvs.values().all(|p| p == "Available"), "{pvs:?}");
+
+    // HEAL of one worker: only its server is replaced; it joins again.
+    let worker = of_vdu(&after, "workerNode")[1].clone();
+    let (op, state) = run(&bed, &heal_of(&[&worker.id], "heal-worker")).await;
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    let last = vnfcs(&bed, &vnf);
+    for v in &last {
+        let was = after.iter().find(|a| a.id == v.id).unwrap();
+        if v.id == worker.id {
+            assert_ne!(v.server_id, was.server_id, "the worker was replaced");
+        } else {
+            assert_eq!(v.server_id, was.server_id, "VNFC {} untouched", v.id);
+        }
+    }
+    let (nodes, _) = kube(&bed, &vnf);
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+    let log = kubectl_log(&bed, &vnf);
+    let ip = worker.ip_address.clone().unwrap().replace('.', "-");
+    assert!(
+        log.iter()
+            .any(|l| l.contains(" kubectl delete node ") && l.contains(&ip)),
+        "{log:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
+    let bed = Bed::new("vkln", 67, fast_limits()).await;
+    let vnf = instantiate(&bed).await;
+    let before = vnfcs(&bed, &vnf);
+    let storage = of_vdu(&before, "storage_server")[0].clone();
+    let out = bed
+        .farm
+        .exec(
+            storage.server_id.as_deref().unwrap(),
+            &format!("echo whole > {FILE_ON_PV} && sync"),
+        )
+        .await
+        .unwrap();
+    assert!(out.status.success());
+
+    let (op, state) = run(&bed, &fixture("pv-k8s-cluster.60-heal-entire.json")).await;
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    let after = vnfcs(&bed, &vnf);
+    assert_eq!(after.len(), before.len());
+    for v in &after {
+        let was = before.iter().find(|b| b.id == v.id).expect("VNFC ids kept");
+        assert_ne!(v.server_id, was.server_id, "VNFC {} replaced", v.id);
+    }
+    let new_storage = after.iter().find(|v| v.id == storage.id).unwrap();
+    let server = new_storage.server_id.as_deref().unwrap();
+    let read = bed
+        .farm
+        .exec(server, &format!("cat {FILE_ON_PV}"))
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "whole");
+    assert!(bed.farm.mkfs_log(server).await.unwrap().is_empty());
+    let (nodes, pvs) = kube(&bed, &vnf);
+    assert_eq!(pvs.len(), 3);
+    assert!(pvs.values().all(|p| p == "Available"), "{pvs:?}");
+    // The stand-in's store outlives the servers: nodes of the new servers are registered.
+    for v in after.iter().filter(|v| v.vdu_id != "storage_server") {
+        let ip = v.ip_address.clone().unwrap().replace('.', "-");
+        assert!(nodes.iter().any(|n| n.ends_with(&ip)), "{nodes:?}");
+    }
+}
+
+/// ROLLBACK of a failed SCALE_OUT of an AutoScalingGroup BaseHOT (Tacker's
+/// `Openstack.scale_rollback`): Nova refuses the listing of `heat.read_vnfcs` (400) after Heat
+/// added the worker, the operation stops in FAILED_TEMP; the ROLLBACK marks the added member
+/// unhealthy and puts the group back to its capacity, so Heat removes exactly it. The other
+/// VNFCs keep their servers, the scale level stays 0, the cluster keeps its nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
+    let bed = Bed::new("vklg", 87, fast_limits()).await;
+    let vnf = instantiate(&bed).await;
+    let before = vnfcs(&bed, &vnf);
+    let servers_before = servers(&before);
+    let nova_before: Vec<String> = {
+        use vnfkeeper::cloud::Cloud;
+        let mut v: Vec<String> = bed
+            .cloud
+            .servers()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        v.sort();
+        v
+    };
+    let (nodes_before, _) = kube(&bed, &vnf);
+
+    bed.tb.cloud().add_api_fault(
+        "compute",
+        testbed::cloud::FaultRule {
+            status: Some(400),
+            count: Some(1),
+            probability: 1.0,
+            method: Some("GET".into()),
+            path_contains: Some("/servers".into()),
+            ..testbed::cloud::FaultRule::default()
+        },
+    );
+    let (op, state) = run(&bed, &fixture("pv-k8s-cluster.20-scale-out.json")).await;
+    assert_eq!(state, OperationState::FailedTemp);
+    let error = bed.error_of(&op).unwrap();
+    assert!(error.contains("heat.read_vnfcs"), "{error}");
+    let nova_failed = {
+        use vnfkeeper::cloud::Cloud;
+        bed.cloud.servers().await.unwrap().len()
+    };
+    assert_eq!(nova_failed, nova_before.len() + 1, "Heat added the worker");
+
+    let rollback = json!({"operation": "ROLLBACK", "vnfLcmOpOccId": op, "requestId": "rb"});
+    bed.submit(&serde_json::to_vec(&rollback).unwrap());
+    let state = bed.engine.run(&op).await.unwrap();
+    if state != OperationState::RolledBack {
+        bed.print_journal(&op);
+    }
+    assert_eq!(state, OperationState::RolledBack, "{:?}", bed.error_of(&op));
+    let after = vnfcs(&bed, &vnf);
+    assert_eq!(
+        servers(&after),
+        servers_before,
+        "the same VNFCs on the same servers"
+    );
+    let nova_after: Vec<String> = {
+        use vnfkeeper::cloud::Cloud;
+        let mut v: Vec<String> = bed
+            .cloud
+            .servers()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(nova_after, nova_before, "only the added server is gone");
+    let inst = bed.db.with(|s| s.reader().instances()).unwrap();
+    assert_eq!(inst[0].scale_status.get("worker_instance"), Some(&0));
+    let (nodes, _) = kube(&bed, &vnf);
+    assert_eq!(nodes, nodes_before);
+    let plan: Value = serde_json::from_str(
+        &bed.db
+            .with(|s| s.reader().operation_plan(&op))
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    let keys: Vec<&str> = plan["rollback"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "rollback:heat.mark_unhealthy",
+            "rollback:heat.update",
+            "rollback:heat.wait_update",
+            "rollback:heat.read_vnfcs"
+        ]
+    );
+}
+
+/// ROLLBACK of a SCALE_OUT whose new worker joined the cluster and then failed (its host stops
+/// answering after `k8s.install`): the rollback runs the SCALE_IN stages for it first — drain
+/// and delete the node on a master that stays — then Heat removes the member. The cluster is left
+/// with the nodes it had before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
+    use vnfkeeper::cloud::Cloud;
+    let limits = vnfkeeper::engine::EngineLimits {
+        command_timeout: std::time::Duration::from_secs(10),
+        attempts: 1,
+        ..fast_limits()
+    };
+    let bed = Bed::new("vkh", 91, limits).await;
+    let vnf = instantiate(&bed).await;
+    let before = vnfcs(&bed, &vnf);
+    let (nodes_before, _) = kube(&bed, &vnf);
+    let known: Vec<String> = bed
+        .cloud
+        .servers()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+
+    // Once the new worker is a node, its host hangs: the next stage on it times out.
+    let farm = bed.farm.clone();
+    let store = bed.farm.kube(&stack_id(&bed, &vnf));
+    let cloud = bed.cloud.clone();
+    let want = nodes_before.len() + 1;
+    let watcher = tokio::spawn(async move {
+        for _ in 0..1200 {
+            if store.nodes().map(|n| n.len()).unwrap_or(0) >= want {
+                for s in cloud.servers().await.unwrap() {
+                    if !known.contains(&s.id) {
+                        farm.set_hang(&s.id, true).await.unwrap();
+                        return Some(s.id);
+                    }
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        None
+    });
+    let (op, state) = run(&bed, &fixture("pv-k8s-cluster.20-scale-out.json")).await;
+    let hung = watcher.await.unwrap().expect("the new worker joined");
+    assert_eq!(state, OperationState::FailedTemp);
+    assert_eq!(
+        kube(&bed, &vnf).0.len(),
+        nodes_before.len() + 1,
+        "it had joined"
+    );
+    let added = vnfcs(&bed, &vnf)
+        .into_iter()
+        .find(|r| r.server_id.as_deref() == Some(hung.as_str()))
+        .expect("the added worker's row");
+
+    let rollback = json!({"operation": "ROLLBACK", "vnfLcmOpOccId": op, "requestId": "rb-join"});
+    bed.submit(&serde_json::to_vec(&rollback).unwrap());
+    let state = bed.engine.run(&op).await.unwrap();
+    if state != OperationState::RolledBack {
+        bed.print_journal(&op);
+    }
+    assert_eq!(state, OperationState::RolledBack, "{:?}", bed.error_of(&op));
+    let (nodes, _) = kube(&bed, &vnf);
+    assert_eq!(
+        nodes, nodes_before,
+        "the added node was deleted from the cluster"
+    );
+    assert_eq!(servers(&vnfcs(&bed, &vnf)), servers(&before));
+    let plan: Value = serde_json::from_str(
+        &bed.db
+            .with(|s| s.reader().operation_plan(&op))
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(plan["rollback"]["hooked"], json!([added.id]));
+    let node = added.ip_address.clone().unwrap().replace('.', "-");
+    let log = kubectl_log(&bed, &vnf);
+    assert!(
+        log.iter()
+            .any(|l| l.contains(" kubectl drain ") && l.contains(&node)),
+        "drain of the added worker in the kubectl stand-in's log: {log:#?}"
+    );
+}

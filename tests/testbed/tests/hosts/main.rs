@@ -1,0 +1,13 @@
+//! The host farm: isolation, SSH, volumes, NFS, faults, crash cleanup, scale, the Ubuntu profile
+//! and the kubespray flavour's Ansible server.
+//!
+//! One test binary per subject (fewer links, one process per test under nextest); each module
+//! is one former test file, its tests unchanged.
+
+mod hosts_common;
+mod hosts_crash;
+mod hosts_farm;
+mod hosts_kubespray;
+mod hosts_scale;
+mod hosts_smoke;
+mod hosts_ubuntu;
