@@ -112,15 +112,20 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     /// How a VNFC in `role` is reached. Errors: the role is not managed over SSH.
     fn access(&self, role: Role) -> Result<Access, FlavourError>;
 
-    /// Stages after the stack was created (Tacker `instantiate_end`).
-    fn instantiate_end(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError>;
+    /// Stages after the stack was created (Tacker `instantiate_end`). Default: none.
+    fn instantiate_end(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
+        Ok(Vec::new())
+    }
 
     /// Stages before a SCALE_IN changes the stack: `victims` leave (Tacker `scale_start`).
+    /// Default: none.
     fn scale_start(
         &self,
-        c: HookContext<'_>,
-        victims: &[String],
-    ) -> Result<Vec<Stage>, FlavourError>;
+        _c: HookContext<'_>,
+        _victims: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        Ok(Vec::new())
+    }
 
     /// Stages after `gone` were removed by someone else (Tacker's SCALE_IN in companion mode):
     /// what of the flavour's removal can still run once the servers no longer exist — e.g.
@@ -135,23 +140,39 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
         Ok(Vec::new())
     }
 
-    /// Stages after a SCALE_OUT: `created` are new (Tacker `scale_end`).
-    fn scale_end(&self, c: HookContext<'_>, created: &[String])
-    -> Result<Vec<Stage>, FlavourError>;
+    /// Stages after a SCALE_OUT: `created` are new (Tacker `scale_end`). Default: none.
+    fn scale_end(
+        &self,
+        _c: HookContext<'_>,
+        _created: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        Ok(Vec::new())
+    }
 
     /// Stages before a HEAL replaces `targets` (Tacker `heal_start`); may refuse (409 by a step).
+    /// Default: none.
     fn heal_start(
         &self,
-        c: HookContext<'_>,
-        targets: &[String],
-    ) -> Result<Vec<Stage>, FlavourError>;
+        _c: HookContext<'_>,
+        _targets: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        Ok(Vec::new())
+    }
 
     /// Stages after `targets` were replaced or, for a configuration-only heal, as they are
-    /// (Tacker `heal_end`).
-    fn heal_end(&self, c: HookContext<'_>, targets: &[String]) -> Result<Vec<Stage>, FlavourError>;
+    /// (Tacker `heal_end`). Default: none.
+    fn heal_end(
+        &self,
+        _c: HookContext<'_>,
+        _targets: &[String],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        Ok(Vec::new())
+    }
 
-    /// Stages before the stack is deleted (Tacker `terminate_start`).
-    fn terminate_start(&self, c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError>;
+    /// Stages before the stack is deleted (Tacker `terminate_start`). Default: none.
+    fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
+        Ok(Vec::new())
+    }
 
     /// Stages before a ROLLBACK of a failed INSTANTIATE deletes the stack (SOL003 §5.4.10
     /// ROLLBACK; Tacker's infra driver only deletes the stack): undo what the INSTANTIATE may
@@ -176,17 +197,21 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     }
 
     /// Reconcile probes of one VNFC in `role` (`first_master`: the master that also reads the
-    /// cluster's nodes and PersistentVolumes).
+    /// cluster's nodes and PersistentVolumes). Default: none.
     fn probes(
         &self,
-        c: HookContext<'_>,
-        vnfc: &VnfcRow,
-        role: Role,
-        first_master: bool,
-    ) -> Vec<Probe>;
+        _c: HookContext<'_>,
+        _vnfc: &VnfcRow,
+        _role: Role,
+        _first_master: bool,
+    ) -> Vec<Probe> {
+        Vec::new()
+    }
 
-    /// Names of the PersistentVolumes the VNF registers (empty for none).
-    fn pv_names(&self) -> Result<Vec<String>, FlavourError>;
+    /// Names of the PersistentVolumes the VNF registers. Default: none.
+    fn pv_names(&self) -> Result<Vec<String>, FlavourError> {
+        Ok(Vec::new())
+    }
 
     /// The content of a step's [`Late`] file from the VNFC rows as stored when the step runs
     /// (pinned host keys, credentials). Errors: the flavour plans no such file, or what it

@@ -160,30 +160,6 @@ impl MgmtDriver for PrivateRegistry {
         Ok(list.into_stages())
     }
 
-    fn scale_start(
-        &self,
-        _c: HookContext<'_>,
-        _victims: &[String],
-    ) -> Result<Vec<Stage>, FlavourError> {
-        Ok(Vec::new())
-    }
-
-    fn scale_end(
-        &self,
-        _c: HookContext<'_>,
-        _created: &[String],
-    ) -> Result<Vec<Stage>, FlavourError> {
-        Ok(Vec::new())
-    }
-
-    fn heal_start(
-        &self,
-        _c: HookContext<'_>,
-        _targets: &[String],
-    ) -> Result<Vec<Stage>, FlavourError> {
-        Ok(Vec::new())
-    }
-
     fn heal_end(&self, c: HookContext<'_>, targets: &[String]) -> Result<Vec<Stage>, FlavourError> {
         let mut list = StageList::default();
         for s in self.servers(c.vnfcs)? {
@@ -192,10 +168,6 @@ impl MgmtDriver for PrivateRegistry {
             }
         }
         Ok(list.into_stages())
-    }
-
-    fn terminate_start(&self, _c: HookContext<'_>) -> Result<Vec<Stage>, FlavourError> {
-        Ok(Vec::new())
     }
 
     fn probes(
@@ -224,10 +196,6 @@ impl MgmtDriver for PrivateRegistry {
             );
         }
         out
-    }
-
-    fn pv_names(&self) -> Result<Vec<String>, FlavourError> {
-        Ok(Vec::new())
     }
 }
 
