@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use testbed::hosts::{FarmConfig, HostFarm, HostSpec};
-use vnfkeeper::intake::wire::Secret;
 use vnfkeeper::remote::{Auth, HostKeyPolicy, Remote, RemoteCommand, SshConfig, SshRemote, Target};
+use vnfkeeper_core::wire::Secret;
 
 mod table;
 

@@ -13,9 +13,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use vnfkeeper::model::{InstantiationState, LcmOperationType, OperationState, Timestamp};
-use vnfkeeper::plan::vnfcs::ObservedVnfc;
 use vnfkeeper::store::{NewEvent, NewIntake, NewOperation, RequestBody, Store};
+use vnfkeeper_core::model::{InstantiationState, LcmOperationType, OperationState, Timestamp};
+use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
 
 mod support;
 mod table;

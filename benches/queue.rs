@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use vnfkeeper::model::{LcmOperationType, Timestamp};
 use vnfkeeper::store::{NewOperation, RequestBody, Store};
+use vnfkeeper_core::model::{LcmOperationType, Timestamp};
 
 mod support;
 mod table;

@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use testbed::cloud::{CloudOptions, Testbed};
 use vnfkeeper::cloud::{Cloud, OpenStackCloud, StackCreate};
-use vnfkeeper::model::{InstantiationState, Timestamp};
-use vnfkeeper::plan::vnfcs::ObservedVnfc;
-use vnfkeeper::reconcile::policy::Policy;
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
+use vnfkeeper_core::model::{InstantiationState, Timestamp};
+use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
+use vnfkeeper_core::policy::Policy;
 
 mod table;
 

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use comfy_table::{Table, presets::NOTHING};
 use serde_json::{Value, json};
 
-use crate::config::{DEFAULT_CONFIG_PATH, EXIT_CONFIG, Settings};
+use crate::config::{ConfigArg, EXIT_CONFIG, Settings};
 use crate::intake::spool::Spool;
 use crate::store::{OperationRow, Store};
 
@@ -22,14 +22,6 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// The `--config` option shared by every command.
-#[derive(Debug, clap::Args)]
-pub struct ConfigArg {
-    /// Configuration file.
-    #[arg(long, env = "VNFKEEPER_CONFIG", default_value = DEFAULT_CONFIG_PATH)]
-    pub config: PathBuf,
 }
 
 /// Subcommands.
@@ -441,8 +433,8 @@ fn open_db(settings: &Settings) -> Result<crate::store::Reader, Failure> {
     Ok(Store::open_read_only(&settings.database)?)
 }
 
-fn now() -> crate::model::Timestamp {
-    crate::model::Timestamp(chrono::Utc::now())
+fn now() -> vnfkeeper_core::model::Timestamp {
+    vnfkeeper_core::model::Timestamp(chrono::Utc::now())
 }
 
 /// `backup`: one consistent copy, then what was written.
@@ -559,12 +551,13 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     let endpoint = |id: &str| -> Option<String> {
         let dir = settings.database.parent()?;
         let text =
-            std::fs::read_to_string(crate::flavour::kubespray::kubeconfig_path(dir, id)).ok()?;
-        crate::flavour::kubespray::kubeconfig_server(&text)
+            std::fs::read_to_string(vnfkeeper_core::flavour::kubespray::kubeconfig_path(dir, id))
+                .ok()?;
+        vnfkeeper_core::flavour::kubespray::kubeconfig_server(&text)
     };
     let pauses = q.maintenance_pauses()?;
     let now = now();
-    let paused = |id: &str| crate::model::pause::in_force(&pauses, id, now);
+    let paused = |id: &str| vnfkeeper_core::model::pause::in_force(&pauses, id, now);
     if as_json {
         let mut list = Vec::new();
         for i in &instances {
@@ -590,7 +583,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
                 "updatedAt": i.updated_at.to_rfc3339(),
                 "unfinishedOperations": unfinished,
                 "clusterEndpoint": endpoint(&i.id),
-                "maintenancePause": paused(&i.id).map(crate::reconcile::policy::pause_json),
+                "maintenancePause": paused(&i.id).map(vnfkeeper_core::policy::pause_json),
                 "vnfcs": vnfcs,
                 "registries": registries,
             }));
@@ -640,7 +633,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
             i.origin.to_string(),
         ]);
         for n in all_trust.remove(&i.id).unwrap_or_default() {
-            let time = |t: Option<crate::model::Timestamp>| {
+            let time = |t: Option<vnfkeeper_core::model::Timestamp>| {
                 t.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into())
             };
             trust_table.add_row([
@@ -670,7 +663,7 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     }
     if let Some(all) = pauses
         .iter()
-        .find(|p| p.scope == crate::model::PauseScope::All && p.active_at(now))
+        .find(|p| p.scope == vnfkeeper_core::model::PauseScope::All && p.active_at(now))
     {
         outln!("every VNF instance: maintenance {}\n", all.describe());
     }
@@ -685,16 +678,16 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
 }
 
 /// `HTTP` or `HTTPS`.
-fn connection_type_name(t: crate::intake::wire::params::ConnectionType) -> &'static str {
+fn connection_type_name(t: vnfkeeper_core::wire::params::ConnectionType) -> &'static str {
     match t {
-        crate::intake::wire::params::ConnectionType::Http => "HTTP",
-        crate::intake::wire::params::ConnectionType::Https => "HTTPS",
+        vnfkeeper_core::wire::params::ConnectionType::Http => "HTTP",
+        vnfkeeper_core::wire::params::ConnectionType::Https => "HTTPS",
     }
 }
 
 /// `status --json`'s `registries` of one instance: per registry its type, CA fingerprint and
 /// the nodes that recorded trust of it, with when it was last applied and verified.
-fn registries_json(rows: &[crate::flavour::trust::NodeTrust]) -> Value {
+fn registries_json(rows: &[vnfkeeper_core::flavour::trust::NodeTrust]) -> Value {
     let mut out: Vec<Value> = Vec::new();
     for n in rows {
         let node = n.vnfc_instance_id.as_ref().map(|id| {
@@ -734,7 +727,7 @@ fn host_key_forget(config: &Path, vnfc_id: &str) -> Result<(), Failure> {
     }
     let mut store = Store::open(&settings.database)?;
     let who = caller();
-    let now = crate::model::Timestamp(chrono::Utc::now());
+    let now = vnfkeeper_core::model::Timestamp(chrono::Utc::now());
     let Some(gone) = store.write(|tx| tx.forget_host_key(vnfc_id, &who, now))? else {
         return Err(anyhow::anyhow!(
             "no VNFC {vnfc_id:?} in {} (`vnfkeeper status` lists the VNFCs)",
@@ -800,7 +793,7 @@ fn hot_adjust(a: &crate::hot_adjust::AdjustArgs) -> Result<(), Failure> {
     let read = |p: &Path, opt: &str| {
         std::fs::read(p).map_err(|e| anyhow::anyhow!("{opt} {}: cannot read: {e}", p.display()))
     };
-    let pkg = crate::package::VnfPackage::load(&a.package)?;
+    let pkg = vnfkeeper_core::package::VnfPackage::load(&a.package)?;
     let base = pkg.base_hot(&a.flavour)?;
     let request = read(&a.request, "--request")?;
     let grant = a.grant.as_deref().map(|p| read(p, "--grant")).transpose()?;

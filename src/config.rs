@@ -16,6 +16,15 @@ pub const EXIT_CONFIG: u8 = 78;
 /// Default path of the configuration file.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/vnfkeeper/vnfkeeper.toml";
 
+/// The `--config` option shared by every command (clap arguments; `VNFKEEPER_CONFIG` in the
+/// environment, else [`DEFAULT_CONFIG_PATH`]).
+#[derive(Debug, clap::Args)]
+pub struct ConfigArg {
+    /// Configuration file.
+    #[arg(long, env = "VNFKEEPER_CONFIG", default_value = DEFAULT_CONFIG_PATH)]
+    pub config: PathBuf,
+}
+
 /// A configuration problem: which file, which key, why.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -278,7 +287,7 @@ impl TackerSettings {
 
     /// The Basic password from `password_file`. Errors: the file cannot be read, is readable by
     /// others, or its first line is empty — a message naming the file, never its content.
-    pub fn read_password(&self) -> Result<crate::intake::wire::Secret<String>, String> {
+    pub fn read_password(&self) -> Result<vnfkeeper_core::wire::Secret<String>, String> {
         use std::os::unix::fs::PermissionsExt as _;
         let p = &self.password_file;
         let meta = std::fs::metadata(p)
@@ -299,7 +308,7 @@ impl TackerSettings {
                 p.display()
             ));
         }
-        Ok(crate::intake::wire::Secret::new(line.to_owned()))
+        Ok(vnfkeeper_core::wire::Secret::new(line.to_owned()))
     }
 }
 
@@ -341,7 +350,7 @@ pub struct ReconcileSettings {
     pub changes_since_interval: Option<Duration>,
     /// Remediation policy (grace, startup grace, max_unhealthy, retry budget and backoff,
     /// min healthy period).
-    pub policy: crate::reconcile::policy::Policy,
+    pub policy: vnfkeeper_core::policy::Policy,
     /// Longest one SSH probe may take. Default 30 s.
     pub probe_timeout: Duration,
 }
@@ -488,7 +497,7 @@ impl Settings {
                         ));
                     }
                 },
-                policy: crate::reconcile::policy::Policy {
+                policy: vnfkeeper_core::policy::Policy {
                     grace: secs(
                         "reconcile.grace_secs",
                         file.reconcile.grace_secs,
@@ -502,12 +511,12 @@ impl Settings {
                         86_400,
                     )?,
                     max_unhealthy: match file.reconcile.max_unhealthy {
-                        None => crate::reconcile::policy::MaxUnhealthy::Percent(40),
+                        None => vnfkeeper_core::policy::MaxUnhealthy::Percent(40),
                         Some(MaxUnhealthyFile::Count(n)) => {
-                            crate::reconcile::policy::MaxUnhealthy::Count(n)
+                            vnfkeeper_core::policy::MaxUnhealthy::Count(n)
                         }
                         Some(MaxUnhealthyFile::Text(t)) => {
-                            crate::reconcile::policy::MaxUnhealthy::parse(&t)
+                            vnfkeeper_core::policy::MaxUnhealthy::parse(&t)
                                 .map_err(|r| invalid("reconcile.max_unhealthy", r))?
                         }
                     },
@@ -652,7 +661,7 @@ impl Settings {
         out.push_str(&format!(
             "max_unhealthy = {}\n",
             match p.max_unhealthy {
-                crate::reconcile::policy::MaxUnhealthy::Count(n) => n.to_string(),
+                vnfkeeper_core::policy::MaxUnhealthy::Count(n) => n.to_string(),
                 m => toml_string(&m.to_string()),
             }
         ));
@@ -1190,7 +1199,7 @@ mod tests {
         let s = parse("[reconcile]\nmax_unhealthy = 2\ngrace_secs = 60\n").unwrap();
         assert_eq!(
             s.reconcile.policy.max_unhealthy,
-            crate::reconcile::policy::MaxUnhealthy::Count(2)
+            vnfkeeper_core::policy::MaxUnhealthy::Count(2)
         );
         assert_eq!(s.reconcile.policy.grace, Duration::from_secs(60));
         let d = parse("").unwrap();
@@ -1201,7 +1210,7 @@ mod tests {
         );
         assert_eq!(
             d.reconcile.policy.max_unhealthy,
-            crate::reconcile::policy::MaxUnhealthy::Percent(40)
+            vnfkeeper_core::policy::MaxUnhealthy::Percent(40)
         );
         let e = parse("[reconcile]\nmax_unhealthy = \"lots\"\n")
             .unwrap_err()

@@ -7,8 +7,8 @@ use comfy_table::{Table, presets::NOTHING};
 use serde_json::{Value, json};
 
 use crate::config::Settings;
-use crate::model::{Timestamp, pause};
 use crate::store::{IntakeFacts, StepFacts, Store, TimelineEntry};
+use vnfkeeper_core::model::{Timestamp, pause};
 
 /// Prints the timeline of `vnf_instance_id` read through a read-only connection: entries at or
 /// after `since` (an RFC 3339 time, or a span back from `now` such as `90m`, `2h`, `1d`), as an

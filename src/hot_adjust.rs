@@ -17,9 +17,9 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::heat::{Adjusted, Current, Grant, Input, Operation, Vnfc, adjust};
-use crate::intake::wire::{Envelope, LcmRequest, parse_envelope};
-use crate::package::{BaseHot, Vnfd};
+use vnfkeeper_core::heat::{Adjusted, Current, Grant, Input, Operation, Vnfc, adjust};
+use vnfkeeper_core::package::{BaseHot, Vnfd};
+use vnfkeeper_core::wire::{Envelope, LcmRequest, parse_envelope};
 
 /// `vnfkeeper hot …`.
 #[derive(Debug, clap::Subcommand)]
@@ -152,12 +152,14 @@ pub fn run(args: &AdjustArgs, files: &AdjustFiles<'_>) -> anyhow::Result<Rendere
             .map(|p| p.display().to_string())
             .unwrap_or_default()
     };
-    let explain = |e: crate::heat::HeatError| match &e {
-        crate::heat::HeatError::Request { .. } => anyhow::anyhow!("--request {req_name}: {e}"),
-        crate::heat::HeatError::Grant { .. } => {
+    let explain = |e: vnfkeeper_core::heat::HeatError| match &e {
+        vnfkeeper_core::heat::HeatError::Request { .. } => {
+            anyhow::anyhow!("--request {req_name}: {e}")
+        }
+        vnfkeeper_core::heat::HeatError::Grant { .. } => {
             anyhow::anyhow!("--grant {}: {e}", shown(&args.grant))
         }
-        crate::heat::HeatError::Current { .. } => {
+        vnfkeeper_core::heat::HeatError::Current { .. } => {
             anyhow::anyhow!("--vnfcs {}: {e}", shown(&args.vnfcs))
         }
         _ => anyhow::anyhow!("--package {}: {e}", args.package.display()),
@@ -166,7 +168,7 @@ pub fn run(args: &AdjustArgs, files: &AdjustFiles<'_>) -> anyhow::Result<Rendere
         Some(bytes) => serde_json::from_slice::<Grant>(bytes).map_err(|e| {
             anyhow::anyhow!("--grant {}: not a SOL003 Grant: {e}", shown(&args.grant))
         })?,
-        None => Grant::derived(&crate::heat::grant_request(input, op).map_err(explain)?),
+        None => Grant::derived(&vnfkeeper_core::heat::grant_request(input, op).map_err(explain)?),
     };
     let mut adjusted = adjust(input, op, &grant).map_err(explain)?;
     if args.operation == CliOperation::ScaleOutRollback {
@@ -184,12 +186,15 @@ pub fn run(args: &AdjustArgs, files: &AdjustFiles<'_>) -> anyhow::Result<Rendere
 
 /// The ROLLBACK of the scale-out `out` (`heat::rollback_scale_out`): the documents without the
 /// VNFCs it created, patches from `out`'s, `removed` = what it created.
-fn rolled_back(input: Input<'_>, out: Adjusted) -> Result<Adjusted, crate::heat::HeatError> {
+fn rolled_back(
+    input: Input<'_>,
+    out: Adjusted,
+) -> Result<Adjusted, vnfkeeper_core::heat::HeatError> {
     let (template, nfv, vnfcs) =
-        crate::heat::rollback_scale_out(input, &out.vnfcs, &out.nfv, &out.created)?;
+        vnfkeeper_core::heat::rollback_scale_out(input, &out.vnfcs, &out.nfv, &out.created)?;
     Ok(Adjusted {
-        template_patch: crate::heat::merge::diff(&out.template, &template),
-        nfv_patch: crate::heat::merge::diff(&out.nfv, &nfv),
+        template_patch: vnfkeeper_core::heat::merge::diff(&out.template, &template),
+        nfv_patch: vnfkeeper_core::heat::merge::diff(&out.nfv, &nfv),
         template,
         nfv,
         vnfcs,
@@ -300,7 +305,7 @@ fn parse_request(args: &AdjustArgs, bytes: &[u8]) -> Result<LcmRequest, String> 
             .join("; ")
     })?;
     if let LcmRequest::Scale(s) = &req {
-        use crate::intake::wire::ScaleType;
+        use vnfkeeper_core::wire::ScaleType;
         let want = match args.operation {
             CliOperation::ScaleOut | CliOperation::ScaleOutRollback => ScaleType::ScaleOut,
             _ => ScaleType::ScaleIn,

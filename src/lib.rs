@@ -47,7 +47,3 @@ pub mod store;
 pub mod tacker;
 /// Task verbs: `retry`, `fail`, `rollback`, `heal`, `scale`, `terminate` through the spool.
 pub mod verbs;
-
-// The pure core (its own crate, so that the build keeps it free of I/O runtimes), under the
-// paths the rest of the crate uses.
-pub use vnfkeeper_core::{companion, console, flavour, heat, model, package, plan, recipes};

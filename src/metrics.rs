@@ -23,9 +23,9 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::intake::spool::Outcome;
-use crate::model::{LcmOperationType, OperationState};
-use crate::reconcile::policy::DecisionKind;
 use crate::reconcile::{PassKind, PassReport};
+use vnfkeeper_core::model::{LcmOperationType, OperationState};
+use vnfkeeper_core::policy::DecisionKind;
 
 /// `Content-Type` of [`Format::OpenMetrics`] (OpenMetrics 1.0 text format).
 pub const OPENMETRICS_CONTENT_TYPE: &str =
@@ -382,7 +382,7 @@ impl Metrics {
         report: &PassReport,
         recorded: bool,
         took: Duration,
-        at: crate::model::Timestamp,
+        at: vnfkeeper_core::model::Timestamp,
     ) {
         let kind = report.kind.as_str();
         self.passes

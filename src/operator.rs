@@ -6,8 +6,8 @@
 use anyhow::{Context as _, anyhow, bail};
 
 use crate::config::Settings;
-use crate::model::{MaintenancePause, PauseScope, Timestamp, pause};
 use crate::store::Store;
+use vnfkeeper_core::model::{MaintenancePause, PauseScope, Timestamp, pause};
 
 /// The longest `--reason` accepted, in bytes.
 pub const MAX_REASON_BYTES: usize = 1024;
@@ -29,7 +29,7 @@ impl PauseTarget {
         match (&self.vnf_instance_id, self.all) {
             (_, true) => Ok(PauseScope::All),
             (Some(id), false) => {
-                crate::intake::wire::rules::identifier(id)
+                vnfkeeper_core::wire::rules::identifier(id)
                     .map_err(|e| anyhow!("VNF instance id {id:?}: {e}"))?;
                 Ok(PauseScope::Vnf(id.clone()))
             }
@@ -70,7 +70,7 @@ pub fn pause(
 ) -> anyhow::Result<()> {
     let scope = target.scope()?;
     if let Some(r) = reason {
-        crate::intake::wire::rules::plain_text(r).map_err(|e| anyhow!("--reason: {e}"))?;
+        vnfkeeper_core::wire::rules::plain_text(r).map_err(|e| anyhow!("--reason: {e}"))?;
         if r.len() > MAX_REASON_BYTES {
             bail!("--reason: longer than {MAX_REASON_BYTES} bytes");
         }

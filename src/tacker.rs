@@ -10,17 +10,17 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 
 use crate::cloud::{CloudError, OpenStackCloud};
-use crate::companion::{
-    Adoption, Followup, InstanceSeen, OpOccSeen, adoption, filter_in, heal_sent_before,
-    instantiate_envelope, plan_subscriptions, tacker_heal_request, tacker_vnfc_instance_ids,
-};
 use crate::config::{TackerAuth, TackerSettings};
-use crate::intake::wire::Secret;
-use crate::intake::wire::notification::NotificationType;
-use crate::model::{OperationState, ProblemDetails, Timestamp};
 use crate::store::{
     Db, HealAdoption, PendingFollowup, PollRecord, Retired, StoreError, WaitingHeal,
 };
+use vnfkeeper_core::companion::{
+    Adoption, Followup, InstanceSeen, OpOccSeen, adoption, filter_in, heal_sent_before,
+    instantiate_envelope, plan_subscriptions, tacker_heal_request, tacker_vnfc_instance_ids,
+};
+use vnfkeeper_core::model::{OperationState, ProblemDetails, Timestamp};
+use vnfkeeper_core::wire::Secret;
+use vnfkeeper_core::wire::notification::NotificationType;
 
 /// Why a sync did not finish.
 #[derive(Debug, thiserror::Error)]
@@ -474,7 +474,7 @@ impl Companion {
         let Some(params) = self.cloud.tacker_op_occ_params(&occ.id).await? else {
             return refuse(404, format!("Tacker no longer knows op occ {}", occ.id));
         };
-        let request: crate::intake::wire::sol003::ScaleVnfRequest =
+        let request: vnfkeeper_core::wire::sol003::ScaleVnfRequest =
             match serde_json::from_value(params) {
                 Ok(r) => r,
                 Err(e) => {

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use crate::config::Settings;
 use crate::intake::spool::Spool;
-use crate::model::{IntakeOutcome, OperationState, Timestamp};
 use crate::store::{OperationRow, Store};
+use vnfkeeper_core::model::{IntakeOutcome, OperationState, Timestamp};
 
 /// Exit status when the operation stopped in `FAILED_TEMP` (an operator decides: `retry`,
 /// `fail` or `rollback`).
@@ -56,7 +56,7 @@ pub enum VerbCommand {
         wait: WaitArg,
         /// Configuration file (`spool_dir`, `database`).
         #[command(flatten)]
-        config: crate::cli::ConfigArg,
+        config: crate::config::ConfigArg,
     },
     /// SCALE a VNF instance's aspect out or in.
     Scale {
@@ -74,7 +74,7 @@ pub enum VerbCommand {
         wait: WaitArg,
         /// Configuration file (`spool_dir`, `database`).
         #[command(flatten)]
-        config: crate::cli::ConfigArg,
+        config: crate::config::ConfigArg,
     },
     /// TERMINATE a VNF instance (FORCEFUL, or GRACEFUL with --graceful).
     Terminate {
@@ -88,7 +88,7 @@ pub enum VerbCommand {
         wait: WaitArg,
         /// Configuration file (`spool_dir`, `database`).
         #[command(flatten)]
-        config: crate::cli::ConfigArg,
+        config: crate::config::ConfigArg,
     },
 }
 
@@ -111,7 +111,7 @@ pub struct TaskArgs {
     pub wait: WaitArg,
     /// Configuration file (`spool_dir`, `database`).
     #[command(flatten)]
-    pub config: crate::cli::ConfigArg,
+    pub config: crate::config::ConfigArg,
 }
 
 /// `--wait [--timeout SECONDS]`.
@@ -393,7 +393,7 @@ pub fn follow(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::intake::wire::{Envelope, parse_envelope};
+    use vnfkeeper_core::wire::{Envelope, parse_envelope};
 
     #[test]
     fn every_verb_builds_an_envelope_intake_accepts_as_valid() {

@@ -11,6 +11,8 @@ pub mod cloud;
 pub mod companion;
 /// SSH host keys in a server's console output (cloud-init's fingerprint and key blocks).
 pub mod console;
+/// Digests as lowercase hex (SHA-256 of files, request bodies, package contents).
+pub mod digest;
 /// Flavours: roles, SSH access, MgmtDriver hooks as stages, reconcile probes.
 pub mod flavour;
 /// Individual VNFC management: BaseHOT → adjusted HOT + `nfv` parameters, merge patches.

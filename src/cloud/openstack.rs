@@ -154,7 +154,7 @@ pub struct ChangedServers {
     /// Servers changed at or after the time asked (deleted ones with status `DELETED`).
     pub servers: Vec<Server>,
     /// The answer's `Date` header.
-    pub date: Option<crate::model::Timestamp>,
+    pub date: Option<vnfkeeper_core::model::Timestamp>,
 }
 
 /// The OpenStack implementation of [`Cloud`], built from one clouds.yaml entry.
@@ -607,7 +607,7 @@ impl OpenStackCloud {
     /// [`Cloud::servers`].
     pub async fn servers_changed_since(
         &self,
-        since: crate::model::Timestamp,
+        since: vnfkeeper_core::model::Timestamp,
     ) -> Result<ChangedServers, CloudError> {
         let (servers, date) = self
             .list_query(
@@ -622,7 +622,7 @@ impl OpenStackCloud {
             .await?;
         let date = date
             .and_then(|d| chrono::DateTime::parse_from_rfc2822(&d).ok())
-            .map(|d| crate::model::Timestamp(d.with_timezone(&chrono::Utc)));
+            .map(|d| vnfkeeper_core::model::Timestamp(d.with_timezone(&chrono::Utc)));
         Ok(ChangedServers { servers, date })
     }
 }

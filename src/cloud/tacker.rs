@@ -18,9 +18,9 @@ use serde_json::Value;
 
 use super::CloudError;
 use super::openstack::{NFV_ORCHESTRATION, OpenStackCloud, Reply};
-use crate::companion::{InstanceSeen, OpOccSeen, SubscriptionSeen};
-use crate::model::InstantiationState;
-use crate::model::OperationState;
+use vnfkeeper_core::companion::{InstanceSeen, OpOccSeen, SubscriptionSeen};
+use vnfkeeper_core::model::InstantiationState;
+use vnfkeeper_core::model::OperationState;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -327,9 +327,10 @@ impl OpenStackCloud {
     pub async fn tacker_occs_started(
         &self,
         vnf_instance_id: &str,
-    ) -> Result<Vec<crate::companion::OccStarted>, CloudError> {
-        let filter = crate::companion::filter_in("vnfInstanceId", &[vnf_instance_id.to_owned()])
-            .unwrap_or_default();
+    ) -> Result<Vec<vnfkeeper_core::companion::OccStarted>, CloudError> {
+        let filter =
+            vnfkeeper_core::companion::filter_in("vnfInstanceId", &[vnf_instance_id.to_owned()])
+                .unwrap_or_default();
         let (v, r): (Vec<OccStartedWire>, _) = self
             .tacker_list(&["vnflcm", "v2", "vnf_lcm_op_occs"], &[("filter", filter)])
             .await?;
@@ -337,10 +338,10 @@ impl OpenStackCloud {
         for w in v {
             let at = chrono::DateTime::parse_from_rfc3339(&w.start_time)
                 .map_err(|e| r.invalid(format!("op occ {}: startTime: {e}", w.id)))?;
-            out.push(crate::companion::OccStarted {
+            out.push(vnfkeeper_core::companion::OccStarted {
                 id: w.id,
                 operation: w.operation,
-                start_time: crate::model::Timestamp(at.with_timezone(&chrono::Utc)),
+                start_time: vnfkeeper_core::model::Timestamp(at.with_timezone(&chrono::Utc)),
             });
         }
         Ok(out)

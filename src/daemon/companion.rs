@@ -12,9 +12,9 @@ use tokio::task::JoinHandle;
 
 use crate::cloud::OpenStackCloud;
 use crate::config::{CloudSettings, TackerSettings};
-use crate::intake::wire::Secret;
 use crate::store::Db;
 use crate::tacker::{Companion, PackagePaths};
+use vnfkeeper_core::wire::Secret;
 
 /// How soon a failed connection or sync is tried again (at most the poll interval).
 const RETRY: Duration = Duration::from_secs(10);

@@ -40,11 +40,11 @@ use tokio::sync::mpsc;
 use crate::config::{EXIT_CONFIG, Settings};
 use crate::intake::spool::{self, FileLook, Found, IntakeContext, Outcome, Spool};
 use crate::metrics::Metrics;
-use crate::model::Timestamp;
 use crate::store::{Db, Store, StoreError};
 use connect::Connector;
 use logging::{LogTarget, MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
 use runner::{QueueStatus, Scheduler};
+use vnfkeeper_core::model::Timestamp;
 use watch::Ensured;
 
 /// A regular file found by a scan (not announced complete by inotify) is taken once two looks at

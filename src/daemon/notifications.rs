@@ -31,10 +31,10 @@ use axum::routing::get;
 use base64::Engine as _;
 use subtle::ConstantTimeEq as _;
 
-use crate::intake::wire::Secret;
-use crate::intake::wire::notification;
-use crate::model::{FieldProblem, ProblemDetails, Timestamp};
 use crate::store::Db;
+use vnfkeeper_core::model::{FieldProblem, ProblemDetails, Timestamp};
+use vnfkeeper_core::wire::Secret;
+use vnfkeeper_core::wire::notification;
 
 /// Most notifications one transaction of the committer records.
 pub const BATCH: usize = 256;

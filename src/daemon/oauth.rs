@@ -32,7 +32,7 @@ use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
-use crate::intake::wire::Secret;
+use vnfkeeper_core::wire::Secret;
 
 /// Most access tokens alive at once. Tacker asks for one per notification; at the default
 /// lifetime this covers more than 18 notifications a second for an hour.

@@ -3,7 +3,7 @@
 //! for full passes; `cloud_interval_secs` for cloud-only passes; VNFs named by the fast
 //! observation for a cloud pass over them at once) and runs at most one pass at a time as a
 //! task. The fast observation (one Nova `changes-since` request every
-//! `changes_since_interval_secs`, [`crate::reconcile::policy::changes`]) is a task of its own,
+//! `changes_since_interval_secs`, [`vnfkeeper_core::policy::changes`]) is a task of its own,
 //! at most one at a time, bounded by a timeout; a poll due while the last one still runs is
 //! skipped and counted, never queued. The pass itself lives in
 //! [`crate::reconcile`]; this file only schedules it over the daemon's shared [`Connection`] (the
@@ -24,10 +24,10 @@ use super::connect::Connection;
 use crate::cloud::OpenStackCloud;
 use crate::config::Settings;
 use crate::metrics::Metrics;
-use crate::model::Timestamp;
-use crate::reconcile::policy::changes::{Changed, ChangesPoll};
 use crate::reconcile::{self, PassKind, Reconciler, probe::ProbeSettings};
 use crate::store::Db;
+use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::policy::changes::{Changed, ChangesPoll};
 
 pub use crate::reconcile::cmd::TRIGGER_PREFIX;
 

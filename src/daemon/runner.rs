@@ -16,8 +16,8 @@ use crate::cloud::OpenStackCloud;
 use crate::config::Settings;
 use crate::engine::{Engine, EngineLimits};
 use crate::metrics::Metrics;
-use crate::model::OperationState;
 use crate::store::Db;
+use vnfkeeper_core::model::OperationState;
 
 /// What an operation task returns: (vnf instance, op id, final state or database error).
 type TaskResult = (String, String, Result<OperationState, String>);
@@ -116,12 +116,12 @@ impl Runner {
     }
 
     /// A TERMINATE queued behind other operations of its VNF instance stops waiting for them when
-    /// [`crate::plan::terminate::supersedes_ahead`] says so: the task in flight (if any) is
+    /// [`vnfkeeper_core::plan::terminate::supersedes_ahead`] says so: the task in flight (if any) is
     /// aborted and every operation ahead ends `FAILED` (superseded), so the TERMINATE becomes the
     /// head of the queue. `terms`: [`crate::store::ReaderRef::terminations_waiting`]; only the
     /// first of each VNF instance counts, and none whose queue is headed by another TERMINATE.
     fn supersede_for_terminations(&mut self, terms: &[crate::store::OperationRow]) {
-        use crate::model::LcmOperationType;
+        use vnfkeeper_core::model::LcmOperationType;
         let mut seen = HashSet::new();
         for term in terms {
             if !seen.insert(term.vnf_instance_id.as_str()) {
@@ -143,7 +143,7 @@ impl Runner {
                 .flatten()
                 .and_then(|(p, _)| serde_json::from_str(&p).ok())
                 .and_then(|req| {
-                    crate::plan::terminate::supersedes_ahead(
+                    vnfkeeper_core::plan::terminate::supersedes_ahead(
                         &req,
                         term.start_time,
                         chrono::Utc::now(),
@@ -160,7 +160,7 @@ impl Runner {
                 .filter(|o| o.seq < term.seq)
                 .map(|o| (o.id.clone(), o.operation))
                 .collect();
-            let now = crate::model::Timestamp(chrono::Utc::now());
+            let now = vnfkeeper_core::model::Timestamp(chrono::Utc::now());
             let result = self.db.write(|tx| {
                 for (id, _) in &ahead {
                     tx.supersede(id, &term.id, &why, now)?;

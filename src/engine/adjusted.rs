@@ -11,12 +11,12 @@ use serde_json::json;
 
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, StackRef};
-use crate::heat::{Analysis, Current};
-use crate::intake::wire::sol003::{ExtManagedVirtualLinkData, ExtVirtualLinkData};
-use crate::package::{BaseHot, VnfPackage};
-use crate::plan::individual::{self, AdjustedPlan, Known};
-use crate::plan::stages::StackDocument;
 use crate::store::{NewEvent, OperationRow, VnfcRow};
+use vnfkeeper_core::heat::{Analysis, Current};
+use vnfkeeper_core::package::{BaseHot, VnfPackage};
+use vnfkeeper_core::plan::individual::{self, AdjustedPlan, Known};
+use vnfkeeper_core::plan::stages::StackDocument;
+use vnfkeeper_core::wire::sol003::{ExtManagedVirtualLinkData, ExtVirtualLinkData};
 
 /// The flavour's BaseHOT and its analysis, when some VDU is managed individually.
 pub(super) struct Hot {

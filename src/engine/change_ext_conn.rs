@@ -22,13 +22,13 @@ use super::executor::{Exec, Subjects};
 use super::instance::{Instance, instance_stack};
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::Cloud;
-use crate::heat;
-use crate::intake::wire::sol003::ChangeExtVnfConnectivityRequest;
-use crate::plan;
-use crate::plan::individual::AdjustedPlan;
-use crate::plan::stages::{CloudAction, ReadCheck, Stage, StageList};
-use crate::recipes::Step;
 use crate::store::OperationRow;
+use vnfkeeper_core::heat;
+use vnfkeeper_core::plan;
+use vnfkeeper_core::plan::individual::AdjustedPlan;
+use vnfkeeper_core::plan::stages::{CloudAction, ReadCheck, Stage, StageList};
+use vnfkeeper_core::recipes::Step;
+use vnfkeeper_core::wire::sol003::ChangeExtVnfConnectivityRequest;
 
 /// What the operation decided once (kept in its `plan`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -125,7 +125,7 @@ async fn decide<C: Cloud>(
             adjusted: Some(adjusted::planned(&a)),
         }));
     // SSH at the new address with the key pinned before, where the flavour reaches the VNFC.
-    let (name, script) = crate::recipes::script("node.reach")
+    let (name, script) = vnfkeeper_core::recipes::script("node.reach")
         .ok_or_else(|| StepFailure::input("plan", "the node.reach step is missing"))?;
     let mut reach = Vec::new();
     for r in &before {

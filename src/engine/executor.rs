@@ -10,12 +10,14 @@ use super::instance::{Instance, instance_row, stack_name};
 use super::steps::{Host, LateFile};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, ErrorKind, StackCreate, StackRef, StackStatus};
-use crate::flavour::{FlavourError, HookContext};
-use crate::model::StepState;
-use crate::plan::individual::AdjustedPlan;
-use crate::plan::stages::{self, Action, CloudAction, Hook, ReadCheck, StackDocument, Stage};
 use crate::remote::{Auth, HostKeyPolicy, Target};
 use crate::store::{OperationRow, VnfcRow};
+use vnfkeeper_core::flavour::{FlavourError, HookContext};
+use vnfkeeper_core::model::StepState;
+use vnfkeeper_core::plan::individual::AdjustedPlan;
+use vnfkeeper_core::plan::stages::{
+    self, Action, CloudAction, Hook, ReadCheck, StackDocument, Stage,
+};
 
 /// What the executor needs besides the stages: the instance and the operation's adjusted HOT.
 pub(super) struct Exec<'a> {
@@ -35,7 +37,7 @@ pub(super) enum Subjects {
     /// These VNFC ids (HEAL targets, SCALE_IN victims).
     Listed(Vec<String>),
     /// The VNFCs created at or after this time (SCALE_OUT: the operation's start).
-    CreatedSince(crate::model::Timestamp),
+    CreatedSince(vnfkeeper_core::model::Timestamp),
 }
 
 impl Exec<'_> {
@@ -213,8 +215,8 @@ impl<C: Cloud> Engine<C> {
         &self,
         vnf_instance_id: &str,
         rows: &[VnfcRow],
-        step: &crate::recipes::Step,
-        role: crate::model::Role,
+        step: &vnfkeeper_core::recipes::Step,
+        role: vnfkeeper_core::model::Role,
         x: &Exec<'_>,
     ) -> Result<Host, StepFailure> {
         let driver = &x.instance()?.driver;
@@ -229,11 +231,11 @@ impl<C: Cloud> Engine<C> {
         }
         let mut secrets = vec![access.password.clone()];
         for r in [
-            crate::model::Role::Master,
-            crate::model::Role::Worker,
-            crate::model::Role::StorageServer,
-            crate::model::Role::LoadBalancer,
-            crate::model::Role::AnsibleServer,
+            vnfkeeper_core::model::Role::Master,
+            vnfkeeper_core::model::Role::Worker,
+            vnfkeeper_core::model::Role::StorageServer,
+            vnfkeeper_core::model::Role::LoadBalancer,
+            vnfkeeper_core::model::Role::AnsibleServer,
         ] {
             if let Ok(a) = driver.access(r) {
                 secrets.push(a.password);
@@ -275,12 +277,13 @@ impl<C: Cloud> Engine<C> {
         let row = rows.iter().find(|v| v.id == vnfc).ok_or_else(|| {
             StepFailure::input("plan", format!("VNFC {vnfc} is not a VNFC of the instance"))
         })?;
-        let address = crate::plan::vnfcs::cp_address(row, &access.cp).ok_or_else(|| {
-            StepFailure::input(
-                "plan",
-                format!("VNFC {} has no address on CP `{}`", row.id, access.cp),
-            )
-        })?;
+        let address =
+            vnfkeeper_core::plan::vnfcs::cp_address(row, &access.cp).ok_or_else(|| {
+                StepFailure::input(
+                    "plan",
+                    format!("VNFC {} has no address on CP `{}`", row.id, access.cp),
+                )
+            })?;
         Ok(Host {
             vnfc_id: row.id.clone(),
             server_id: row.server_id.clone(),
@@ -552,8 +555,9 @@ impl<C: Cloud> Engine<C> {
                 let servers = self.cloud.servers().await?;
                 let ports = self.cloud.ports().await?;
                 let volumes = self.cloud.volumes().await?;
-                let mut observed =
-                    crate::plan::vnfcs::observe(vnfd, &resources, &servers, &ports, &volumes);
+                let mut observed = vnfkeeper_core::plan::vnfcs::observe(
+                    vnfd, &resources, &servers, &ports, &volumes,
+                );
                 if let Some(a) = x.adjusted {
                     a.annotate(&mut observed);
                 }
@@ -570,7 +574,7 @@ impl<C: Cloud> Engine<C> {
         .await?;
         // A new or replaced server may answer at an address a pooled session still points to.
         for v in stored.iter().filter(|v| v.host_key.is_none()) {
-            let cps = crate::plan::vnfcs::cp_addresses(std::slice::from_ref(v));
+            let cps = vnfkeeper_core::plan::vnfcs::cp_addresses(std::slice::from_ref(v));
             for addr in cps.values().filter_map(|a| a.parse().ok()) {
                 let _ = self.remote.forget_address(addr).await;
             }
@@ -579,8 +583,9 @@ impl<C: Cloud> Engine<C> {
         // its next session must be a new handshake at the new address against its pinned key.
         for old in &earlier {
             let now = stored.iter().find(|v| v.id == old.id);
-            let kept = now.map(|v| crate::plan::vnfcs::cp_addresses(std::slice::from_ref(v)));
-            let was = crate::plan::vnfcs::cp_addresses(std::slice::from_ref(old));
+            let kept =
+                now.map(|v| vnfkeeper_core::plan::vnfcs::cp_addresses(std::slice::from_ref(v)));
+            let was = vnfkeeper_core::plan::vnfcs::cp_addresses(std::slice::from_ref(old));
             for (cp, addr) in &was {
                 if kept.as_ref().and_then(|k| k.get(cp)) != Some(addr)
                     && let Ok(a) = addr.parse()
@@ -601,7 +606,7 @@ fn verify(rows: &[VnfcRow], check: &ReadCheck) -> Result<(), StepFailure> {
             .iter()
             .filter_map(|r| {
                 r.vnfc_index
-                    .map(|i| crate::heat::template::indexed(&r.vdu_id, i as u32))
+                    .map(|i| vnfkeeper_core::heat::template::indexed(&r.vdu_id, i as u32))
             })
             .collect();
         if planned != &found {

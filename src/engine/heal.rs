@@ -38,14 +38,14 @@ use super::executor::{Exec, Subjects};
 use super::instance::{Instance, instance_stack};
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
-use crate::companion::Origin;
-use crate::flavour::HookContext;
-use crate::heat;
-use crate::intake::wire::sol003::HealVnfRequest;
-use crate::plan;
-use crate::plan::individual::AdjustedPlan;
-use crate::plan::stages::{CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
 use crate::store::{OperationRow, VnfcRow};
+use vnfkeeper_core::companion::Origin;
+use vnfkeeper_core::flavour::HookContext;
+use vnfkeeper_core::heat;
+use vnfkeeper_core::plan;
+use vnfkeeper_core::plan::individual::AdjustedPlan;
+use vnfkeeper_core::plan::stages::{CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
+use vnfkeeper_core::wire::sol003::HealVnfRequest;
 
 /// What the heal decided once (kept in the operation's `plan` across a crash or RETRY).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -149,7 +149,7 @@ fn stages<C: Cloud>(
 ) -> Result<Vec<Stage>, EngineError> {
     if op.origin == Origin::Tacker {
         // Tacker replaced the servers: read them and configure (no heal_start, no Heat call).
-        return Ok(crate::companion::heal_stages());
+        return Ok(vnfkeeper_core::companion::heal_stages());
     }
     let mut list = StageList::default();
     if !p.configuration_only {

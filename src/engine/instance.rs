@@ -1,15 +1,15 @@
 //! The instance an operation acts on, loaded from the store and the VNF package: its INSTANTIATE
-//! request, the package, the flavour's driver over them (`crate::flavour`), and its Heat stack.
+//! request, the package, the flavour's driver over them (`vnfkeeper_core::flavour`), and its Heat stack.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
-use crate::flavour::{self, Inputs, MgmtDriver};
-use crate::intake::wire::sol003::{ChangeExtVnfConnectivityRequest, InstantiateVnfRequest};
-use crate::package::VnfPackage;
 use crate::store::InstanceRow;
+use vnfkeeper_core::flavour::{self, Inputs, MgmtDriver};
+use vnfkeeper_core::package::VnfPackage;
+use vnfkeeper_core::wire::sol003::{ChangeExtVnfConnectivityRequest, InstantiateVnfRequest};
 
 /// An instance's INSTANTIATE request, its VNF package and its flavour.
 pub(super) struct Instance {
@@ -82,7 +82,7 @@ impl Instance {
                         "a stored ChangeExtVnfConnectivityRequest does not parse",
                     )
                 })?;
-            inst.req.ext_virtual_links = crate::plan::individual::changed_ext_links(
+            inst.req.ext_virtual_links = vnfkeeper_core::plan::individual::changed_ext_links(
                 &inst.req.ext_virtual_links,
                 &change.ext_virtual_links,
             );

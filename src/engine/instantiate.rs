@@ -16,13 +16,13 @@ use super::executor::{Exec, Subjects};
 use super::instance::{Instance, stack_name};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::Cloud;
-use crate::companion::Origin;
-use crate::heat;
-use crate::model::InstantiationState;
-use crate::plan;
-use crate::plan::individual::AdjustedPlan;
-use crate::plan::stages::{ReadCheck, StackDocument, Stage};
 use crate::store::OperationRow;
+use vnfkeeper_core::companion::Origin;
+use vnfkeeper_core::heat;
+use vnfkeeper_core::model::InstantiationState;
+use vnfkeeper_core::plan;
+use vnfkeeper_core::plan::individual::AdjustedPlan;
+use vnfkeeper_core::plan::stages::{ReadCheck, StackDocument, Stage};
 
 /// The plan of an INSTANTIATE, as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -78,7 +78,7 @@ fn plan<C: Cloud>(
         };
         let p = InstantiatePlan {
             adjusted: None,
-            stages: crate::companion::instantiate_stages(
+            stages: vnfkeeper_core::companion::instantiate_stages(
                 Origin::Tacker,
                 empty,
                 ReadCheck::default(),
@@ -124,7 +124,7 @@ fn plan<C: Cloud>(
             (doc, None)
         }
     };
-    let stages = crate::companion::instantiate_stages(
+    let stages = vnfkeeper_core::companion::instantiate_stages(
         Origin::Spool,
         document,
         ReadCheck {
@@ -259,7 +259,7 @@ async fn undo_outside<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), 
         }
     };
     let rows = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
-    let c = crate::flavour::HookContext {
+    let c = vnfkeeper_core::flavour::HookContext {
         vnfcs: &rows,
         pv_wait: e.limits.pv_wait,
     };

@@ -5,7 +5,7 @@
 //! are retried with exponential backoff and jitter; anything else fails the operation at once
 //! with a ProblemDetails naming the step, the host, the exit status and the masked stderr tail.
 //!
-//! State machine: SOL003 §5.6.2.2 (see [`crate::model::OperationState`]).
+//! State machine: SOL003 §5.6.2.2 (see [`vnfkeeper_core::model::OperationState`]).
 
 mod adjusted;
 mod change_ext_conn;
@@ -24,9 +24,9 @@ use tracing::Instrument as _;
 
 use crate::cloud::Cloud;
 use crate::metrics::Metrics;
-use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 use crate::remote::Remote;
 use crate::store::{Db, NewEvent, OperationRow, StoreError};
+use vnfkeeper_core::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use steps::StepFailure;
 
@@ -71,8 +71,8 @@ pub enum EngineError {
     Store(#[from] StoreError),
 }
 
-impl From<crate::flavour::FlavourError> for EngineError {
-    fn from(e: crate::flavour::FlavourError) -> Self {
+impl From<vnfkeeper_core::flavour::FlavourError> for EngineError {
+    fn from(e: vnfkeeper_core::flavour::FlavourError) -> Self {
         EngineError::Step(e.into())
     }
 }

@@ -27,13 +27,13 @@ use super::executor::{Exec, Subjects};
 use super::instance::{Instance, instance_stack};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, StackRef};
-use crate::flavour::HookContext;
-use crate::heat;
-use crate::intake::wire::sol003::{ScaleType, ScaleVnfRequest};
-use crate::plan;
-use crate::plan::individual::AdjustedPlan;
-use crate::plan::stages::{Action, CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
 use crate::store::{OperationRow, VnfcRow};
+use vnfkeeper_core::flavour::HookContext;
+use vnfkeeper_core::heat;
+use vnfkeeper_core::plan;
+use vnfkeeper_core::plan::individual::AdjustedPlan;
+use vnfkeeper_core::plan::stages::{Action, CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
+use vnfkeeper_core::wire::sol003::{ScaleType, ScaleVnfRequest};
 
 /// What the scale decided once (kept in the operation's `plan`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -264,7 +264,7 @@ async fn run_tacker<C: Cloud>(
                         .into_iter()
                         .map(|o| (o.stack_id, o.resource_name))
                         .collect();
-                let gone = crate::companion::removed_vnfcs(&before, &present);
+                let gone = vnfkeeper_core::companion::removed_vnfcs(&before, &present);
                 let c = HookContext {
                     vnfcs: &before,
                     pv_wait: e.limits.pv_wait,
@@ -274,7 +274,7 @@ async fn run_tacker<C: Cloud>(
             };
             let p = TackerScalePlan {
                 gone,
-                stages: crate::companion::tacker_scale_stages(out, cleanup),
+                stages: vnfkeeper_core::companion::tacker_scale_stages(out, cleanup),
             };
             let json = serde_json::to_string(&p).unwrap_or_default();
             let text = adjusted::store(e, op, &json, None, p.stages.len())?;
@@ -297,7 +297,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             .ok_or_else(|| StepFailure::input("plan", "operation vanished"))?;
     let req: ScaleVnfRequest = serde_json::from_str(&params)
         .map_err(|_| StepFailure::input("plan", "stored ScaleVnfRequest does not parse"))?;
-    if op.origin == crate::companion::Origin::Tacker {
+    if op.origin == vnfkeeper_core::companion::Origin::Tacker {
         return run_tacker(e, op, &req).await;
     }
     let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
@@ -366,7 +366,7 @@ pub(super) async fn roll_back<C: Cloud>(
     if req.scale_type != ScaleType::ScaleOut {
         return Err(not_supported("ROLLBACK of a SCALE_IN").into());
     }
-    if op.origin == crate::companion::Origin::Tacker {
+    if op.origin == vnfkeeper_core::companion::Origin::Tacker {
         // Tacker owns the stack: undoing its scale-out is Tacker's rollback, not vnfkeeper's.
         return Err(not_supported("ROLLBACK of a SCALE of origin tacker").into());
     }

@@ -8,12 +8,12 @@ use tracing::Instrument as _;
 
 use super::{Engine, EngineError, backoff, now};
 use crate::cloud::{Cloud, CloudError};
-use crate::console::FirstContact;
-use crate::intake::wire::Secret;
-use crate::model::{LcmOperationType, ProblemDetails, StepState};
-use crate::recipes::{EXIT_NEEDED, EXIT_REFUSED, Step};
 use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
 use crate::store::{OperationRow, StoreError};
+use vnfkeeper_core::console::FirstContact;
+use vnfkeeper_core::model::{LcmOperationType, ProblemDetails, StepState};
+use vnfkeeper_core::recipes::{EXIT_NEEDED, EXIT_REFUSED, Step};
+use vnfkeeper_core::wire::Secret;
 
 /// A step that did not succeed: what, where, and why (no secrets).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -108,7 +108,7 @@ pub(crate) struct Host {
     pub late: Vec<LateFile>,
     /// For a node's `trust.*` step: the registries it makes the node trust, recorded when the
     /// step ends DONE (`Tx::record_node_trust`); empty otherwise.
-    pub registries: Vec<crate::flavour::trust::RegistryUse>,
+    pub registries: Vec<vnfkeeper_core::flavour::trust::RegistryUse>,
 }
 
 /// A step's late file (`recipes::Late`) with its content.
@@ -388,7 +388,7 @@ impl<C: Cloud> Engine<C> {
             return tofu;
         };
         match self.cloud.console_output(server_id, CONSOLE_LINES).await {
-            Ok(text) => match crate::console::parse(&text) {
+            Ok(text) => match vnfkeeper_core::console::parse(&text) {
                 Some(keys) => Ok((
                     HostKeyPolicy::Listed {
                         server_id: server_id.to_owned(),
@@ -591,16 +591,15 @@ impl<C: Cloud> Engine<C> {
     /// 0600, written to a temporary file and renamed). Never logged.
     fn keep_kubeconfig(&self, step: &Step, host: &Host, out: &Output) -> Result<(), Attempt> {
         let endpoint = step.args.first().map(String::as_str).unwrap_or_default();
-        let text = crate::flavour::kubespray::kubeconfig_for(&out.stdout_str(), endpoint).map_err(
-            |e| Attempt::Failed {
+        let text = vnfkeeper_core::flavour::kubespray::kubeconfig_for(&out.stdout_str(), endpoint)
+            .map_err(|e| Attempt::Failed {
                 exit_status: None,
                 reason: e.to_string(),
-            },
-        )?;
+            })?;
         let Some(dir) = self.db.with(|s| s.state_dir()) else {
             return Ok(());
         };
-        let path = crate::flavour::kubespray::kubeconfig_path(&dir, &host.vnf_instance_id);
+        let path = vnfkeeper_core::flavour::kubespray::kubeconfig_path(&dir, &host.vnf_instance_id);
         let written = write_private(&path, &text);
         written.map_err(|e| Attempt::Failed {
             exit_status: None,
@@ -616,7 +615,7 @@ impl<C: Cloud> Engine<C> {
     fn playbook_outcome(&self, out: &Output, host: &Host) -> Result<(), Attempt> {
         let secrets: Vec<&Secret<String>> = host.secrets.iter().collect();
         let text = crate::remote::tail_masked(&out.stdout, usize::MAX, &secrets);
-        let recap = crate::flavour::kubespray::parse_recap(&text);
+        let recap = vnfkeeper_core::flavour::kubespray::parse_recap(&text);
         if out.exit_status == Some(0) && recap.succeeded() {
             return Ok(());
         }

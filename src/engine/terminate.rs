@@ -13,10 +13,10 @@ use super::executor::{Exec, Subjects};
 use super::instance::{Instance, instance_row, stack_name};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::Cloud;
-use crate::flavour::HookContext;
-use crate::model::InstantiationState;
-use crate::plan::stages::{CloudAction, Stage, StageList};
 use crate::store::OperationRow;
+use vnfkeeper_core::flavour::HookContext;
+use vnfkeeper_core::model::InstantiationState;
+use vnfkeeper_core::plan::stages::{CloudAction, Stage, StageList};
 
 /// The plan of a TERMINATE, as stored.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -82,7 +82,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     // The cluster is gone, and with it what its admin kubeconfig (kept by `k8s.kubeconfig`)
     // pointed at: `vnfkeeper status` shows no endpoint for a terminated instance.
     if let Some(dir) = e.db.with(|s| s.state_dir()) {
-        let path = crate::flavour::kubespray::kubeconfig_path(&dir, &op.vnf_instance_id);
+        let path = vnfkeeper_core::flavour::kubespray::kubeconfig_path(&dir, &op.vnf_instance_id);
         match std::fs::remove_file(&path) {
             Ok(()) => tracing::info!(path = %path.display(), "admin kubeconfig removed"),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}

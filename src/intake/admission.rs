@@ -14,20 +14,19 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use sha2::{Digest, Sha256};
-
 use super::maildir::{Destination, KeptCopy};
-use super::snapshot::{self, Snapshot, SnapshotError};
-use super::wire::{self, Envelope, FieldError, LcmEnvelope, TaskEnvelope, TaskOperation};
-use crate::model::{
-    FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
-    ProblemDetails, Timestamp,
-};
-use crate::package::Vnfd;
+use super::snapshot::{self, SnapshotError};
 use crate::store::{
     InstanceRow, IntakeRow, NewEvent, NewIntake, NewOperation, OperationRow, ReaderRef,
     RequestBody, StoreError, Tx, VnfcRow,
 };
+use vnfkeeper_core::model::{
+    FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
+    ProblemDetails, Timestamp,
+};
+use vnfkeeper_core::package::Snapshot;
+use vnfkeeper_core::package::Vnfd;
+use vnfkeeper_core::wire::{self, Envelope, FieldError, LcmEnvelope, TaskEnvelope, TaskOperation};
 
 /// What intake did with one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,7 +147,7 @@ pub(super) fn examine(
     ctx: &IntakeContext<'_>,
     batch: &BatchPackages,
 ) -> Examined {
-    let sha256 = hex(&Sha256::digest(bytes));
+    let sha256 = vnfkeeper_core::digest::sha256_hex(bytes);
     let verdict = if bytes.len() > wire::MAX_REQUEST_BYTES {
         Verdict::Invalid {
             vnf_instance_id: None,
@@ -336,7 +335,11 @@ fn check_package(
     let root = fs::canonicalize(&path)
         .map_err(|e| unprocessable("/vnfPackage", format!("{}: {e}", path.display())))?;
     let (snap, files) = batch.take(&root, || {
-        match snapshot::take(&root, ctx.package_store, &crate::package::files::LIMITS) {
+        match snapshot::take(
+            &root,
+            ctx.package_store,
+            &vnfkeeper_core::package::files::LIMITS,
+        ) {
             Ok((snap, files)) => Ok((snap, Arc::new(files))),
             Err(SnapshotError::Package(why)) => Err(unprocessable(
                 "/vnfPackage",
@@ -387,7 +390,7 @@ fn check_package(
 }
 
 /// What one package snapshot gave: the snapshot and the files read, or the rejection.
-type Taken = Result<(Snapshot, Arc<crate::package::PackageFiles>), ProblemDetails>;
+type Taken = Result<(Snapshot, Arc<vnfkeeper_core::package::PackageFiles>), ProblemDetails>;
 
 /// The packages snapshotted in one intake batch, by canonical path: requests of one batch that
 /// name the same package share one read of it (a batch of thousands of INSTANTIATEs of one
@@ -436,7 +439,7 @@ pub(super) fn load_scale_bases<'e>(
             if bases.contains_key(&path) {
                 continue;
             }
-            match crate::package::VnfPackage::load(Path::new(&path)) {
+            match vnfkeeper_core::package::VnfPackage::load(Path::new(&path)) {
                 Ok(pkg) => {
                     bases.insert(path, Arc::new(pkg.vnfd));
                 }
@@ -600,7 +603,7 @@ fn check_instance(
     let Some(instance) = tx.instance(&env.vnf_instance_id)? else {
         return Ok(check_unknown_instance(env).map(|()| Vec::new()));
     };
-    if instance.origin == crate::companion::Origin::Tacker {
+    if instance.origin == vnfkeeper_core::companion::Origin::Tacker {
         // Tacker owns this VNF and its Heat stack: its lifecycle goes through Tacker.
         return Ok(Err(conflict(
             409,
@@ -684,7 +687,7 @@ fn check_heal_targets(env: &LcmEnvelope, vnfcs: &[VnfcRow]) -> Result<(), Proble
         .flat_map(|v| {
             let name = v
                 .vnfc_index
-                .map(|i| crate::heat::template::indexed(&v.vdu_id, i as u32));
+                .map(|i| vnfkeeper_core::heat::template::indexed(&v.vdu_id, i as u32));
             std::iter::once(v.id.clone()).chain(name)
         })
         .collect();
@@ -817,14 +820,17 @@ fn check_scale_bounds(
     if levels.is_empty()
         && let Some(inst) = instantiate
     {
-        levels = crate::plan::scale::initial_levels(vnfd, inst.instantiation_level_id.as_deref());
+        levels = vnfkeeper_core::plan::scale::initial_levels(
+            vnfd,
+            inst.instantiation_level_id.as_deref(),
+        );
     }
     for r in pending {
-        if let Ok(next) = crate::plan::scale::apply(vnfd, &levels, r) {
+        if let Ok(next) = vnfkeeper_core::plan::scale::apply(vnfd, &levels, r) {
             levels = next;
         }
     }
-    let Err(e) = crate::plan::scale::apply(vnfd, &levels, req) else {
+    let Err(e) = vnfkeeper_core::plan::scale::apply(vnfd, &levels, req) else {
         return Ok(());
     };
     let pointer = e.pointer.clone().unwrap_or_else(|| "/request".into());
@@ -956,13 +962,13 @@ fn instantiate_pause(
     env: &LcmEnvelope,
     op_id: &str,
     now: Timestamp,
-) -> Option<crate::model::MaintenancePause> {
+) -> Option<vnfkeeper_core::model::MaintenancePause> {
     let Ok(wire::LcmRequest::Instantiate(req)) = env.typed_request() else {
         return None;
     };
     let mp = req.additional_params?.maintenance_pause?;
-    Some(crate::model::MaintenancePause {
-        scope: crate::model::PauseScope::Vnf(env.vnf_instance_id.clone()),
+    Some(vnfkeeper_core::model::MaintenancePause {
+        scope: vnfkeeper_core::model::PauseScope::Vnf(env.vnf_instance_id.clone()),
         paused_by: format!("INSTANTIATE request {op_id}"),
         reason: mp.reason,
         since: now,
@@ -1141,10 +1147,6 @@ fn json<T: serde::Serialize + ?Sized>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "null".into())
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1255,7 +1257,7 @@ mod tests {
 
     #[test]
     fn a_tacker_owned_vnf_refuses_spool_requests() {
-        use crate::companion::{OpOccSeen, Origin};
+        use vnfkeeper_core::companion::{OpOccSeen, Origin};
         use wire::LcmOperation::{Heal, Instantiate, Scale, Terminate};
         let (_dir, mut store) = temp_store();
         let occ = OpOccSeen {
@@ -1333,8 +1335,10 @@ mod tests {
     #[test]
     fn scale_bounds_count_the_scales_queued_before_and_skip_those_that_will_fail() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/packages/pv-k8s-cluster");
-        let vnfd = crate::package::VnfPackage::load(&root).unwrap().vnfd;
-        let levels = crate::plan::scale::initial_levels(&vnfd, None);
+        let vnfd = vnfkeeper_core::package::VnfPackage::load(&root)
+            .unwrap()
+            .vnfd;
+        let levels = vnfkeeper_core::plan::scale::initial_levels(&vnfd, None);
         let max = vnfd.aspects["worker_instance"].max_scale_level;
         let room = max - levels["worker_instance"];
         // A SCALE_IN below 0 fails and is skipped; the SCALE_OUTs fill the room to the maximum.

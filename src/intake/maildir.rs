@@ -34,8 +34,8 @@ use std::time::SystemTime;
 
 use sha2::{Digest as _, Sha256};
 
-use super::wire::TaskOperation;
-use crate::model::ProblemDetails;
+use vnfkeeper_core::model::ProblemDetails;
+use vnfkeeper_core::wire::TaskOperation;
 
 /// The spool's directories under its root.
 #[derive(Debug, Clone)]
@@ -619,8 +619,7 @@ pub fn display_name(name: &OsStr) -> String {
     while !out.is_char_boundary(cut) {
         cut -= 1;
     }
-    let digest = Sha256::digest(name.as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = vnfkeeper_core::digest::hex(&Sha256::digest(name.as_bytes())[..8]);
     format!("{}~{hex}{suffix}", &out[..cut])
 }
 
@@ -662,7 +661,7 @@ pub(super) fn read_request(path: &Path, limit: u64) -> Read {
             problem: ProblemDetails::new(
                 status,
                 format!("spool entry not taken: {reason}"),
-                vec![crate::model::FieldProblem {
+                vec![vnfkeeper_core::model::FieldProblem {
                     pointer: String::new(),
                     reason,
                 }],

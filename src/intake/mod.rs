@@ -5,4 +5,3 @@ mod maildir;
 pub mod snapshot;
 pub mod spool;
 pub(crate) use admission::examine_external;
-pub use vnfkeeper_core::wire;

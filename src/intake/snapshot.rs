@@ -30,7 +30,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags};
 
-use crate::package::{Limits, PackageDigest, PackageFiles, VnfPackage, Vnfd, csar};
+use vnfkeeper_core::package::{
+    Limits, PackageDigest, PackageFiles, Snapshot, VnfPackage, Vnfd, csar,
+};
 
 /// Deepest directory nesting read inside a package.
 const MAX_DEPTH: usize = 32;
@@ -55,19 +57,6 @@ fn remember(digest: PackageDigest, vnfd: Arc<Vnfd>) {
         }
         m.insert(digest, vnfd);
     }
-}
-
-/// A package copied into the store, as an accepted operation records it.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    /// The digest naming the file set.
-    pub digest: PackageDigest,
-    /// The snapshot directory, `<store>/sha256/<digest>`.
-    pub dir: PathBuf,
-    /// The operator's package path it was copied from (audit only).
-    pub source: PathBuf,
-    /// The VNFD, parsed from the snapshot.
-    pub vnfd: Arc<Vnfd>,
 }
 
 /// Why a package could not be snapshotted.
@@ -125,7 +114,7 @@ pub fn take(
 /// calls this before it uses a snapshot: a file edited, added or removed in the package store
 /// since acceptance is refused, never used). Errors: the reason, naming the snapshot.
 pub fn verify(dir: &Path, digest: PackageDigest) -> Result<(), String> {
-    let files = read_package(dir, &crate::package::files::LIMITS)
+    let files = read_package(dir, &vnfkeeper_core::package::files::LIMITS)
         .map_err(|e| format!("VNF package snapshot {}: {e}", dir.display()))?;
     let actual = files.digest();
     if actual == digest {
@@ -291,7 +280,7 @@ fn walk(
             )));
         }
         let rel = shown(&name);
-        crate::package::files::check_path(&rel).map_err(|e| bad(e.0))?;
+        vnfkeeper_core::package::files::check_path(&rel).map_err(|e| bad(e.0))?;
         let st = rustix::fs::statat(dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|e| bad(format!("`{rel}`: {e}")))?;
         let kind = FileType::from_raw_mode(st.st_mode);

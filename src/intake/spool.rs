@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use super::admission::{self, Examined};
 use super::maildir::{self, Destination, Read, RefusedTo};
-use super::wire::MAX_REQUEST_BYTES;
-use crate::model::Timestamp;
 use crate::store::{Store, StoreError, Tx};
+use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::wire::MAX_REQUEST_BYTES;
 
 pub use super::admission::{IntakeContext, Outcome};
 pub use super::maildir::{FileLook, Found, Spool, display_name, is_request_name};

@@ -9,9 +9,9 @@ use anyhow::Context as _;
 use super::{PassKind, Reconciler, probe::ProbeSettings};
 use crate::cloud::OpenStackCloud;
 use crate::config::Settings;
-use crate::model::Timestamp;
 use crate::remote::{SshConfig, SshRemote};
 use crate::store::Store;
+use vnfkeeper_core::model::Timestamp;
 
 /// Prefix of trigger files in `new/`.
 pub const TRIGGER_PREFIX: &str = ".reconcile-now.";

@@ -23,7 +23,6 @@
 
 pub mod cmd;
 pub mod observe;
-pub use vnfkeeper_core::policy;
 pub mod probe;
 
 use std::collections::HashMap;
@@ -33,16 +32,20 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::cloud::Cloud;
-use crate::flavour;
-use crate::intake::wire::sol003::InstantiateVnfRequest;
-use crate::model::{InstantiationState, LcmOperationType, MaintenancePause, Timestamp, pause};
-use crate::package::VnfPackage;
 use crate::remote::Remote;
 use crate::store::{
     InstanceRow, NewEvent, NewOperation, ReaderRef, ReconcileStateRow, RequestBody, Tx, VnfcRow,
 };
-use policy::{CloudView, Memory, Policy, PvView, VnfInput, VnfOutcome, VnfcInput};
 use probe::{Cluster, ProbeSettings};
+use vnfkeeper_core::flavour;
+use vnfkeeper_core::model::{
+    InstantiationState, LcmOperationType, MaintenancePause, Timestamp, pause,
+};
+use vnfkeeper_core::package::VnfPackage;
+use vnfkeeper_core::policy::{
+    self, CloudView, Memory, Policy, PvView, VnfInput, VnfOutcome, VnfcInput,
+};
+use vnfkeeper_core::wire::sol003::InstantiateVnfRequest;
 
 /// Which pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -481,13 +484,13 @@ pub fn record(
         if let Some(heal) = &o.heal {
             let tacker_owned = tx
                 .instance(&vnf)?
-                .is_some_and(|i| i.origin == crate::companion::Origin::Tacker);
+                .is_some_and(|i| i.origin == vnfkeeper_core::companion::Origin::Tacker);
             // Tacker owns the stack: never a Heat call of vnfkeeper's on it (issue 15 §6).
             let mut wait_for_tacker = false;
             if tacker_owned {
-                use crate::companion::TackerHealRoute as R;
+                use vnfkeeper_core::companion::TackerHealRoute as R;
                 let occs = tx.reader().tacker_occ_states(&vnf)?;
-                let route = crate::companion::tacker_heal_route(
+                let route = vnfkeeper_core::companion::tacker_heal_route(
                     report.tacker_auto_heal,
                     &occs,
                     heal.configuration_only,
@@ -626,7 +629,7 @@ pub fn log(report: &PassReport) {
     use crate::message_ids::{
         MSG_DRIFT_DETECTED, MSG_HEAL_DEFERRED, MSG_HEAL_STARTED, MSG_RECONCILE_ALERT,
     };
-    use policy::DecisionKind as K;
+    use vnfkeeper_core::policy::DecisionKind as K;
     for o in &report.outcomes {
         for d in o.decisions.iter().filter(|d| !d.repeat) {
             let op = report

@@ -11,11 +11,11 @@
 
 use std::collections::HashMap;
 
-use super::policy::CloudView;
 use crate::cloud::{Inventory, Port, Server, Volume};
 use crate::store::VnfcRow;
+use vnfkeeper_core::policy::CloudView;
 
-use super::policy::changes::TRANSITIONAL;
+use vnfkeeper_core::policy::changes::TRANSITIONAL;
 
 /// The inventory indexed for lookups by id and address (built once per pass).
 #[derive(Debug)]
@@ -108,8 +108,8 @@ pub fn view(vnfc: &VnfcRow, index: Result<&Index<'_>, &str>) -> CloudView {
 mod tests {
     use super::*;
     use crate::cloud::{FixedIp, VolumeAttachment};
-    use crate::model::Timestamp;
-    use crate::plan::vnfcs::AttachedVolume;
+    use vnfkeeper_core::model::AttachedVolume;
+    use vnfkeeper_core::model::Timestamp;
 
     fn row(server: Option<&str>) -> VnfcRow {
         VnfcRow {

@@ -23,13 +23,13 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use serde_json::Value;
 
-use super::policy::{Finding, Role, Verdict, kubectl};
-use crate::flavour::{HookContext, MgmtDriver, Probe};
-use crate::intake::wire::Secret;
-use crate::plan;
-use crate::recipes::{EXIT_NEEDED, Step};
 use crate::remote::{Auth, HostKeyPolicy, Remote, RemoteCommand, Target};
 use crate::store::VnfcRow;
+use vnfkeeper_core::flavour::{HookContext, MgmtDriver, Probe};
+use vnfkeeper_core::plan;
+use vnfkeeper_core::policy::{Finding, Role, Verdict, kubectl};
+use vnfkeeper_core::recipes::{EXIT_NEEDED, Step};
+use vnfkeeper_core::wire::Secret;
 
 /// Probe limits.
 #[derive(Debug, Clone, Copy)]

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
-pub use crate::intake::wire::Secret;
+pub use vnfkeeper_core::wire::Secret;
 
 pub mod fake;
 mod pool;
@@ -91,14 +91,14 @@ pub enum HostKeyPolicy {
     TrustOnFirstUse,
     /// First contact verified out of band: accept only a key the server's console output lists
     /// (cloud-init's blocks, read through Nova `os-getConsoleOutput`; see
-    /// [`crate::console::parse`]), and return it for the caller to pin. Any other key is
+    /// [`vnfkeeper_core::console::parse`]), and return it for the caller to pin. Any other key is
     /// refused during the key exchange, before authentication — no password is sent — with
     /// [`RemoteError::HostKeyNotListed`].
     Listed {
         /// Nova server id of the host (named in the error).
         server_id: String,
         /// What the console lists.
-        keys: crate::console::ConsoleHostKeys,
+        keys: vnfkeeper_core::console::ConsoleHostKeys,
     },
 }
 
@@ -577,7 +577,7 @@ pub fn fingerprint(line: &str) -> Result<String, String> {
 
 /// The fingerprints a console lists, for messages: those of its fingerprint block, then those
 /// of its key block's keys (comma-separated, without repeats).
-pub fn listed_fingerprints(keys: &crate::console::ConsoleHostKeys) -> String {
+pub fn listed_fingerprints(keys: &vnfkeeper_core::console::ConsoleHostKeys) -> String {
     let mut out: Vec<String> = keys.fingerprints.clone();
     for k in &keys.keys {
         if let Ok(f) = fingerprint(k)

@@ -20,7 +20,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::intake::wire::Secret;
+use vnfkeeper_core::wire::Secret;
 
 /// Default remote deadline of a command when [`RemoteCommand::timeout`] is not called.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

@@ -14,7 +14,7 @@ use super::{
     Auth, HostKeyPolicy, RemoteError, Target, key_fingerprint, key_line, listed_fingerprints,
     parse_public_key,
 };
-use crate::console::ConsoleHostKeys;
+use vnfkeeper_core::console::ConsoleHostKeys;
 
 /// Tunables of the SSH transport.
 #[derive(Debug, Clone)]

@@ -7,11 +7,13 @@ use rusqlite::{OptionalExtension as _, params};
 
 use super::decode::{Cells, OPERATION_STATES};
 use super::{NewEvent, NewOperation, ReaderRef, RequestBody, Result, Tx, collect_checked};
-use crate::companion::{Followup, InstanceSeen, OccChange, OpOccSeen, decide_occ, followup};
-use crate::intake::snapshot::Snapshot;
-use crate::model::{
+use vnfkeeper_core::companion::{
+    Followup, InstanceSeen, OccChange, OpOccSeen, decide_occ, followup,
+};
+use vnfkeeper_core::model::{
     InstantiationState, LcmOperationType, OperationState, ProblemDetails, Timestamp,
 };
+use vnfkeeper_core::package::Snapshot;
 
 /// vnfkeeper's subscription in Tacker, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -435,7 +437,7 @@ impl Tx<'_> {
         };
         let adopted = self
             .instance(vnf)?
-            .is_some_and(|i| i.origin == crate::companion::Origin::Tacker);
+            .is_some_and(|i| i.origin == vnfkeeper_core::companion::Origin::Tacker);
         if !adopted {
             return refuse(
                 self,
@@ -454,7 +456,7 @@ impl Tx<'_> {
                 format!("VNF instance {vnf} has no VNFC vnfkeeper knows"),
             );
         }
-        let targets = match crate::companion::tacker_heal_targets(tacker_ids, &vnfcs) {
+        let targets = match vnfkeeper_core::companion::tacker_heal_targets(tacker_ids, &vnfcs) {
             Ok(t) => t,
             Err(why) => return refuse(self, 422, why),
         };
@@ -502,7 +504,7 @@ impl Tx<'_> {
     pub fn adopt_tacker_scale(
         &mut self,
         occ: &OpOccSeen,
-        request: &crate::intake::wire::sol003::ScaleVnfRequest,
+        request: &vnfkeeper_core::wire::sol003::ScaleVnfRequest,
         now: Timestamp,
     ) -> Result<HealAdoption> {
         if self.followup_done(&occ.id)? {
@@ -511,7 +513,7 @@ impl Tx<'_> {
         let vnf = occ.vnf_instance_id.as_str();
         let adopted = self
             .instance(vnf)?
-            .is_some_and(|i| i.origin == crate::companion::Origin::Tacker);
+            .is_some_and(|i| i.origin == vnfkeeper_core::companion::Origin::Tacker);
         if !adopted {
             let problem = ProblemDetails::new(
                 409,
@@ -528,8 +530,8 @@ impl Tx<'_> {
         let body = RequestBody::split(LcmOperationType::Scale, &text);
         let op_id = uuid::Uuid::new_v4().to_string();
         let what = match request.scale_type {
-            crate::intake::wire::sol003::ScaleType::ScaleOut => "SCALE_OUT",
-            crate::intake::wire::sol003::ScaleType::ScaleIn => "SCALE_IN",
+            vnfkeeper_core::wire::sol003::ScaleType::ScaleOut => "SCALE_OUT",
+            vnfkeeper_core::wire::sol003::ScaleType::ScaleIn => "SCALE_IN",
         };
         self.insert_operation(
             &NewOperation {
@@ -644,7 +646,7 @@ impl Tx<'_> {
         let vnf = occ.vnf_instance_id.as_str();
         let adopted = self
             .instance(vnf)?
-            .is_some_and(|i| i.origin == crate::companion::Origin::Tacker);
+            .is_some_and(|i| i.origin == vnfkeeper_core::companion::Origin::Tacker);
         if !adopted {
             self.mark_followup_handled(&occ.id, &at)?;
             return Ok(Retired::NotAdopted);
@@ -958,8 +960,8 @@ mod tests {
     /// VNF once its operations are finished, keeping its history.
     #[test]
     fn a_tacker_operation_is_adopted_once_and_terminate_retires_the_vnf() {
-        use crate::companion::Origin;
         use OperationState::*;
+        use vnfkeeper_core::companion::Origin;
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("s.db")).unwrap();
         let t = |s: &str| Timestamp::parse(&format!("2026-11-26T01:00:0{s}Z")).unwrap();

@@ -6,7 +6,7 @@ use std::fmt::Display;
 use serde::de::DeserializeOwned;
 
 use super::{Result, StoreError};
-use crate::model::Timestamp;
+use vnfkeeper_core::model::Timestamp;
 
 /// The `operation_state` spellings (SOL003 §5.5.4.3 `LcmOperationStateType`), for errors.
 pub(super) const OPERATION_STATES: &str =
@@ -98,9 +98,11 @@ mod tests {
     use serde_json::json;
 
     use super::super::{NewIntake, NewOperation, RequestBody, Store, StoreError};
-    use crate::model::{IntakeOutcome, LcmOperationType, OperationState, PendingTask, Timestamp};
-    use crate::plan::vnfcs::{AttachedVolume, ObservedVnfc};
     use crate::store::ReconcileStateRow;
+    use vnfkeeper_core::model::{
+        IntakeOutcome, LcmOperationType, OperationState, PendingTask, Timestamp,
+    };
+    use vnfkeeper_core::{model::AttachedVolume, plan::vnfcs::ObservedVnfc};
 
     fn now() -> Timestamp {
         Timestamp::parse("2026-11-21T06:00:00Z").unwrap()

@@ -5,8 +5,8 @@ use rusqlite::{OptionalExtension, params};
 
 use super::decode::to_json;
 use super::{NewEvent, OperationRow, ReaderRef, Result, StoreError, Tx, VnfcRow, collect_checked};
-use crate::model::{InstantiationState, OperationState, StepState, Timestamp};
-use crate::plan::vnfcs::ObservedVnfc;
+use vnfkeeper_core::model::{InstantiationState, OperationState, StepState, Timestamp};
+use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
 
 // WHERE terms of the partial indexes of migration V6, spelled exactly as there (SQLite uses a
 // partial index only for a query with the index's WHERE term among its own terms). The tick's
@@ -372,7 +372,7 @@ impl Tx<'_> {
             return Ok(());
         };
         let detail = format!("superseded by TERMINATE {terminate_id}: {why}");
-        let problem = crate::model::ProblemDetails::new(409, detail.clone(), Vec::new());
+        let problem = vnfkeeper_core::model::ProblemDetails::new(409, detail.clone(), Vec::new());
         let json = to_json("error", &problem)?;
         let path: &[OperationState] = match op.operation_state {
             OperationState::Starting | OperationState::Processing | OperationState::RollingBack => {
@@ -531,8 +531,8 @@ mod scheduler_tests {
     use std::collections::HashSet;
 
     use super::*;
-    use crate::model::{LcmOperationType, PendingTask};
     use crate::store::{NewOperation, RequestBody, Store};
+    use vnfkeeper_core::model::{LcmOperationType, PendingTask};
 
     fn now() -> Timestamp {
         Timestamp::parse("2026-11-24T03:00:00Z").unwrap()

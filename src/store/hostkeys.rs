@@ -5,8 +5,8 @@ use rusqlite::{OptionalExtension, params};
 use serde_json::json;
 
 use super::{NewEvent, Result, Tx};
-use crate::console::FirstContact;
-use crate::model::Timestamp;
+use vnfkeeper_core::console::FirstContact;
+use vnfkeeper_core::model::Timestamp;
 
 /// What `vnfkeeper host-key forget` removed.
 #[derive(Debug, Clone, PartialEq, Eq)]

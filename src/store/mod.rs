@@ -25,9 +25,8 @@ use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
 };
 
-use crate::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
+use vnfkeeper_core::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
-pub use crate::model::VnfcRow;
 pub use companion::{
     HealAdoption, PendingFollowup, PollRecord, RecordedInstance, RecordedOpOcc, Retired,
     StoredSubscription,
@@ -41,6 +40,7 @@ pub use startup::{BackupReport, DB_MODE, History, InitReport, Refusal, backup, c
 pub use tacker::ReceivedNotification;
 pub use tacker_heal::WaitingHeal;
 pub use timeline::{IntakeFacts, StepFacts, TimelineEntry, TimelineSource};
+pub use vnfkeeper_core::model::VnfcRow;
 
 mod embedded {
     refinery::embed_migrations!("migrations");

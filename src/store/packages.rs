@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{OptionalExtension, params};
 
 use super::{ReaderRef, Result, StoreError, Tx};
-use crate::package::PackageDigest;
+use vnfkeeper_core::package::PackageDigest;
 
 impl ReaderRef<'_> {
     /// The snapshot an operation uses: its digest and the snapshot directory (`vnf_package`),

@@ -7,8 +7,8 @@ use serde_json::json;
 
 use super::decode::Cells;
 use super::{NewEvent, ReaderRef, Result, Tx, collect_checked};
-use crate::model::{MaintenancePause, PauseScope, Timestamp};
-use crate::reconcile::policy::pause_json;
+use vnfkeeper_core::model::{MaintenancePause, PauseScope, Timestamp};
+use vnfkeeper_core::policy::pause_json;
 
 const COLUMNS: &str = "scope, paused_by, reason, since, until";
 

@@ -8,8 +8,8 @@ use rusqlite::{OptionalExtension, params};
 
 use super::decode::{Cells, to_json};
 use super::{ReaderRef, Result, Tx, collect_checked};
-use crate::intake::wire::sol003::InstantiateVnfRequest;
-use crate::model::Timestamp;
+use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::wire::sol003::InstantiateVnfRequest;
 
 /// One `reconcile_state` row: what the loop remembers about a VNFC (or, with `vnfc_id` empty,
 /// about a VNF instance).

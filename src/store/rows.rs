@@ -7,8 +7,8 @@ use rusqlite::Row;
 
 use super::Result;
 use super::decode::{Cells, OPERATION_STATES};
-use crate::companion::Origin;
-use crate::model::{
+use vnfkeeper_core::companion::Origin;
+use vnfkeeper_core::model::{
     InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
     ProblemDetails, Timestamp, VnfcRow,
 };

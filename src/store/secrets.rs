@@ -1,5 +1,5 @@
 //! Secrets at rest in the database: request bodies (`vnf_lcm_op_occ.operation_params`) are
-//! stored redacted (every secret replaced by `"***"`, [`crate::intake::wire::redact`]) and the
+//! stored redacted (every secret replaced by `"***"`, [`vnfkeeper_core::wire::redact`]) and the
 //! secrets they held are stored apart, in `operation_secrets`, sealed with AES-256-GCM (NIST SP
 //! 800-38D) under a key kept in a file only the daemon's user can read. Reads put them back, so
 //! the engine and reconcile get the request as received.
@@ -18,9 +18,9 @@ use aes_gcm::aead::{Aead, Generate, KeyInit, Nonce, Payload};
 use aes_gcm::{Aes256Gcm, Key};
 
 use super::{Result, StoreError};
-use crate::intake::wire::redact::{self, SecretValues};
-use crate::intake::wire::{LcmOperation, request_secret_pointers};
-use crate::model::LcmOperationType;
+use vnfkeeper_core::model::LcmOperationType;
+use vnfkeeper_core::wire::redact::{self, SecretValues};
+use vnfkeeper_core::wire::{LcmOperation, request_secret_pointers};
 
 /// File name of the key, in the database's directory or in `$CREDENTIALS_DIRECTORY`.
 pub const KEY_FILE: &str = "secrets.key";
@@ -320,8 +320,8 @@ pub(super) fn join(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Timestamp;
     use crate::store::{NewOperation, Store};
+    use vnfkeeper_core::model::Timestamp;
 
     const PARAMS: &str = r#"{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"openstack","accessInfo":{"password":"hunter2"}}]}"#;
 

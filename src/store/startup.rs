@@ -318,7 +318,7 @@ pub struct InitReport {
 /// non-empty database is there (move it away first); a 0-byte file and stale `-wal`, `-shm`,
 /// `-journal` files are renamed to `<name>.stale-<UTC time>` (an old WAL applied to a new
 /// database would corrupt it). Spool history is left alone.
-pub fn init(path: &Path, now: crate::model::Timestamp) -> Result<InitReport> {
+pub fn init(path: &Path, now: vnfkeeper_core::model::Timestamp) -> Result<InitReport> {
     let stamp = now.0.format("%Y%m%dT%H%M%SZ").to_string();
     let mut moved = Vec::new();
     let mut aside = |from: PathBuf| -> Result<()> {
@@ -399,7 +399,7 @@ pub fn backup(
     src: &Path,
     dest: &Path,
     keep: Option<usize>,
-    now: crate::model::Timestamp,
+    now: vnfkeeper_core::model::Timestamp,
 ) -> Result<BackupReport> {
     let source = super::Store::open_read_only(src)?;
     let into_dir = dest.is_dir() || dest.as_os_str().to_string_lossy().ends_with('/');

@@ -5,10 +5,10 @@ use rusqlite::params;
 
 use super::decode::Cells;
 use super::{ReaderRef, Result, Tx, collect_checked};
-use crate::intake::wire::notification::{
+use vnfkeeper_core::model::{OperationState, Timestamp};
+use vnfkeeper_core::wire::notification::{
     Notification, NotificationStatus, NotificationType, OccurrenceChange,
 };
-use crate::model::{OperationState, Timestamp};
 
 const COLUMNS: &str = "id, received_at, notification_type, subscription_id, time_stamp, \
                        vnf_instance_id, vnf_lcm_op_occ_id, operation, operation_state, \

@@ -8,8 +8,8 @@ use rusqlite::{OptionalExtension as _, params};
 
 use super::decode::{Cells, OPERATION_STATES};
 use super::{NewEvent, ReaderRef, Result, Tx};
-use crate::companion::OpOccSeen;
-use crate::model::{OperationState, ProblemDetails, Timestamp};
+use vnfkeeper_core::companion::OpOccSeen;
+use vnfkeeper_core::model::{OperationState, ProblemDetails, Timestamp};
 
 /// A vnfkeeper HEAL waiting for Tacker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,10 +217,10 @@ impl Tx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::companion::{OpOccSeen, Origin};
-    use crate::model::LcmOperationType;
     use crate::store::{HealAdoption, NewOperation, RequestBody, Store};
     use OperationState::*;
+    use vnfkeeper_core::companion::{OpOccSeen, Origin};
+    use vnfkeeper_core::model::LcmOperationType;
 
     fn occ(id: &str, op: &str, state: OperationState) -> OpOccSeen {
         OpOccSeen {

@@ -31,7 +31,9 @@ use serde_json::Value;
 use super::decode::Cells;
 use super::rows::IntakeRow;
 use super::{ReaderRef, Result, collect_checked};
-use crate::model::{IntakeOutcome, LcmOperationType, ProblemDetails, StepState, Timestamp};
+use vnfkeeper_core::model::{
+    IntakeOutcome, LcmOperationType, ProblemDetails, StepState, Timestamp,
+};
 
 /// Where a [`TimelineEntry`] comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -434,8 +436,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::model::{MaintenancePause, PauseScope};
     use crate::store::{NewEvent, NewIntake, NewOperation, RequestBody, Store};
+    use vnfkeeper_core::model::{MaintenancePause, PauseScope};
 
     fn t(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()

@@ -5,9 +5,9 @@ use rusqlite::params;
 
 use super::decode::Cells;
 use super::{ReaderRef, Result, Tx, collect_checked};
-use crate::flavour::trust::{NodeTrust, RegistryUse};
-use crate::intake::wire::params::ConnectionType;
-use crate::model::Timestamp;
+use vnfkeeper_core::flavour::trust::{NodeTrust, RegistryUse};
+use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::wire::params::ConnectionType;
 
 fn type_code(t: ConnectionType) -> i64 {
     match t {

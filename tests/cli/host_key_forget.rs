@@ -3,9 +3,9 @@
 
 use std::process::Command;
 
-use vnfkeeper::console::FirstContact;
-use vnfkeeper::model::Timestamp;
 use vnfkeeper::store::Store;
+use vnfkeeper_core::console::FirstContact;
+use vnfkeeper_core::model::Timestamp;
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGYiNiOOo3XHRcWQS07T3ilpTDJspX52tih3/dP/OhwY";

@@ -5,8 +5,8 @@
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use vnfkeeper::model::Timestamp;
 use vnfkeeper::store::Store;
+use vnfkeeper_core::model::Timestamp;
 
 fn run(config: &std::path::Path, args: &[&str]) -> Output {
     let (cmd, rest) = args.split_first().unwrap();

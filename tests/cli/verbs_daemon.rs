@@ -312,7 +312,8 @@ fn events_tell_the_story(install: &Install, vnf: &str) {
         want.sort_unstable();
         assert_eq!(keys, want, "{e:#}");
     }
-    let at = |e: &Value| vnfkeeper::model::Timestamp::parse(e["at"].as_str().unwrap()).unwrap();
+    let at =
+        |e: &Value| vnfkeeper_core::model::Timestamp::parse(e["at"].as_str().unwrap()).unwrap();
     assert!(
         list.windows(2).all(|w| at(&w[0]) <= at(&w[1])),
         "not in time order"
@@ -375,7 +376,7 @@ fn events_tell_the_story(install: &Install, vnf: &str) {
                 let step = &hit["step"];
                 assert_eq!(step["state"], "DONE", "{hit:#}");
                 let started = step["startedAt"].as_str().unwrap();
-                assert!(vnfkeeper::model::Timestamp::parse(started).unwrap() <= at(hit));
+                assert!(vnfkeeper_core::model::Timestamp::parse(started).unwrap() <= at(hit));
                 assert_eq!(hit["source"], "step");
             }
             _ => {}

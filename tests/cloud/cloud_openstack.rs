@@ -1057,7 +1057,7 @@ async fn console_output_is_the_tail_nova_returns() {
     // No host behind the record: the console holds no host key block.
     let text = cloud.console_output(&server, 100).await.unwrap();
     assert!(text.contains("login:"), "{text}");
-    assert_eq!(vnfkeeper::console::parse(&text), None);
+    assert_eq!(vnfkeeper_core::console::parse(&text), None);
 
     // `length` keeps the last lines (a block cut at its start no longer counts).
     let fp = "SHA256:U2n2I1UYgj1BSdckUyZctgaWW8CSlL+QfXh3bjuiIFY";
@@ -1069,12 +1069,12 @@ async fn console_output_is_the_tail_nova_returns() {
         .set_console_override(Some(format!("{block}{noise}")));
     let all = cloud.console_output(&server, 1000).await.unwrap();
     assert_eq!(
-        vnfkeeper::console::parse(&all).unwrap().fingerprints,
+        vnfkeeper_core::console::parse(&all).unwrap().fingerprints,
         vec![fp.to_string()]
     );
     let tail = cloud.console_output(&server, 51).await.unwrap();
     assert_eq!(tail.lines().count(), 51, "{tail}");
-    assert_eq!(vnfkeeper::console::parse(&tail), None);
+    assert_eq!(vnfkeeper_core::console::parse(&tail), None);
 
     // An unknown server: 404, not transient (the engine then falls back to trust on first use).
     let e = cloud
@@ -1096,7 +1096,7 @@ async fn servers_changed_since_lists_changes_and_reads_the_date() {
     let cloud = connect(&tb).await;
     // `updated` has second resolution: ask from the next second on.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let mark = vnfkeeper::model::Timestamp(chrono::Utc::now());
+    let mark = vnfkeeper_core::model::Timestamp(chrono::Utc::now());
     let before = cloud.request_count();
     let page = cloud.servers_changed_since(mark).await.unwrap();
     assert_eq!(cloud.request_count() - before, 1);

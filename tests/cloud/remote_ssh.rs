@@ -515,7 +515,7 @@ async fn console_listing_refuses_an_unlisted_key_before_any_password() {
     let auth = Auth::Password(Secret::new(PW_PASS.to_string()));
 
     // The console lists another key: refused during the key exchange, no password sent.
-    let other = vnfkeeper::console::parse(&console_of(&sshd, &["other_ed25519.pub"])).unwrap();
+    let other = vnfkeeper_core::console::parse(&console_of(&sshd, &["other_ed25519.pub"])).unwrap();
     let listed = HostKeyPolicy::Listed {
         server_id: "srv-1".into(),
         keys: other,
@@ -553,7 +553,7 @@ async fn console_listing_refuses_an_unlisted_key_before_any_password() {
 
     // The console lists the server's key (among others): accepted, returned for pinning, and
     // only then does the password go out.
-    let keys = vnfkeeper::console::parse(&console_of(
+    let keys = vnfkeeper_core::console::parse(&console_of(
         &sshd,
         &["other_ed25519.pub", "host_ed25519.pub"],
     ))

@@ -842,7 +842,7 @@ async fn conformance_on_hosts() {
         );
         assert_eq!(keys, vec![format!("{scanned_key} root@{name}")]);
         // vnfkeeper reads the same text
-        let parsed = vnfkeeper::console::parse(&r.stdout).expect("vnfkeeper parses it");
+        let parsed = vnfkeeper_core::console::parse(&r.stdout).expect("vnfkeeper parses it");
         assert_eq!(parsed.fingerprints, vec![scanned_fp.clone()]);
     }
 

@@ -13,9 +13,9 @@ use testbed::cloud::{CloudOptions, Testbed};
 use vnfkeeper::cloud::OpenStackCloud;
 use vnfkeeper::engine::{Engine, EngineLimits};
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
-use vnfkeeper::model::Timestamp;
 use vnfkeeper::remote::fake::{Call, FAKE_HOST_KEY, FakeRemote};
 use vnfkeeper::store::{Db, Store};
+use vnfkeeper_core::model::Timestamp;
 
 /// Log lines written while a test runs (fmt layer, no colours).
 #[derive(Clone, Default)]

@@ -21,8 +21,8 @@ use support::bed::{Bed, fast_limits};
 use testbed::cloud::FaultRule;
 use vnfkeeper::cloud::{Cloud, Server, StackRef};
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::OperationState;
 use vnfkeeper::store::VnfcRow;
+use vnfkeeper_core::model::OperationState;
 
 const VNF: &str = "vnf-individual-vnfc";
 const NEW_IMAGE: &str = "5f0d9c3e-7a41-4b8e-9d2a-0c6f1e2b3a4d";

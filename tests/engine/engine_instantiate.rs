@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::engine::EngineLimits;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::{OperationState, StepState};
+use vnfkeeper_core::model::{OperationState, StepState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs root (network namespaces, loop devices)"]

@@ -17,7 +17,7 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::registry::LookupSpan;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::OperationState;
+use vnfkeeper_core::model::OperationState;
 
 /// Field name → values, collected over an event's span scope and the event itself.
 type Fields = BTreeMap<String, Vec<String>>;

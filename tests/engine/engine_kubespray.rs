@@ -15,13 +15,13 @@ use std::time::Duration;
 
 use support::bed::{Bed, fast_limits};
 use testbed::hosts::{ANSIBLE_SERVER_FILE, ANSIBLE_SERVER_ID, AnsibleServer};
-use vnfkeeper::flavour::kubespray::haproxy_servers;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
-use vnfkeeper::reconcile::policy::Policy;
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
+use vnfkeeper_core::flavour::kubespray::haproxy_servers;
+use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
+use vnfkeeper_core::policy::Policy;
 
 /// Everything the engine logs (the daemon's journal), as text with span fields.
 #[derive(Clone, Default)]
@@ -284,7 +284,7 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     let kc_text = std::fs::read_to_string(&kc).unwrap();
     let lb_endpoint = format!("https://{}:8383", lb.cp_addresses["externalLB_CP1"]);
     assert_eq!(
-        vnfkeeper::flavour::kubespray::kubeconfig_server(&kc_text).as_deref(),
+        vnfkeeper_core::flavour::kubespray::kubeconfig_server(&kc_text).as_deref(),
         Some(lb_endpoint.as_str()),
         "{kc_text}"
     );
@@ -310,7 +310,7 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     let worker = vnfcs.iter().find(|v| v.vdu_id == "workerNode").unwrap();
     let worker_server = worker.server_id.clone().unwrap();
     let worker_name =
-        vnfkeeper::flavour::kubespray::node_name(worker, vnfkeeper::model::Role::Worker);
+        vnfkeeper_core::flavour::kubespray::node_name(worker, vnfkeeper_core::model::Role::Worker);
     bed.farm.stop_sshd(&worker_server).await.unwrap();
     let scale = serde_json::json!({
         "operation": "SCALE",
@@ -396,7 +396,7 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
         .collect();
     assert_eq!(gone.len(), 1);
     let gone_name =
-        vnfkeeper::flavour::kubespray::node_name(gone[0], vnfkeeper::model::Role::Worker);
+        vnfkeeper_core::flavour::kubespray::node_name(gone[0], vnfkeeper_core::model::Role::Worker);
     let stay: Vec<String> = names.iter().filter(|n| **n != gone_name).cloned().collect();
     assert_eq!(
         stay.len(),
@@ -550,7 +550,7 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     // cluster and the LB list exactly the current nodes.
     let worker = after.iter().find(|v| v.vdu_id == "workerNode").unwrap();
     let healed_name =
-        vnfkeeper::flavour::kubespray::node_name(worker, vnfkeeper::model::Role::Worker);
+        vnfkeeper_core::flavour::kubespray::node_name(worker, vnfkeeper_core::model::Role::Worker);
     let old_server = worker.server_id.clone().unwrap();
     let log_before = bed.farm.command_log(ANSIBLE_SERVER_ID).await.unwrap().len();
     let heal = serde_json::json!({
@@ -587,7 +587,7 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
         "the worker's server was rebuilt"
     );
     assert_eq!(
-        vnfkeeper::flavour::kubespray::node_name(healed, vnfkeeper::model::Role::Worker),
+        vnfkeeper_core::flavour::kubespray::node_name(healed, vnfkeeper_core::model::Role::Worker),
         healed_name,
         "the node name is stable across HEAL"
     );
@@ -683,9 +683,9 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     );
     let journal = bed.db.with(|s| s.reader().journal(&term_op)).unwrap();
     assert!(
-        journal
-            .iter()
-            .any(|j| j.name == "ansible.forget" && j.state == vnfkeeper::model::StepState::Done),
+        journal.iter().any(
+            |j| j.name == "ansible.forget" && j.state == vnfkeeper_core::model::StepState::Done
+        ),
         "{journal:?}"
     );
     assert!(bed.db.with(|s| s.reader().vnfcs(&vnf)).unwrap().is_empty());

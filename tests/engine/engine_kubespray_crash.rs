@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use support::{Install, wait_until};
 use testbed::hosts::ANSIBLE_SERVER_ID;
-use vnfkeeper::flavour::kubespray::haproxy_servers;
+use vnfkeeper_core::flavour::kubespray::haproxy_servers;
 
 const PREFIX: &str = "vkx";
 

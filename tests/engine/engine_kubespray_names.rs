@@ -14,9 +14,9 @@ use serde_yaml_ng::Value as Yaml;
 use support::bed::{Bed, fast_limits};
 use support::repo_root;
 use testbed::hosts::{ANSIBLE_SERVER_FILE, ANSIBLE_SERVER_ID, AnsibleServer};
-use vnfkeeper::flavour::kubespray::{haproxy_servers, node_name};
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::{OperationState, Role, VnfcRow};
+use vnfkeeper_core::flavour::kubespray::{haproxy_servers, node_name};
+use vnfkeeper_core::model::{OperationState, Role, VnfcRow};
 
 const PACKAGE: &str = "fixtures/packages/k8s-mgmtdriver-kubespray";
 const INVENTORY: &str = "/home/ansible/kubespray/inventory/vnf-kubespray";

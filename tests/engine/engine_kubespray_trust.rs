@@ -18,12 +18,12 @@ use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
 use testbed::hosts::{ANSIBLE_SERVER_FILE, AnsibleServer};
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
-use vnfkeeper::reconcile::policy::Policy;
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::VnfcRow;
+use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
+use vnfkeeper_core::policy::Policy;
 
 const NET: u8 = 83;
 const REGISTRY_VNF: &str = "vnf-cir-registry";

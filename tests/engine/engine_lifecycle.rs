@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::OperationState;
 use vnfkeeper::store::VnfcRow;
+use vnfkeeper_core::model::OperationState;
 
 const FILE_ON_PV: &str = "/volume/nfs/pv1/kept-across-heal.txt";
 

@@ -13,7 +13,7 @@ use std::path::Path;
 use support::bed::{Bed, fast_limits};
 use support::repo_root;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::OperationState;
+use vnfkeeper_core::model::OperationState;
 
 fn copy_dir(from: &Path, to: &Path) {
     let st = std::process::Command::new("cp")

@@ -13,12 +13,12 @@ use std::time::Duration;
 use serde_json::Value;
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
-use vnfkeeper::reconcile::policy::Policy;
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::VnfcRow;
+use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
+use vnfkeeper_core::policy::Policy;
 
 const VNF: &str = "vnf-cir-registry";
 

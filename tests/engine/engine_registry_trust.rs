@@ -27,12 +27,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
-use vnfkeeper::reconcile::policy::Policy;
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, PassReport, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::VnfcRow;
+use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
+use vnfkeeper_core::policy::Policy;
 
 const REGISTRY_VNF: &str = "vnf-cir-registry";
 const CLUSTER_VNF: &str = "vnf-cir-k8s-cluster";
@@ -234,7 +234,7 @@ async fn restarts(bed: &Bed, server: &str) -> usize {
         .count()
 }
 
-fn trust_of(bed: &Bed) -> Vec<vnfkeeper::flavour::trust::NodeTrust> {
+fn trust_of(bed: &Bed) -> Vec<vnfkeeper_core::flavour::trust::NodeTrust> {
     let one = bed
         .db
         .with(|s| s.reader().registry_trust(CLUSTER_VNF))

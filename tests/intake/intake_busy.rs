@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
-use vnfkeeper::model::Timestamp;
 use vnfkeeper::store::Store;
+use vnfkeeper_core::model::Timestamp;
 
 #[test]
 fn a_file_is_accepted_while_another_connection_holds_begin_immediate_for_one_second() {

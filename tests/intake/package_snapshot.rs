@@ -14,9 +14,9 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use vnfkeeper::intake::snapshot;
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
-use vnfkeeper::model::{ProblemDetails, Timestamp};
-use vnfkeeper::package::{PackageDigest, VnfPackage, files::LIMITS};
 use vnfkeeper::store::{Db, Store};
+use vnfkeeper_core::model::{ProblemDetails, Timestamp};
+use vnfkeeper_core::package::{PackageDigest, VnfPackage, files::LIMITS};
 use zip::write::SimpleFileOptions;
 
 fn repo_root() -> PathBuf {

@@ -159,7 +159,7 @@ fn kill_9_while_files_arrive_loses_nothing_and_duplicates_nothing() {
     let intake = store.reader().intake().unwrap();
     let accepted_rows = intake
         .iter()
-        .filter(|r| r.outcome == vnfkeeper::model::IntakeOutcome::Accepted)
+        .filter(|r| r.outcome == vnfkeeper_core::model::IntakeOutcome::Accepted)
         .count();
     assert_eq!(
         accepted_rows,

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use vnfkeeper::intake::wire::{
+use vnfkeeper_core::wire::{
     Envelope, FieldError, LcmOperation, LcmRequest, MAX_REQUEST_BYTES, parse_envelope,
 };
 
@@ -148,8 +148,8 @@ fn good_fixtures_parse_and_reference_existing_package_files() {
             .trim();
         assert!(pkg.join(entry).is_file(), "{name}: VNFD {entry} missing");
         let flavour = env.request["flavourId"].as_str().unwrap();
-        let loaded =
-            vnfkeeper::package::VnfPackage::load(&pkg).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let loaded = vnfkeeper_core::package::VnfPackage::load(&pkg)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         if let Err(e) = loaded.base_hot(flavour) {
             panic!("{name}: no BaseHOT for flavour {flavour}: {e}");
         }

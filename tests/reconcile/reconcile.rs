@@ -15,12 +15,14 @@ use testbed::cloud::{CloudOptions, FaultRule, Testbed};
 use vnfkeeper::cloud::OpenStackCloud;
 use vnfkeeper::engine::{Engine, EngineLimits};
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
-use vnfkeeper::model::{LcmOperationType, MaintenancePause, OperationState, PauseScope, Timestamp};
-use vnfkeeper::reconcile::policy::{MaxUnhealthy, Policy};
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, PassReport, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
+use vnfkeeper_core::model::{
+    LcmOperationType, MaintenancePause, OperationState, PauseScope, Timestamp,
+};
+use vnfkeeper_core::policy::{MaxUnhealthy, Policy};
 
 struct Bed {
     _dir: tempfile::TempDir,

@@ -9,12 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use support::bed::{Bed, fast_limits};
-use vnfkeeper::model::{LcmOperationType, OperationState, Timestamp};
-use vnfkeeper::reconcile::policy::Policy;
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, PassReport, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::Db;
+use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
+use vnfkeeper_core::policy::Policy;
 
 fn at(secs: i64) -> Timestamp {
     Timestamp(chrono::Utc::now() + chrono::Duration::seconds(secs))

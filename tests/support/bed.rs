@@ -10,9 +10,9 @@ use testbed::hosts::HostFarm;
 use vnfkeeper::cloud::OpenStackCloud;
 use vnfkeeper::engine::{Engine, EngineLimits};
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
-use vnfkeeper::model::Timestamp;
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
+use vnfkeeper_core::model::Timestamp;
 
 pub fn now() -> Timestamp {
     Timestamp(chrono::Utc::now())

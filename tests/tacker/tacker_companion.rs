@@ -16,10 +16,10 @@ use support::tacker::{Operator, VNFD, register_pv_package};
 use support::{Install, free_port, wait_until};
 use testbed::cloud::tacker::NotifyFaults;
 use testbed::cloud::{CloudOptions, Testbed};
-use vnfkeeper::companion::Followup;
-use vnfkeeper::model::InstantiationState;
-use vnfkeeper::model::OperationState;
 use vnfkeeper::store::{RecordedOpOcc, Store};
+use vnfkeeper_core::companion::Followup;
+use vnfkeeper_core::model::InstantiationState;
+use vnfkeeper_core::model::OperationState;
 
 const USER: &str = "tacker-notify";
 const PASSWORD: &str = "Cb-S3cret!companion";

@@ -23,15 +23,15 @@ use support::wait_until;
 use testbed::cloud::Testbed;
 use testbed::cloud::tacker::StandInPackage;
 use vnfkeeper::cloud::OpenStackCloud;
-use vnfkeeper::companion::Origin;
 use vnfkeeper::config::TackerSettings;
-use vnfkeeper::intake::wire::Secret;
-use vnfkeeper::model::{InstantiationState, OperationState, StepState, Timestamp};
-use vnfkeeper::reconcile::policy::Policy;
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::tacker::{Companion, PackagePaths};
+use vnfkeeper_core::companion::Origin;
+use vnfkeeper_core::model::{InstantiationState, OperationState, StepState, Timestamp};
+use vnfkeeper_core::policy::Policy;
+use vnfkeeper_core::wire::Secret;
 
 const VNFD: &str = "pv-k8s-cluster-vnfd";
 
@@ -50,11 +50,11 @@ fn seed() -> (Value, PathBuf) {
 /// Registers the package in the stand-in as Tacker would have it: the flavour's BaseHOT and
 /// nested templates, and the `nfv` stack parameter vnfkeeper computes for the same request.
 fn register(tb: &Testbed, request: &Value, pkg_dir: &std::path::Path) {
-    let pkg = vnfkeeper::package::VnfPackage::load(pkg_dir).unwrap();
-    let req: vnfkeeper::intake::wire::sol003::InstantiateVnfRequest =
+    let pkg = vnfkeeper_core::package::VnfPackage::load(pkg_dir).unwrap();
+    let req: vnfkeeper_core::wire::sol003::InstantiateVnfRequest =
         serde_json::from_value(request.clone()).unwrap();
     let hot = pkg.base_hot(&req.flavour_id).unwrap();
-    let nfv = vnfkeeper::plan::nfv::instantiate_parameters(&pkg.vnfd, &req).unwrap();
+    let nfv = vnfkeeper_core::plan::nfv::instantiate_parameters(&pkg.vnfd, &req).unwrap();
     let mut parameters = serde_json::Map::new();
     parameters.insert("nfv".into(), nfv);
     tb.cloud()

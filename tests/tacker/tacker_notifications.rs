@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{Install, free_port};
-use vnfkeeper::intake::wire::notification::NotificationType;
 use vnfkeeper::store::Store;
+use vnfkeeper_core::wire::notification::NotificationType;
 
 const USER: &str = "tacker-notify";
 const PASSWORD: &str = "Cb-S3cret!pw";

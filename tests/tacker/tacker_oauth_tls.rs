@@ -25,8 +25,8 @@ use serde_json::{Value, json};
 use support::tacker::{Operator, VNFD, register_pv_package};
 use support::{Install, free_port, wait_until};
 use testbed::cloud::{CloudOptions, Testbed};
-use vnfkeeper::model::OperationState;
 use vnfkeeper::store::Store;
+use vnfkeeper_core::model::OperationState;
 
 const CLIENT: &str = "tacker-oauth-client";
 const SECRET: &str = "Oa2-S3cret!client+/=";

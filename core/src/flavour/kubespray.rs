@@ -50,9 +50,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use serde::Serialize;
-use sha2::{Digest as _, Sha256};
 
 use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role, trust};
+use crate::digest::sha256_hex;
 use crate::model::VnfcRow;
 use crate::plan::stages::{Hook, Stage, StageList};
 use crate::recipes::{DrainPolicy, Late, Step, Upload, known};
@@ -662,13 +662,6 @@ pub fn calico_vars(m: CalicoMtu) -> String {
     vars.insert("calico_mtu".into(), u64::from(m.mtu).into());
     vars.insert("calico_veth_mtu".into(), u64::from(m.veth_mtu).into());
     header(serde_yaml_ng::to_string(&vars).unwrap_or_default())
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 fn step(name: &str, host: &str, args: Vec<String>, sudo: bool, timeout: Duration) -> Step {

@@ -33,9 +33,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 use super::{FlavourError, Role};
+use crate::digest::{hex, sha256_hex};
 use crate::plan::stages::{Hook, Stage, StageList};
 use crate::recipes::{self, Step, trust::RegistryFiles};
 use crate::wire::Secret;
@@ -167,16 +168,6 @@ pub fn parse_observed(line: &str) -> Result<Observed, String> {
         content: Some(content),
         sha256: sum.to_owned(),
     })
-}
-
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// SHA-256 of `bytes`, lowercase hex (what `sha256sum` prints).
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
 }
 
 /// The lines of the vnfkeeper block of `/etc/hosts`: each entry's `hosts_string`, in request

@@ -20,4 +20,4 @@ pub use problem::{FieldProblem, ProblemDetails};
 pub use role::Role;
 pub use step::StepState;
 pub use time::Timestamp;
-pub use vnfc::VnfcRow;
+pub use vnfc::{AttachedVolume, VnfcRow};

@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use super::Timestamp;
-use crate::plan::vnfcs::AttachedVolume;
 
 /// A `vnfc` row (one VNFC: one server of a VDU), decoded by the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,4 +39,16 @@ pub struct VnfcRow {
     /// The VNFC's slice of the stack's `nfv` parameter (`{"VDU": {"<VDU>-<i>": {…}}, "CP":
     /// {"<CP>-<i>": {…}}}`) when its VDU is managed individually (adjusted HOT).
     pub parameters: Option<serde_json::Value>,
+}
+
+/// A volume attached to a VNFC's server.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachedVolume {
+    /// The `OS::Cinder::Volume` resource name, when the stack holds it.
+    pub resource: Option<String>,
+    /// Cinder volume id.
+    pub volume_id: String,
+    /// Device reported by the attachment (e.g. `/dev/vdb`).
+    pub device: Option<String>,
 }

@@ -8,6 +8,8 @@ use std::str::FromStr;
 
 use sha2::{Digest, Sha256, Sha512};
 
+use crate::digest::hex;
+
 /// Size limits on a package read at intake. A package over any of them is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -301,14 +303,6 @@ impl FromStr for PackageDigest {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    use fmt::Write;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,7 +316,7 @@ mod tests {
     }
 
     fn sha256_hex(s: &str) -> String {
-        hex(&Sha256::digest(s.as_bytes()))
+        crate::digest::sha256_hex(s.as_bytes())
     }
 
     #[test]

@@ -15,6 +15,20 @@ use std::path::{Component, Path, PathBuf};
 pub use files::{Limits, PackageDigest, PackageFiles};
 pub use vnfd::Vnfd;
 
+/// A package copied into the package store at intake (content-addressed, written once), as an
+/// accepted operation records it; the engine and reconcile read only this copy.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The digest naming the file set.
+    pub digest: PackageDigest,
+    /// The snapshot directory, `<store>/sha256/<digest>`.
+    pub dir: std::path::PathBuf,
+    /// The operator's package path it was copied from (audit only).
+    pub source: std::path::PathBuf,
+    /// The VNFD, parsed from the snapshot.
+    pub vnfd: std::sync::Arc<Vnfd>,
+}
+
 /// A package problem: which file and why.
 #[derive(Debug, thiserror::Error)]
 pub enum PackageError {

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::cloud::{Port, Server, StackResource, Volume};
+use crate::model::AttachedVolume;
 use crate::package::Vnfd;
 
 /// One observed VNFC.
@@ -34,18 +35,6 @@ pub struct ObservedVnfc {
     /// The VNFC's slice of the `nfv` parameter (individual VNFC management). [`observe`] leaves
     /// it `None`; the engine fills it from the adjusted HOT before storing the rows.
     pub parameters: Option<serde_json::Value>,
-}
-
-/// A volume attached to a VNFC's server.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AttachedVolume {
-    /// The `OS::Cinder::Volume` resource name, when the stack holds it.
-    pub resource: Option<String>,
-    /// Cinder volume id.
-    pub volume_id: String,
-    /// Device reported by the attachment (e.g. `/dev/vdb`).
-    pub device: Option<String>,
 }
 
 /// Builds the VNFC records from one observation. Servers of resources whose name is not a VDU

@@ -654,10 +654,7 @@ fn trust_observe_reports_the_digest_and_the_insecure_registries_never_other_keys
     let b64 = STANDARD.encode(b"S3cret");
     assert!(!out.contains("S3cret") && !out.contains("proxies"), "{out}");
     let seen = crate::flavour::trust::parse_observed(out.trim()).unwrap();
-    assert_eq!(
-        seen.sha256,
-        crate::flavour::trust::sha256_hex(text.as_bytes())
-    );
+    assert_eq!(seen.sha256, crate::digest::sha256_hex(text.as_bytes()));
     let v: serde_json::Value = serde_json::from_str(seen.content.as_deref().unwrap()).unwrap();
     assert_eq!(v, serde_json::json!({"insecure-registries": ["a:5000"]}));
     let decoded = seen.content.unwrap();
@@ -720,7 +717,7 @@ fn trust_docker_replaces_only_the_observed_file_and_restarts_docker_only_then() 
     assert_eq!(fs::read_to_string(&file).unwrap(), original);
     assert_eq!(restarts(), 0);
     // Observed this file: replaced by the merge, docker restarted once.
-    let right = step(&crate::flavour::trust::sha256_hex(original.as_bytes()));
+    let right = step(&crate::digest::sha256_hex(original.as_bytes()));
     let (code, out) = run(&right, "apply", &bin);
     assert_eq!(code, 0, "{out}");
     let now: serde_json::Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();

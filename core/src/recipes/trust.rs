@@ -86,7 +86,7 @@ pub fn files(host: &str, stage_dir: &str, regs: &[RegistryFiles], with_uploads: 
         args.push(r.server.clone());
         match &r.ca {
             Some(bytes) => {
-                args.push(crate::flavour::trust::sha256_hex(bytes));
+                args.push(crate::digest::sha256_hex(bytes));
                 if with_uploads {
                     uploads.push(Upload {
                         path: format!("{stage_dir}/{}.crt", r.server),

@@ -14,8 +14,8 @@
 use std::sync::Mutex;
 
 use serde_json::Value;
-use vnfkeeper::model::{LcmOperationType, Timestamp};
 use vnfkeeper::store::{NewOperation, RequestBody, Store};
+use vnfkeeper_core::model::{LcmOperationType, Timestamp};
 use vnfkeeper_core::wire::{self, Envelope};
 
 /// The process's database, created at its first input and made anew every [`RESET_EVERY`]

@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::plan::vnfcs::AttachedVolume;
+use crate::model::AttachedVolume;
 use crate::wire::sol003::InstantiateVnfRequest;
 
 const REQUEST: &str =

@@ -917,7 +917,7 @@ fn trust_probes_auth_file_secrets_registries_and_package_files() {
     assert_eq!(regs.len(), 2);
     assert_eq!(
         regs[1].ca_sha256.as_deref(),
-        Some(trust::sha256_hex(REGISTRY_CA).as_str())
+        Some(crate::digest::sha256_hex(REGISTRY_CA).as_str())
     );
     assert!(package_files(&d.k8s).contains(&"Files/registries/ca.crt".to_owned()));
 }

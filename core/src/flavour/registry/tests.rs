@@ -5,10 +5,10 @@ use std::path::Path;
 
 use super::*;
 use crate::flavour::{self, HookContext, Inputs};
+use crate::model::AttachedVolume;
 use crate::model::Timestamp;
 use crate::package::VnfPackage;
 use crate::plan::stages::Action;
-use crate::plan::vnfcs::AttachedVolume;
 
 fn repo() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
