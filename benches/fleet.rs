@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use vnfkeeper::store::{NewEvent, NewIntake, NewOperation, RequestBody, Store};
-use vnfkeeper_core::model::{InstantiationState, LcmOperationType, OperationState, Timestamp};
+use vnfkeeper_core::model::{
+    EventKind, InstantiationState, LcmOperationType, OperationState, Timestamp,
+};
 use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
 
 mod support;
@@ -257,16 +259,15 @@ fn fill(db: &Path, vnfs: usize, ops: usize) {
                     now,
                 )?;
                 for (k, m) in [
-                    ("REQUEST_ACCEPTED", "request accepted"),
-                    ("STATE_CHANGED", "PROCESSING → COMPLETED: completed"),
+                    (EventKind::RequestAccepted, "request accepted"),
+                    (EventKind::StateChanged, "PROCESSING → COMPLETED: completed"),
                 ] {
                     tx.append_event(
                         &NewEvent {
-                            kind: k,
                             vnf_instance_id: Some(&vnf),
                             vnf_lcm_op_occ_id: Some(&id),
                             message: m,
-                            ..NewEvent::default()
+                            ..NewEvent::of(k)
                         },
                         now,
                     )?;

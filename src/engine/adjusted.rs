@@ -7,6 +7,8 @@
 
 use std::collections::BTreeSet;
 
+use vnfkeeper_core::model::EventKind;
+
 use serde_json::json;
 
 use super::{Engine, EngineError, StepFailure, now};
@@ -126,7 +128,7 @@ pub(super) fn store<C: Cloud>(
             let (message, evidence) = hot_adjusted_event(a);
             tx.append_event(
                 &NewEvent {
-                    kind: "HOT_ADJUSTED",
+                    kind: EventKind::HotAdjusted,
                     vnf_instance_id: Some(&op.vnf_instance_id),
                     vnf_lcm_op_occ_id: Some(&op.id),
                     vnfc_id: None,
@@ -160,7 +162,7 @@ pub(super) fn store_rollback<C: Cloud>(
         let (message, evidence) = hot_adjusted_event(adjusted);
         tx.append_event(
             &NewEvent {
-                kind: "HOT_ADJUSTED",
+                kind: EventKind::HotAdjusted,
                 vnf_instance_id: Some(&op.vnf_instance_id),
                 vnf_lcm_op_occ_id: Some(&op.id),
                 vnfc_id: None,

@@ -20,6 +20,8 @@ mod terminate;
 use std::sync::Arc;
 use std::time::Duration;
 
+use vnfkeeper_core::model::EventKind;
+
 use tracing::Instrument as _;
 
 use crate::cloud::Cloud;
@@ -246,7 +248,7 @@ impl<C: Cloud> Engine<C> {
             let message = format!("{} {} → {}: {detail}", op.operation, from, to);
             tx.append_event(
                 &NewEvent {
-                    kind: "STATE_CHANGED",
+                    kind: EventKind::StateChanged,
                     vnf_instance_id: Some(&op.vnf_instance_id),
                     vnf_lcm_op_occ_id: Some(&op.id),
                     vnfc_id: None,

@@ -14,6 +14,8 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use vnfkeeper_core::model::EventKind;
+
 use super::maildir::{Destination, KeptCopy};
 use super::snapshot::{self, SnapshotError};
 use crate::store::{
@@ -932,7 +934,7 @@ fn record_acceptance(
     let evidence = serde_json::json!({"file": req.name, "sha256": req.sha256, "intakeId": intake_id, "warnings": warnings});
     tx.append_event(
         &NewEvent {
-            kind: "REQUEST_ACCEPTED",
+            kind: EventKind::RequestAccepted,
             vnf_instance_id: Some(&env.vnf_instance_id),
             vnf_lcm_op_occ_id: Some(&op_id),
             vnfc_id: None,
@@ -1015,7 +1017,7 @@ fn record_task(
     );
     tx.append_event(
         &NewEvent {
-            kind: "TASK_ACCEPTED",
+            kind: EventKind::TaskAccepted,
             vnf_instance_id: Some(&op.vnf_instance_id),
             vnf_lcm_op_occ_id: Some(&op.id),
             vnfc_id: None,
@@ -1073,7 +1075,7 @@ fn record_duplicate(
     );
     tx.append_event(
         &NewEvent {
-            kind: "REQUEST_DUPLICATE",
+            kind: EventKind::RequestDuplicate,
             vnf_instance_id: Some(vnf_instance_id),
             vnf_lcm_op_occ_id: Some(op_id),
             vnfc_id: None,
@@ -1122,7 +1124,7 @@ fn record_rejection(
     let message = format!("spool file {} rejected: {}", req.name, problem.detail);
     tx.append_event(
         &NewEvent {
-            kind: "REQUEST_REJECTED",
+            kind: EventKind::RequestRejected,
             vnf_instance_id,
             vnf_lcm_op_occ_id: None,
             vnfc_id: None,

@@ -99,7 +99,10 @@ pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Resul
                 "{} {} {}: {}",
                 o.vnf_instance_id,
                 d.vnfc_id.as_deref().unwrap_or("-"),
-                d.kind.event_kind().trim_start_matches("RECONCILE_"),
+                d.kind
+                    .event_kind()
+                    .as_str()
+                    .trim_start_matches("RECONCILE_"),
                 d.reason
             );
         }

@@ -29,6 +29,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use vnfkeeper_core::model::EventKind;
+
 use serde_json::{Value, json};
 
 use crate::cloud::Cloud;
@@ -513,11 +515,10 @@ pub fn record(
                     let ev = json!({"pass": report.kind.as_str(), "heal": heal});
                     tx.append_event(
                         &NewEvent {
-                            kind: "TACKER_HEAL_NOT_STARTED",
                             vnf_instance_id: Some(&vnf),
                             message: &msg,
                             evidence: Some(&ev.to_string()),
-                            ..Default::default()
+                            ..NewEvent::of(EventKind::TackerHealNotStarted)
                         },
                         now,
                     )?;
@@ -533,11 +534,10 @@ pub fn record(
                 let ev = json!({"pass": report.kind.as_str(), "heal": heal});
                 tx.append_event(
                     &NewEvent {
-                        kind: policy::DecisionKind::InFlight.event_kind(),
                         vnf_instance_id: Some(&vnf),
                         message: &msg,
                         evidence: Some(&ev.to_string()),
-                        ..Default::default()
+                        ..NewEvent::of(policy::DecisionKind::InFlight.event_kind())
                     },
                     now,
                 )?;
@@ -639,7 +639,7 @@ pub fn log(report: &PassReport) {
                 .map(|(_, op)| op.as_str())
                 .unwrap_or("");
             let vnfc = d.vnfc_id.as_deref().unwrap_or("");
-            let kind = d.kind.event_kind();
+            let kind = d.kind.event_kind().as_str();
             match d.kind {
                 K::HealStarted => {
                     tracing::info!(message_id = MSG_HEAL_STARTED, vnf_instance_id = %d.vnf_instance_id, vnfc_id = vnfc, vnf_lcm_op_occ_id = op, decision = kind, "automatic heal started: {}", d.reason)

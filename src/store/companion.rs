@@ -4,6 +4,7 @@
 //! VNF instances.
 
 use rusqlite::{OptionalExtension as _, params};
+use vnfkeeper_core::model::EventKind;
 
 use super::decode::{Cells, OPERATION_STATES};
 use super::{NewEvent, NewOperation, ReaderRef, RequestBody, Result, Tx, collect_checked};
@@ -418,7 +419,7 @@ impl Tx<'_> {
             let evidence = serde_json::json!({"tackerOpOccId": occ.id}).to_string();
             self.append_event(
                 &NewEvent {
-                    kind: "TACKER_HEAL_COMPLETED",
+                    kind: EventKind::TackerHealCompleted,
                     vnf_instance_id: Some(vnf),
                     vnf_lcm_op_occ_id: Some(&op_id),
                     vnfc_id: None,
@@ -581,7 +582,7 @@ impl Tx<'_> {
         let evidence = evidence.to_string();
         self.append_event(
             &NewEvent {
-                kind: "TACKER_OPERATION_ADOPTED",
+                kind: EventKind::TackerOperationAdopted,
                 vnf_instance_id: Some(&occ.vnf_instance_id),
                 vnf_lcm_op_occ_id: Some(op_id),
                 vnfc_id: None,
@@ -618,7 +619,7 @@ impl Tx<'_> {
         let evidence = serde_json::json!({"tackerOpOccId": occ.id, "problem": problem}).to_string();
         self.append_event(
             &NewEvent {
-                kind: "TACKER_OPERATION_REFUSED",
+                kind: EventKind::TackerOperationRefused,
                 vnf_instance_id: Some(&occ.vnf_instance_id),
                 vnf_lcm_op_occ_id: None,
                 vnfc_id: None,
@@ -698,7 +699,7 @@ impl Tx<'_> {
         let evidence = serde_json::json!({"tackerOpOccId": occ.id}).to_string();
         self.append_event(
             &NewEvent {
-                kind: "VNF_RETIRED",
+                kind: EventKind::VnfRetired,
                 vnf_instance_id: Some(vnf),
                 vnf_lcm_op_occ_id: None,
                 vnfc_id: None,

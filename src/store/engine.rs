@@ -2,6 +2,7 @@
 //! operations may run now.
 
 use rusqlite::{OptionalExtension, params};
+use vnfkeeper_core::model::EventKind;
 
 use super::decode::to_json;
 use super::{NewEvent, OperationRow, ReaderRef, Result, StoreError, Tx, VnfcRow, collect_checked};
@@ -387,7 +388,7 @@ impl Tx<'_> {
             let message = format!("{} {from} → {to}: {detail}", op.operation);
             self.append_event(
                 &NewEvent {
-                    kind: "STATE_CHANGED",
+                    kind: EventKind::StateChanged,
                     vnf_instance_id: Some(&op.vnf_instance_id),
                     vnf_lcm_op_occ_id: Some(op_id),
                     vnfc_id: None,

@@ -3,6 +3,7 @@
 
 use rusqlite::{OptionalExtension, params};
 use serde_json::json;
+use vnfkeeper_core::model::EventKind;
 
 use super::{NewEvent, Result, Tx};
 use vnfkeeper_core::console::FirstContact;
@@ -59,7 +60,7 @@ impl Tx<'_> {
         .to_string();
         self.append_event(
             &NewEvent {
-                kind: "HOST_KEY_PINNED",
+                kind: EventKind::HostKeyPinned,
                 vnf_instance_id: Some(&instance),
                 vnf_lcm_op_occ_id: None,
                 vnfc_id: Some(vnfc_id),
@@ -103,7 +104,7 @@ impl Tx<'_> {
         let evidence = json!({"by": by, "host_key": host_key, "server_id": server_id}).to_string();
         self.append_event(
             &NewEvent {
-                kind: "HOST_KEY_FORGOTTEN",
+                kind: EventKind::HostKeyForgotten,
                 vnf_instance_id: Some(&vnf_instance_id),
                 vnf_lcm_op_occ_id: None,
                 vnfc_id: Some(vnfc_id),

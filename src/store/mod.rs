@@ -21,6 +21,8 @@ mod trust;
 use std::path::Path;
 use std::time::Duration;
 
+use vnfkeeper_core::model::EventKind;
+
 use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
 };
@@ -481,10 +483,10 @@ pub struct OperationSummary {
 }
 
 /// A new audit event.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct NewEvent<'a> {
-    /// Event kind, e.g. `REQUEST_ACCEPTED`.
-    pub kind: &'a str,
+    /// Event kind, stored as its upper-case name (e.g. `REQUEST_ACCEPTED`).
+    pub kind: EventKind,
     /// Instance concerned.
     pub vnf_instance_id: Option<&'a str>,
     /// Operation concerned.
@@ -495,6 +497,21 @@ pub struct NewEvent<'a> {
     pub message: &'a str,
     /// JSON evidence.
     pub evidence: Option<&'a str>,
+}
+
+impl NewEvent<'_> {
+    /// An event of `kind` concerning nothing in particular, with an empty message: the base
+    /// of a struct update (`NewEvent { message, ..NewEvent::of(kind) }`).
+    pub fn of(kind: EventKind) -> Self {
+        NewEvent {
+            kind,
+            vnf_instance_id: None,
+            vnf_lcm_op_occ_id: None,
+            vnfc_id: None,
+            message: "",
+            evidence: None,
+        }
+    }
 }
 
 impl Tx<'_> {
@@ -674,7 +691,7 @@ impl Tx<'_> {
         )?.execute(
             params![
                 now.to_rfc3339(),
-                ev.kind,
+                ev.kind.as_str(),
                 ev.vnf_instance_id,
                 ev.vnf_lcm_op_occ_id,
                 ev.vnfc_id,
@@ -797,9 +814,8 @@ mod tests {
                 )?;
                 tx.append_event(
                     &NewEvent {
-                        kind: "REQUEST_ACCEPTED",
                         message: "m",
-                        ..Default::default()
+                        ..NewEvent::of(EventKind::RequestAccepted)
                     },
                     now(),
                 )?;

@@ -4,6 +4,7 @@
 
 use rusqlite::{OptionalExtension, params};
 use serde_json::json;
+use vnfkeeper_core::model::EventKind;
 
 use super::decode::Cells;
 use super::{NewEvent, ReaderRef, Result, Tx, collect_checked};
@@ -91,11 +92,10 @@ impl Tx<'_> {
         .to_string();
         self.append_event(
             &NewEvent {
-                kind: "MAINTENANCE_PAUSED",
                 vnf_instance_id: p.scope.vnf_instance_id(),
                 message: &message,
                 evidence: Some(&evidence),
-                ..Default::default()
+                ..NewEvent::of(EventKind::MaintenancePaused)
             },
             now,
         )?;
@@ -155,11 +155,10 @@ impl Tx<'_> {
         let evidence = json!({"pause": pause_json(p), "by": by, "expired": expired}).to_string();
         self.append_event(
             &NewEvent {
-                kind: "MAINTENANCE_RESUMED",
                 vnf_instance_id: p.scope.vnf_instance_id(),
                 message,
                 evidence: Some(&evidence),
-                ..Default::default()
+                ..NewEvent::of(EventKind::MaintenanceResumed)
             },
             now,
         )

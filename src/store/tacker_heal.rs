@@ -5,6 +5,7 @@
 //! `tacker_vnfc_instance_ids`, `heal_sent_before`).
 
 use rusqlite::{OptionalExtension as _, params};
+use vnfkeeper_core::model::EventKind;
 
 use super::decode::{Cells, OPERATION_STATES};
 use super::{NewEvent, ReaderRef, Result, Tx};
@@ -152,7 +153,7 @@ impl Tx<'_> {
             let evidence = serde_json::json!({"tackerOpOccId": occ.id}).to_string();
             self.append_event(
                 &NewEvent {
-                    kind: "TACKER_HEAL_SENT",
+                    kind: EventKind::TackerHealSent,
                     vnf_instance_id: Some(&occ.vnf_instance_id),
                     vnf_lcm_op_occ_id: Some(op_id),
                     vnfc_id: None,

@@ -32,7 +32,7 @@ use super::decode::Cells;
 use super::rows::IntakeRow;
 use super::{ReaderRef, Result, collect_checked};
 use vnfkeeper_core::model::{
-    IntakeOutcome, LcmOperationType, ProblemDetails, StepState, Timestamp,
+    EventKind, IntakeOutcome, LcmOperationType, ProblemDetails, StepState, Timestamp,
 };
 
 /// Where a [`TimelineEntry`] comes from.
@@ -140,14 +140,6 @@ pub struct TimelineEntry {
     pub step: Option<StepFacts>,
 }
 
-/// The event kinds written in the same transaction as an intake row.
-const REQUEST_KINDS: [&str; 4] = [
-    "REQUEST_ACCEPTED",
-    "REQUEST_DUPLICATE",
-    "REQUEST_REJECTED",
-    "TASK_ACCEPTED",
-];
-
 /// Events of one instance, and pauses of every instance, from `?2` on (`?2` is stored-form
 /// text; `''` for all). Served by the index `event_by_instance` (both arms).
 const EVENTS_SQL: &str =
@@ -232,10 +224,14 @@ impl ReaderRef<'_> {
             .collect();
         rejected.sort_unstable();
         for e in &mut events {
-            if !REQUEST_KINDS.contains(&e.kind.as_str()) {
+            // The event kinds written in the same transaction as an intake row.
+            let Ok(kind) = e.kind.parse::<EventKind>() else {
+                continue;
+            };
+            if !kind.is_request() {
                 continue;
             }
-            let claimed = if e.kind == "REQUEST_REJECTED" {
+            let claimed = if kind == EventKind::RequestRejected {
                 rejected
                     .iter()
                     .position(|id| intake.get(id).is_some_and(|r| r.committed_at == e.at))
@@ -506,21 +502,19 @@ mod tests {
                 )?;
                 tx.append_event(
                     &NewEvent {
-                        kind: "REQUEST_REJECTED",
                         vnf_instance_id: Some("vnf-1"),
                         message: "spool file bad.json rejected: flavourId: unknown",
                         evidence: Some(&problem),
-                        ..Default::default()
+                        ..NewEvent::of(EventKind::RequestRejected)
                     },
                     at,
                 )?;
                 tx.create_instance_if_missing("vnf-2", at)?;
                 tx.append_event(
                     &NewEvent {
-                        kind: "REQUEST_ACCEPTED",
                         vnf_instance_id: Some("vnf-2"),
                         message: "other",
-                        ..Default::default()
+                        ..NewEvent::of(EventKind::RequestAccepted)
                     },
                     at,
                 )?;
@@ -547,12 +541,11 @@ mod tests {
                 let ev = json!({"file": "good.json", "intakeId": id}).to_string();
                 tx.append_event(
                     &NewEvent {
-                        kind: "REQUEST_ACCEPTED",
                         vnf_instance_id: Some("vnf-1"),
                         vnf_lcm_op_occ_id: Some("op-1"),
                         message: "INSTANTIATE request accepted from spool file good.json",
                         evidence: Some(&ev),
-                        ..Default::default()
+                        ..NewEvent::of(EventKind::RequestAccepted)
                     },
                     at,
                 )?;
@@ -593,12 +586,11 @@ mod tests {
                 // 06:06 a reconcile decision with its evidence; 06:07 a pause of every instance.
                 tx.append_event(
                     &NewEvent {
-                        kind: "RECONCILE_DEFERRED_GRACE",
                         vnf_instance_id: Some("vnf-1"),
                         vnfc_id: Some("c1"),
                         message: "server SHUTOFF, first seen",
                         evidence: Some(r#"{"pass": 7, "server": {"status": "SHUTOFF"}}"#),
-                        ..Default::default()
+                        ..NewEvent::of(EventKind::ReconcileDeferredGrace)
                     },
                     t("2026-11-24T06:06:00Z"),
                 )?;
@@ -714,11 +706,10 @@ mod tests {
             .write(|tx| {
                 tx.append_event(
                     &NewEvent {
-                        kind: "STATE_CHANGED",
                         vnf_instance_id: Some("vnf-1"),
                         message: "m",
                         evidence: Some("{not json"),
-                        ..Default::default()
+                        ..NewEvent::of(EventKind::StateChanged)
                     },
                     t("2026-11-24T06:08:00Z"),
                 )

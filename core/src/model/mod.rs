@@ -2,6 +2,7 @@
 //! instances, intake outcomes, times.
 //! No I/O, not async, never reads the clock (the caller passes `now`).
 
+mod event;
 mod instance;
 mod intake;
 mod operation;
@@ -12,6 +13,7 @@ mod step;
 mod time;
 mod vnfc;
 
+pub use event::{EventKind, UnknownEventKind};
 pub use instance::InstantiationState;
 pub use intake::IntakeOutcome;
 pub use operation::{IllegalTransition, LcmOperationType, OperationState, PendingTask};

@@ -271,18 +271,18 @@ pub enum DecisionKind {
 
 impl DecisionKind {
     /// `event.kind` of the audit row.
-    pub fn event_kind(self) -> &'static str {
+    pub fn event_kind(self) -> crate::model::EventKind {
         match self {
-            DecisionKind::HealStarted => "RECONCILE_HEAL_STARTED",
-            DecisionKind::DriftDetected => "RECONCILE_DRIFT_DETECTED",
-            DecisionKind::DeferredUnknown => "RECONCILE_DEFERRED_UNKNOWN",
-            DecisionKind::DeferredGrace => "RECONCILE_DEFERRED_GRACE",
-            DecisionKind::DeferredBackoff => "RECONCILE_DEFERRED_BACKOFF",
-            DecisionKind::InFlight => "RECONCILE_IN_FLIGHT",
-            DecisionKind::ShortCircuit => "RECONCILE_SHORT_CIRCUIT",
-            DecisionKind::BudgetExhausted => "RECONCILE_BUDGET_EXHAUSTED",
-            DecisionKind::PvBoundBlock => "RECONCILE_PV_BOUND_BLOCK",
-            DecisionKind::Paused => "RECONCILE_PAUSED",
+            DecisionKind::HealStarted => crate::model::EventKind::ReconcileHealStarted,
+            DecisionKind::DriftDetected => crate::model::EventKind::ReconcileDriftDetected,
+            DecisionKind::DeferredUnknown => crate::model::EventKind::ReconcileDeferredUnknown,
+            DecisionKind::DeferredGrace => crate::model::EventKind::ReconcileDeferredGrace,
+            DecisionKind::DeferredBackoff => crate::model::EventKind::ReconcileDeferredBackoff,
+            DecisionKind::InFlight => crate::model::EventKind::ReconcileInFlight,
+            DecisionKind::ShortCircuit => crate::model::EventKind::ReconcileShortCircuit,
+            DecisionKind::BudgetExhausted => crate::model::EventKind::ReconcileBudgetExhausted,
+            DecisionKind::PvBoundBlock => crate::model::EventKind::ReconcilePvBoundBlock,
+            DecisionKind::Paused => crate::model::EventKind::ReconcilePaused,
         }
     }
 

@@ -1,0 +1,175 @@
+//! The kinds of audit events: one closed set, stored in `event.kind` as the upper-case names
+//! operators query (`WHERE kind = 'REQUEST_ACCEPTED'`) and README's audit section lists.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The kind of one row of the append-only `event` table. Stored and shown as
+/// [`EventKind::as_str`]; [`FromStr`] reads the stored form back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EventKind {
+    /// A request file was accepted: an operation was queued (intake).
+    RequestAccepted,
+    /// A request file was refused with its ProblemDetails (intake).
+    RequestRejected,
+    /// A request file repeated an accepted `requestId` with the same body (intake).
+    RequestDuplicate,
+    /// A task envelope (RETRY, FAIL, ROLLBACK) was accepted (intake).
+    TaskAccepted,
+    /// An operation changed state (SOL003 §5.6.2.2 `LcmOperationStateType`).
+    StateChanged,
+    /// The adjusted HOT of individual VNFC management was computed and stored.
+    HotAdjusted,
+    /// A terminated VNF's rows were retired.
+    VnfRetired,
+    /// A server's SSH host key was pinned on first contact.
+    HostKeyPinned,
+    /// An operator cleared a VNFC's pinned host key (`vnfkeeper host-key forget`).
+    HostKeyForgotten,
+    /// A maintenance pause was set or replaced.
+    MaintenancePaused,
+    /// A maintenance pause was lifted or expired.
+    MaintenanceResumed,
+    /// Companion mode: a Tacker operation occurrence was adopted as an operation.
+    TackerOperationAdopted,
+    /// Companion mode: a Tacker operation occurrence was refused with its reason.
+    TackerOperationRefused,
+    /// Companion mode: reconcile's HEAL was sent to Tacker.
+    TackerHealSent,
+    /// Companion mode: Tacker did not start the HEAL it was sent.
+    TackerHealNotStarted,
+    /// Companion mode: Tacker's HEAL completed.
+    TackerHealCompleted,
+    /// Reconcile queued a HEAL.
+    ReconcileHealStarted,
+    /// Reconcile found configuration drift and queued its repair.
+    ReconcileDriftDetected,
+    /// Reconcile could not tell a VNFC's health (API or SSH failure): nothing done.
+    ReconcileDeferredUnknown,
+    /// Reconcile saw a fault inside its grace period: nothing done yet.
+    ReconcileDeferredGrace,
+    /// Reconcile's back-off after a failed heal holds the next one.
+    ReconcileDeferredBackoff,
+    /// Reconcile found an operation of the VNF unfinished: nothing queued.
+    ReconcileInFlight,
+    /// Reconcile stopped healing a VNF whose heals keep failing (alert).
+    ReconcileShortCircuit,
+    /// Reconcile's heal budget is used up (alert).
+    ReconcileBudgetExhausted,
+    /// A storage-server heal is held while a PersistentVolume is Bound (alert).
+    ReconcilePvBoundBlock,
+    /// Reconcile is held by a maintenance pause.
+    ReconcilePaused,
+}
+
+impl EventKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [EventKind; 26] = [
+        EventKind::RequestAccepted,
+        EventKind::RequestRejected,
+        EventKind::RequestDuplicate,
+        EventKind::TaskAccepted,
+        EventKind::StateChanged,
+        EventKind::HotAdjusted,
+        EventKind::VnfRetired,
+        EventKind::HostKeyPinned,
+        EventKind::HostKeyForgotten,
+        EventKind::MaintenancePaused,
+        EventKind::MaintenanceResumed,
+        EventKind::TackerOperationAdopted,
+        EventKind::TackerOperationRefused,
+        EventKind::TackerHealSent,
+        EventKind::TackerHealNotStarted,
+        EventKind::TackerHealCompleted,
+        EventKind::ReconcileHealStarted,
+        EventKind::ReconcileDriftDetected,
+        EventKind::ReconcileDeferredUnknown,
+        EventKind::ReconcileDeferredGrace,
+        EventKind::ReconcileDeferredBackoff,
+        EventKind::ReconcileInFlight,
+        EventKind::ReconcileShortCircuit,
+        EventKind::ReconcileBudgetExhausted,
+        EventKind::ReconcilePvBoundBlock,
+        EventKind::ReconcilePaused,
+    ];
+
+    /// The stored form, e.g. `REQUEST_ACCEPTED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::RequestAccepted => "REQUEST_ACCEPTED",
+            EventKind::RequestRejected => "REQUEST_REJECTED",
+            EventKind::RequestDuplicate => "REQUEST_DUPLICATE",
+            EventKind::TaskAccepted => "TASK_ACCEPTED",
+            EventKind::StateChanged => "STATE_CHANGED",
+            EventKind::HotAdjusted => "HOT_ADJUSTED",
+            EventKind::VnfRetired => "VNF_RETIRED",
+            EventKind::HostKeyPinned => "HOST_KEY_PINNED",
+            EventKind::HostKeyForgotten => "HOST_KEY_FORGOTTEN",
+            EventKind::MaintenancePaused => "MAINTENANCE_PAUSED",
+            EventKind::MaintenanceResumed => "MAINTENANCE_RESUMED",
+            EventKind::TackerOperationAdopted => "TACKER_OPERATION_ADOPTED",
+            EventKind::TackerOperationRefused => "TACKER_OPERATION_REFUSED",
+            EventKind::TackerHealSent => "TACKER_HEAL_SENT",
+            EventKind::TackerHealNotStarted => "TACKER_HEAL_NOT_STARTED",
+            EventKind::TackerHealCompleted => "TACKER_HEAL_COMPLETED",
+            EventKind::ReconcileHealStarted => "RECONCILE_HEAL_STARTED",
+            EventKind::ReconcileDriftDetected => "RECONCILE_DRIFT_DETECTED",
+            EventKind::ReconcileDeferredUnknown => "RECONCILE_DEFERRED_UNKNOWN",
+            EventKind::ReconcileDeferredGrace => "RECONCILE_DEFERRED_GRACE",
+            EventKind::ReconcileDeferredBackoff => "RECONCILE_DEFERRED_BACKOFF",
+            EventKind::ReconcileInFlight => "RECONCILE_IN_FLIGHT",
+            EventKind::ReconcileShortCircuit => "RECONCILE_SHORT_CIRCUIT",
+            EventKind::ReconcileBudgetExhausted => "RECONCILE_BUDGET_EXHAUSTED",
+            EventKind::ReconcilePvBoundBlock => "RECONCILE_PV_BOUND_BLOCK",
+            EventKind::ReconcilePaused => "RECONCILE_PAUSED",
+        }
+    }
+
+    /// The kinds written in the same transaction as an intake row.
+    pub fn is_request(self) -> bool {
+        matches!(
+            self,
+            EventKind::RequestAccepted
+                | EventKind::RequestDuplicate
+                | EventKind::RequestRejected
+                | EventKind::TaskAccepted
+        )
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored kind that names no [`EventKind`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown event kind {0:?}")]
+pub struct UnknownEventKind(pub String);
+
+impl FromStr for EventKind {
+    type Err = UnknownEventKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EventKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownEventKind(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_reads_back_from_its_stored_form_and_the_forms_are_distinct() {
+        let mut seen = std::collections::BTreeSet::new();
+        for k in EventKind::ALL {
+            assert_eq!(k.as_str().parse::<EventKind>(), Ok(k));
+            assert!(seen.insert(k.as_str()), "{k} twice");
+        }
+        assert!("request_accepted".parse::<EventKind>().is_err());
+    }
+}
