@@ -7,8 +7,6 @@
 /// What the cloud reports, as data: Heat stacks and resources, Nova servers, Neutron ports,
 /// Cinder volumes (tolerant serde structs).
 pub mod cloud;
-/// Companion mode with Tacker: subscription and polled operation-occurrence decisions.
-pub mod companion;
 /// SSH host keys in a server's console output (cloud-init's fingerprint and key blocks).
 pub mod console;
 /// Digests as lowercase hex (SHA-256 of files, request bodies, package contents).
@@ -27,5 +25,7 @@ pub mod plan;
 pub mod policy;
 /// Recipes: actions → idempotent check-then-apply steps with their scripts.
 pub mod recipes;
+/// Tacker companion mode: subscription and polled operation-occurrence decisions, heal routes.
+pub mod tacker;
 /// SOL003 request envelopes and bodies, their validation, and `Secret`.
 pub mod wire;

@@ -14,8 +14,7 @@
 mod config;
 mod error;
 mod heat;
-mod openstack;
-mod tacker;
+pub(crate) mod openstack;
 pub use vnfkeeper_core::cloud as types;
 
 use std::future::Future;

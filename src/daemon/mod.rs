@@ -11,14 +11,12 @@
 //! on a blocking thread ([`Intake::flush`], one at a time, the result comes back as an event),
 //! and the operation scheduler and its status counts on their own task ([`runner::Scheduler`]).
 
-mod companion;
 mod connect;
 pub mod http;
 pub mod logging;
-pub mod notifications;
-pub mod oauth;
 mod reconcile;
 mod runner;
+mod tacker;
 pub mod tls;
 mod watch;
 
@@ -41,6 +39,7 @@ use crate::config::{EXIT_CONFIG, Settings};
 use crate::intake::spool::{self, FileLook, Found, IntakeContext, Outcome, Spool};
 use crate::metrics::Metrics;
 use crate::store::{Db, Store, StoreError};
+use crate::tacker::{notifications, oauth};
 use connect::Connector;
 use logging::{LogTarget, MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
 use runner::{QueueStatus, Scheduler};
@@ -688,7 +687,7 @@ fn start_companion(
         .context("[tacker] callback_uri needs a [cloud] section")?;
     let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
     tracing::info!(callback_uri = ?t.callback_uri, vnfd_ids = ?t.vnfd_ids, cloud = %cloud.cloud, "Tacker companion mode on");
-    Ok(Some(companion::spawn(
+    Ok(Some(tacker::spawn(
         t.clone(),
         cloud,
         password,

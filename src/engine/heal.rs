@@ -25,7 +25,7 @@
 //!
 //! Origin `tacker` (after Tacker's HEAL COMPLETED): Tacker replaced the servers; the plan is
 //! `heat.read_vnfcs` of Tacker's stack (found by name first) and `heal_end` over the targets
-//! (`companion::heal_stages`).
+//! (`tacker::heal_stages`).
 //!
 //! `additionalParams.configuration_only: true` (vnfkeeper; used by reconcile for drift that needs
 //! no new server, e.g. a lost export line) skips 1–6 and only runs the idempotent configuration
@@ -39,12 +39,12 @@ use super::instance::{Instance, instance_stack};
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
 use crate::store::{OperationRow, VnfcRow};
-use vnfkeeper_core::companion::Origin;
 use vnfkeeper_core::flavour::HookContext;
 use vnfkeeper_core::heat;
 use vnfkeeper_core::plan;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
+use vnfkeeper_core::tacker::Origin;
 use vnfkeeper_core::wire::sol003::HealVnfRequest;
 
 /// What the heal decided once (kept in the operation's `plan` across a crash or RETRY).
@@ -149,7 +149,7 @@ fn stages<C: Cloud>(
 ) -> Result<Vec<Stage>, EngineError> {
     if op.origin == Origin::Tacker {
         // Tacker replaced the servers: read them and configure (no heal_start, no Heat call).
-        return Ok(vnfkeeper_core::companion::heal_stages());
+        return Ok(vnfkeeper_core::tacker::heal_stages());
     }
     let mut list = StageList::default();
     if !p.configuration_only {

@@ -17,12 +17,12 @@ use super::instance::{Instance, stack_name};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::Cloud;
 use crate::store::OperationRow;
-use vnfkeeper_core::companion::Origin;
 use vnfkeeper_core::heat;
 use vnfkeeper_core::model::InstantiationState;
 use vnfkeeper_core::plan;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{ReadCheck, StackDocument, Stage};
+use vnfkeeper_core::tacker::Origin;
 
 /// The plan of an INSTANTIATE, as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -78,7 +78,7 @@ fn plan<C: Cloud>(
         };
         let p = InstantiatePlan {
             adjusted: None,
-            stages: vnfkeeper_core::companion::instantiate_stages(
+            stages: vnfkeeper_core::tacker::instantiate_stages(
                 Origin::Tacker,
                 empty,
                 ReadCheck::default(),
@@ -124,7 +124,7 @@ fn plan<C: Cloud>(
             (doc, None)
         }
     };
-    let stages = vnfkeeper_core::companion::instantiate_stages(
+    let stages = vnfkeeper_core::tacker::instantiate_stages(
         Origin::Spool,
         document,
         ReadCheck {

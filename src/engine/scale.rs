@@ -226,14 +226,14 @@ struct TackerScalePlan {
     /// VNFCs Tacker removed (SCALE_IN): rows the stack no longer had when planned.
     #[serde(default)]
     gone: Vec<String>,
-    /// The stages (`companion::tacker_scale_stages`).
+    /// The stages (`tacker::tacker_scale_stages`).
     stages: Vec<Stage>,
 }
 
 /// A SCALE of origin `tacker` (companion mode): Tacker's SCALE COMPLETED, its stack already
 /// changed. SCALE_OUT: read the stack's VNFCs, then the flavour's `scale_end` over the VNFCs
 /// this operation's read created (in the stack, not in the store before). SCALE_IN: the VNFCs
-/// the stack no longer has are decided once (`companion::removed_vnfcs`, from a read of the
+/// the stack no longer has are decided once (`tacker::removed_vnfcs`, from a read of the
 /// stack at planning), the read forgets them, then the flavour's `scale_in_after_removal`
 /// stages (e.g. `kubectl delete node` on a master that stays). No Heat write; the scale levels
 /// are Tacker's and not recorded.
@@ -264,7 +264,7 @@ async fn run_tacker<C: Cloud>(
                         .into_iter()
                         .map(|o| (o.stack_id, o.resource_name))
                         .collect();
-                let gone = vnfkeeper_core::companion::removed_vnfcs(&before, &present);
+                let gone = vnfkeeper_core::tacker::removed_vnfcs(&before, &present);
                 let c = HookContext {
                     vnfcs: &before,
                     pv_wait: e.limits.pv_wait,
@@ -274,7 +274,7 @@ async fn run_tacker<C: Cloud>(
             };
             let p = TackerScalePlan {
                 gone,
-                stages: vnfkeeper_core::companion::tacker_scale_stages(out, cleanup),
+                stages: vnfkeeper_core::tacker::tacker_scale_stages(out, cleanup),
             };
             let json = serde_json::to_string(&p).unwrap_or_default();
             let text = adjusted::store(e, op, &json, None, p.stages.len())?;
@@ -297,7 +297,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             .ok_or_else(|| StepFailure::input("plan", "operation vanished"))?;
     let req: ScaleVnfRequest = serde_json::from_str(&params)
         .map_err(|_| StepFailure::input("plan", "stored ScaleVnfRequest does not parse"))?;
-    if op.origin == vnfkeeper_core::companion::Origin::Tacker {
+    if op.origin == vnfkeeper_core::tacker::Origin::Tacker {
         return run_tacker(e, op, &req).await;
     }
     let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
@@ -366,7 +366,7 @@ pub(super) async fn roll_back<C: Cloud>(
     if req.scale_type != ScaleType::ScaleOut {
         return Err(not_supported("ROLLBACK of a SCALE_IN").into());
     }
-    if op.origin == vnfkeeper_core::companion::Origin::Tacker {
+    if op.origin == vnfkeeper_core::tacker::Origin::Tacker {
         // Tacker owns the stack: undoing its scale-out is Tacker's rollback, not vnfkeeper's.
         return Err(not_supported("ROLLBACK of a SCALE of origin tacker").into());
     }

@@ -210,7 +210,7 @@ pub(super) fn examine(
 }
 
 /// A request vnfkeeper did not read from its spool — a Tacker INSTANTIATE's envelope
-/// (`companion::instantiate_envelope`), named `name` in logs — examined exactly as a spool file
+/// (`tacker::instantiate_envelope`), named `name` in logs — examined exactly as a spool file
 /// is ([`examine`]: size, envelope validation with every defect, package snapshot and the files
 /// the request references). Returns the body as the store keeps it (secrets split off) and the
 /// package snapshot; errors: the ProblemDetails a spool file would be rejected with, or a task
@@ -605,7 +605,7 @@ fn check_instance(
     let Some(instance) = tx.instance(&env.vnf_instance_id)? else {
         return Ok(check_unknown_instance(env).map(|()| Vec::new()));
     };
-    if instance.origin == vnfkeeper_core::companion::Origin::Tacker {
+    if instance.origin == vnfkeeper_core::tacker::Origin::Tacker {
         // Tacker owns this VNF and its Heat stack: its lifecycle goes through Tacker.
         return Ok(Err(conflict(
             409,
@@ -1259,7 +1259,7 @@ mod tests {
 
     #[test]
     fn a_tacker_owned_vnf_refuses_spool_requests() {
-        use vnfkeeper_core::companion::{OpOccSeen, Origin};
+        use vnfkeeper_core::tacker::{OpOccSeen, Origin};
         use wire::LcmOperation::{Heal, Instantiate, Scale, Terminate};
         let (_dir, mut store) = temp_store();
         let occ = OpOccSeen {

@@ -486,13 +486,13 @@ pub fn record(
         if let Some(heal) = &o.heal {
             let tacker_owned = tx
                 .instance(&vnf)?
-                .is_some_and(|i| i.origin == vnfkeeper_core::companion::Origin::Tacker);
+                .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
             // Tacker owns the stack: never a Heat call of vnfkeeper's on it (issue 15 §6).
             let mut wait_for_tacker = false;
             if tacker_owned {
-                use vnfkeeper_core::companion::TackerHealRoute as R;
+                use vnfkeeper_core::tacker::TackerHealRoute as R;
                 let occs = tx.reader().tacker_occ_states(&vnf)?;
-                let route = vnfkeeper_core::companion::tacker_heal_route(
+                let route = vnfkeeper_core::tacker::tacker_heal_route(
                     report.tacker_auto_heal,
                     &occs,
                     heal.configuration_only,

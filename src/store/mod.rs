@@ -3,7 +3,6 @@
 //!
 //! The schema is documented in `migrations/V1__init.sql` and in the README ("Audit database").
 
-mod companion;
 mod decode;
 mod engine;
 mod hostkeys;
@@ -14,7 +13,6 @@ mod rows;
 mod secrets;
 mod startup;
 mod tacker;
-mod tacker_heal;
 mod timeline;
 mod trust;
 
@@ -29,10 +27,6 @@ use rusqlite::{
 
 use vnfkeeper_core::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
-pub use companion::{
-    HealAdoption, PendingFollowup, PollRecord, RecordedInstance, RecordedOpOcc, Retired,
-    StoredSubscription,
-};
 pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;
@@ -40,7 +34,11 @@ pub use rows::{InstanceRow, IntakeRow, OperationRow};
 pub use secrets::{KEY_FILE, RequestBody, SecretsKey, key_path};
 pub use startup::{BackupReport, DB_MODE, History, InitReport, Refusal, backup, check, init};
 pub use tacker::ReceivedNotification;
-pub use tacker_heal::WaitingHeal;
+pub use tacker::WaitingHeal;
+pub use tacker::{
+    HealAdoption, PendingFollowup, PollRecord, RecordedInstance, RecordedOpOcc, Retired,
+    StoredSubscription,
+};
 pub use timeline::{IntakeFacts, StepFacts, TimelineEntry, TimelineSource};
 pub use vnfkeeper_core::model::VnfcRow;
 

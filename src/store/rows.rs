@@ -7,11 +7,11 @@ use rusqlite::Row;
 
 use super::Result;
 use super::decode::{Cells, OPERATION_STATES};
-use vnfkeeper_core::companion::Origin;
 use vnfkeeper_core::model::{
     InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
     ProblemDetails, Timestamp, VnfcRow,
 };
+use vnfkeeper_core::tacker::Origin;
 
 /// The spellings of `origin` columns, for decode errors.
 const ORIGINS: &str = "spool or tacker";

@@ -17,9 +17,9 @@ use support::{Install, free_port, wait_until};
 use testbed::cloud::tacker::NotifyFaults;
 use testbed::cloud::{CloudOptions, Testbed};
 use vnfkeeper::store::{RecordedOpOcc, Store};
-use vnfkeeper_core::companion::Followup;
 use vnfkeeper_core::model::InstantiationState;
 use vnfkeeper_core::model::OperationState;
+use vnfkeeper_core::tacker::Followup;
 
 const USER: &str = "tacker-notify";
 const PASSWORD: &str = "Cb-S3cret!companion";

@@ -28,9 +28,9 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::tacker::{Companion, PackagePaths};
-use vnfkeeper_core::companion::Origin;
 use vnfkeeper_core::model::{InstantiationState, OperationState, StepState, Timestamp};
 use vnfkeeper_core::policy::Policy;
+use vnfkeeper_core::tacker::Origin;
 use vnfkeeper_core::wire::Secret;
 
 const VNFD: &str = "pv-k8s-cluster-vnfd";

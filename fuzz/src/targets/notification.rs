@@ -1,5 +1,5 @@
 //! Tacker's LCM notifications: the body of a POST to the callback goes to
-//! [`notification::parse`], as `daemon::notifications` does.
+//! [`notification::parse`], as `tacker::notifications` does.
 //!
 //! Properties: a rejection names at least one defect; when the body is JSON, every pointer names a
 //! place in it ([`crate::pointer_in`]); an accepted body is a JSON object whose `id`,

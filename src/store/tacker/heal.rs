@@ -1,16 +1,16 @@
 //! SQL of healing through Tacker (`migrations/V16__tacker_heal.sql`): a vnfkeeper HEAL of
 //! origin `tacker` that waits for Tacker's heal (`tacker_heal` `TO_SEND`, then `SENT` with
 //! Tacker's `vnfLcmOpOccId` in `tacker_op_occ_id`); the engine does not run it until Tacker's
-//! HEAL COMPLETED. Decisions are the core's (`companion::tacker_heal_route`,
+//! HEAL COMPLETED. Decisions are the core's (`tacker::tacker_heal_route`,
 //! `tacker_vnfc_instance_ids`, `heal_sent_before`).
 
 use rusqlite::{OptionalExtension as _, params};
 use vnfkeeper_core::model::EventKind;
 
-use super::decode::{Cells, OPERATION_STATES};
-use super::{NewEvent, ReaderRef, Result, Tx};
-use vnfkeeper_core::companion::OpOccSeen;
+use crate::store::decode::{Cells, OPERATION_STATES};
+use crate::store::{NewEvent, ReaderRef, Result, Tx};
 use vnfkeeper_core::model::{OperationState, ProblemDetails, Timestamp};
+use vnfkeeper_core::tacker::OpOccSeen;
 
 /// A vnfkeeper HEAL waiting for Tacker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,7 +205,7 @@ impl Tx<'_> {
         error: &ProblemDetails,
         now: Timestamp,
     ) -> Result<()> {
-        let error = super::decode::to_json("error", error)?;
+        let error = crate::store::decode::to_json("error", error)?;
         self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET tacker_heal = NULL WHERE id = ?1",
             [op_id],
@@ -220,8 +220,8 @@ mod tests {
     use super::*;
     use crate::store::{HealAdoption, NewOperation, RequestBody, Store};
     use OperationState::*;
-    use vnfkeeper_core::companion::{OpOccSeen, Origin};
     use vnfkeeper_core::model::LcmOperationType;
+    use vnfkeeper_core::tacker::{OpOccSeen, Origin};
 
     fn occ(id: &str, op: &str, state: OperationState) -> OpOccSeen {
         OpOccSeen {

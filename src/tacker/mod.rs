@@ -1,10 +1,13 @@
 //! Companion mode with OpenStack Tacker, the I/O: keeping exactly one subscription of
 //! vnfkeeper's in Tacker (SOL003 v3.3.1 §5.4.18, SOL013 §8 for its authentication), and polling
 //! Tacker's API — the truth; notifications are only hints — into the store. Decisions are the
-//! core's (`companion::plan_subscriptions`, `decide_occ`, `followup`); the daemon runs
+//! core's (`tacker::plan_subscriptions`, `decide_occ`, `followup`); the daemon runs
 //! [`Companion::sync`] at start, on each notification and every `tacker.poll_interval_secs`
-//! (`daemon/companion.rs`).
+//! (`daemon/tacker.rs`).
 
+mod client;
+pub mod notifications;
+pub mod oauth;
 use serde_json::{Value, json};
 
 use std::path::PathBuf;
@@ -14,11 +17,11 @@ use crate::config::{TackerAuth, TackerSettings};
 use crate::store::{
     Db, HealAdoption, PendingFollowup, PollRecord, Retired, StoreError, WaitingHeal,
 };
-use vnfkeeper_core::companion::{
+use vnfkeeper_core::model::{OperationState, ProblemDetails, Timestamp};
+use vnfkeeper_core::tacker::{
     Adoption, Followup, InstanceSeen, OpOccSeen, adoption, filter_in, heal_sent_before,
     instantiate_envelope, plan_subscriptions, tacker_heal_request, tacker_vnfc_instance_ids,
 };
-use vnfkeeper_core::model::{OperationState, ProblemDetails, Timestamp};
 use vnfkeeper_core::wire::Secret;
 use vnfkeeper_core::wire::notification::NotificationType;
 
@@ -302,9 +305,9 @@ impl Companion {
 
     /// Healing through Tacker (issue 15 §6): for each vnfkeeper HEAL waiting for Tacker —
     /// not sent: looks in Tacker's op occs of the instance for a HEAL started after ours that no
-    /// operation is linked to (sent before a crash: `companion::heal_sent_before`), else sends
+    /// operation is linked to (sent before a crash: `tacker::heal_sent_before`), else sends
     /// `POST /vnflcm/v2/vnf_instances/{id}/heal` (`vnfcInstanceId` in Tacker's ids,
-    /// `companion::tacker_vnfc_instance_ids`); Tacker's op occ id is stored in the transaction
+    /// `tacker::tacker_vnfc_instance_ids`); Tacker's op occ id is stored in the transaction
     /// that marks it sent. Sent, and Tacker's occurrence recorded FAILED or ROLLED_BACK: ends
     /// FAILED_TEMP with Tacker's `error`. A request Tacker refuses (4xx) ends it FAILED_TEMP
     /// too, but a 409 (another operation of the instance in progress) leaves it for a later

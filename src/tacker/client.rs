@@ -16,11 +16,11 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::CloudError;
-use super::openstack::{NFV_ORCHESTRATION, OpenStackCloud, Reply};
-use vnfkeeper_core::companion::{InstanceSeen, OpOccSeen, SubscriptionSeen};
+use crate::cloud::CloudError;
+use crate::cloud::openstack::{NFV_ORCHESTRATION, OpenStackCloud, Reply};
 use vnfkeeper_core::model::InstantiationState;
 use vnfkeeper_core::model::OperationState;
+use vnfkeeper_core::tacker::{InstanceSeen, OpOccSeen, SubscriptionSeen};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -327,9 +327,9 @@ impl OpenStackCloud {
     pub async fn tacker_occs_started(
         &self,
         vnf_instance_id: &str,
-    ) -> Result<Vec<vnfkeeper_core::companion::OccStarted>, CloudError> {
+    ) -> Result<Vec<vnfkeeper_core::tacker::OccStarted>, CloudError> {
         let filter =
-            vnfkeeper_core::companion::filter_in("vnfInstanceId", &[vnf_instance_id.to_owned()])
+            vnfkeeper_core::tacker::filter_in("vnfInstanceId", &[vnf_instance_id.to_owned()])
                 .unwrap_or_default();
         let (v, r): (Vec<OccStartedWire>, _) = self
             .tacker_list(&["vnflcm", "v2", "vnf_lcm_op_occs"], &[("filter", filter)])
@@ -338,7 +338,7 @@ impl OpenStackCloud {
         for w in v {
             let at = chrono::DateTime::parse_from_rfc3339(&w.start_time)
                 .map_err(|e| r.invalid(format!("op occ {}: startTime: {e}", w.id)))?;
-            out.push(vnfkeeper_core::companion::OccStarted {
+            out.push(vnfkeeper_core::tacker::OccStarted {
                 id: w.id,
                 operation: w.operation,
                 start_time: vnfkeeper_core::model::Timestamp(at.with_timezone(&chrono::Utc)),

@@ -1,6 +1,14 @@
 //! SQL of the notifications received from Tacker (table `tacker_notification`,
 //! `migrations/V12__tacker_notifications.sql`): recorded once each, read back typed.
 
+mod adoption;
+mod heal;
+
+pub use adoption::{
+    HealAdoption, PendingFollowup, PollRecord, RecordedInstance, RecordedOpOcc, Retired,
+    StoredSubscription,
+};
+pub use heal::WaitingHeal;
 use rusqlite::params;
 
 use super::decode::Cells;

@@ -1,20 +1,18 @@
 //! SQL of companion mode with Tacker (`migrations/V14__tacker_companion.sql`): vnfkeeper's one
 //! subscription, and what polling Tacker's API learned — operation occurrences with each state
-//! recorded once (decided by `companion::decide_occ` and `companion::followup`) and the managed
+//! recorded once (decided by `tacker::decide_occ` and `tacker::followup`) and the managed
 //! VNF instances.
 
 use rusqlite::{OptionalExtension as _, params};
 use vnfkeeper_core::model::EventKind;
 
-use super::decode::{Cells, OPERATION_STATES};
-use super::{NewEvent, NewOperation, ReaderRef, RequestBody, Result, Tx, collect_checked};
-use vnfkeeper_core::companion::{
-    Followup, InstanceSeen, OccChange, OpOccSeen, decide_occ, followup,
-};
+use crate::store::decode::{Cells, OPERATION_STATES};
+use crate::store::{NewEvent, NewOperation, ReaderRef, RequestBody, Result, Tx, collect_checked};
 use vnfkeeper_core::model::{
     InstantiationState, LcmOperationType, OperationState, ProblemDetails, Timestamp,
 };
 use vnfkeeper_core::package::Snapshot;
+use vnfkeeper_core::tacker::{Followup, InstanceSeen, OccChange, OpOccSeen, decide_occ, followup};
 
 /// vnfkeeper's subscription in Tacker, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -397,7 +395,7 @@ impl Tx<'_> {
     /// Creates, once per Tacker `vnfLcmOpOccId`, the vnfkeeper HEAL of origin `tacker` that runs
     /// the flavour's `heal_end` after Tacker's HEAL COMPLETED: its targets are the VNFCs Tacker's
     /// `vnfcInstanceId`s (`tacker_ids`; empty: every VNFC) name
-    /// (`companion::tacker_heal_targets`, against the VNFC rows as last read, before the heal),
+    /// (`tacker::tacker_heal_targets`, against the VNFC rows as last read, before the heal),
     /// stored as the `vnfcInstanceId` of its HealVnfRequest. Refused (the reason recorded) for a
     /// VNF vnfkeeper did not adopt or an id that names no VNFC; waits while the VNF has no VNFC
     /// rows and an operation of it is unfinished. Errors: the store's.
@@ -438,7 +436,7 @@ impl Tx<'_> {
         };
         let adopted = self
             .instance(vnf)?
-            .is_some_and(|i| i.origin == vnfkeeper_core::companion::Origin::Tacker);
+            .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
         if !adopted {
             return refuse(
                 self,
@@ -457,7 +455,7 @@ impl Tx<'_> {
                 format!("VNF instance {vnf} has no VNFC vnfkeeper knows"),
             );
         }
-        let targets = match vnfkeeper_core::companion::tacker_heal_targets(tacker_ids, &vnfcs) {
+        let targets = match vnfkeeper_core::tacker::tacker_heal_targets(tacker_ids, &vnfcs) {
             Ok(t) => t,
             Err(why) => return refuse(self, 422, why),
         };
@@ -496,7 +494,7 @@ impl Tx<'_> {
 
     /// Creates, once per Tacker `vnfLcmOpOccId`, the vnfkeeper SCALE of origin `tacker` that
     /// runs the management steps after Tacker's SCALE COMPLETED
-    /// (`companion::tacker_scale_stages`): its request is `request`, Tacker's
+    /// (`tacker::tacker_scale_stages`): its request is `request`, Tacker's
     /// `operationParams` as a `ScaleVnfRequest` (SOL003 §5.5.2.5, checked by the caller).
     /// Refused (the reason recorded) for a VNF vnfkeeper did not adopt; waits while the VNF
     /// has no VNFC rows and an operation of it is unfinished (its INSTANTIATE's steps) — also
@@ -514,7 +512,7 @@ impl Tx<'_> {
         let vnf = occ.vnf_instance_id.as_str();
         let adopted = self
             .instance(vnf)?
-            .is_some_and(|i| i.origin == vnfkeeper_core::companion::Origin::Tacker);
+            .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
         if !adopted {
             let problem = ProblemDetails::new(
                 409,
@@ -607,7 +605,7 @@ impl Tx<'_> {
         if self.followup_done(&occ.id)? {
             return Ok(());
         }
-        let text = super::decode::to_json("problem", problem)?;
+        let text = crate::store::decode::to_json("problem", problem)?;
         self.tx.execute(
             "UPDATE tacker_op_occ SET problem = ?2 WHERE vnf_lcm_op_occ_id = ?1",
             params![occ.id, text],
@@ -647,7 +645,7 @@ impl Tx<'_> {
         let vnf = occ.vnf_instance_id.as_str();
         let adopted = self
             .instance(vnf)?
-            .is_some_and(|i| i.origin == vnfkeeper_core::companion::Origin::Tacker);
+            .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
         if !adopted {
             self.mark_followup_handled(&occ.id, &at)?;
             return Ok(Retired::NotAdopted);
@@ -680,7 +678,7 @@ impl Tx<'_> {
             ),
             vec![],
         );
-        let reason = super::decode::to_json("error", &reason)?;
+        let reason = crate::store::decode::to_json("error", &reason)?;
         for o in &unfinished {
             self.set_operation_state(&o.id, OperationState::Failed, Some(&reason), now)?;
         }
@@ -839,7 +837,7 @@ impl Tx<'_> {
             )?;
         }
         let ids: Vec<&str> = instances.iter().map(|i| i.id.as_str()).collect();
-        let listed = super::decode::to_json("vnf_instance_id", &ids)?;
+        let listed = crate::store::decode::to_json("vnf_instance_id", &ids)?;
         self.tx.execute(
             "UPDATE tacker_vnf_instance SET deleted_at = ?1, updated_at = ?1
              WHERE deleted_at IS NULL
@@ -962,7 +960,7 @@ mod tests {
     #[test]
     fn a_tacker_operation_is_adopted_once_and_terminate_retires_the_vnf() {
         use OperationState::*;
-        use vnfkeeper_core::companion::Origin;
+        use vnfkeeper_core::tacker::Origin;
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("s.db")).unwrap();
         let t = |s: &str| Timestamp::parse(&format!("2026-11-26T01:00:0{s}Z")).unwrap();
