@@ -225,7 +225,7 @@ impl ReaderRef<'_> {
         rejected.sort_unstable();
         for e in &mut events {
             // The event kinds written in the same transaction as an intake row.
-            let Ok(kind) = e.kind.parse::<EventKind>() else {
+            let Some(kind) = EventKind::parse(&e.kind) else {
                 continue;
             };
             if !kind.is_request() {

@@ -13,7 +13,7 @@ mod step;
 mod time;
 mod vnfc;
 
-pub use event::{EventKind, UnknownEventKind};
+pub use event::EventKind;
 pub use instance::InstantiationState;
 pub use intake::IntakeOutcome;
 pub use operation::{IllegalTransition, LcmOperationType, OperationState, PendingTask};
