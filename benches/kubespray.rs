@@ -63,7 +63,7 @@ const VNF: &str = "vnf-kubespray";
 const LIMIT: Duration = Duration::from_secs(30 * 60);
 /// Target of (wall − cloud) / Ansible at N = [`TARGET_N`].
 const TARGET: f64 = 1.25;
-/// The size the target applies to (issue 13's largest); smaller clusters carry more fixed cost
+/// The size the target applies to (the largest cluster measured); smaller clusters carry more fixed cost
 /// per node, so their ratios are printed for information.
 const TARGET_N: u32 = 20;
 

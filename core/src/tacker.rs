@@ -364,8 +364,8 @@ pub fn filter_in(attr: &str, values: &[String]) -> Option<String> {
     Some(format!("(in,{attr},{})", quoted.join(",")))
 }
 
-/// What reconcile does about a heal it decided for a Tacker-owned VNF (issue 15, "healing
-/// through Tacker"; SOL003 v3.3.1 §5.4.9 HealVnfRequest).
+/// What reconcile does about a heal it decided for a Tacker-owned VNF: healing through Tacker
+/// (SOL003 v3.3.1 §5.4.9 HealVnfRequest).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TackerHealRoute {
     /// `tacker.auto_heal` is off: nothing is started (an event says why).

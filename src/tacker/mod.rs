@@ -303,7 +303,7 @@ impl Companion {
         Ok(out)
     }
 
-    /// Healing through Tacker (issue 15 §6): for each vnfkeeper HEAL waiting for Tacker —
+    /// Healing through Tacker: for each vnfkeeper HEAL waiting for Tacker —
     /// not sent: looks in Tacker's op occs of the instance for a HEAL started after ours that no
     /// operation is linked to (sent before a crash: `tacker::heal_sent_before`), else sends
     /// `POST /vnflcm/v2/vnf_instances/{id}/heal` (`vnfcInstanceId` in Tacker's ids,

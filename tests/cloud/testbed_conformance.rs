@@ -1,4 +1,4 @@
-//! Testbed conformance (issue 18): the real OpenStack command-line clients from PyPI
+//! Testbed conformance: the real OpenStack command-line clients from PyPI
 //! (`python-openstackclient` with the Heat, Nova, Cinder plugins and openstacksdk, made once by
 //! `scripts/osc-venv` in `$VNFKEEPER_CACHE`) drive a testbed cloud (no hosts) through the
 //! `clouds.yaml` it writes, as an operator would drive a real cloud, and every command's `-f json`
