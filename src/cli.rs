@@ -546,14 +546,12 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     // fleet by a statement per VNF.
     let mut all_vnfcs = q.vnfcs_all()?;
     let mut all_trust = q.registry_trust_all()?;
-    // The cluster endpoint of a kubespray instance: the server of the admin kubeconfig the
-    // engine kept (0600) next to the database; unreadable or absent: none.
+    // The cluster endpoint: the server of the admin kubeconfig the engine kept (0600) next to
+    // the database; unreadable or absent: none.
     let endpoint = |id: &str| -> Option<String> {
         let dir = settings.database.parent()?;
-        let text =
-            std::fs::read_to_string(vnfkeeper_core::flavour::kubespray::kubeconfig_path(dir, id))
-                .ok()?;
-        vnfkeeper_core::flavour::kubespray::kubeconfig_server(&text)
+        let path = vnfkeeper_core::artifact::Artifact::AdminKubeconfig.path(dir, id);
+        vnfkeeper_core::artifact::kubeconfig_server(&std::fs::read_to_string(path).ok()?)
     };
     let pauses = q.maintenance_pauses()?;
     let now = now();

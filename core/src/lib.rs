@@ -4,6 +4,8 @@
 //! MgmtDriver hooks, and the reconcile policy. No async runtime, no database, no SSH, no clock:
 //! the `vnfkeeper` crate reads and writes, and passes `now`.
 
+/// What vnfkeeper keeps of a VNF's configuration under its state directory (admin kubeconfig).
+pub mod artifact;
 /// What the cloud reports, as data: Heat stacks and resources, Nova servers, Neutron ports,
 /// Cinder volumes (tolerant serde structs).
 pub mod cloud;

@@ -27,7 +27,7 @@ use vnfkeeper_core::heat;
 use vnfkeeper_core::plan;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{CloudAction, ReadCheck, Stage, StageList};
-use vnfkeeper_core::recipes::Step;
+use vnfkeeper_core::recipes::{Step, StepKind};
 use vnfkeeper_core::wire::sol003::ChangeExtVnfConnectivityRequest;
 
 /// What the operation decided once (kept in its `plan`).
@@ -125,8 +125,6 @@ async fn decide<C: Cloud>(
             adjusted: Some(adjusted::planned(&a)),
         }));
     // SSH at the new address with the key pinned before, where the flavour reaches the VNFC.
-    let (name, script) = vnfkeeper_core::recipes::script("node.reach")
-        .ok_or_else(|| StepFailure::input("plan", "the node.reach step is missing"))?;
     let mut reach = Vec::new();
     for r in &before {
         let Ok(role) = inst.driver.role(&r.vdu_id) else {
@@ -136,9 +134,8 @@ async fn decide<C: Cloud>(
             continue;
         }
         let step = Step {
-            name,
+            kind: StepKind::NodeReach,
             host: r.id.clone(),
-            script,
             args: Vec::new(),
             uploads: Vec::new(),
             late: Vec::new(),

@@ -16,8 +16,16 @@ use vnfkeeper_core::flavour::{FlavourError, HookContext};
 use vnfkeeper_core::model::StepState;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{
-    self, Action, CloudAction, Hook, ReadCheck, StackDocument, Stage,
+    self, Action, CloudAction, Hook, Mark, ReadCheck, StackDocument, Stage,
 };
+
+/// Where a cloud stage is journaled: its operation, stage key and number, and the action's name.
+struct At<'a> {
+    op: &'a OperationRow,
+    key: &'a str,
+    step_no: i64,
+    name: &'static str,
+}
 
 /// What the executor needs besides the stages: the instance and the operation's adjusted HOT.
 pub(super) struct Exec<'a> {
@@ -193,8 +201,8 @@ impl<C: Cloud> Engine<C> {
         // the cluster install): name each once, in plan order.
         let mut names: Vec<&str> = Vec::new();
         for (_, _, step, _) in &remote {
-            if !names.contains(&step.name) {
-                names.push(step.name);
+            if !names.contains(&step.name()) {
+                names.push(step.name());
             }
         }
         self.step_status(
@@ -202,7 +210,8 @@ impl<C: Cloud> Engine<C> {
             remote[0].0,
             &format!("{} on {} host(s)", names.join(", "), remote.len()),
         )?;
-        self.fan_out(op, remote).await
+        self.fan_out(op, remote, x.instance()?.driver.as_ref())
+            .await
     }
 
     /// How to reach VNFC `vnfc` in `role` now: the address of the role's CP in its current row,
@@ -268,7 +277,7 @@ impl<C: Cloud> Engine<C> {
             });
         }
         // A node's trust step records the registries it makes the node trust.
-        let registries = if step.name.starts_with("trust.") {
+        let registries = if step.kind.records_trust() {
             driver.registries()
         } else {
             Vec::new()
@@ -323,6 +332,8 @@ impl<C: Cloud> Engine<C> {
         Ok(super::instance::instance_stack(self, &op.vnf_instance_id)?.1)
     }
 
+    /// One cloud stage: its action carried out as one journaled step (`cloud_step`), each
+    /// action idempotent against a crash between the call and its journal row.
     async fn cloud_stage(
         &self,
         op: &OperationRow,
@@ -331,176 +342,178 @@ impl<C: Cloud> Engine<C> {
         action: &CloudAction,
         x: &Exec<'_>,
     ) -> Result<(), EngineError> {
-        let key = stage.key.as_str();
-        let name = action.name();
-        let limits = &self.limits;
+        let at = At {
+            op,
+            key: &stage.key,
+            step_no,
+            name: action.name(),
+        };
         match action {
-            CloudAction::CreateStack(doc) => {
-                let stack_name = stack_name(&op.vnf_instance_id);
-                let create = self.stack_request(&stack_name, doc);
-                self.cloud_step(
-                    op,
-                    key,
-                    step_no,
-                    name,
-                    || async {
-                        match self.cloud.find_stack(&stack_name).await? {
-                            Some(s) => Ok(s),
-                            None => self.cloud.create_stack(&create).await,
-                        }
-                    },
-                    |s: &StackRef| {
-                        Ok(self.db.write(|tx| {
-                            tx.set_instance_stack(&op.vnf_instance_id, &s.name, Some(&s.id), now())
-                        })?)
-                    },
-                )
-                .await?;
-            }
-            CloudAction::WaitCreate | CloudAction::WaitUpdate => {
-                let stack = self.recorded_stack(op)?;
-                let status = [if matches!(action, CloudAction::WaitCreate) {
-                    StackStatus::CreateComplete
-                } else {
-                    StackStatus::UpdateComplete
-                }];
-                self.cloud_step(
-                    op,
-                    key,
-                    step_no,
-                    name,
-                    || self.cloud.wait_stack(&stack, &status, limits.stack_timeout),
-                    |_| Ok(()),
-                )
-                .await?;
-            }
+            CloudAction::CreateStack(doc) => self.create_stack(&at, doc).await,
+            CloudAction::WaitCreate => self.wait_stack(&at, StackStatus::CreateComplete).await,
+            CloudAction::WaitUpdate => self.wait_stack(&at, StackStatus::UpdateComplete).await,
             CloudAction::PatchStack { parameters } => {
                 let stack = self.recorded_stack(op)?;
                 let body = Value::Object(parameters.clone());
-                self.cloud_step(
-                    op,
-                    key,
-                    step_no,
-                    name,
-                    || self.cloud.update_stack_patch(&stack, body.clone()),
-                    |_| Ok(()),
-                )
-                .await?;
+                self.journaled(&at, || self.cloud.update_stack_patch(&stack, body.clone()))
+                    .await
             }
             CloudAction::UpdateStack(doc) => {
                 let stack = self.recorded_stack(op)?;
                 let req = self.stack_request(&stack.name, doc);
-                self.cloud_step(
-                    op,
-                    key,
-                    step_no,
-                    name,
-                    || self.cloud.update_stack(&stack, &req),
-                    |_| Ok(()),
-                )
-                .await?;
+                self.journaled(&at, || self.cloud.update_stack(&stack, &req))
+                    .await
             }
             CloudAction::ReadVnfcs(check) => {
                 let stack = self.recorded_stack(op)?;
-                self.read_vnfcs(op, key, step_no, &stack, check, x).await?;
+                self.read_vnfcs(op, at.key, step_no, &stack, check, x).await
             }
             CloudAction::MarkUnhealthy { marks, reason } => {
-                self.cloud_step(
-                    op,
-                    key,
-                    step_no,
-                    name,
-                    || async {
-                        for m in marks {
-                            let owner = StackRef {
-                                name: m.stack_name.clone(),
-                                id: m.stack_id.clone(),
-                            };
-                            self.cloud
-                                .mark_unhealthy(&owner, &m.resource, reason)
-                                .await?;
-                        }
-                        Ok(())
-                    },
-                    |_| Ok(()),
-                )
-                .await?;
+                self.mark_unhealthy(&at, marks, reason).await
             }
             CloudAction::MarkGroupMembers { victims, reason } => {
-                let stack = self.recorded_stack(op)?;
-                self.cloud_step(
-                    op,
-                    key,
-                    step_no,
-                    name,
-                    || async {
-                        // The group's member is the resource whose nested stack holds the server.
-                        let resources = self.cloud.stack_resources(&stack, 5).await?;
-                        for v in victims {
-                            let (owner, resource) = resources
-                                .iter()
-                                .find(|r| {
-                                    r.nested_stack.as_ref().is_some_and(|n| n.id == v.stack_id)
-                                })
-                                .map(|r| (r.stack.clone(), r.resource_name.clone()))
-                                .unwrap_or_else(|| {
-                                    let own = StackRef {
-                                        name: v.stack_name.clone(),
-                                        id: v.stack_id.clone(),
-                                    };
-                                    (own, v.resource.clone())
-                                });
-                            self.cloud.mark_unhealthy(&owner, &resource, reason).await?;
-                        }
-                        Ok(())
-                    },
-                    |_| Ok(()),
-                )
-                .await?;
+                self.mark_group_members(&at, victims, reason).await
             }
-            CloudAction::DeleteStack => {
-                let known = self.known_stack(op)?;
-                self.cloud_step(
-                    op,
-                    key,
-                    step_no,
-                    name,
-                    || async {
-                        if let Some(s) = &self.existing_stack(op, known.as_ref()).await? {
-                            self.cloud.delete_stack(s).await?;
-                        }
-                        Ok(())
-                    },
-                    |_| Ok(()),
-                )
-                .await?;
-            }
-            CloudAction::WaitDelete => {
-                let known = self.known_stack(op)?;
-                self.cloud_step(
-                    op,
-                    key,
-                    step_no,
-                    name,
-                    || async {
-                        let Some(s) = self.existing_stack(op, known.as_ref()).await? else {
-                            return Ok(());
-                        };
-                        match self
-                            .cloud
-                            .wait_stack(&s, &[StackStatus::DeleteComplete], limits.stack_timeout)
-                            .await
-                        {
-                            Err(err) if matches!(err.kind(), ErrorKind::NotFound) => Ok(()),
-                            other => other.map(|_| ()),
-                        }
-                    },
-                    |_| Ok(()),
-                )
-                .await?;
-            }
+            CloudAction::DeleteStack => self.delete_stack(&at).await,
+            CloudAction::WaitDelete => self.wait_delete(&at).await,
         }
+    }
+
+    /// `f` as the journaled cloud step `at`, with nothing to store of its result.
+    async fn journaled<T, F, Fut>(&self, at: &At<'_>, f: F) -> Result<(), EngineError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, crate::cloud::CloudError>>,
+    {
+        self.cloud_step(at.op, at.key, at.step_no, at.name, f, |_| Ok(()))
+            .await
+            .map(|_| ())
+    }
+
+    /// `heat.create`: the instance's stack, found by name when a crash came between its
+    /// creation and recording its id, created otherwise; its id recorded.
+    async fn create_stack(&self, at: &At<'_>, doc: &StackDocument) -> Result<(), EngineError> {
+        let op = at.op;
+        let stack_name = stack_name(&op.vnf_instance_id);
+        let create = self.stack_request(&stack_name, doc);
+        self.cloud_step(
+            op,
+            at.key,
+            at.step_no,
+            at.name,
+            || async {
+                match self.cloud.find_stack(&stack_name).await? {
+                    Some(s) => Ok(s),
+                    None => self.cloud.create_stack(&create).await,
+                }
+            },
+            |s: &StackRef| {
+                Ok(self.db.write(|tx| {
+                    tx.set_instance_stack(&op.vnf_instance_id, &s.name, Some(&s.id), now())
+                })?)
+            },
+        )
+        .await?;
         Ok(())
+    }
+
+    /// `heat.wait_create` / `heat.wait_update`: the recorded stack reaches `status`.
+    async fn wait_stack(&self, at: &At<'_>, status: StackStatus) -> Result<(), EngineError> {
+        let stack = self.recorded_stack(at.op)?;
+        let status = [status];
+        self.journaled(at, || {
+            self.cloud
+                .wait_stack(&stack, &status, self.limits.stack_timeout)
+        })
+        .await
+    }
+
+    /// `heat.mark_unhealthy`: each mark's resource marked unhealthy in its own stack.
+    async fn mark_unhealthy(
+        &self,
+        at: &At<'_>,
+        marks: &[Mark],
+        reason: &str,
+    ) -> Result<(), EngineError> {
+        self.journaled(at, || async {
+            for m in marks {
+                let owner = StackRef {
+                    name: m.stack_name.clone(),
+                    id: m.stack_id.clone(),
+                };
+                self.cloud
+                    .mark_unhealthy(&owner, &m.resource, reason)
+                    .await?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// `heat.mark_group_members`: each victim's AutoScalingGroup member (the resource whose
+    /// nested stack holds the server) marked unhealthy; the victim's own resource when no
+    /// member matches.
+    async fn mark_group_members(
+        &self,
+        at: &At<'_>,
+        victims: &[Mark],
+        reason: &str,
+    ) -> Result<(), EngineError> {
+        let stack = self.recorded_stack(at.op)?;
+        self.journaled(at, || async {
+            let resources = self.cloud.stack_resources(&stack, 5).await?;
+            for v in victims {
+                let (owner, resource) = resources
+                    .iter()
+                    .find(|r| r.nested_stack.as_ref().is_some_and(|n| n.id == v.stack_id))
+                    .map(|r| (r.stack.clone(), r.resource_name.clone()))
+                    .unwrap_or_else(|| {
+                        let own = StackRef {
+                            name: v.stack_name.clone(),
+                            id: v.stack_id.clone(),
+                        };
+                        (own, v.resource.clone())
+                    });
+                self.cloud.mark_unhealthy(&owner, &resource, reason).await?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// `heat.delete`: the instance's stack deleted, if it exists.
+    async fn delete_stack(&self, at: &At<'_>) -> Result<(), EngineError> {
+        let known = self.known_stack(at.op)?;
+        self.journaled(at, || async {
+            if let Some(s) = &self.existing_stack(at.op, known.as_ref()).await? {
+                self.cloud.delete_stack(s).await?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// `heat.wait_delete`: the instance's stack gone (DELETE_COMPLETE or not found).
+    async fn wait_delete(&self, at: &At<'_>) -> Result<(), EngineError> {
+        let known = self.known_stack(at.op)?;
+        self.journaled(at, || async {
+            let Some(s) = self.existing_stack(at.op, known.as_ref()).await? else {
+                return Ok(());
+            };
+            match self
+                .cloud
+                .wait_stack(
+                    &s,
+                    &[StackStatus::DeleteComplete],
+                    self.limits.stack_timeout,
+                )
+                .await
+            {
+                Err(err) if matches!(err.kind(), ErrorKind::NotFound) => Ok(()),
+                other => other.map(|_| ()),
+            }
+        })
+        .await
     }
 
     /// The stack to delete or wait for: the recorded one, else the one of the instance's name

@@ -11,8 +11,9 @@ use crate::cloud::{Cloud, CloudError};
 use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
 use crate::store::{OperationRow, StoreError};
 use vnfkeeper_core::console::FirstContact;
+use vnfkeeper_core::flavour::{ApplyOutput, MgmtDriver};
 use vnfkeeper_core::model::{LcmOperationType, ProblemDetails, StepState};
-use vnfkeeper_core::recipes::{EXIT_NEEDED, EXIT_REFUSED, Step};
+use vnfkeeper_core::recipes::{EXIT_NEEDED, EXIT_REFUSED, OutputUse, Step};
 use vnfkeeper_core::wire::Secret;
 
 /// A step that did not succeed: what, where, and why (no secrets).
@@ -246,11 +247,12 @@ impl<C: Cloud> Engine<C> {
         &self,
         op: &OperationRow,
         stages: Vec<(i64, String, Step, Host)>,
+        driver: &dyn MgmtDriver,
     ) -> Result<(), EngineError> {
         let results: Vec<Result<(), EngineError>> = futures::stream::iter(stages)
             .map(|(step_no, key, step, host)| {
-                let span = tracing::info_span!("step", step = step.name, vnfc_id = %host.vnfc_id, host = %host.target.address);
-                async move { self.remote_step(op, &key, step_no, &step, &host).await }
+                let span = tracing::info_span!("step", step = step.name(), vnfc_id = %host.vnfc_id, host = %host.target.address);
+                async move { self.remote_step(op, &key, step_no, &step, &host, driver).await }
                     .instrument(span)
             })
             .buffer_unordered(self.limits.max_parallel_hosts.max(1))
@@ -268,13 +270,15 @@ impl<C: Cloud> Engine<C> {
         step_no: i64,
         step: &Step,
         host: &Host,
+        driver: &dyn MgmtDriver,
     ) -> Result<(), EngineError> {
-        self.db
-            .write(|tx| tx.journal_start(&op.id, key, step_no, step.name, &host.vnfc_id, now()))?;
+        self.db.write(|tx| {
+            tx.journal_start(&op.id, key, step_no, step.name(), &host.vnfc_id, now())
+        })?;
         let started = std::time::Instant::now();
         let mut attempt = 1;
         let outcome = loop {
-            match self.check_apply(step, host, attempt).await {
+            match self.check_apply(step, host, attempt, driver).await {
                 Ok(detail) => break Ok(detail),
                 Err(Attempt::Console(why)) if attempt < self.limits.attempts => {
                     attempt += 1;
@@ -284,7 +288,7 @@ impl<C: Cloud> Engine<C> {
                 }
                 Err(Attempt::Console(why)) => {
                     break Err(StepFailure {
-                        step: step.name.into(),
+                        step: step.name().into(),
                         host: host.label(),
                         exit_status: None,
                         reason: why,
@@ -299,7 +303,7 @@ impl<C: Cloud> Engine<C> {
                 }
                 Err(Attempt::Remote(e)) => {
                     break Err(StepFailure {
-                        step: step.name.into(),
+                        step: step.name().into(),
                         host: host.label(),
                         exit_status: None,
                         reason: format!("{e} ({})", e.kind()),
@@ -317,7 +321,7 @@ impl<C: Cloud> Engine<C> {
                         500
                     };
                     break Err(StepFailure {
-                        step: step.name.into(),
+                        step: step.name().into(),
                         host: host.label(),
                         exit_status,
                         reason,
@@ -328,7 +332,7 @@ impl<C: Cloud> Engine<C> {
             }
         };
         self.metrics
-            .step_finished(step.name, outcome.is_ok(), started.elapsed());
+            .step_finished(step.name(), outcome.is_ok(), started.elapsed());
         match outcome {
             Ok(detail) => {
                 tracing::info!(detail = %detail, "step done");
@@ -414,7 +418,9 @@ impl<C: Cloud> Engine<C> {
         }
     }
 
-    async fn check_apply(&self, step: &Step, host: &Host, attempt: u32) -> Result<String, Attempt> {
+    /// The host's SSH target with its host key verified: at first contact the key is verified
+    /// against the console (or trusted on first use) and pinned in the database.
+    async fn verified_target(&self, host: &Host, attempt: u32) -> Result<Target, Attempt> {
         let mut target = host.target.clone();
         let mut how = None;
         if target.host_key == HostKeyPolicy::TrustOnFirstUse && !host.external {
@@ -480,15 +486,56 @@ impl<C: Cloud> Engine<C> {
             }
             target.host_key = HostKeyPolicy::Pinned(connected.host_key.clone());
         }
+        Ok(target)
+    }
+
+    /// check → (upload, apply, check again) on one host; returns the step's verdict line.
+    async fn check_apply(
+        &self,
+        step: &Step,
+        host: &Host,
+        attempt: u32,
+        driver: &dyn MgmtDriver,
+    ) -> Result<String, Attempt> {
+        let target = self.verified_target(host, attempt).await?;
         let check = self.exec(step, &target, "check").await?;
-        if step.name == "k8s.kubeconfig" && check.exit_status == Some(0) {
-            self.keep_kubeconfig(step, host, &check)?;
+        if check.exit_status == Some(0) {
+            self.keep(step, host, &check, driver)?;
         }
         match check.exit_status {
             Some(0) => return Ok(last_line(&check)),
             Some(EXIT_NEEDED) => {}
             other => return Err(self.failed(&check, other, host, "check")),
         }
+        self.upload(step, host, &target).await?;
+        let apply = match step.kind.output_use() {
+            OutputUse::Verdict => self.exec(step, &target, "apply").await?,
+            OutputUse::Streamed => {
+                let apply = self
+                    .exec_streamed(step, &target, "apply", Some(journal_sink(host)))
+                    .await?;
+                self.judge(step, host, &apply, driver)?;
+                apply
+            }
+        };
+        if apply.exit_status != Some(0) {
+            return Err(self.failed(&apply, apply.exit_status, host, "apply"));
+        }
+        crate::failpoint::hit(&format!("engine-applied-{}", step.name()));
+        let verify = self.exec(step, &target, "check").await?;
+        if verify.exit_status != Some(0) {
+            return Err(self.failed(
+                &verify,
+                verify.exit_status,
+                host,
+                "verification after apply",
+            ));
+        }
+        Ok(format!("applied: {}", last_line(&apply)))
+    }
+
+    /// The step's uploads, then its late files, each after its directory is made.
+    async fn upload(&self, step: &Step, host: &Host, target: &Target) -> Result<(), Attempt> {
         let uploads = step
             .uploads
             .iter()
@@ -505,10 +552,10 @@ impl<C: Cloud> Engine<C> {
                     .arg(dir.display().to_string())
                     .sudo(step.sudo)
                     .timeout(std::time::Duration::from_secs(30))
-                    .step(step.name);
+                    .step(step.name());
                 let out = self
                     .remote
-                    .run(&target, &mkdir)
+                    .run(target, &mkdir)
                     .await
                     .map_err(Attempt::Remote)?;
                 if out.exit_status != Some(0) {
@@ -521,44 +568,11 @@ impl<C: Cloud> Engine<C> {
                 }
             }
             self.remote
-                .upload(&target, path, bytes, mode, step.sudo)
+                .upload(target, path, bytes, mode, step.sudo)
                 .await
                 .map_err(Attempt::Remote)?;
         }
-        let apply = if step.name == "ansible.playbook" {
-            // Ansible's output into the journal line by line as it runs, secrets masked, with
-            // the step's span (so the operation's fields).
-            let secrets: Vec<Secret<String>> = host.secrets.clone();
-            let sink: crate::remote::LineSink = std::sync::Arc::new(move |line: &str| {
-                if line.trim().is_empty() {
-                    return;
-                }
-                let refs: Vec<&Secret<String>> = secrets.iter().collect();
-                let line = crate::remote::tail_masked(line.as_bytes(), usize::MAX, &refs);
-                tracing::info!(target: "vnfkeeper::ansible", line = %line, "ansible-playbook");
-            });
-            self.exec_streamed(step, &target, "apply", Some(sink))
-                .await?
-        } else {
-            self.exec(step, &target, "apply").await?
-        };
-        if step.name == "ansible.playbook" {
-            self.playbook_outcome(&apply, host)?;
-        }
-        if apply.exit_status != Some(0) {
-            return Err(self.failed(&apply, apply.exit_status, host, "apply"));
-        }
-        crate::failpoint::hit(&format!("engine-applied-{}", step.name));
-        let verify = self.exec(step, &target, "check").await?;
-        if verify.exit_status != Some(0) {
-            return Err(self.failed(
-                &verify,
-                verify.exit_status,
-                host,
-                "verification after apply",
-            ));
-        }
-        Ok(format!("applied: {}", last_line(&apply)))
+        Ok(())
     }
 
     async fn exec(&self, step: &Step, target: &Target, mode: &str) -> Result<Output, Attempt> {
@@ -579,62 +593,66 @@ impl<C: Cloud> Engine<C> {
             .args(step.args.iter().cloned())
             .sudo(step.sudo)
             .timeout(timeout)
-            .step(step.name);
+            .step(step.name());
         if let Some(sink) = sink {
             cmd = cmd.stream_stdout(sink);
         }
         self.remote.run(target, &cmd).await.map_err(Attempt::Remote)
     }
 
-    /// Keeps the admin kubeconfig `k8s.kubeconfig` printed, its server set to the step's
-    /// endpoint (the LB), as `<state dir>/kubeconfig/<vnfInstanceId>.conf` (directory 0700, file
-    /// 0600, written to a temporary file and renamed). Never logged.
-    fn keep_kubeconfig(&self, step: &Step, host: &Host, out: &Output) -> Result<(), Attempt> {
-        let endpoint = step.args.first().map(String::as_str).unwrap_or_default();
-        let text = vnfkeeper_core::flavour::kubespray::kubeconfig_for(&out.stdout_str(), endpoint)
+    /// Keeps what the flavour keeps of the step's check output (`MgmtDriver::keep`, e.g. the
+    /// admin kubeconfig) under the state directory (directory 0700, file 0600, written to a
+    /// temporary file and renamed). Never logged.
+    fn keep(
+        &self,
+        step: &Step,
+        host: &Host,
+        out: &Output,
+        driver: &dyn MgmtDriver,
+    ) -> Result<(), Attempt> {
+        let kept = driver
+            .keep(step, &out.stdout_str())
             .map_err(|e| Attempt::Failed {
                 exit_status: None,
                 reason: e.to_string(),
             })?;
-        let Some(dir) = self.db.with(|s| s.state_dir()) else {
+        let (Some(kept), Some(dir)) = (kept, self.db.with(|s| s.state_dir())) else {
             return Ok(());
         };
-        let path = vnfkeeper_core::flavour::kubespray::kubeconfig_path(&dir, &host.vnf_instance_id);
-        let written = write_private(&path, &text);
-        written.map_err(|e| Attempt::Failed {
+        let label = kept.artifact.label();
+        let path = kept.artifact.path(&dir, &host.vnf_instance_id);
+        write_private(&path, kept.text.expose()).map_err(|e| Attempt::Failed {
             exit_status: None,
-            reason: format!("cannot keep the admin kubeconfig under the state directory: {e}"),
+            reason: format!("cannot keep the {label} under the state directory: {e}"),
         })?;
-        tracing::info!(endpoint, "admin kubeconfig kept");
+        tracing::info!(artifact = label, "{label} kept");
         Ok(())
     }
 
-    /// An `ansible-playbook` run (its output was journaled line by line while it ran): success
-    /// only when it exited 0 and its `PLAY RECAP` has `failed=0 unreachable=0` for every host;
-    /// otherwise the failure names each failed host and task.
-    fn playbook_outcome(&self, out: &Output, host: &Host) -> Result<(), Attempt> {
+    /// The flavour's verdict on a streamed apply (its output was journaled line by line while
+    /// it ran), from the output with every secret masked.
+    fn judge(
+        &self,
+        step: &Step,
+        host: &Host,
+        out: &Output,
+        driver: &dyn MgmtDriver,
+    ) -> Result<(), Attempt> {
         let secrets: Vec<&Secret<String>> = host.secrets.iter().collect();
-        let text = crate::remote::tail_masked(&out.stdout, usize::MAX, &secrets);
-        let recap = vnfkeeper_core::flavour::kubespray::parse_recap(&text);
-        if out.exit_status == Some(0) && recap.succeeded() {
-            return Ok(());
-        }
-        let signal = out
-            .signal
-            .as_deref()
-            .map(|s| format!(", killed by SIG{s}"))
-            .unwrap_or_default();
-        let mut reason = format!("ansible-playbook failed{signal}: {}", recap.summary());
-        if !recap.seen {
-            let tail = out.stderr_tail(1000, &secrets);
-            let tail = if tail.trim().is_empty() {
-                crate::remote::tail_masked(&out.stdout, 1000, &secrets)
-            } else {
-                tail
-            };
-            reason.push_str(&format!(" ({})", tail.trim()));
-        }
-        Err(Attempt::Failed {
+        let stdout = crate::remote::tail_masked(&out.stdout, usize::MAX, &secrets);
+        let stdout_tail = crate::remote::tail_masked(&out.stdout, 1000, &secrets);
+        let stderr_tail = out.stderr_tail(1000, &secrets);
+        let verdict = driver.judge_apply(
+            step,
+            &ApplyOutput {
+                exit_status: out.exit_status,
+                signal: out.signal.as_deref(),
+                stdout: &stdout,
+                stdout_tail: &stdout_tail,
+                stderr_tail: &stderr_tail,
+            },
+        );
+        verdict.map_err(|reason| Attempt::Failed {
             exit_status: out.exit_status,
             reason,
         })
@@ -677,6 +695,20 @@ enum Attempt {
 
 /// Writes `text` to `path` with mode 0600 (its directory created 0700): a temporary file,
 /// synced, renamed over the old one.
+/// A streamed step's output into the journal line by line as it runs, secrets masked, with the
+/// step's span (so the operation's fields).
+fn journal_sink(host: &Host) -> crate::remote::LineSink {
+    let secrets: Vec<Secret<String>> = host.secrets.clone();
+    std::sync::Arc::new(move |line: &str| {
+        if line.trim().is_empty() {
+            return;
+        }
+        let refs: Vec<&Secret<String>> = secrets.iter().collect();
+        let line = crate::remote::tail_masked(line.as_bytes(), usize::MAX, &refs);
+        tracing::info!(target: "vnfkeeper::ansible", line = %line, "ansible-playbook");
+    })
+}
+
 fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};

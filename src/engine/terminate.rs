@@ -14,6 +14,7 @@ use super::instance::{Instance, instance_row, stack_name};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::Cloud;
 use crate::store::OperationRow;
+use vnfkeeper_core::artifact::Artifact;
 use vnfkeeper_core::flavour::HookContext;
 use vnfkeeper_core::model::InstantiationState;
 use vnfkeeper_core::plan::stages::{CloudAction, Stage, StageList};
@@ -79,15 +80,18 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             now(),
         )
     })?;
-    // The cluster is gone, and with it what its admin kubeconfig (kept by `k8s.kubeconfig`)
-    // pointed at: `vnfkeeper status` shows no endpoint for a terminated instance.
+    // The VNF is gone, and with it what its kept artifacts (the admin kubeconfig kept from
+    // the flavour's step) pointed at: `vnfkeeper status` shows no endpoint for it.
     if let Some(dir) = e.db.with(|s| s.state_dir()) {
-        let path = vnfkeeper_core::flavour::kubespray::kubeconfig_path(&dir, &op.vnf_instance_id);
-        match std::fs::remove_file(&path) {
-            Ok(()) => tracing::info!(path = %path.display(), "admin kubeconfig removed"),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-            Err(err) => {
-                tracing::warn!(path = %path.display(), error = %err, "cannot remove the admin kubeconfig")
+        for artifact in Artifact::ALL {
+            let path = artifact.path(&dir, &op.vnf_instance_id);
+            let label = artifact.label();
+            match std::fs::remove_file(&path) {
+                Ok(()) => tracing::info!(path = %path.display(), "{label} removed"),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => {
+                    tracing::warn!(path = %path.display(), error = %err, "cannot remove the {label}")
+                }
             }
         }
     }

@@ -47,6 +47,7 @@ use vnfkeeper_core::package::VnfPackage;
 use vnfkeeper_core::policy::{
     self, CloudView, Memory, Policy, PvView, VnfInput, VnfOutcome, VnfcInput,
 };
+use vnfkeeper_core::recipes::StepKind;
 use vnfkeeper_core::wire::sol003::InstantiateVnfRequest;
 
 /// Which pass.
@@ -284,47 +285,7 @@ impl<C: Cloud> Reconciler<C> {
         let index = inventory.as_ref().map(observe::Index::new);
         let index_ref = index.as_ref().map_err(|e| e.as_str());
 
-        // Intended configuration of clustered VNFs (packages loaded once per path and pass).
-        let mut packages: HashMap<String, Option<Arc<VnfPackage>>> = HashMap::new();
-        let mut clusters: HashMap<String, Cluster> = HashMap::new();
-        for v in &snap.vnfs {
-            let Some(req) = v.instantiate.clone() else {
-                continue;
-            };
-            let Some(path) = v.instance.vnf_package.as_deref() else {
-                continue;
-            };
-            // A flavour that reads no package file (kubespray; the registry without an image)
-            // is still probed; only a VNF vnfkeeper does not configure is skipped.
-            if !flavour::configures(&req) {
-                continue;
-            }
-            let files = flavour::package_files(&req);
-            let pkg = packages
-                .entry(path.to_owned())
-                .or_insert_with(|| match VnfPackage::load(std::path::Path::new(path)) {
-                    Ok(p) => Some(Arc::new(p)),
-                    Err(e) => {
-                        tracing::warn!(vnf_package = path, error = %e, "reconcile: cannot load the VNF package; its VNFs are not probed");
-                        None
-                    }
-                })
-                .clone();
-            let Some(pkg) = pkg else { continue };
-            let files = files
-                .into_iter()
-                .filter_map(|f| pkg.read(&f).ok().map(|b| (f, b)))
-                .collect();
-            let base_hot = pkg.base_hot(&req.flavour_id).ok().map(|b| b.template);
-            let driver = flavour::select(flavour::Inputs {
-                vnf_instance_id: v.instance.id.clone(),
-                req,
-                vnfd: pkg.vnfd.clone(),
-                files,
-                base_hot,
-            });
-            clusters.insert(v.instance.id.clone(), Cluster { driver });
-        }
+        let clusters = clusters(snap);
         let roles: HashMap<String, HashMap<String, policy::Role>> = snap
             .vnfs
             .iter()
@@ -341,36 +302,11 @@ impl<C: Cloud> Reconciler<C> {
             .flat_map(|v| v.vnfcs.iter())
             .map(|c| (c.id.clone(), observe::view(c, index_ref)))
             .collect();
-
-        // Probes (full passes, VNFs without unfinished operations, healthy servers only).
-        let mut probed = HashMap::new();
-        let mut probed_hosts = 0;
-        if kind == PassKind::Full {
-            let targets: Vec<probe::Target1<'_>> = snap
-                .vnfs
-                .iter()
-                .filter(|v| v.unfinished.is_empty())
-                .filter_map(|v| {
-                    let cluster = clusters.get(&v.instance.id)?;
-                    let probe: Vec<&str> = v
-                        .vnfcs
-                        .iter()
-                        .filter(|c| views.get(&c.id) == Some(&CloudView::Healthy))
-                        .map(|c| c.id.as_str())
-                        .collect();
-                    probed_hosts += probe.len();
-                    Some(probe::Target1 {
-                        vnf_instance_id: &v.instance.id,
-                        vnfcs: &v.vnfcs,
-                        probe,
-                        roles: &roles[&v.instance.id],
-                        cluster,
-                        external_host_keys: &snap.external_host_keys,
-                    })
-                })
-                .collect();
-            probed = probe::probe_all(self.remote.as_ref(), self.probes, &targets).await;
-        }
+        let (mut probed, probed_hosts) = if kind == PassKind::Full {
+            self.probe(snap, &clusters, &roles, &views).await
+        } else {
+            (HashMap::new(), 0)
+        };
 
         let mut outcomes = Vec::with_capacity(snap.vnfs.len());
         let mut pv_bound = HashMap::new();
@@ -378,39 +314,12 @@ impl<C: Cloud> Reconciler<C> {
         let mut trust_verified = Vec::new();
         for v in &snap.vnfs {
             let id = &v.instance.id;
-            let vnf_state = snap.states.get(&(id.clone(), String::new()));
             let mut findings = probed.remove(id).unwrap_or_default();
-            let has_pvs = clusters
-                .get(id)
-                // Names that cannot be read count as PersistentVolumes (fail closed).
-                .is_some_and(|c| c.driver.pv_names().map_or(true, |n| !n.is_empty()));
-            let pvs = if !has_pvs {
-                PvView::NotApplicable
-            } else if let Some(b) = findings.pv_bound.take() {
-                pv_bound.insert(id.clone(), b.clone());
-                PvView::Known {
-                    bound: b,
-                    observed_at: now,
-                }
-            } else {
-                match vnf_state.and_then(|s| Some((s.pv_bound.clone()?, s.pv_observed_at?))) {
-                    Some((bound, observed_at)) => PvView::Known { bound, observed_at },
-                    None => PvView::Unknown,
-                }
-            };
-            for c in &v.vnfcs {
-                let trust: Vec<&policy::Finding> = findings
-                    .findings
-                    .get(&c.id)
-                    .into_iter()
-                    .flatten()
-                    .filter(|f| f.check.starts_with("trust."))
-                    .collect();
-                if !trust.is_empty() && trust.iter().all(|f| f.verdict == policy::Verdict::InPlace)
-                {
-                    trust_verified.push(c.id.clone());
-                }
+            let (pvs, probed_now) = pv_view(snap, v, clusters.get(id), &mut findings, now);
+            if let (true, PvView::Known { bound, .. }) = (probed_now, &pvs) {
+                pv_bound.insert(id.clone(), bound.clone());
             }
+            trust_verified.extend(trust_verified_vnfcs(v, &findings));
             let vnfcs = v
                 .vnfcs
                 .iter()
@@ -431,7 +340,7 @@ impl<C: Cloud> Reconciler<C> {
                 unfinished_operations: v.unfinished.clone(),
                 vnfcs,
                 pvs,
-                memory: memory_of(vnf_state),
+                memory: memory_of(snap.states.get(&(id.clone(), String::new()))),
                 pass: kind.as_str(),
                 pause: pause::in_force(&snap.pauses, id, now).cloned(),
             };
@@ -459,6 +368,142 @@ impl<C: Cloud> Reconciler<C> {
     }
 }
 
+impl<C: Cloud> Reconciler<C> {
+    /// A full pass's probes: the healthy VNFCs of every VNF without unfinished operations that
+    /// has a flavour. Returns the findings by vnfInstanceId and how many hosts were probed.
+    async fn probe(
+        &self,
+        snap: &Snapshot,
+        clusters: &HashMap<String, Cluster>,
+        roles: &HashMap<String, HashMap<String, policy::Role>>,
+        views: &HashMap<String, CloudView>,
+    ) -> (HashMap<String, probe::VnfProbes>, usize) {
+        let mut probed_hosts = 0;
+        let targets: Vec<probe::Target1<'_>> = snap
+            .vnfs
+            .iter()
+            .filter(|v| v.unfinished.is_empty())
+            .filter_map(|v| {
+                let cluster = clusters.get(&v.instance.id)?;
+                let probe: Vec<&str> = v
+                    .vnfcs
+                    .iter()
+                    .filter(|c| views.get(&c.id) == Some(&CloudView::Healthy))
+                    .map(|c| c.id.as_str())
+                    .collect();
+                probed_hosts += probe.len();
+                Some(probe::Target1 {
+                    vnf_instance_id: &v.instance.id,
+                    vnfcs: &v.vnfcs,
+                    probe,
+                    roles: &roles[&v.instance.id],
+                    cluster,
+                    external_host_keys: &snap.external_host_keys,
+                })
+            })
+            .collect();
+        let probed = probe::probe_all(self.remote.as_ref(), self.probes, &targets).await;
+        (probed, probed_hosts)
+    }
+}
+
+/// The flavour drivers of the snapshot's VNFs that vnfkeeper configures, by vnfInstanceId (their
+/// intended configuration); each package is loaded once per path and pass. A VNF whose package
+/// cannot be loaded is left out (not probed), with a warning.
+fn clusters(snap: &Snapshot) -> HashMap<String, Cluster> {
+    let mut packages: HashMap<String, Option<Arc<VnfPackage>>> = HashMap::new();
+    let mut clusters: HashMap<String, Cluster> = HashMap::new();
+    for v in &snap.vnfs {
+        let Some(req) = v.instantiate.clone() else {
+            continue;
+        };
+        let Some(path) = v.instance.vnf_package.as_deref() else {
+            continue;
+        };
+        // A flavour that reads no package file (kubespray; the registry without an image)
+        // is still probed; only a VNF vnfkeeper does not configure is skipped.
+        if !flavour::configures(&req) {
+            continue;
+        }
+        let files = flavour::package_files(&req);
+        let pkg = packages
+            .entry(path.to_owned())
+            .or_insert_with(|| match VnfPackage::load(std::path::Path::new(path)) {
+                Ok(p) => Some(Arc::new(p)),
+                Err(e) => {
+                    tracing::warn!(vnf_package = path, error = %e, "reconcile: cannot load the VNF package; its VNFs are not probed");
+                    None
+                }
+            })
+            .clone();
+        let Some(pkg) = pkg else { continue };
+        let files = files
+            .into_iter()
+            .filter_map(|f| pkg.read(&f).ok().map(|b| (f, b)))
+            .collect();
+        let base_hot = pkg.base_hot(&req.flavour_id).ok().map(|b| b.template);
+        let driver = flavour::select(flavour::Inputs {
+            vnf_instance_id: v.instance.id.clone(),
+            req,
+            vnfd: pkg.vnfd.clone(),
+            files,
+            base_hot,
+        });
+        clusters.insert(v.instance.id.clone(), Cluster { driver });
+    }
+    clusters
+}
+
+/// What the pass knows of the VNF's PersistentVolumes: not applicable without any, the phases
+/// probed now (taken out of `findings`, `observed_at` = `now`; then `true`), else the ones
+/// remembered, else unknown.
+fn pv_view(
+    snap: &Snapshot,
+    v: &VnfSnapshot,
+    cluster: Option<&Cluster>,
+    findings: &mut probe::VnfProbes,
+    now: Timestamp,
+) -> (PvView, bool) {
+    // Names that cannot be read count as PersistentVolumes (fail closed).
+    let has_pvs = cluster.is_some_and(|c| c.driver.pv_names().map_or(true, |n| !n.is_empty()));
+    if !has_pvs {
+        return (PvView::NotApplicable, false);
+    }
+    if let Some(bound) = findings.pv_bound.take() {
+        let known = PvView::Known {
+            bound,
+            observed_at: now,
+        };
+        return (known, true);
+    }
+    let vnf_state = snap.states.get(&(v.instance.id.clone(), String::new()));
+    let remembered = vnf_state.and_then(|s| Some((s.pv_bound.clone()?, s.pv_observed_at?)));
+    let view = match remembered {
+        Some((bound, observed_at)) => PvView::Known { bound, observed_at },
+        None => PvView::Unknown,
+    };
+    (view, false)
+}
+
+/// The VNFCs of `v` whose probes of registry trust ([`StepKind::records_trust`]) ran and were
+/// all in place.
+fn trust_verified_vnfcs(v: &VnfSnapshot, findings: &probe::VnfProbes) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &v.vnfcs {
+        let trust: Vec<&policy::Finding> = findings
+            .findings
+            .get(&c.id)
+            .into_iter()
+            .flatten()
+            .filter(|f| StepKind::of_check(&f.check).is_some_and(StepKind::records_trust))
+            .collect();
+        if !trust.is_empty() && trust.iter().all(|f| f.verdict == policy::Verdict::InPlace) {
+            out.push(c.id.clone());
+        }
+    }
+    out
+}
+
 /// Writes a pass in one transaction: for each VNF, its HEAL operation (unless an operation
 /// arrived since the snapshot: then an IN_FLIGHT row instead and the memory is left as it was),
 /// one audit event per decision that is not a repeat, and the loop's memory; then removes the
@@ -482,101 +527,18 @@ pub fn record(
     }
     for o in &report.outcomes {
         let vnf = o.vnf_instance_id.clone();
-        let mut op_id = None;
-        if let Some(heal) = &o.heal {
-            let tacker_owned = tx
-                .instance(&vnf)?
-                .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
-            // Tacker owns the stack: never a Heat call of vnfkeeper's on it (issue 15 §6).
-            let mut wait_for_tacker = false;
-            if tacker_owned {
-                use vnfkeeper_core::tacker::TackerHealRoute as R;
-                let occs = tx.reader().tacker_occ_states(&vnf)?;
-                let route = vnfkeeper_core::tacker::tacker_heal_route(
-                    report.tacker_auto_heal,
-                    &occs,
-                    heal.configuration_only,
-                );
-                let why = match &route {
-                    R::Off => Some(
-                        "heal not started: the VNF is owned by Tacker and tacker.auto_heal is off"
-                            .to_owned(),
-                    ),
-                    R::Blocked { occ_id, state } => Some(format!(
-                        "heal not started: Tacker's operation {occ_id} on the VNF is {state}"
-                    )),
-                    R::Direct => None,
-                    R::ThroughTacker => {
-                        wait_for_tacker = true;
-                        None
-                    }
-                };
-                if let Some(msg) = why {
-                    let ev = json!({"pass": report.kind.as_str(), "heal": heal});
-                    tx.append_event(
-                        &NewEvent {
-                            vnf_instance_id: Some(&vnf),
-                            message: &msg,
-                            evidence: Some(&ev.to_string()),
-                            ..NewEvent::of(EventKind::TackerHealNotStarted)
-                        },
-                        now,
-                    )?;
-                    continue;
+        let op_id = match &o.heal {
+            // Not started: the heal's event says why; the VNF's decisions and memory are left
+            // as they were, for the next pass to decide again.
+            Some(heal) => match record_heal(tx, report, &vnf, heal, now)? {
+                Some(id) => {
+                    report.started.push((vnf.clone(), id.clone()));
+                    Some(id)
                 }
-            }
-            let busy = tx.unfinished_operations(&vnf)?;
-            if let Some(first) = busy.first() {
-                let msg = format!(
-                    "heal not started: operation {} arrived since the observation",
-                    first.id
-                );
-                let ev = json!({"pass": report.kind.as_str(), "heal": heal});
-                tx.append_event(
-                    &NewEvent {
-                        vnf_instance_id: Some(&vnf),
-                        message: &msg,
-                        evidence: Some(&ev.to_string()),
-                        ..NewEvent::of(policy::DecisionKind::InFlight.event_kind())
-                    },
-                    now,
-                )?;
-                continue;
-            }
-            let id = uuid::Uuid::new_v4().to_string();
-            let params = RequestBody::split(LcmOperationType::Heal, &heal.request().to_string());
-            let detail = format!(
-                "automatic heal started by reconcile ({}{})",
-                if heal.configuration_only {
-                    "configuration repair"
-                } else {
-                    "server replacement"
-                },
-                if wait_for_tacker {
-                    "; waiting for Tacker's heal"
-                } else {
-                    ""
-                }
-            );
-            tx.insert_operation(
-                &NewOperation {
-                    id: &id,
-                    vnf_instance_id: &vnf,
-                    operation: LcmOperationType::Heal,
-                    operation_params: &params,
-                    vnf_package: None,
-                    request_id: None,
-                    is_automatic_invocation: true,
-                    status_detail: Some(&detail),
-                },
-                now,
-            )?;
-            if tacker_owned {
-                tx.make_tacker_heal(&id, wait_for_tacker)?;
-            }
-            report.started.push((vnf.clone(), id.clone()));
-            op_id = Some(id);
-        }
+                None => continue,
+            },
+            None => None,
+        };
         for d in o.decisions.iter().filter(|d| !d.repeat) {
             let ev = d.evidence.to_string();
             let is_heal = d.kind == policy::DecisionKind::HealStarted;
@@ -595,6 +557,132 @@ pub fn record(
         write_memory(tx, &vnf, o, report, now)?;
     }
     Ok(())
+}
+
+/// What [`record`] does with a heal the policy decided, given what the store holds now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HealAdmission {
+    /// Not started: one event of `kind` says why.
+    NotStarted { kind: EventKind, message: String },
+    /// Started as an automatic HEAL operation with `detail` as its status detail; `tacker`:
+    /// for a Tacker-owned VNF, whether it waits for Tacker's heal.
+    Start {
+        detail: String,
+        tacker: Option<bool>,
+    },
+}
+
+/// Decides a heal's admission (pure): `route` is the Tacker heal route of a Tacker-owned VNF
+/// (`None`: vnfkeeper owns the stack), `arrived` an operation that arrived on the VNF since the
+/// observation. Tacker owns its stack, so a route other than direct or through Tacker starts
+/// nothing; an operation that arrived since the observation wins over the heal.
+fn admit_heal(
+    heal: &policy::HealPlan,
+    route: Option<&vnfkeeper_core::tacker::TackerHealRoute>,
+    arrived: Option<&str>,
+) -> HealAdmission {
+    use vnfkeeper_core::tacker::TackerHealRoute as R;
+    let not_started = |kind, message| HealAdmission::NotStarted { kind, message };
+    let tacker = match route {
+        None => None,
+        Some(R::Off) => {
+            return not_started(
+                EventKind::TackerHealNotStarted,
+                "heal not started: the VNF is owned by Tacker and tacker.auto_heal is off".into(),
+            );
+        }
+        Some(R::Blocked { occ_id, state }) => {
+            return not_started(
+                EventKind::TackerHealNotStarted,
+                format!("heal not started: Tacker's operation {occ_id} on the VNF is {state}"),
+            );
+        }
+        Some(R::Direct) => Some(false),
+        Some(R::ThroughTacker) => Some(true),
+    };
+    if let Some(first) = arrived {
+        return not_started(
+            policy::DecisionKind::InFlight.event_kind(),
+            format!("heal not started: operation {first} arrived since the observation"),
+        );
+    }
+    let detail = format!(
+        "automatic heal started by reconcile ({}{})",
+        if heal.configuration_only {
+            "configuration repair"
+        } else {
+            "server replacement"
+        },
+        if tacker == Some(true) {
+            "; waiting for Tacker's heal"
+        } else {
+            ""
+        }
+    );
+    HealAdmission::Start { detail, tacker }
+}
+
+/// Reads what a heal's admission depends on (the VNF's owner, Tacker's op occs, operations that
+/// arrived since the observation), decides it ([`admit_heal`]), then writes it: an event, or
+/// the HEAL operation (made Tacker's when the VNF is). Returns the operation's id if started.
+fn record_heal(
+    tx: &mut Tx<'_>,
+    report: &PassReport,
+    vnf: &str,
+    heal: &policy::HealPlan,
+    now: Timestamp,
+) -> crate::store::Result<Option<String>> {
+    let tacker_owned = tx
+        .instance(vnf)?
+        .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
+    // Tacker owns the stack: never a Heat call of vnfkeeper's on it.
+    let route = if tacker_owned {
+        let occs = tx.reader().tacker_occ_states(vnf)?;
+        Some(vnfkeeper_core::tacker::tacker_heal_route(
+            report.tacker_auto_heal,
+            &occs,
+            heal.configuration_only,
+        ))
+    } else {
+        None
+    };
+    let arrived = tx.unfinished_operations(vnf)?.first().map(|o| o.id.clone());
+    match admit_heal(heal, route.as_ref(), arrived.as_deref()) {
+        HealAdmission::NotStarted { kind, message } => {
+            let ev = json!({"pass": report.kind.as_str(), "heal": heal});
+            tx.append_event(
+                &NewEvent {
+                    vnf_instance_id: Some(vnf),
+                    message: &message,
+                    evidence: Some(&ev.to_string()),
+                    ..NewEvent::of(kind)
+                },
+                now,
+            )?;
+            Ok(None)
+        }
+        HealAdmission::Start { detail, tacker } => {
+            let id = uuid::Uuid::new_v4().to_string();
+            let params = RequestBody::split(LcmOperationType::Heal, &heal.request().to_string());
+            tx.insert_operation(
+                &NewOperation {
+                    id: &id,
+                    vnf_instance_id: vnf,
+                    operation: LcmOperationType::Heal,
+                    operation_params: &params,
+                    vnf_package: None,
+                    request_id: None,
+                    is_automatic_invocation: true,
+                    status_detail: Some(&detail),
+                },
+                now,
+            )?;
+            if let Some(wait_for_tacker) = tacker {
+                tx.make_tacker_heal(&id, wait_for_tacker)?;
+            }
+            Ok(Some(id))
+        }
+    }
 }
 
 fn write_memory(
@@ -711,4 +799,62 @@ pub fn report_json(report: &PassReport) -> Value {
         "heals": heals,
         "decisions": decisions,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vnfkeeper_core::tacker::TackerHealRoute as R;
+
+    fn heal(configuration_only: bool) -> policy::HealPlan {
+        policy::HealPlan {
+            vnfc_ids: vec!["w1".into()],
+            configuration_only,
+            cause: "test".into(),
+        }
+    }
+
+    /// Tacker's route decides before anything else; an operation that arrived since the
+    /// observation then wins over the heal; otherwise it starts, waiting for Tacker only on
+    /// that route.
+    #[test]
+    fn heal_admission_follows_the_route_then_the_operations_that_arrived() {
+        let not_started = |a: HealAdmission| match a {
+            HealAdmission::NotStarted { kind, message } => (kind, message),
+            other => panic!("started: {other:?}"),
+        };
+        let (kind, msg) = not_started(admit_heal(&heal(false), Some(&R::Off), None));
+        assert_eq!(kind, EventKind::TackerHealNotStarted);
+        assert!(msg.contains("tacker.auto_heal is off"), "{msg}");
+        let blocked = R::Blocked {
+            occ_id: "occ-1".into(),
+            state: vnfkeeper_core::model::OperationState::Processing,
+        };
+        let (_, msg) = not_started(admit_heal(&heal(false), Some(&blocked), Some("op-9")));
+        assert!(msg.contains("occ-1") && msg.contains("PROCESSING"), "{msg}");
+        let (kind, msg) = not_started(admit_heal(&heal(true), None, Some("op-9")));
+        assert_eq!(kind, policy::DecisionKind::InFlight.event_kind());
+        assert!(msg.contains("operation op-9 arrived"), "{msg}");
+
+        assert_eq!(
+            admit_heal(&heal(false), Some(&R::ThroughTacker), None),
+            HealAdmission::Start {
+                detail: "automatic heal started by reconcile (server replacement; waiting for \
+                         Tacker's heal)"
+                    .into(),
+                tacker: Some(true),
+            }
+        );
+        assert_eq!(
+            admit_heal(&heal(true), Some(&R::Direct), None),
+            HealAdmission::Start {
+                detail: "automatic heal started by reconcile (configuration repair)".into(),
+                tacker: Some(false),
+            }
+        );
+        assert!(matches!(
+            admit_heal(&heal(false), None, None),
+            HealAdmission::Start { tacker: None, .. }
+        ));
+    }
 }

@@ -329,23 +329,17 @@ async fn run_job(remote: &dyn Remote, job: &Job, timeout: Duration) -> Vec<Answe
     let mut out = Vec::new();
     let mut broken: Option<String> = None;
     for check in &job.checks {
-        let (name, cmd) = match check {
-            Check::Script(step) => (
-                step.name.to_owned(),
-                RemoteCommand::script(step.script_text())
-                    .arg("check")
-                    .args(step.args.iter().cloned())
-                    .sudo(step.sudo)
-                    .timeout(timeout)
-                    .step(step.name),
-            ),
-            Check::Kubectl(what) => (
-                format!("kubectl.get_{what}"),
-                RemoteCommand::new("kubectl")
-                    .args(["get", what, "-o", "json"])
-                    .timeout(timeout)
-                    .step("reconcile.kubectl"),
-            ),
+        let cmd = match check {
+            Check::Script(step) => RemoteCommand::script(step.script_text())
+                .arg("check")
+                .args(step.args.iter().cloned())
+                .sudo(step.sudo)
+                .timeout(timeout)
+                .step(step.name()),
+            Check::Kubectl(what) => RemoteCommand::new("kubectl")
+                .args(["get", what, "-o", "json"])
+                .timeout(timeout)
+                .step("reconcile.kubectl"),
         };
         let result = match &broken {
             Some(why) => Err(why.clone()),
@@ -407,14 +401,7 @@ async fn run_job(remote: &dyn Remote, job: &Job, timeout: Duration) -> Vec<Answe
                         }
                     }
                 };
-                let check = if step.name == "pv.register" {
-                    format!(
-                        "pv.register:{}",
-                        step.args.first().cloned().unwrap_or_default()
-                    )
-                } else {
-                    name
-                };
+                let check = step.probe_check();
                 // A PV check is about the storage server (step.host, see plan_jobs); a check
                 // of a host outside the VNF about the VNFC it was planned for.
                 out.push(Answer::Verdict(

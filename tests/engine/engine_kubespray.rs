@@ -284,7 +284,7 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     let kc_text = std::fs::read_to_string(&kc).unwrap();
     let lb_endpoint = format!("https://{}:8383", lb.cp_addresses["externalLB_CP1"]);
     assert_eq!(
-        vnfkeeper_core::flavour::kubespray::kubeconfig_server(&kc_text).as_deref(),
+        vnfkeeper_core::artifact::kubeconfig_server(&kc_text).as_deref(),
         Some(lb_endpoint.as_str()),
         "{kc_text}"
     );

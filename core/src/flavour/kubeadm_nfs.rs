@@ -698,7 +698,7 @@ impl MgmtDriver for KubeadmNfs {
                 out.extend(
                     recipes::storage_volumes(&vnfc.id, &setup.volumes)
                         .into_iter()
-                        .filter(|s| s.name == "storage.mount")
+                        .filter(|s| s.kind == recipes::StepKind::StorageMount)
                         .map(Probe::Script),
                 );
                 out.extend(

@@ -51,11 +51,14 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role, trust};
+use super::{
+    Access, ApplyOutput, FlavourError, HookContext, Inputs, Kept, MgmtDriver, Probe, Role, trust,
+};
+use crate::artifact::Artifact;
 use crate::digest::sha256_hex;
 use crate::model::VnfcRow;
 use crate::plan::stages::{Hook, Stage, StageList};
-use crate::recipes::{DrainPolicy, Late, Step, Upload, known};
+use crate::recipes::{DrainPolicy, Late, Step, StepKind, Upload};
 use crate::wire::Secret;
 use crate::wire::params::K8sClusterInstallationParam;
 
@@ -443,23 +446,6 @@ pub fn kubeconfig_for(text: &str, endpoint: &str) -> Result<String, FlavourError
     Ok(out)
 }
 
-/// Where vnfkeeper keeps an instance's admin kubeconfig: `<state_dir>/kubeconfig/<vnfInstanceId>.conf`
-/// (file 0600 in a 0700 directory). Written by the `k8s.kubeconfig` step, read by `vnfkeeper
-/// status` for the cluster endpoint, removed by TERMINATE. `vnf_instance_id` is an identifier
-/// intake validated (no `/`).
-pub fn kubeconfig_path(state_dir: &std::path::Path, vnf_instance_id: &str) -> std::path::PathBuf {
-    state_dir
-        .join("kubeconfig")
-        .join(format!("{vnf_instance_id}.conf"))
-}
-
-/// The endpoint the cluster of a kubeconfig written by [`kubeconfig_for`] is reached at.
-pub fn kubeconfig_server(text: &str) -> Option<String> {
-    text.lines()
-        .find_map(|l| l.trim_start().strip_prefix("server:"))
-        .map(|s| s.trim().to_owned())
-}
-
 /// Per-host counts of a `PLAY RECAP` line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HostCounts {
@@ -664,12 +650,10 @@ pub fn calico_vars(m: CalicoMtu) -> String {
     header(serde_yaml_ng::to_string(&vars).unwrap_or_default())
 }
 
-fn step(name: &str, host: &str, args: Vec<String>, sudo: bool, timeout: Duration) -> Step {
-    let (name, script) = known(name);
+fn step(kind: StepKind, host: &str, args: Vec<String>, sudo: bool, timeout: Duration) -> Step {
     Step {
-        name,
+        kind,
         host: host.to_owned(),
-        script,
         args,
         uploads: Vec::new(),
         late: Vec::new(),
@@ -841,7 +825,7 @@ impl Kubespray {
                     &n.vnfc_id,
                     n.role,
                     step(
-                        "node.reach",
+                        StepKind::NodeReach,
                         &n.vnfc_id,
                         Vec::new(),
                         false,
@@ -862,7 +846,7 @@ impl Kubespray {
             Self::lb(nodes).map(|n| n.address),
         );
         let mut s = step(
-            "ansible.inventory",
+            StepKind::AnsibleInventory,
             ANSIBLE_HOST,
             vec![
                 inv.clone(),
@@ -892,7 +876,7 @@ impl Kubespray {
         let path = format!("{}/{CALICO_VARS}", self.inventory_dir()?);
         let text = calico_vars(m);
         let mut s = step(
-            "ansible.group_vars",
+            StepKind::AnsibleGroupVars,
             ANSIBLE_HOST,
             vec![path.clone(), sha256_hex(text.as_bytes())],
             false,
@@ -928,7 +912,7 @@ impl Kubespray {
         ];
         args.extend(extra.iter().cloned());
         let mut s = step(
-            "ansible.playbook",
+            StepKind::AnsiblePlaybook,
             ANSIBLE_HOST,
             args,
             false,
@@ -976,7 +960,7 @@ impl Kubespray {
                 .join(",")
         };
         let mut s = step(
-            "lb.script",
+            StepKind::LbScript,
             &lb.vnfc_id,
             vec![
                 path.clone(),
@@ -1002,7 +986,7 @@ impl Kubespray {
         let cfg = haproxy_cfg(&self.inputs.vnf_instance_id, nodes);
         let new = format!("{HAPROXY_CFG}.vnfkeeper-new");
         let mut s = step(
-            "lb.haproxy",
+            StepKind::LbHaproxy,
             &lb.vnfc_id,
             vec![
                 HAPROXY_CFG.to_owned(),
@@ -1053,7 +1037,7 @@ impl Kubespray {
             return;
         };
         let s = step(
-            "k8s.kubeconfig",
+            StepKind::K8sKubeconfig,
             &m.vnfc_id,
             vec![endpoint(lb.address)],
             true,
@@ -1088,7 +1072,7 @@ impl Kubespray {
             .and_then(|r| crate::plan::vnfcs::cp_address(r, &self.k8s.master_node.nic_cp_name))
             .unwrap_or(master.address);
         let probe = step(
-            "node.nic_mtu",
+            StepKind::NodeNicMtu,
             &master.vnfc_id,
             vec![nic.to_string()],
             false,
@@ -1110,7 +1094,7 @@ impl Kubespray {
     ) -> Result<(), FlavourError> {
         for n in leaving.iter().filter(|n| n.role.is_node()) {
             let d = step(
-                "k8s.drain",
+                StepKind::K8sDrain,
                 &master.vnfc_id,
                 vec![
                     n.name.clone(),
@@ -1423,7 +1407,7 @@ impl MgmtDriver for Kubespray {
         // vnfkeeper and kubespray wrote there, then the directory when it is empty.
         let inv = self.inventory_dir()?;
         let s = step(
-            "ansible.forget",
+            StepKind::AnsibleForget,
             ANSIBLE_HOST,
             vec![inv],
             false,
@@ -1497,6 +1481,51 @@ impl MgmtDriver for Kubespray {
     fn registries(&self) -> Vec<trust::RegistryUse> {
         trust::registry_uses(&self.trust_inputs())
     }
+
+    /// `ansible.playbook`: success only when it exited 0 and its `PLAY RECAP` has `failed=0
+    /// unreachable=0` for every host; otherwise the reason names each failed host and task.
+    fn judge_apply(&self, step: &Step, out: &ApplyOutput<'_>) -> Result<(), String> {
+        if step.kind != StepKind::AnsiblePlaybook {
+            return Ok(());
+        }
+        playbook_verdict(out)
+    }
+
+    /// `k8s.kubeconfig`: the admin kubeconfig it printed, its server set to the step's endpoint
+    /// (the LB, the step's first argument).
+    fn keep(&self, step: &Step, stdout: &str) -> Result<Option<Kept>, FlavourError> {
+        if step.kind != StepKind::K8sKubeconfig {
+            return Ok(None);
+        }
+        let endpoint = step.args.first().map(String::as_str).unwrap_or_default();
+        Ok(Some(Kept {
+            artifact: Artifact::AdminKubeconfig,
+            text: Secret::new(kubeconfig_for(stdout, endpoint)?),
+        }))
+    }
+}
+
+/// The verdict on an `ansible-playbook` run from its exit status and `PLAY RECAP`; without a
+/// recap the reason carries the tail of standard error (else of standard output).
+fn playbook_verdict(out: &ApplyOutput<'_>) -> Result<(), String> {
+    let recap = parse_recap(out.stdout);
+    if out.exit_status == Some(0) && recap.succeeded() {
+        return Ok(());
+    }
+    let signal = out
+        .signal
+        .map(|s| format!(", killed by SIG{s}"))
+        .unwrap_or_default();
+    let mut reason = format!("ansible-playbook failed{signal}: {}", recap.summary());
+    if !recap.seen {
+        let tail = if out.stderr_tail.trim().is_empty() {
+            out.stdout_tail
+        } else {
+            out.stderr_tail
+        };
+        reason.push_str(&format!(" ({})", tail.trim()));
+    }
+    Err(reason)
 }
 
 fn at_all(w: u32, stages: Vec<Stage>) -> Vec<Stage> {

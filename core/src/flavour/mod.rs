@@ -63,6 +63,31 @@ impl FlavourError {
     }
 }
 
+/// What a step's apply printed, as the engine hands it to [`MgmtDriver::judge_apply`]: every
+/// secret the engine knows is already masked in the text.
+#[derive(Debug, Clone, Copy)]
+pub struct ApplyOutput<'a> {
+    /// Exit status (RFC 4254 §6.10 `exit-status`); `None` when the command died from a signal.
+    pub exit_status: Option<u32>,
+    /// Signal name without `SIG` (`KILL`), if the command died from one.
+    pub signal: Option<&'a str>,
+    /// The whole standard output.
+    pub stdout: &'a str,
+    /// The last 1,000 bytes of standard output.
+    pub stdout_tail: &'a str,
+    /// The last 1,000 bytes of standard error.
+    pub stderr_tail: &'a str,
+}
+
+/// A file a flavour keeps from a step's output (see [`crate::artifact`]).
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// Which artifact.
+    pub artifact: crate::artifact::Artifact,
+    /// Its content (may hold credentials: never logged).
+    pub text: Secret<String>,
+}
+
 /// Everything a flavour decides from: the INSTANTIATE request of the instance, its VNFD and the
 /// package files it asked for.
 #[derive(Debug, Clone)]
@@ -231,9 +256,24 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     }
 
     /// The private registries the VNF's nodes are made to trust (`trust::registry_uses`),
-    /// recorded by the engine when a node's `trust.*` step ends. Default: none.
+    /// recorded by the engine when a node's step that [records
+    /// trust](crate::recipes::StepKind::records_trust) ends. Default: none.
     fn registries(&self) -> Vec<trust::RegistryUse> {
         Vec::new()
+    }
+
+    /// The verdict on the apply of a step whose output is
+    /// [`Streamed`](crate::recipes::OutputUse::Streamed): `Err(reason)` fails the step with that
+    /// reason (never a secret), `Ok` leaves the verdict to the exit status. Default: `Ok`.
+    fn judge_apply(&self, _step: &Step, _out: &ApplyOutput<'_>) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// What to keep of a step whose check exited 0, from its standard output (unmasked: the
+    /// artifact may be a credential). Errors: the step's output is not what the flavour keeps
+    /// (the step fails). Default: nothing.
+    fn keep(&self, _step: &Step, _stdout: &str) -> Result<Option<Kept>, FlavourError> {
+        Ok(None)
     }
 }
 

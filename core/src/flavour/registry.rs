@@ -184,14 +184,19 @@ impl MgmtDriver for PrivateRegistry {
             .map(|v| recipes::storage_volumes(&vnfc.id, &[v]))
             .unwrap_or_default()
             .into_iter()
-            .filter(|s| s.name == "storage.mount")
+            .filter(|s| s.kind == recipes::StepKind::StorageMount)
             .map(Probe::Script)
             .collect();
         if let Ok(r) = self.registry() {
             out.extend(
                 recipes::registry(&vnfc.id, &r)
                     .into_iter()
-                    .filter(|s: &Step| matches!(s.name, "registry.run" | "registry.ready"))
+                    .filter(|s: &Step| {
+                        matches!(
+                            s.kind,
+                            recipes::StepKind::RegistryRun | recipes::StepKind::RegistryReady
+                        )
+                    })
                     .map(Probe::Script),
             );
         }

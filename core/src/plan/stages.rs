@@ -190,7 +190,7 @@ impl Stage {
     /// step is about).
     pub fn remote(wave: u32, subject: &str, role: crate::model::Role, step: Step) -> Self {
         Self {
-            key: format!("{}@{subject}", step.name),
+            key: format!("{}@{subject}", step.name()),
             wave,
             action: Action::Remote(RemoteStage { role, step }),
         }
@@ -336,6 +336,56 @@ mod tests {
 
     fn remote(wave: u32, host: &str) -> Stage {
         Stage::remote(wave, host, Role::Worker, crate::recipes::nfs_client(host))
+    }
+
+    /// A plan stored before steps had a closed kind (one stage of every step kind, then
+    /// kubespray's INSTANTIATE with its placeholder, as that version wrote it) loads and is
+    /// written back unchanged; after a journal with its first 20 stages DONE, exactly the rest
+    /// runs, and every remote stage's key is the one the engine computes now, so the journal
+    /// rows of that version still match.
+    #[test]
+    fn a_plan_and_journal_stored_before_step_kinds_load_and_resume_unchanged() {
+        let stored: serde_json::Value =
+            serde_json::from_str(include_str!("testdata/plan-before-step-kinds.json")).unwrap();
+        let stages: Vec<Stage> = serde_json::from_value(stored["stages"].clone()).unwrap();
+        assert_eq!(serde_json::to_value(&stages).unwrap(), stored["stages"]);
+        check(&stages).unwrap();
+
+        let kinds: std::collections::BTreeSet<crate::recipes::StepKind> = stages
+            .iter()
+            .filter_map(|s| match &s.action {
+                Action::Remote(r) => Some(r.step.kind),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kinds.len(), crate::recipes::StepKind::ALL.len());
+        assert!(
+            stages
+                .iter()
+                .any(|s| matches!(s.action, Action::Expand(Hook::Configure)))
+        );
+
+        let journal_done: std::collections::BTreeSet<&str> =
+            stages[..20].iter().map(|s| s.key.as_str()).collect();
+        let resumed: Vec<&str> = stages
+            .iter()
+            .map(|s| s.key.as_str())
+            .filter(|k| !journal_done.contains(k))
+            .collect();
+        let rest: Vec<&str> = stored["stages"].as_array().unwrap()[20..]
+            .iter()
+            .map(|s| s["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(resumed, rest);
+
+        for s in &stages {
+            if let Action::Remote(r) = &s.action {
+                let (_, subject) = s.key.split_once('@').unwrap();
+                let now = Stage::remote(s.wave, subject, r.role, r.step.clone());
+                assert_eq!(now.key, s.key);
+                assert_eq!(now.key.split_once('@').unwrap().0, r.step.kind.name());
+            }
+        }
     }
 
     #[test]

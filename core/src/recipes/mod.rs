@@ -12,86 +12,24 @@
 //! declaratively, structured PV edits, bounded polls.
 
 pub mod pv;
+mod step_kind;
 pub mod trust;
 
 use std::time::Duration;
 
+pub use step_kind::{OutputUse, StepKind};
+
 const COMMON: &str = include_str!("scripts/common.sh");
 
-/// Every step script by step name: what a stored plan's step names resolve to.
-const SCRIPTS: &[(&str, &str)] = &[
-    (
-        "storage.filesystem",
-        include_str!("scripts/storage_filesystem.sh"),
-    ),
-    ("storage.mount", include_str!("scripts/storage_mount.sh")),
-    ("nfs.server", include_str!("scripts/nfs_server.sh")),
-    ("nfs.exports", include_str!("scripts/nfs_exports.sh")),
-    ("nfs.client", include_str!("scripts/nfs_client.sh")),
-    ("k8s.install", include_str!("scripts/k8s_install.sh")),
-    (
-        "k8s.remove_node",
-        include_str!("scripts/k8s_remove_node.sh"),
-    ),
-    ("pv.register", include_str!("scripts/pv_register.sh")),
-    ("pv.available", include_str!("scripts/pv_available.sh")),
-    ("pv.not_bound", include_str!("scripts/pv_not_bound.sh")),
-    ("pv.unregister", include_str!("scripts/pv_unregister.sh")),
-    ("node.reach", include_str!("scripts/node_reach.sh")),
-    (
-        "ansible.inventory",
-        include_str!("scripts/ansible_inventory.sh"),
-    ),
-    (
-        "ansible.playbook",
-        include_str!("scripts/ansible_playbook.sh"),
-    ),
-    ("ansible.forget", include_str!("scripts/ansible_forget.sh")),
-    (
-        "ansible.group_vars",
-        include_str!("scripts/ansible_group_vars.sh"),
-    ),
-    ("node.nic_mtu", include_str!("scripts/node_nic_mtu.sh")),
-    ("k8s.drain", include_str!("scripts/k8s_drain.sh")),
-    ("lb.script", include_str!("scripts/lb_script.sh")),
-    ("lb.haproxy", include_str!("scripts/lb_haproxy.sh")),
-    ("k8s.kubeconfig", include_str!("scripts/k8s_kubeconfig.sh")),
-    (
-        "registry.runtime",
-        include_str!("scripts/registry_runtime.sh"),
-    ),
-    ("registry.image", include_str!("scripts/registry_image.sh")),
-    ("registry.run", include_str!("scripts/registry_run.sh")),
-    ("registry.ready", include_str!("scripts/registry_ready.sh")),
-    ("trust.observe", include_str!("scripts/trust_observe.sh")),
-    ("trust.docker", include_str!("scripts/trust_docker.sh")),
-    ("trust.files", include_str!("scripts/trust_files.sh")),
-    ("trust.hosts", include_str!("scripts/trust_hosts.sh")),
-    ("trust.auth", include_str!("scripts/trust_auth.sh")),
-];
-
-/// The step name and script text of the step called `name`, if there is one.
-pub fn script(name: &str) -> Option<(&'static str, &'static str)> {
-    SCRIPTS.iter().find(|(n, _)| *n == name).copied()
-}
-
-/// `(name, script)` of a step this module defines; panics on a name missing from `SCRIPTS`,
-/// which the unit tests exercise for every constructor.
-pub(crate) fn known(name: &str) -> (&'static str, &'static str) {
-    script(name).unwrap_or_else(|| panic!("step `{name}` has no script"))
-}
-
 /// One check-then-apply step on one host. Stored in an operation's plan as JSON: the script is
-/// named by the step name (resolved through the scripts compiled into this binary), uploads are
-/// base64.
+/// named by the step's kind (its script is compiled into this binary), uploads are base64.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
-    /// Stable name, e.g. `storage.filesystem` (the stage key adds what the step is about).
-    pub name: &'static str,
+    /// What the step is, e.g. [`StepKind::StorageFilesystem`] (the stage key adds what the
+    /// step is about).
+    pub kind: StepKind,
     /// The VNFC the step runs on (vnfcInstanceId).
     pub host: String,
-    /// Script text without the prelude (see [`Step::script_text`]).
-    pub script: &'static str,
     /// Positional arguments after MODE: validated values only.
     pub args: Vec<String>,
     /// Files uploaded before the step runs (e.g. a PersistentVolume manifest).
@@ -164,7 +102,7 @@ impl Late {
 /// The stored form of a [`Step`].
 #[derive(serde::Serialize, serde::Deserialize)]
 struct StoredStep {
-    name: String,
+    name: StepKind,
     host: String,
     args: Vec<String>,
     #[serde(default)]
@@ -178,7 +116,7 @@ struct StoredStep {
 impl From<Step> for StoredStep {
     fn from(s: Step) -> Self {
         Self {
-            name: s.name.to_owned(),
+            name: s.kind,
             host: s.host,
             args: s.args,
             uploads: s.uploads,
@@ -189,21 +127,17 @@ impl From<Step> for StoredStep {
     }
 }
 
-impl TryFrom<StoredStep> for Step {
-    type Error = String;
-
-    fn try_from(s: StoredStep) -> Result<Self, String> {
-        let (name, script) = script(&s.name).ok_or_else(|| format!("unknown step `{}`", s.name))?;
-        Ok(Self {
-            name,
+impl From<StoredStep> for Step {
+    fn from(s: StoredStep) -> Self {
+        Self {
+            kind: s.name,
             host: s.host,
-            script,
             args: s.args,
             uploads: s.uploads,
             late: s.late,
             sudo: s.sudo,
             timeout: Duration::from_secs(s.timeout_secs),
-        })
+        }
     }
 }
 
@@ -215,7 +149,7 @@ impl serde::Serialize for Step {
 
 impl<'de> serde::Deserialize<'de> for Step {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Step::try_from(StoredStep::deserialize(d)?).map_err(serde::de::Error::custom)
+        Ok(Step::from(StoredStep::deserialize(d)?))
     }
 }
 
@@ -235,9 +169,24 @@ mod base64_bytes {
 }
 
 impl Step {
+    /// The stored dotted name of the step's kind, e.g. `storage.filesystem`.
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
     /// The full script: the common prelude and the step's own text.
     pub fn script_text(&self) -> String {
-        format!("{COMMON}\n{}", self.script)
+        format!("{COMMON}\n{}", self.kind.script())
+    }
+
+    /// What a reconcile probe of this step checks, as its findings are keyed: the kind's name,
+    /// and for a step about one object ([`StepKind::probes_object`]) `name:object`, e.g.
+    /// `pv.register:pv0001`.
+    pub fn probe_check(&self) -> String {
+        match self.args.first() {
+            Some(object) if self.kind.probes_object() => format!("{}:{object}", self.name()),
+            _ => self.name().to_owned(),
+        }
     }
 }
 
@@ -282,9 +231,8 @@ pub fn storage_volumes(host: &str, volumes: &[VolumeSetup]) -> Vec<Step> {
     let mut steps = Vec::new();
     for v in volumes {
         steps.push(Step {
-            name: known("storage.filesystem").0,
+            kind: StepKind::StorageFilesystem,
             host: host.into(),
-            script: known("storage.filesystem").1,
             args: vec![v.device.clone(), v.volume_id.clone()],
             late: Vec::new(),
             uploads: Vec::new(),
@@ -292,9 +240,8 @@ pub fn storage_volumes(host: &str, volumes: &[VolumeSetup]) -> Vec<Step> {
             timeout: Duration::from_secs(600),
         });
         steps.push(Step {
-            name: known("storage.mount").0,
+            kind: StepKind::StorageMount,
             host: host.into(),
-            script: known("storage.mount").1,
             args: vec![v.device.clone(), v.volume_id.clone(), v.mount_to.clone()],
             late: Vec::new(),
             uploads: Vec::new(),
@@ -330,9 +277,8 @@ pub fn nfs_server(host: &str, vnf_instance_id: &str, exports: &[Export]) -> Vec<
     args.extend(exports.iter().map(|e| e.dir.clone()));
     vec![
         Step {
-            name: known("nfs.server").0,
+            kind: StepKind::NfsServer,
             host: host.into(),
-            script: known("nfs.server").1,
             args: Vec::new(),
             late: Vec::new(),
             uploads: Vec::new(),
@@ -340,9 +286,8 @@ pub fn nfs_server(host: &str, vnf_instance_id: &str, exports: &[Export]) -> Vec<
             timeout: Duration::from_secs(900),
         },
         Step {
-            name: known("nfs.exports").0,
+            kind: StepKind::NfsExports,
             host: host.into(),
-            script: known("nfs.exports").1,
             args,
             late: Vec::new(),
             uploads: Vec::new(),
@@ -355,9 +300,8 @@ pub fn nfs_server(host: &str, vnf_instance_id: &str, exports: &[Export]) -> Vec<
 /// A Kubernetes node: the NFS client installed.
 pub fn nfs_client(host: &str) -> Step {
     Step {
-        name: known("nfs.client").0,
+        kind: StepKind::NfsClient,
         host: host.into(),
-        script: known("nfs.client").1,
         args: Vec::new(),
         late: Vec::new(),
         uploads: Vec::new(),
@@ -373,9 +317,8 @@ pub fn k8s_install(host: &str, script: &str, body: Vec<u8>, args: Vec<String>) -
     let mut all = vec![script.to_owned()];
     all.extend(args);
     Step {
-        name: known("k8s.install").0,
+        kind: StepKind::K8sInstall,
         host: host.into(),
-        script: known("k8s.install").1,
         args: all,
         late: Vec::new(),
         uploads: vec![Upload {
@@ -394,9 +337,8 @@ pub fn k8s_install(host: &str, script: &str, body: Vec<u8>, args: Vec<String>) -
 /// bounded drain and the node found by address instead of by parsing `kubectl get nodes`.
 pub fn k8s_remove_node(host: &str, address: &str, drain: Duration, policy: DrainPolicy) -> Step {
     Step {
-        name: known("k8s.remove_node").0,
+        kind: StepKind::K8sRemoveNode,
         host: host.into(),
-        script: known("k8s.remove_node").1,
         args: vec![
             address.into(),
             drain.as_secs().to_string(),
@@ -436,10 +378,9 @@ pub struct Registry {
 /// `samples/mgmt_driver/kubernetes/private_registry_mgmt.py` (`instantiate_end`), with the name
 /// conflict, the unbounded waits and the local-disk data removed.
 pub fn registry(host: &str, r: &Registry) -> Vec<Step> {
-    let step = |name: &str, args: Vec<String>, uploads: Vec<Upload>, secs: u64| Step {
-        name: known(name).0,
+    let step = |kind: StepKind, args: Vec<String>, uploads: Vec<Upload>, secs: u64| Step {
+        kind,
         host: host.into(),
-        script: known(name).1,
         args,
         uploads,
         sudo: true,
@@ -458,15 +399,15 @@ pub fn registry(host: &str, r: &Registry) -> Vec<Step> {
         None => (String::new(), Vec::new()),
     };
     vec![
-        step("registry.runtime", Vec::new(), Vec::new(), 2700),
+        step(StepKind::RegistryRuntime, Vec::new(), Vec::new(), 2700),
         step(
-            "registry.image",
+            StepKind::RegistryImage,
             vec![r.image.clone(), tar_path],
             uploads,
             900,
         ),
         step(
-            "registry.run",
+            StepKind::RegistryRun,
             vec![
                 r.container.clone(),
                 r.image.clone(),
@@ -477,7 +418,7 @@ pub fn registry(host: &str, r: &Registry) -> Vec<Step> {
             300,
         ),
         step(
-            "registry.ready",
+            StepKind::RegistryReady,
             vec![r.port.to_string(), r.ready_wait.as_secs().to_string()],
             Vec::new(),
             r.ready_wait.as_secs() + 60,

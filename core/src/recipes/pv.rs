@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Step, Upload};
+use super::{Step, StepKind, Upload};
 
 /// A manifest ready to apply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,9 +96,8 @@ pub fn register(host: &str, dir: &str, pv: &PvManifest, server: &str, wait: Dura
     let manifest = format!("{dir}/{}.yaml", pv.name);
     vec![
         Step {
-            name: super::known("pv.register").0,
+            kind: StepKind::PvRegister,
             host: host.into(),
-            script: super::known("pv.register").1,
             args: vec![
                 pv.name.clone(),
                 manifest.clone(),
@@ -115,9 +114,8 @@ pub fn register(host: &str, dir: &str, pv: &PvManifest, server: &str, wait: Dura
             timeout: Duration::from_secs(120),
         },
         Step {
-            name: super::known("pv.available").0,
+            kind: StepKind::PvAvailable,
             host: host.into(),
-            script: super::known("pv.available").1,
             args: vec![pv.name.clone(), wait.as_secs().to_string()],
             late: Vec::new(),
             uploads: Vec::new(),
@@ -134,9 +132,8 @@ pub fn register(host: &str, dir: &str, pv: &PvManifest, server: &str, wait: Dura
 /// `status.phase` is `Bound` is in use), done here before anything else is touched.
 pub fn not_bound(host: &str, names: &[String]) -> Step {
     Step {
-        name: super::known("pv.not_bound").0,
+        kind: StepKind::PvNotBound,
         host: host.into(),
-        script: super::known("pv.not_bound").1,
         args: names.to_vec(),
         late: Vec::new(),
         uploads: Vec::new(),
@@ -149,9 +146,8 @@ pub fn not_bound(host: &str, names: &[String]) -> Step {
 /// to `wait` for it to disappear.
 pub fn unregister(host: &str, name: &str, wait: Duration) -> Step {
     Step {
-        name: super::known("pv.unregister").0,
+        kind: StepKind::PvUnregister,
         host: host.into(),
-        script: super::known("pv.unregister").1,
         args: vec![name.into(), wait.as_secs().to_string()],
         late: Vec::new(),
         uploads: Vec::new(),

@@ -13,6 +13,12 @@ use super::*;
 
 /// Runs `step` in `mode` locally with `bin` prepended to PATH; returns (exit code, stdout+stderr).
 fn run(step: &Step, mode: &str, bin: &Path) -> (i32, String) {
+    run_text(&step.script_text(), mode, &step.args, bin)
+}
+
+/// Runs the full script `text` as a step runs, in `mode` with `args`, locally with `bin`
+/// prepended to PATH; returns (exit code, stdout+stderr).
+fn run_text(text: &str, mode: &str, args: &[String], bin: &Path) -> (i32, String) {
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -20,10 +26,10 @@ fn run(step: &Step, mode: &str, bin: &Path) -> (i32, String) {
     );
     let out = Command::new("sh")
         .arg("-c")
-        .arg(step.script_text())
+        .arg(text)
         .arg("vnfkeeper-step")
         .arg(mode)
-        .args(&step.args)
+        .args(args)
         .env("PATH", path)
         .output()
         .unwrap();
@@ -125,18 +131,10 @@ fn leftovers(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// A step whose script is `printf 'new\n' | replace_file FILE` (the prelude's helper).
-fn replace_step(file: &Path) -> Step {
-    Step {
-        name: "test.replace_file",
-        host: "h".into(),
-        script: "printf 'new\\n' | replace_file \"$1\"\necho replaced",
-        args: vec![file.display().to_string()],
-        late: Vec::new(),
-        uploads: Vec::new(),
-        sudo: false,
-        timeout: Duration::from_secs(10),
-    }
+/// Runs `printf 'new\n' | replace_file FILE` (the prelude's helper) as a step's apply would.
+fn replace_file(file: &Path, bin: &Path) -> (i32, String) {
+    let text = format!("{COMMON}\nprintf 'new\\n' | replace_file \"$1\"\necho replaced");
+    run_text(&text, "apply", &[file.display().to_string()], bin)
 }
 
 #[test]
@@ -149,7 +147,7 @@ fn replace_file_renames_over_the_target_keeping_its_mode() {
     let file = dir.path().join("fstab");
     fs::write(&file, "old\n").unwrap();
     fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
-    let (code, out) = run(&replace_step(&file), "apply", &bin);
+    let (code, out) = replace_file(&file, &bin);
     assert_eq!((code, out.as_str()), (0, "replaced\n"));
     assert_eq!(fs::read_to_string(&file).unwrap(), "new\n");
     assert_eq!(mode(&file), 0o600);
@@ -157,7 +155,7 @@ fn replace_file_renames_over_the_target_keeping_its_mode() {
 
     // A new file is created readable by all (0644), like /etc/exports.
     let fresh = dir.path().join("exports");
-    assert_eq!(run(&replace_step(&fresh), "apply", &bin).0, 0);
+    assert_eq!(replace_file(&fresh, &bin).0, 0);
     assert_eq!(fs::read_to_string(&fresh).unwrap(), "new\n");
     assert_eq!(mode(&fresh), 0o644);
 
@@ -165,7 +163,7 @@ fn replace_file_renames_over_the_target_keeping_its_mode() {
     // file left.
     let taken = dir.path().join("taken");
     fs::create_dir(&taken).unwrap();
-    let (code, out) = run(&replace_step(&taken), "apply", &bin);
+    let (code, out) = replace_file(&taken, &bin);
     assert_eq!(code, 3, "{out}");
     assert!(out.contains("could not replace"), "{out}");
     assert!(taken.is_dir() && fs::read_dir(&taken).unwrap().next().is_none());
@@ -173,7 +171,7 @@ fn replace_file_renames_over_the_target_keeping_its_mode() {
 
     // No directory to put the temporary file in: exit 3.
     let nowhere = dir.path().join("missing/fstab");
-    assert_eq!(run(&replace_step(&nowhere), "apply", &bin).0, 3);
+    assert_eq!(replace_file(&nowhere, &bin).0, 3);
 }
 
 /// A loop device over a sparse file, detached on drop.
@@ -231,7 +229,7 @@ fn filesystem_is_created_once_and_never_over_existing_data() {
         }],
     );
     let fs_step = &steps[0];
-    assert_eq!(fs_step.name, "storage.filesystem");
+    assert_eq!(fs_step.kind, StepKind::StorageFilesystem);
     assert_eq!(run(fs_step, "check", &bin).0, 10);
     let (code, out) = run(fs_step, "apply", &bin);
     assert_eq!(code, 0, "{out}");
@@ -357,10 +355,14 @@ fn every_step_round_trips_through_a_stored_plan() {
         "vnf-1",
         &[("r.example".into(), crate::wire::Secret::new("0".repeat(64)))],
     ));
-    let names: std::collections::BTreeSet<&str> = steps.iter().map(|s| s.name).collect();
-    assert_eq!(names.len(), SCRIPTS.len(), "one constructor per script");
+    let kinds: std::collections::BTreeSet<StepKind> = steps.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds.len(),
+        StepKind::ALL.len(),
+        "one constructor per step kind"
+    );
     for step in steps {
-        assert_eq!(super::script(step.name).map(|(_, s)| s), Some(step.script));
+        assert_eq!(StepKind::parse(step.name()), Some(step.kind));
         let text = serde_json::to_string(&step).unwrap();
         let back: Step = serde_json::from_str(&text).unwrap();
         assert_eq!(back, step, "{text}");
@@ -435,7 +437,7 @@ fn registry_container_is_created_once_started_when_stopped_replaced_when_changed
     let run_step = |port| {
         registry("r", &registry_spec(port, &data))
             .into_iter()
-            .find(|s| s.name == "registry.run")
+            .find(|s| s.kind == StepKind::RegistryRun)
             .unwrap()
     };
     let step = run_step(5000);
@@ -478,7 +480,7 @@ fn registry_ready_fails_with_the_reason_then_passes_once_v2_answers() {
     };
     let step = registry("r", &registry_spec(port, dir.path()))
         .into_iter()
-        .find(|s| s.name == "registry.ready")
+        .find(|s| s.kind == StepKind::RegistryReady)
         .unwrap();
     assert_eq!(run(&step, "check", &bin).0, 10);
     let (code, out) = run(&step, "apply", &bin);
@@ -514,18 +516,14 @@ fn ansible_forget_removes_only_an_inventory_vnfkeeper_wrote() {
     let tmp = tempfile::tempdir().unwrap();
     let bin = tmp.path().join("bin");
     fs::create_dir(&bin).unwrap();
-    let forget = |dir: &Path| {
-        let (name, script) = known("ansible.forget");
-        Step {
-            name,
-            host: "ansible-server".into(),
-            script,
-            args: vec![dir.display().to_string()],
-            uploads: Vec::new(),
-            late: Vec::new(),
-            sudo: false,
-            timeout: std::time::Duration::from_secs(30),
-        }
+    let forget = |dir: &Path| Step {
+        kind: StepKind::AnsibleForget,
+        host: "ansible-server".into(),
+        args: vec![dir.display().to_string()],
+        uploads: Vec::new(),
+        late: Vec::new(),
+        sudo: false,
+        timeout: std::time::Duration::from_secs(30),
     };
     // Ours: a generated hosts.yaml (and known_hosts, group_vars) → needed, removed, then done.
     let ours = tmp.path().join("inventory/vnf-a");

@@ -6,14 +6,19 @@
 
 use std::time::Duration;
 
-use super::{Late, Step, Upload, known};
+use super::{Late, Step, StepKind, Upload};
 use crate::wire::Secret;
 
-fn step(name: &str, host: &str, args: Vec<String>, uploads: Vec<Upload>, late: Vec<Late>) -> Step {
+fn step(
+    kind: StepKind,
+    host: &str,
+    args: Vec<String>,
+    uploads: Vec<Upload>,
+    late: Vec<Late>,
+) -> Step {
     Step {
-        name: known(name).0,
+        kind,
         host: host.into(),
-        script: known(name).1,
         args,
         uploads,
         late,
@@ -27,7 +32,7 @@ fn step(name: &str, host: &str, args: Vec<String>, uploads: Vec<Upload>, late: V
 /// [`crate::flavour::trust::parse_observed`]); changes nothing.
 pub fn observe(host: &str, daemon_json: &str) -> Step {
     step(
-        "trust.observe",
+        StepKind::TrustObserve,
         host,
         vec![daemon_json.into()],
         Vec::new(),
@@ -61,7 +66,7 @@ pub fn docker(
     };
     let mut args = vec![daemon_json.to_owned(), staged, observed];
     args.extend(insecure.iter().cloned());
-    step("trust.docker", host, args, uploads, Vec::new())
+    step(StepKind::TrustDocker, host, args, uploads, Vec::new())
 }
 
 /// One registry's files for [`files`].
@@ -99,13 +104,13 @@ pub fn files(host: &str, stage_dir: &str, regs: &[RegistryFiles], with_uploads: 
         }
         args.push(r.hosts_toml.clone());
     }
-    step("trust.files", host, args, uploads, Vec::new())
+    step(StepKind::TrustFiles, host, args, uploads, Vec::new())
 }
 
 /// `trust.hosts`: the block owned by `owner` in `hosts_file` is exactly `block`.
 pub fn hosts(host: &str, hosts_file: &str, owner: &str, block: &str) -> Step {
     step(
-        "trust.hosts",
+        StepKind::TrustHosts,
         host,
         vec![hosts_file.into(), owner.into(), block.into()],
         Vec::new(),
@@ -125,7 +130,7 @@ pub fn auth(host: &str, config: &str, owner: &str, checks: &[(String, Secret<Str
         args.push(digest.expose().clone());
     }
     step(
-        "trust.auth",
+        StepKind::TrustAuth,
         host,
         args,
         Vec::new(),

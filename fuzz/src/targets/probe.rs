@@ -2,13 +2,14 @@
 //! cloud-init lists), `ansible-playbook`'s output ([`kubespray::parse_recap`]) and each line as
 //! a `trust.observe` verdict ([`trust::parse_observed`]) and a `node.nic_mtu` verdict
 //! ([`kubespray::calico_mtu`]), as the engine reads them; and a
-//! kubeconfig's server ([`kubespray::kubeconfig_server`]).
+//! kubeconfig's server ([`artifact::kubeconfig_server`]).
 //!
 //! Properties: no panic; the console's lists hold at most [`console::MAX_ENTRIES`] entries each
 //! and every listed key is found by [`console::ConsoleHostKeys::lists`]; a recap that succeeded
 //! was seen and names no failure; an observed `daemon.json` digest is 64 hex digits or `absent`; a
 //! Calico MTU is within 576..=65535.
 
+use vnfkeeper_core::artifact;
 use vnfkeeper_core::console;
 use vnfkeeper_core::flavour::{kubespray, trust};
 
@@ -58,5 +59,5 @@ pub fn run(data: &[u8]) {
             );
         }
     }
-    let _ = kubespray::kubeconfig_server(text);
+    let _ = artifact::kubeconfig_server(text);
 }

@@ -67,7 +67,7 @@ fn waves(stages: &[Stage]) -> Vec<(u32, String, String)> {
         .iter()
         .filter_map(|s| match &s.action {
             crate::plan::stages::Action::Remote(r) => {
-                Some((s.wave, r.step.name.to_owned(), r.step.host.clone()))
+                Some((s.wave, r.step.name().to_owned(), r.step.host.clone()))
             }
             _ => None,
         })

@@ -571,7 +571,7 @@ fn kubeconfig_points_at_the_lb() {
     assert!(out.contains("    server: https://10.0.0.5:8383\n"), "{out}");
     assert!(!out.contains("6443") && !out.contains("already done"));
     assert_eq!(
-        kubeconfig_server(&out).as_deref(),
+        crate::artifact::kubeconfig_server(&out).as_deref(),
         Some("https://10.0.0.5:8383")
     );
     assert!(kubeconfig_for("nothing\n", "https://x").is_err());
@@ -659,8 +659,8 @@ fn the_lb_probes_haproxy_on_itself_and_the_inventory_on_the_ansible_server() {
     let names: Vec<(bool, &str, &str)> = probes
         .iter()
         .map(|p| match p {
-            Probe::Script(s) => (false, s.name, s.host.as_str()),
-            Probe::Outside(s) => (true, s.name, s.host.as_str()),
+            Probe::Script(s) => (false, s.name(), s.host.as_str()),
+            Probe::Outside(s) => (true, s.name(), s.host.as_str()),
             Probe::Kubectl(k) => (false, *k, ""),
         })
         .collect();
@@ -883,7 +883,7 @@ fn trust_probes_auth_file_secrets_registries_and_package_files() {
         d.probes(ctx(&r), vnfc, role, false)
             .into_iter()
             .filter_map(|p| match p {
-                Probe::Script(s) => Some(s.name.to_owned()),
+                Probe::Script(s) => Some(s.name().to_owned()),
                 _ => None,
             })
             .collect()

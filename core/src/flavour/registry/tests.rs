@@ -160,7 +160,7 @@ fn probes_check_the_mount_the_container_and_v2() {
         .probes(ctx(&rows), &rows[0], Role::Registry, false)
         .iter()
         .map(|p| match p {
-            Probe::Script(s) => s.name,
+            Probe::Script(s) => s.name(),
             Probe::Outside(s) => panic!("the registry probes nothing outside: {s:?}"),
             Probe::Kubectl(k) => k,
         })

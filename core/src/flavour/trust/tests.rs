@@ -461,8 +461,8 @@ fn probes_check_node_trust_without_uploads() {
         .probes(ctx(&v), &v[1], flavour::Role::Worker, false)
         .into_iter()
         .filter_map(|p| match p {
-            Probe::Script(s) if s.name.starts_with("trust.") => {
-                Some((s.name.to_owned(), s.uploads.len(), s.args.len()))
+            Probe::Script(s) if s.kind.records_trust() => {
+                Some((s.name().to_owned(), s.uploads.len(), s.args.len()))
             }
             _ => None,
         })
