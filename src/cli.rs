@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use vnfkeeper_core::artifact::Artifact;
 
 use clap::{Parser, Subcommand};
 use comfy_table::{Table, presets::NOTHING};
@@ -536,59 +537,90 @@ fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What `vnfkeeper status` shows, read with one query per kind (per-instance queries made
+/// `status` grow with the fleet by a statement per VNF).
+struct Fleet {
+    instances: Vec<crate::store::InstanceRow>,
+    summaries: std::collections::BTreeMap<String, crate::store::OperationSummary>,
+    vnfcs: std::collections::BTreeMap<String, Vec<crate::store::VnfcRow>>,
+    trust: std::collections::BTreeMap<String, Vec<vnfkeeper_core::flavour::trust::NodeTrust>>,
+    pauses: Vec<vnfkeeper_core::model::MaintenancePause>,
+    /// The directory of the database, where the engine keeps artifacts.
+    state_dir: Option<std::path::PathBuf>,
+    now: vnfkeeper_core::model::Timestamp,
+}
+
+impl Fleet {
+    /// The cluster endpoint: the server of the admin kubeconfig the engine kept (0600) next to
+    /// the database; unreadable or absent: none.
+    fn endpoint(&self, id: &str) -> Option<String> {
+        let path = Artifact::AdminKubeconfig.path(self.state_dir.as_deref()?, id);
+        vnfkeeper_core::artifact::kubeconfig_server(&std::fs::read_to_string(path).ok()?)
+    }
+
+    fn paused(&self, id: &str) -> Option<&vnfkeeper_core::model::MaintenancePause> {
+        vnfkeeper_core::model::pause::in_force(&self.pauses, id, self.now)
+    }
+}
+
 fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
     let settings = load(config)?;
     let db = open_db(&settings)?;
     let q = db.queries();
-    let instances = q.instances()?;
-    let summaries = q.operation_summaries()?;
-    // Whole-fleet reads, one query each: per-instance queries made `status` grow with the
-    // fleet by a statement per VNF.
-    let mut all_vnfcs = q.vnfcs_all()?;
-    let mut all_trust = q.registry_trust_all()?;
-    // The cluster endpoint: the server of the admin kubeconfig the engine kept (0600) next to
-    // the database; unreadable or absent: none.
-    let endpoint = |id: &str| -> Option<String> {
-        let dir = settings.database.parent()?;
-        let path = vnfkeeper_core::artifact::Artifact::AdminKubeconfig.path(dir, id);
-        vnfkeeper_core::artifact::kubeconfig_server(&std::fs::read_to_string(path).ok()?)
+    let fleet = Fleet {
+        instances: q.instances()?,
+        summaries: q.operation_summaries()?,
+        vnfcs: q.vnfcs_all()?,
+        trust: q.registry_trust_all()?,
+        pauses: q.maintenance_pauses()?,
+        state_dir: settings.database.parent().map(Path::to_path_buf),
+        now: now(),
     };
-    let pauses = q.maintenance_pauses()?;
-    let now = now();
-    let paused = |id: &str| vnfkeeper_core::model::pause::in_force(&pauses, id, now);
     if as_json {
-        let mut list = Vec::new();
-        for i in &instances {
-            let vnfcs: Vec<Value> = all_vnfcs
-                .remove(&i.id)
-                .unwrap_or_default()
-                .iter()
-                .map(|c| {
-                    json!({"id": c.id, "vduId": c.vdu_id, "index": c.vnfc_index,
-                           "serverId": c.server_id, "ipAddress": c.ip_address})
-                })
-                .collect();
-            let unfinished = summaries.get(&i.id).map_or(0, |o| o.unfinished);
-            let registries = registries_json(&all_trust.remove(&i.id).unwrap_or_default());
-            list.push(json!({
-                "id": i.id,
-                "origin": i.origin.as_str(),
-                "instantiationState": i.instantiation_state.as_str(),
-                "flavourId": i.flavour_id,
-                "vnfPackage": i.vnf_package,
-                "stackId": i.stack_id,
-                "createdAt": i.created_at.to_rfc3339(),
-                "updatedAt": i.updated_at.to_rfc3339(),
-                "unfinishedOperations": unfinished,
-                "clusterEndpoint": endpoint(&i.id),
-                "maintenancePause": paused(&i.id).map(vnfkeeper_core::policy::pause_json),
-                "vnfcs": vnfcs,
-                "registries": registries,
-            }));
-        }
-        outln!("{}", serde_json::to_string_pretty(&list)?);
-        return Ok(());
+        status_json(fleet)
+    } else {
+        status_tables(fleet)
     }
+}
+
+/// `status --json`: one object per instance with its VNFCs and registries.
+fn status_json(mut fleet: Fleet) -> Result<(), Failure> {
+    let mut list = Vec::new();
+    for i in &fleet.instances {
+        let vnfcs: Vec<Value> = fleet
+            .vnfcs
+            .remove(&i.id)
+            .unwrap_or_default()
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "vduId": c.vdu_id, "index": c.vnfc_index,
+                       "serverId": c.server_id, "ipAddress": c.ip_address})
+            })
+            .collect();
+        let unfinished = fleet.summaries.get(&i.id).map_or(0, |o| o.unfinished);
+        let registries = registries_json(&fleet.trust.remove(&i.id).unwrap_or_default());
+        list.push(json!({
+            "id": i.id,
+            "origin": i.origin.as_str(),
+            "instantiationState": i.instantiation_state.as_str(),
+            "flavourId": i.flavour_id,
+            "vnfPackage": i.vnf_package,
+            "stackId": i.stack_id,
+            "createdAt": i.created_at.to_rfc3339(),
+            "updatedAt": i.updated_at.to_rfc3339(),
+            "unfinishedOperations": unfinished,
+            "clusterEndpoint": fleet.endpoint(&i.id),
+            "maintenancePause": fleet.paused(&i.id).map(vnfkeeper_core::policy::pause_json),
+            "vnfcs": vnfcs,
+            "registries": registries,
+        }));
+    }
+    outln!("{}", serde_json::to_string_pretty(&list)?);
+    Ok(())
+}
+
+/// `status`: the instances, then their VNFCs and their nodes' registry trust when there are any.
+fn status_tables(mut fleet: Fleet) -> Result<(), Failure> {
     let mut t = table([
         "VNF INSTANCE",
         "STATE",
@@ -610,9 +642,9 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
         "APPLIED",
         "VERIFIED",
     ]);
-    for i in &instances {
-        let summary = summaries.get(&i.id);
-        let vnfcs = all_vnfcs.remove(&i.id).unwrap_or_default();
+    for i in &fleet.instances {
+        let summary = fleet.summaries.get(&i.id);
+        let vnfcs = fleet.vnfcs.remove(&i.id).unwrap_or_default();
         let last = summary
             .map(|o| {
                 let o = &o.last;
@@ -626,27 +658,15 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
             vnfcs.len().to_string(),
             summary.map_or(0, |o| o.unfinished).to_string(),
             last,
-            endpoint(&i.id).unwrap_or_default(),
-            paused(&i.id).map(|p| p.describe()).unwrap_or_default(),
+            fleet.endpoint(&i.id).unwrap_or_default(),
+            fleet
+                .paused(&i.id)
+                .map(|p| p.describe())
+                .unwrap_or_default(),
             i.origin.to_string(),
         ]);
-        for n in all_trust.remove(&i.id).unwrap_or_default() {
-            let time = |t: Option<vnfkeeper_core::model::Timestamp>| {
-                t.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into())
-            };
-            trust_table.add_row([
-                i.id.clone(),
-                n.registry.server.clone(),
-                connection_type_name(n.registry.connection_type).into(),
-                n.registry
-                    .ca_sha256
-                    .as_deref()
-                    .map(|h| h.get(..16).unwrap_or(h).to_owned())
-                    .unwrap_or_else(|| "-".into()),
-                n.vnfc_instance_id.clone().unwrap_or_else(|| "-".into()),
-                time(n.applied_at),
-                time(n.verified_at),
-            ]);
+        for n in fleet.trust.remove(&i.id).unwrap_or_default() {
+            trust_table.add_row(trust_row(&i.id, &n));
         }
         for c in &vnfcs {
             vnfc_table.add_row([
@@ -659,9 +679,10 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
             ]);
         }
     }
-    if let Some(all) = pauses
+    if let Some(all) = fleet
+        .pauses
         .iter()
-        .find(|p| p.scope == vnfkeeper_core::model::PauseScope::All && p.active_at(now))
+        .find(|p| p.scope == vnfkeeper_core::model::PauseScope::All && p.active_at(fleet.now))
     {
         outln!("every VNF instance: maintenance {}\n", all.describe());
     }
@@ -673,6 +694,26 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
         outln!("\n{trust_table}");
     }
     Ok(())
+}
+
+/// One row of `status`'s registry trust table: a node's trust of one registry.
+fn trust_row(vnf_instance_id: &str, n: &vnfkeeper_core::flavour::trust::NodeTrust) -> [String; 7] {
+    let time = |t: Option<vnfkeeper_core::model::Timestamp>| {
+        t.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into())
+    };
+    [
+        vnf_instance_id.to_owned(),
+        n.registry.server.clone(),
+        connection_type_name(n.registry.connection_type).into(),
+        n.registry
+            .ca_sha256
+            .as_deref()
+            .map(|h| h.get(..16).unwrap_or(h).to_owned())
+            .unwrap_or_else(|| "-".into()),
+        n.vnfc_instance_id.clone().unwrap_or_else(|| "-".into()),
+        time(n.applied_at),
+        time(n.verified_at),
+    ]
 }
 
 /// `HTTP` or `HTTPS`.

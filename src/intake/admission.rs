@@ -489,7 +489,9 @@ pub(super) fn committed_destination(earlier: &[IntakeRow], req: &Examined) -> Op
 /// Decides `req` against the database inside the batch transaction and records the outcome: an
 /// `intake` row and an event, plus the new operation (accepted LCM request) or the task's effect
 /// (accepted RETRY/FAIL/ROLLBACK). `earlier` are the `intake` rows with the same content hash.
-/// Returns what intake reports and where the file goes. Errors: database only.
+/// Reads what the decision needs, decides ([`judge_lcm`], [`check_task`]: pure), then records
+/// the [`Admission`] in one call. Returns what intake reports and where the file goes. Errors:
+/// database only.
 pub(super) fn decide(
     tx: &mut Tx<'_>,
     req: &Examined,
@@ -498,39 +500,196 @@ pub(super) fn decide(
     bases: &ScaleBases,
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
-    match &req.verdict {
+    let admission = match &req.verdict {
         Verdict::Invalid {
             vnf_instance_id,
             problem,
-        } => record_rejection(tx, req, vnf_instance_id.as_deref(), problem, now),
+        } => Admission::Reject {
+            vnf_instance_id: vnf_instance_id.clone(),
+            problem: problem.clone(),
+        },
         Verdict::Task(env) => {
             let op = tx.reader().operation(&env.vnf_lcm_op_occ_id)?;
             match check_task(env, op.as_ref()) {
-                Ok(op) => record_task(tx, req, env, op, now),
-                Err((vnf_instance_id, problem)) => {
-                    record_rejection(tx, req, vnf_instance_id, &problem, now)
-                }
+                Ok(op) => Admission::Task {
+                    env,
+                    op: op.clone(),
+                },
+                Err((vnf_instance_id, problem)) => Admission::Reject {
+                    vnf_instance_id: vnf_instance_id.map(str::to_owned),
+                    problem,
+                },
             }
         }
-        Verdict::Lcm(lcm) => {
-            let env = &lcm.env;
-            if let Some(op) = duplicate_of(earlier) {
-                return record_duplicate(tx, req, &env.vnf_instance_id, &op, now);
-            }
-            if let Some(rid) = env.request_id.as_deref()
-                && let Some(op) = tx.operation_by_request_id(rid)?
-            {
-                let problem = request_id_reused(rid, &op);
-                return record_rejection(tx, req, Some(&env.vnf_instance_id), &problem, now);
-            }
-            match check_instance(tx, env, bases)? {
-                Err(problem) => {
-                    record_rejection(tx, req, Some(&env.vnf_instance_id), &problem, now)
+        Verdict::Lcm(lcm) => match duplicate_of(earlier) {
+            Some(op) => Admission::Duplicate {
+                vnf_instance_id: lcm.env.vnf_instance_id.clone(),
+                op,
+            },
+            None => {
+                let facts = LcmFacts::read(tx, &lcm.env)?;
+                match judge_lcm(&lcm.env, &facts, bases) {
+                    Ok(ahead) => Admission::Accept { lcm, ahead },
+                    Err(problem) => Admission::Reject {
+                        vnf_instance_id: Some(lcm.env.vnf_instance_id.clone()),
+                        problem,
+                    },
                 }
-                Ok(ahead) => record_acceptance(tx, req, lcm, &ahead, ctx, now),
             }
-        }
+        },
+    };
+    record(tx, req, admission, ctx, now)
+}
+
+/// What intake decided for one request, before anything of it is written.
+enum Admission<'r> {
+    /// Rejected with `problem` (about `vnf_instance_id` when it is known).
+    Reject {
+        vnf_instance_id: Option<String>,
+        problem: ProblemDetails,
+    },
+    /// The same content as the request that created operation `op`.
+    Duplicate { vnf_instance_id: String, op: String },
+    /// A task (RETRY/FAIL/ROLLBACK) accepted for `op`.
+    Task {
+        env: &'r TaskEnvelope,
+        op: OperationRow,
+    },
+    /// An LCM request accepted, queued behind `ahead` (the instance's unfinished operations).
+    Accept {
+        lcm: &'r LcmRequest,
+        ahead: Vec<OperationRow>,
+    },
+}
+
+/// Records `admission` of `req`: the `intake` row, the event, and the operation or the task's
+/// effect. Errors: database only.
+fn record(
+    tx: &mut Tx<'_>,
+    req: &Examined,
+    admission: Admission<'_>,
+    ctx: &IntakeContext<'_>,
+    now: Timestamp,
+) -> Result<(Outcome, Destination), StoreError> {
+    match admission {
+        Admission::Reject {
+            vnf_instance_id,
+            problem,
+        } => record_rejection(tx, req, vnf_instance_id.as_deref(), &problem, now),
+        Admission::Duplicate {
+            vnf_instance_id,
+            op,
+        } => record_duplicate(tx, req, &vnf_instance_id, &op, now),
+        Admission::Task { env, op } => record_task(tx, req, env, &op, now),
+        Admission::Accept { lcm, ahead } => record_acceptance(tx, req, lcm, &ahead, ctx, now),
     }
+}
+
+/// What the store holds that an LCM request's admission depends on, read before deciding.
+struct LcmFacts {
+    /// The operation that already used the request's `requestId`, if any.
+    request_id_user: Option<OperationRow>,
+    /// The instance, if the database knows it, and its unfinished operations (oldest first).
+    instance: Option<(InstanceRow, Vec<OperationRow>)>,
+    /// HEAL of an instantiated instance: its VNFCs (empty otherwise).
+    vnfcs: Vec<VnfcRow>,
+    /// SCALE: the base INSTANTIATE's stored request and package, and the stored requests of
+    /// the SCALEs queued before this one (see [`scale_start`]).
+    scale: ScaleFacts,
+}
+
+/// The stored requests a SCALE's level check replays.
+#[derive(Default)]
+struct ScaleFacts {
+    /// The base INSTANTIATE's request and package path, when there is a base.
+    base: Option<(String, Option<String>)>,
+    /// The queued SCALEs' requests, in arrival order.
+    pending: Vec<String>,
+}
+
+impl LcmFacts {
+    /// Reads the facts for `env`. Errors: database only.
+    fn read(tx: &Tx<'_>, env: &LcmEnvelope) -> Result<Self, StoreError> {
+        let request_id_user = match env.request_id.as_deref() {
+            Some(rid) => tx.operation_by_request_id(rid)?,
+            None => None,
+        };
+        let Some(instance) = tx.instance(&env.vnf_instance_id)? else {
+            return Ok(Self {
+                request_id_user,
+                instance: None,
+                vnfcs: Vec::new(),
+                scale: ScaleFacts::default(),
+            });
+        };
+        let queued = tx.unfinished_operations(&instance.id)?;
+        let op = LcmOperationType::from(env.operation);
+        let reader = tx.reader();
+        let vnfcs = if op == LcmOperationType::Heal
+            && instance.instantiation_state == InstantiationState::Instantiated
+        {
+            reader.vnfcs(&instance.id)?
+        } else {
+            Vec::new()
+        };
+        let mut scale = ScaleFacts::default();
+        if op == LcmOperationType::Scale {
+            let start = scale_start(&instance, &queued);
+            scale.base = match start.base {
+                ScaleBase::Completed => reader.instantiate_request(&instance.id)?,
+                ScaleBase::Queued(id) => reader.operation_params(id)?,
+                ScaleBase::Terminated => None,
+            };
+            for id in &start.pending {
+                if let Some((p, _)) = reader.operation_params(id)? {
+                    scale.pending.push(p);
+                }
+            }
+        }
+        Ok(Self {
+            request_id_user,
+            instance: Some((instance, queued)),
+            vnfcs,
+            scale,
+        })
+    }
+}
+
+/// Judges an LCM request on `facts` (pure): `Ok(ahead)` to accept it behind the instance's
+/// unfinished operations `ahead` (none for an instance not yet known), else the rejection.
+fn judge_lcm(
+    env: &LcmEnvelope,
+    facts: &LcmFacts,
+    bases: &ScaleBases,
+) -> Result<Vec<OperationRow>, ProblemDetails> {
+    if let (Some(rid), Some(op)) = (env.request_id.as_deref(), &facts.request_id_user) {
+        return Err(request_id_reused(rid, op));
+    }
+    let op = LcmOperationType::from(env.operation);
+    let Some((instance, queued)) = &facts.instance else {
+        return check_unknown_instance(env).map(|()| Vec::new());
+    };
+    if instance.origin == vnfkeeper_core::tacker::Origin::Tacker {
+        // Tacker owns this VNF and its Heat stack: its lifecycle goes through Tacker.
+        return Err(conflict(
+            409,
+            "/vnfInstanceId",
+            format!(
+                "VNF instance {} is owned by Tacker (companion mode): request {op} from Tacker",
+                instance.id
+            ),
+        ));
+    }
+    check_state(env, instance, queued)?;
+    if op == LcmOperationType::Scale {
+        check_scale_level(env, instance, queued, &facts.scale, bases)?;
+    }
+    if op == LcmOperationType::Heal
+        && instance.instantiation_state == InstantiationState::Instantiated
+    {
+        check_heal_targets(env, &facts.vnfcs)?;
+    }
+    Ok(queued.clone())
 }
 
 /// Same content as an accepted request: the operation that request created (the copy is an
@@ -591,47 +750,6 @@ fn task_name(task: TaskOperation) -> &'static str {
         TaskOperation::Fail => "FAIL",
         TaskOperation::Rollback => "ROLLBACK",
     }
-}
-
-/// Checks an LCM request against its instance's state once the instance's queued operations are
-/// done, reading the rows the rules need. `Ok(Ok(ahead))`: acceptable, behind the instance's
-/// unfinished operations `ahead` (oldest first; none for an instance not yet known).
-fn check_instance(
-    tx: &Tx<'_>,
-    env: &LcmEnvelope,
-    bases: &ScaleBases,
-) -> Result<Result<Vec<OperationRow>, ProblemDetails>, StoreError> {
-    let op = LcmOperationType::from(env.operation);
-    let Some(instance) = tx.instance(&env.vnf_instance_id)? else {
-        return Ok(check_unknown_instance(env).map(|()| Vec::new()));
-    };
-    if instance.origin == vnfkeeper_core::tacker::Origin::Tacker {
-        // Tacker owns this VNF and its Heat stack: its lifecycle goes through Tacker.
-        return Ok(Err(conflict(
-            409,
-            "/vnfInstanceId",
-            format!(
-                "VNF instance {} is owned by Tacker (companion mode): request {op} from Tacker",
-                instance.id
-            ),
-        )));
-    }
-    let queued = tx.unfinished_operations(&instance.id)?;
-    if let Err(problem) = check_state(env, &instance, &queued) {
-        return Ok(Err(problem));
-    }
-    if op == LcmOperationType::Scale
-        && let Err(problem) = check_scale_level(tx, env, &instance, &queued, bases)?
-    {
-        return Ok(Err(problem));
-    }
-    if op == LcmOperationType::Heal
-        && instance.instantiation_state == InstantiationState::Instantiated
-    {
-        let vnfcs = tx.reader().vnfcs(&instance.id)?;
-        return Ok(check_heal_targets(env, &vnfcs).map(|()| queued));
-    }
-    Ok(Ok(queued))
 }
 
 /// An instance the database does not know: only INSTANTIATE creates one (404 otherwise).
@@ -760,50 +878,41 @@ fn scale_start<'a>(instance: &InstanceRow, queued: &'a [OperationRow]) -> ScaleS
     start
 }
 
-/// SCALE: reads the base INSTANTIATE's request and the pending SCALEs, takes the base's VNFD
-/// from `bases` (loaded before the transaction), for [`check_scale_bounds`]. A base without
-/// package, a package not in `bases` (it did not load) or an unparsable stored request is not
-/// this check's to report (the engine reports it).
+/// SCALE: the base INSTANTIATE's request and the pending SCALEs (`scale`, read before), the
+/// base's VNFD from `bases` (loaded before the transaction), for [`check_scale_bounds`]. A base
+/// without package, a package not in `bases` (it did not load) or an unparsable stored request
+/// is not this check's to report (the engine reports it).
 fn check_scale_level(
-    tx: &Tx<'_>,
     env: &LcmEnvelope,
     instance: &InstanceRow,
     queued: &[OperationRow],
+    scale: &ScaleFacts,
     bases: &ScaleBases,
-) -> Result<Result<(), ProblemDetails>, StoreError> {
-    let reader = tx.reader();
-    let start = scale_start(instance, queued);
-    let base = match start.base {
-        ScaleBase::Completed => reader.instantiate_request(&instance.id)?,
-        ScaleBase::Queued(id) => reader.operation_params(id)?,
-        ScaleBase::Terminated => None,
+) -> Result<(), ProblemDetails> {
+    let levels = scale_start(instance, queued).levels;
+    let Some((params, Some(package))) = &scale.base else {
+        return Ok(());
     };
-    let Some((params, Some(package))) = base else {
-        return Ok(Ok(()));
+    let Some(vnfd) = bases.get(package) else {
+        return Ok(()); // the engine reports an unreadable package with its own error
     };
-    let Some(vnfd) = bases.get(&package) else {
-        return Ok(Ok(())); // the engine reports an unreadable package with its own error
-    };
-    let instantiate = serde_json::from_str::<wire::InstantiateVnfRequest>(&params).ok();
-    let mut pending = Vec::with_capacity(start.pending.len());
-    for id in &start.pending {
-        if let Some((p, _)) = reader.operation_params(id)?
-            && let Ok(r) = serde_json::from_str::<wire::ScaleVnfRequest>(&p)
-        {
-            pending.push(r);
-        }
-    }
+    let instantiate = serde_json::from_str::<wire::InstantiateVnfRequest>(params).ok();
+    let pending: Vec<wire::ScaleVnfRequest> = scale
+        .pending
+        .iter()
+        .filter_map(|p| serde_json::from_str(p).ok())
+        .collect();
     let Ok(req) = serde_json::from_value::<wire::ScaleVnfRequest>(env.request.clone()) else {
-        return Ok(Ok(()));
+        return Ok(());
     };
-    Ok(check_scale_bounds(
+    check_scale_bounds(
         vnfd,
-        start.levels,
+        levels,
         instantiate.as_ref(),
         &pending,
         &req,
         !queued.is_empty(),
-    ))
+    )
 }
 
 /// SCALE: the aspect exists in the VNFD and the level after every SCALE queued before this one
@@ -1281,12 +1390,9 @@ mod tests {
             Origin::Tacker
         );
         for op in [Instantiate, Scale, Heal, Terminate] {
-            let refused = store
-                .write(|tx| {
-                    check_instance(tx, &lcm(op, serde_json::json!({})), &ScaleBases::default())
-                })
-                .unwrap()
-                .unwrap_err();
+            let env = lcm(op, serde_json::json!({}));
+            let facts = store.write(|tx| LcmFacts::read(tx, &env)).unwrap();
+            let refused = judge_lcm(&env, &facts, &ScaleBases::default()).unwrap_err();
             assert_eq!(refused.status, 409);
             assert!(
                 refused.detail.contains("owned by Tacker"),
