@@ -462,7 +462,13 @@ impl Metrics {
 }
 
 /// Values of `vnfkeeper_heals_blocked_total{reason}`: a heal is called for and a rule holds it.
-const BLOCKED_REASONS: [&str; 4] = ["max_unhealthy", "retry_budget", "pv_bound", "paused"];
+const BLOCKED_REASONS: [&str; 5] = [
+    "max_unhealthy",
+    "retry_budget",
+    "pv_bound",
+    "paused",
+    "rebuild_refused",
+];
 
 /// Values of `vnfkeeper_heals_deferred_total{reason}`: nothing judged yet. `in_flight`: an
 /// operation of the VNF runs (often the automatic heal itself), or another heal goes first.
@@ -484,6 +490,7 @@ fn blocked_reason(kind: DecisionKind) -> Option<&'static str> {
         DecisionKind::BudgetExhausted => "retry_budget",
         DecisionKind::PvBoundBlock => "pv_bound",
         DecisionKind::Paused => "paused",
+        DecisionKind::RebuildRefused => "rebuild_refused",
         _ => return None,
     })
 }
@@ -591,6 +598,7 @@ mod tests {
             BudgetExhausted,
             PvBoundBlock,
             Paused,
+            RebuildRefused,
         ] {
             assert!(
                 blocked_reason(k).is_none() || deferred_reason(k).is_none(),

@@ -153,6 +153,15 @@ fn stages<C: Cloud>(
     }
     let mut list = StageList::default();
     if !p.configuration_only {
+        if let Some(why) = inst.driver.rebuild_refusal(before, &p.targets) {
+            // Refused before anything changes (intake refuses it too; this holds for a HEAL
+            // that did not come through intake).
+            return Err(StepFailure {
+                status: 409,
+                ..StepFailure::input("heal_start", why)
+            }
+            .into());
+        }
         let individual = adjusted::pair(p.adjusted.as_ref(), hot)?;
         let c = HookContext {
             vnfcs: before,

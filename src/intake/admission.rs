@@ -413,28 +413,66 @@ impl BatchPackages {
     }
 }
 
-/// The VNFDs a batch's SCALE requests are checked against, by package path as stored
+/// The VNFDs a batch's SCALE and HEAL requests are checked against, by package path as stored
 /// (`vnf_package`): loaded before the batch's write transaction, so no package is read inside
 /// it.
-pub(super) type ScaleBases = HashMap<String, Arc<Vnfd>>;
+pub(super) type BaseVnfds = HashMap<String, BaseVnfd>;
 
-/// Loads [`ScaleBases`] for `reqs` (one batch): the snapshots of the batch's own INSTANTIATEs
-/// and, for each SCALE, the packages its instance's INSTANTIATEs use
-/// ([`ReaderRef::scale_base_packages`]). A package that does not load is left out (the SCALE
-/// check then passes, and the engine reports the package). Errors: database only.
-pub(super) fn load_scale_bases<'e>(
+/// One base package of [`BaseVnfds`]: its VNFD, and the whole package when it was loaded from
+/// its path (a completed INSTANTIATE's), for the BaseHOT a flavour may need to know its roles.
+#[derive(Clone)]
+pub(super) struct BaseVnfd {
+    vnfd: Arc<Vnfd>,
+    package: Option<Arc<vnfkeeper_core::package::VnfPackage>>,
+}
+
+impl BaseVnfd {
+    /// The flavour driver of `req` over this package, for the flavour's refusals (no package
+    /// files: refusals read only the VNFD and the BaseHOT).
+    fn driver(
+        &self,
+        vnf_instance_id: &str,
+        req: wire::InstantiateVnfRequest,
+    ) -> Box<dyn vnfkeeper_core::flavour::MgmtDriver> {
+        let base_hot = self
+            .package
+            .as_ref()
+            .and_then(|p| p.base_hot(&req.flavour_id).ok())
+            .map(|b| b.template);
+        vnfkeeper_core::flavour::select(vnfkeeper_core::flavour::Inputs {
+            vnf_instance_id: vnf_instance_id.to_owned(),
+            req,
+            vnfd: (*self.vnfd).clone(),
+            files: BTreeMap::new(),
+            base_hot,
+        })
+    }
+}
+
+/// Loads [`BaseVnfds`] for `reqs` (one batch): the snapshots of the batch's own INSTANTIATEs
+/// and, for each SCALE and HEAL, the packages its instance's INSTANTIATEs use
+/// ([`ReaderRef::scale_base_packages`]). A package that does not load is left out (the check
+/// then passes, and the engine reports the package). Errors: database only.
+pub(super) fn load_base_vnfds<'e>(
     reader: ReaderRef<'_>,
     reqs: impl Iterator<Item = &'e Examined>,
-) -> Result<ScaleBases, StoreError> {
-    let mut bases = ScaleBases::new();
+) -> Result<BaseVnfds, StoreError> {
+    let mut bases = BaseVnfds::new();
     for req in reqs {
         let Verdict::Lcm(lcm) = &req.verdict else {
             continue;
         };
         if let Some(s) = &lcm.package {
-            bases.insert(s.dir.display().to_string(), s.vnfd.clone());
+            let base = BaseVnfd {
+                vnfd: s.vnfd.clone(),
+                package: None,
+            };
+            bases.insert(s.dir.display().to_string(), base);
         }
-        if LcmOperationType::from(lcm.env.operation) != LcmOperationType::Scale {
+        if !matches!(
+            LcmOperationType::from(lcm.env.operation),
+            LcmOperationType::Scale | LcmOperationType::Heal
+        ) {
             continue;
         }
         for path in reader.scale_base_packages(&lcm.env.vnf_instance_id)? {
@@ -443,7 +481,11 @@ pub(super) fn load_scale_bases<'e>(
             }
             match vnfkeeper_core::package::VnfPackage::load(Path::new(&path)) {
                 Ok(pkg) => {
-                    bases.insert(path, Arc::new(pkg.vnfd));
+                    let base = BaseVnfd {
+                        vnfd: Arc::new(pkg.vnfd.clone()),
+                        package: Some(Arc::new(pkg)),
+                    };
+                    bases.insert(path, base);
                 }
                 Err(e) => {
                     tracing::debug!(vnf_package = %path, error = %e, "SCALE check: package not loaded")
@@ -497,7 +539,7 @@ pub(super) fn decide(
     req: &Examined,
     earlier: &[IntakeRow],
     ctx: &IntakeContext<'_>,
-    bases: &ScaleBases,
+    bases: &BaseVnfds,
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
     let admission = match &req.verdict {
@@ -593,6 +635,8 @@ struct LcmFacts {
     instance: Option<(InstanceRow, Vec<OperationRow>)>,
     /// HEAL of an instantiated instance: its VNFCs (empty otherwise).
     vnfcs: Vec<VnfcRow>,
+    /// HEAL of an instantiated instance: its last completed INSTANTIATE's request and package.
+    heal_base: Option<(String, Option<String>)>,
     /// SCALE: the base INSTANTIATE's stored request and package, and the stored requests of
     /// the SCALEs queued before this one (see [`scale_start`]).
     scale: ScaleFacts,
@@ -619,18 +663,22 @@ impl LcmFacts {
                 request_id_user,
                 instance: None,
                 vnfcs: Vec::new(),
+                heal_base: None,
                 scale: ScaleFacts::default(),
             });
         };
         let queued = tx.unfinished_operations(&instance.id)?;
         let op = LcmOperationType::from(env.operation);
         let reader = tx.reader();
-        let vnfcs = if op == LcmOperationType::Heal
+        let (vnfcs, heal_base) = if op == LcmOperationType::Heal
             && instance.instantiation_state == InstantiationState::Instantiated
         {
-            reader.vnfcs(&instance.id)?
+            (
+                reader.vnfcs(&instance.id)?,
+                reader.instantiate_request(&instance.id)?,
+            )
         } else {
-            Vec::new()
+            (Vec::new(), None)
         };
         let mut scale = ScaleFacts::default();
         if op == LcmOperationType::Scale {
@@ -650,6 +698,7 @@ impl LcmFacts {
             request_id_user,
             instance: Some((instance, queued)),
             vnfcs,
+            heal_base,
             scale,
         })
     }
@@ -660,7 +709,7 @@ impl LcmFacts {
 fn judge_lcm(
     env: &LcmEnvelope,
     facts: &LcmFacts,
-    bases: &ScaleBases,
+    bases: &BaseVnfds,
 ) -> Result<Vec<OperationRow>, ProblemDetails> {
     if let (Some(rid), Some(op)) = (env.request_id.as_deref(), &facts.request_id_user) {
         return Err(request_id_reused(rid, op));
@@ -688,6 +737,7 @@ fn judge_lcm(
         && instance.instantiation_state == InstantiationState::Instantiated
     {
         check_heal_targets(env, &facts.vnfcs)?;
+        check_heal_flavour(env, facts, bases)?;
     }
     Ok(queued.clone())
 }
@@ -830,6 +880,54 @@ fn check_heal_targets(env: &LcmEnvelope, vnfcs: &[VnfcRow]) -> Result<(), Proble
     }
 }
 
+/// HEAL that rebuilds servers: what the instance's flavour refuses to rebuild
+/// (`MgmtDriver::rebuild_refusal`, 409), from the last completed INSTANTIATE's request and its
+/// package in `bases`. Targets may be VNFC ids or
+/// `<VDU>-<index>` names. A base the check cannot read is not this check's to report.
+fn check_heal_flavour(
+    env: &LcmEnvelope,
+    facts: &LcmFacts,
+    bases: &BaseVnfds,
+) -> Result<(), ProblemDetails> {
+    let Some((params, Some(package))) = &facts.heal_base else {
+        return Ok(());
+    };
+    let (Some(base), Ok(req)) = (
+        bases.get(package),
+        serde_json::from_str::<wire::InstantiateVnfRequest>(params),
+    ) else {
+        return Ok(());
+    };
+    let wanted = env.request.get("vnfcInstanceId").and_then(|v| v.as_array());
+    let targets: Vec<String> = wanted
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .filter_map(|name| {
+            facts.vnfcs.iter().find(|v| {
+                v.id == name
+                    || v.vnfc_index.is_some_and(|i| {
+                        vnfkeeper_core::heat::template::indexed(&v.vdu_id, i as u32) == name
+                    })
+            })
+        })
+        .map(|v| v.id.clone())
+        .collect();
+    let configuration_only = env
+        .request
+        .pointer("/additionalParams/configuration_only")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    if configuration_only {
+        return Ok(());
+    }
+    let driver = base.driver(&env.vnf_instance_id, req);
+    match driver.rebuild_refusal(&facts.vnfcs, &targets) {
+        Some(why) => Err(conflict(409, "/request/vnfcInstanceId", why)),
+        None => Ok(()),
+    }
+}
+
 /// Which INSTANTIATE defines the VNFD a SCALE is checked against.
 #[derive(Debug, PartialEq, Eq)]
 enum ScaleBase<'a> {
@@ -887,16 +985,34 @@ fn check_scale_level(
     instance: &InstanceRow,
     queued: &[OperationRow],
     scale: &ScaleFacts,
-    bases: &ScaleBases,
+    bases: &BaseVnfds,
 ) -> Result<(), ProblemDetails> {
     let levels = scale_start(instance, queued).levels;
     let Some((params, Some(package))) = &scale.base else {
         return Ok(());
     };
-    let Some(vnfd) = bases.get(package) else {
+    let Some(base) = bases.get(package) else {
         return Ok(()); // the engine reports an unreadable package with its own error
     };
+    let vnfd = &base.vnfd;
     let instantiate = serde_json::from_str::<wire::InstantiateVnfRequest>(params).ok();
+    if let (Some(inst), Some(aspect)) = (
+        &instantiate,
+        env.request.get("aspectId").and_then(|a| a.as_str()),
+    ) && let Some(why) = base
+        .driver(&env.vnf_instance_id, inst.clone())
+        .scale_refusal(aspect)
+    {
+        let pointer = "/request/aspectId".to_owned();
+        return Err(ProblemDetails::new(
+            422,
+            format!("{pointer}: {why}"),
+            vec![FieldProblem {
+                pointer,
+                reason: why,
+            }],
+        ));
+    }
     let pending: Vec<wire::ScaleVnfRequest> = scale
         .pending
         .iter()
@@ -1392,7 +1508,7 @@ mod tests {
         for op in [Instantiate, Scale, Heal, Terminate] {
             let env = lcm(op, serde_json::json!({}));
             let facts = store.write(|tx| LcmFacts::read(tx, &env)).unwrap();
-            let refused = judge_lcm(&env, &facts, &ScaleBases::default()).unwrap_err();
+            let refused = judge_lcm(&env, &facts, &BaseVnfds::default()).unwrap_err();
             assert_eq!(refused.status, 409);
             assert!(
                 refused.detail.contains("owned by Tacker"),
@@ -1589,5 +1705,109 @@ mod tests {
         };
         assert_eq!(at("a.json", retry), Some(retried));
         assert_eq!(duplicate_of(&earlier), Some(op()));
+    }
+
+    /// The fixture request `name` (its `request`) and package, as facts of an instantiated
+    /// instance `vnf-1` with `vnfcs` whose last completed INSTANTIATE used them.
+    fn instantiated(name: &str, vnfcs: Vec<VnfcRow>) -> (LcmFacts, BaseVnfds) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text = fs::read_to_string(root.join("fixtures/requests/good").join(name)).unwrap();
+        let env: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let package = root.join(env["vnfPackage"].as_str().unwrap());
+        let pkg = vnfkeeper_core::package::VnfPackage::load(&package).unwrap();
+        let path = package.display().to_string();
+        let base = (env["request"].to_string(), Some(path.clone()));
+        let instance = InstanceRow {
+            id: "vnf-1".into(),
+            instantiation_state: InstantiationState::Instantiated,
+            flavour_id: Some("simple".into()),
+            vnf_package: Some(path.clone()),
+            stack_name: None,
+            stack_id: None,
+            created_at: now(),
+            updated_at: now(),
+            scale_status: BTreeMap::new(),
+            origin: vnfkeeper_core::tacker::Origin::Spool,
+        };
+        let facts = LcmFacts {
+            request_id_user: None,
+            instance: Some((instance, Vec::new())),
+            vnfcs,
+            heal_base: Some(base.clone()),
+            scale: ScaleFacts {
+                base: Some(base),
+                pending: Vec::new(),
+            },
+        };
+        let bases = [(
+            path,
+            BaseVnfd {
+                vnfd: Arc::new(pkg.vnfd.clone()),
+                package: Some(Arc::new(pkg)),
+            },
+        )]
+        .into();
+        (facts, bases)
+    }
+
+    fn vnfc(id: &str, vdu: &str) -> VnfcRow {
+        VnfcRow {
+            id: id.into(),
+            vnf_instance_id: "vnf-1".into(),
+            vdu_id: vdu.into(),
+            vnfc_index: None,
+            stack_name: "s".into(),
+            stack_id: "sid".into(),
+            resource_name: vdu.into(),
+            server_id: Some(format!("srv-{id}")),
+            server_status: Some("ACTIVE".into()),
+            ip_address: None,
+            cp_addresses: Default::default(),
+            volumes: Vec::new(),
+            host_key: None,
+            created_at: now(),
+            parameters: None,
+        }
+    }
+
+    /// What the flavour refuses is refused at intake: a SCALE of the registry VNF (422), a
+    /// rebuild of a kubespray master alone (409); a configuration-only heal of that master and
+    /// a worker's heal are accepted.
+    #[test]
+    fn the_flavours_refusals_are_refused_at_intake() {
+        use wire::LcmOperation::{Heal, Scale};
+        let (facts, bases) =
+            instantiated("cir-k8s-cluster.10-registry-instantiate.json", Vec::new());
+        let scale = lcm(
+            Scale,
+            serde_json::json!({"type": "SCALE_OUT", "aspectId": "registry_instance"}),
+        );
+        let refused = judge_lcm(&scale, &facts, &bases).unwrap_err();
+        assert_eq!(refused.status, 422);
+        assert!(
+            refused.detail.contains("does not support SCALE"),
+            "{}",
+            refused.detail
+        );
+
+        let vnfcs = vec![
+            vnfc("m0", "masterNode"),
+            vnfc("w0", "workerNode"),
+            vnfc("lb", "externalLB"),
+        ];
+        let (facts, bases) = instantiated("k8s-mgmtdriver-kubespray.10-instantiate.json", vnfcs);
+        let heal = |body| judge_lcm(&lcm(Heal, body), &facts, &bases);
+        let refused = heal(serde_json::json!({"vnfcInstanceId": ["m0"]})).unwrap_err();
+        assert_eq!(refused.status, 409);
+        assert!(
+            refused.detail.contains("kubespray master"),
+            "{}",
+            refused.detail
+        );
+        heal(serde_json::json!({"vnfcInstanceId": ["m0"],
+                                "additionalParams": {"configuration_only": true}}))
+        .unwrap();
+        heal(serde_json::json!({"vnfcInstanceId": ["w0"]})).unwrap();
+        heal(serde_json::json!({})).unwrap();
     }
 }

@@ -54,7 +54,7 @@ pub fn process(
         }
     }
     let read = started.elapsed();
-    let bases = admission::load_scale_bases(store.reader(), candidates.iter().map(|c| &c.request))?;
+    let bases = admission::load_base_vnfds(store.reader(), candidates.iter().map(|c| &c.request))?;
     let decided = store.write(|tx| {
         let mut decided = Vec::with_capacity(candidates.len());
         for c in &candidates {
@@ -248,7 +248,7 @@ fn decide(
     tx: &mut Tx<'_>,
     c: &Candidate,
     ctx: &IntakeContext<'_>,
-    bases: &admission::ScaleBases,
+    bases: &admission::BaseVnfds,
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
     let req = &c.request;

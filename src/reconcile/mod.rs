@@ -332,6 +332,10 @@ impl<C: Cloud> Reconciler<C> {
                     cloud: views[&c.id].clone(),
                     probes: findings.findings.remove(&c.id),
                     memory: memory_of(snap.states.get(&(id.clone(), c.id.clone()))),
+                    rebuild_refused: clusters.get(id).and_then(|k| {
+                        k.driver
+                            .rebuild_refusal(&v.vnfcs, std::slice::from_ref(&c.id))
+                    }),
                 })
                 .collect::<Vec<_>>();
             n_vnfcs += vnfcs.len();
@@ -856,5 +860,54 @@ mod tests {
             admit_heal(&heal(false), None, None),
             HealAdmission::Start { tacker: None, .. }
         ));
+    }
+
+    /// The audit view's `alert` column (migrations) agrees with `DecisionKind::is_alert` for
+    /// every decision kind, so `SELECT … WHERE alert = 1` finds exactly what needs an operator.
+    #[test]
+    fn the_views_alert_flag_is_the_policys() {
+        use policy::DecisionKind::*;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let mut store = crate::store::Store::open(&path).unwrap();
+        let kinds = [
+            HealStarted,
+            DriftDetected,
+            DeferredUnknown,
+            DeferredGrace,
+            DeferredBackoff,
+            InFlight,
+            ShortCircuit,
+            BudgetExhausted,
+            PvBoundBlock,
+            Paused,
+            RebuildRefused,
+        ];
+        let now = Timestamp::parse("2026-11-27T00:00:00Z").unwrap();
+        store
+            .write(|tx| {
+                for k in kinds {
+                    tx.append_event(
+                        &NewEvent {
+                            message: "m",
+                            ..NewEvent::of(k.event_kind())
+                        },
+                        now,
+                    )?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        for k in kinds {
+            let alert: i64 = conn
+                .query_row(
+                    "SELECT alert FROM reconcile_decisions WHERE 'RECONCILE_' || decision = ?1",
+                    [k.event_kind().as_str()],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(alert == 1, k.is_alert(), "{k:?}");
+        }
     }
 }

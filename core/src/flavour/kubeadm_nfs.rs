@@ -148,6 +148,22 @@ pub(super) struct KubeadmNfs {
     k8s: K8sClusterInstallationParam,
 }
 
+/// Tacker's default `--pod-network-cidr` of the install script (`kubernetes_mgmt.py`).
+const DEFAULT_POD_CIDR: &str = "192.168.0.0/16";
+/// Tacker's default `--service-cidr` of the install script (`cluster_cidr`).
+const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/12";
+
+/// What every install script run of one cluster shares (see `KubeadmNfs::cluster_args`).
+#[derive(Debug, Clone)]
+struct ClusterArgs {
+    /// The masters' `nic_cp_name` addresses, comma-separated, the anchor first (`-m`).
+    masters: String,
+    /// The address of `cluster_cp_name` (`-i`).
+    cluster_ip: IpAddr,
+    /// More than one master (`ha_flag=True` for workers).
+    ha: bool,
+}
+
 /// A VNFC as a hook places it: its row, role and SSH address.
 #[derive(Debug, Clone)]
 struct Node<'a> {
@@ -188,33 +204,148 @@ impl KubeadmNfs {
         Ok(out)
     }
 
-    /// `k8s.install` on `node`, joining (or, for the first master, creating) the cluster whose
-    /// first master answers at `master`. Arguments per the README's install script contract:
-    /// masters `-i <master> [-p <pod CIDR>]`, workers `-w <own> -i <master>`.
-    fn install(&self, node: &Node<'_>, master: IpAddr) -> Result<Stage, FlavourError> {
+    /// What every install script run of the cluster shares, as Tacker's sample MgmtDriver
+    /// passes it (`kubernetes_mgmt.py` `_install_k8s_cluster`): the masters' `nic_cp_name`
+    /// addresses with `anchor` (the master that creates the cluster, or that the others join)
+    /// first, and the cluster IP, the address of `master_node.cluster_cp_name`. Errors: a master
+    /// without a `nic_cp_name` address; `cluster_cp_name` the CP of no VNFC (a VIP port of the
+    /// stack outside the VNFCs is not supported yet: refused rather than ignored).
+    fn cluster_args(
+        &self,
+        vnfcs: &[VnfcRow],
+        masters: &[Node<'_>],
+        anchor: &Node<'_>,
+    ) -> Result<ClusterArgs, FlavourError> {
+        let mut ips = vec![self.nic(anchor)?];
+        for m in masters.iter().filter(|m| m.row.id != anchor.row.id) {
+            ips.push(self.nic(m)?);
+        }
+        let cp = &self.k8s.master_node.cluster_cp_name;
+        let cluster_ip = std::iter::once(anchor.row)
+            .chain(vnfcs)
+            .find_map(|row| crate::plan::vnfcs::cp_address(row, cp))
+            .ok_or_else(|| {
+                FlavourError::new(
+                    "k8s.install",
+                    format!(
+                        "master_node.cluster_cp_name `{cp}` is the CP of no VNFC; a cluster VIP \
+                         port outside the VNFCs is not supported yet"
+                    ),
+                )
+            })?;
+        Ok(ClusterArgs {
+            masters: ips
+                .iter()
+                .map(IpAddr::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            cluster_ip,
+            ha: ips.len() > 1,
+        })
+    }
+
+    /// The address of `node` on its role's `nic_cp_name` (the address the cluster uses).
+    fn nic(&self, node: &Node<'_>) -> Result<IpAddr, FlavourError> {
+        let cp = match node.role {
+            Role::Master => &self.k8s.master_node.nic_cp_name,
+            _ => &self.k8s.worker_node.nic_cp_name,
+        };
+        crate::plan::vnfcs::cp_address(node.row, cp).ok_or_else(|| {
+            FlavourError::new(
+                "k8s.install",
+                format!("VNFC {} has no address on nic_cp_name `{cp}`", node.row.id),
+            )
+        })
+    }
+
+    /// `k8s.install` on `node`, with the arguments of Tacker's sample MgmtDriver: a master
+    /// `-m <masters> -i <cluster IP> -p <pod CIDR> -a <service CIDR>` (Tacker's defaults
+    /// `192.168.0.0/16` and `10.96.0.0/12` when the request gives none), a worker
+    /// `-w <own nic address> -i <cluster IP>` with `ha_flag` in its environment.
+    fn install(&self, node: &Node<'_>, cluster: &ClusterArgs) -> Result<Stage, FlavourError> {
         let body = self.file(&self.k8s.script_path, "k8s.install")?.to_vec();
-        let args = match node.role {
-            Role::Worker => vec![
-                "-w".to_owned(),
-                node.address.to_string(),
-                "-i".to_owned(),
-                master.to_string(),
-            ],
-            _ => {
-                let mut a = vec!["-i".to_owned(), master.to_string()];
-                if let Some(p) = &self.k8s.master_node.pod_cidr {
-                    a.extend(["-p".to_owned(), p.clone()]);
-                }
-                a
-            }
+        let m = &self.k8s.master_node;
+        let (args, ha_flag) = match node.role {
+            Role::Worker => (
+                vec![
+                    "-w".to_owned(),
+                    self.nic(node)?.to_string(),
+                    "-i".to_owned(),
+                    cluster.cluster_ip.to_string(),
+                ],
+                Some(cluster.ha),
+            ),
+            _ => (
+                vec![
+                    "-m".to_owned(),
+                    cluster.masters.clone(),
+                    "-i".to_owned(),
+                    cluster.cluster_ip.to_string(),
+                    "-p".to_owned(),
+                    m.pod_cidr
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_POD_CIDR.into()),
+                    "-a".to_owned(),
+                    m.cluster_cidr
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_SERVICE_CIDR.into()),
+                ],
+                None,
+            ),
         };
         let step = recipes::k8s_install(
             &node.row.id,
             &install_script_path(&self.k8s.script_path),
             body,
             args,
+            ha_flag,
         );
         Ok(Stage::remote(0, &node.row.id, node.role, step))
+    }
+
+    /// The install script's environment file ([`Late::InstallEnv`]): `ha_flag` for a worker,
+    /// and the request's proxies as Tacker's driver exports them (`no_proxy` extended by the pod
+    /// and service CIDRs, the loopback and the cluster IP).
+    fn install_env(&self, ha_flag: Option<bool>, rows: &[VnfcRow]) -> String {
+        let mut vars: Vec<(&str, String)> = Vec::new();
+        if let Some(ha) = ha_flag {
+            vars.push(("ha_flag", if ha { "True" } else { "False" }.into()));
+        }
+        if let Some(p) = &self.k8s.proxy {
+            if let Some(h) = &p.http_proxy {
+                vars.push(("http_proxy", h.expose().clone()));
+            }
+            if let Some(h) = &p.https_proxy {
+                vars.push(("https_proxy", h.expose().clone()));
+            }
+            let m = &self.k8s.master_node;
+            let cluster_ip = rows
+                .iter()
+                .find_map(|r| crate::plan::vnfcs::cp_address(r, &m.cluster_cp_name));
+            let no_proxy: Vec<String> = p
+                .no_proxy
+                .iter()
+                .cloned()
+                .chain([
+                    m.pod_cidr
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_POD_CIDR.into()),
+                    m.cluster_cidr
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_SERVICE_CIDR.into()),
+                    "127.0.0.1".into(),
+                    "localhost".into(),
+                ])
+                .chain(cluster_ip.map(|ip| ip.to_string()))
+                .collect();
+            vars.push(("no_proxy", no_proxy.join(",")));
+        }
+        vars.iter()
+            .map(|(k, v)| {
+                let quoted = shlex::try_quote(v).map_or_else(|_| "''".into(), |q| q.into_owned());
+                format!("export {k}={quoted}\n")
+            })
+            .collect()
     }
 
     fn has_storage(&self) -> bool {
@@ -411,6 +542,20 @@ fn targeted(targets: &[String]) -> BTreeSet<&str> {
 }
 
 impl MgmtDriver for KubeadmNfs {
+    /// pv spec: scale of the storage server VM is not supported, so an aspect with a delta for
+    /// its VDU is refused.
+    fn scale_refusal(&self, aspect_id: &str) -> Option<String> {
+        let aspect = self.inputs.vnfd.aspects.get(aspect_id)?;
+        let vdu = aspect
+            .vdu_deltas
+            .keys()
+            .find(|vdu| self.role(vdu) == Ok(Role::StorageServer))?;
+        Some(format!(
+            "aspect `{aspect_id}` scales VDU `{vdu}`, the storage server \
+             (storage_server.ssh_cp_name), which does not support SCALE"
+        ))
+    }
+
     fn role(&self, vdu: &str) -> Result<Role, FlavourError> {
         role_of_vdu(&self.inputs.vnfd, &self.k8s, vdu).map_err(|(what, cp)| {
             FlavourError::new(
@@ -461,11 +606,12 @@ impl MgmtDriver for KubeadmNfs {
             .first()
             .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
         let mut list = StageList::default();
-        let create = self.install(first, first.address)?;
+        let cluster = self.cluster_args(c.vnfcs, &masters, first)?;
+        let create = self.install(first, &cluster)?;
         list.wave(|w| at(w, vec![create]));
         let mut joins = Vec::new();
         for n in masters.iter().skip(1).chain(workers.iter()) {
-            joins.push(self.install(n, first.address)?);
+            joins.push(self.install(n, &cluster)?);
         }
         list.wave(|w| at(w, joins));
         let nodes: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
@@ -527,9 +673,10 @@ impl MgmtDriver for KubeadmNfs {
             .chain(workers.iter())
             .filter(|n| new.contains(n.row.id.as_str()))
             .collect();
+        let cluster = self.cluster_args(c.vnfcs, &masters, first)?;
         let mut joins = Vec::new();
         for n in &joining {
-            joins.push(self.install(n, first.address)?);
+            joins.push(self.install(n, &cluster)?);
         }
         let clients = self.nfs_clients(&joining);
         let mut list = StageList::default();
@@ -608,14 +755,15 @@ impl MgmtDriver for KubeadmNfs {
             // The anchor first when it is itself healed (it creates the cluster again).
             let (first, rest): (Vec<&Node<'_>>, Vec<&Node<'_>>) =
                 nodes.iter().partition(|n| n.row.id == anchor.row.id);
+            let cluster = self.cluster_args(c.vnfcs, &masters, anchor)?;
             let mut wave = Vec::new();
             for n in first {
-                wave.push(self.install(n, anchor.address)?);
+                wave.push(self.install(n, &cluster)?);
             }
             list.wave(|w| at(w, wave));
             let mut wave = Vec::new();
             for n in rest {
-                wave.push(self.install(n, anchor.address)?);
+                wave.push(self.install(n, &cluster)?);
             }
             list.wave(|w| at(w, wave));
             let clients = self.nfs_clients(&nodes);
@@ -651,8 +799,11 @@ impl MgmtDriver for KubeadmNfs {
         trust::configure_stages(&self.k8s.private_registry_connection_info, &nodes, observed)
     }
 
-    fn late_upload(&self, late: &Late, _rows: &[VnfcRow]) -> Result<Secret<Vec<u8>>, FlavourError> {
+    fn late_upload(&self, late: &Late, rows: &[VnfcRow]) -> Result<Secret<Vec<u8>>, FlavourError> {
         match late {
+            Late::InstallEnv { ha_flag, .. } => {
+                Ok(Secret::new(self.install_env(*ha_flag, rows).into_bytes()))
+            }
             Late::RegistryAuth { .. } => {
                 trust::docker_config_json(&self.k8s.private_registry_connection_info)
                     .map(|t| Secret::new(t.expose().clone().into_bytes()))
@@ -667,8 +818,13 @@ impl MgmtDriver for KubeadmNfs {
         }
     }
 
+    /// The registry passwords, and the proxy URLs (they may carry credentials).
     fn secrets(&self) -> Vec<Secret<String>> {
-        trust::secrets(&self.k8s.private_registry_connection_info)
+        let mut out = trust::secrets(&self.k8s.private_registry_connection_info);
+        if let Some(p) = &self.k8s.proxy {
+            out.extend(p.http_proxy.iter().chain(&p.https_proxy).cloned());
+        }
+        out
     }
 
     fn registries(&self) -> Vec<trust::RegistryUse> {
@@ -714,6 +870,7 @@ impl MgmtDriver for KubeadmNfs {
                     &script,
                     Vec::new(),
                     Vec::new(),
+                    None,
                 )));
                 if self.has_storage() {
                     out.push(Probe::Script(recipes::nfs_client(&vnfc.id)));

@@ -1017,8 +1017,13 @@ impl Kubespray {
             let s = self.playbook(0, subject, book, &record, &limit, &[])?;
             list.wave(|w| vec![at(w, s)]);
         }
-        // The package's script first (what it installs on the LB), then vnfkeeper's whole
-        // configuration: the routes are the nodes whatever the script wrote.
+        self.lb_routes(nodes, list)
+    }
+
+    /// The LB's routes to exactly `nodes`: the package's script first (what it installs on the
+    /// LB), then vnfkeeper's whole HAProxy configuration (the routes are the nodes whatever the
+    /// script wrote). Nothing without an LB.
+    fn lb_routes(&self, nodes: &[ClusterNode], list: &mut StageList) -> Result<(), FlavourError> {
         if let Some((lb, s)) = self.lb_script_step(nodes)? {
             list.wave(|w| vec![Stage::remote(w, &lb, Role::LoadBalancer, s)]);
         }
@@ -1287,7 +1292,12 @@ impl MgmtDriver for Kubespray {
             .iter()
             .find(|n| n.role == Role::Master && !leaving_ids.contains(n.vnfc_id.as_str()))
             .ok_or_else(|| FlavourError::new("plan", "no master stays to drain nodes on"))?;
+        // The kubespray spec's scale_start order: the LB stops routing to the leaving nodes
+        // first (no NodePort traffic reaches a draining node), then each is drained and removed
+        // by `remove-node.yml`, then the inventory lists the nodes that stay.
+        let staying = self.nodes(c.vnfcs, &leaving_ids)?;
         let mut list = StageList::default();
+        self.lb_routes(&staying, &mut list)?;
         self.remove(
             master,
             &leaving,
@@ -1295,8 +1305,8 @@ impl MgmtDriver for Kubespray {
             DrainPolicy::Strict,
             &mut list,
         )?;
-        let staying = self.nodes(c.vnfcs, &leaving_ids)?;
-        self.converge(&staying, Vec::new(), &mut list)?;
+        let inv = self.inventory_step(&staying)?;
+        list.wave(|w| vec![Stage::remote(w, ANSIBLE_HOST, Role::AnsibleServer, inv)]);
         Ok(list.into_stages())
     }
 
@@ -1326,6 +1336,23 @@ impl MgmtDriver for Kubespray {
         self.converge(&nodes, books, &mut list)?;
         self.trust_stages(&joining, &mut list)?;
         Ok(list.into_stages())
+    }
+
+    /// kubespray spec: "Heal operation for Master node is not supported because kubespray
+    /// doesn't provide a playbook for it": a master's server is rebuilt only with the whole VNF
+    /// (every VNFC a target), whose heal runs `cluster.yml` as INSTANTIATE does.
+    fn rebuild_refusal(&self, vnfcs: &[VnfcRow], targets: &[String]) -> Option<String> {
+        if vnfcs.iter().all(|v| targets.contains(&v.id)) {
+            return None;
+        }
+        let master = vnfcs
+            .iter()
+            .find(|v| targets.contains(&v.id) && self.role(&v.vdu_id) == Ok(Role::Master))?;
+        Some(format!(
+            "VNFC {} is a kubespray master: kubespray has no playbook to rebuild one master; \
+             heal the whole VNF instead",
+            master.id
+        ))
     }
 
     fn heal_start(
@@ -1471,6 +1498,10 @@ impl MgmtDriver for Kubespray {
                         FlavourError::new("trust.auth", "no registry entry has credentials")
                     })
             }
+            Late::InstallEnv { .. } => Err(FlavourError::new(
+                "plan",
+                format!("this flavour produces no file for {}", late.path()),
+            )),
         }
     }
 

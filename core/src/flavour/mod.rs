@@ -269,6 +269,20 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
         Ok(())
     }
 
+    /// Why the flavour refuses a SCALE of `aspect_id`, or `None`; intake answers 422 with it
+    /// before anything is queued. Default: none.
+    fn scale_refusal(&self, _aspect_id: &str) -> Option<String> {
+        None
+    }
+
+    /// Why the flavour refuses to rebuild the servers of `targets` (vnfcInstanceIds among the
+    /// instance's `vnfcs`) in one HEAL, or `None`; intake answers 409 with it and reconcile never
+    /// starts it (an alert instead). A configuration-only heal rebuilds nothing and is not
+    /// asked. Default: none.
+    fn rebuild_refusal(&self, _vnfcs: &[VnfcRow], _targets: &[String]) -> Option<String> {
+        None
+    }
+
     /// What to keep of a step whose check exited 0, from its standard output (unmasked: the
     /// artifact may be a credential). Errors: the step's output is not what the flavour keeps
     /// (the step fails). Default: nothing.

@@ -116,6 +116,11 @@ pub fn data_volume(vnfc: &VnfcRow) -> Option<VolumeSetup> {
 }
 
 impl MgmtDriver for PrivateRegistry {
+    /// cir spec: "Scale operation is not supported".
+    fn scale_refusal(&self, _aspect_id: &str) -> Option<String> {
+        Some("the private registry VNF does not support SCALE".into())
+    }
+
     fn role(&self, vdu: &str) -> Result<Role, FlavourError> {
         let cp = &self.param.ssh_cp_name;
         let owner = self.inputs.vnfd.cps.get(cp).ok_or_else(|| {

@@ -59,11 +59,13 @@ pub enum EventKind {
     ReconcilePvBoundBlock,
     /// Reconcile is held by a maintenance pause.
     ReconcilePaused,
+    /// A server rebuild reconcile would start is one the VNF's flavour refuses (alert).
+    ReconcileRebuildRefused,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 26] = [
+    pub const ALL: [EventKind; 27] = [
         EventKind::RequestAccepted,
         EventKind::RequestRejected,
         EventKind::RequestDuplicate,
@@ -90,6 +92,7 @@ impl EventKind {
         EventKind::ReconcileBudgetExhausted,
         EventKind::ReconcilePvBoundBlock,
         EventKind::ReconcilePaused,
+        EventKind::ReconcileRebuildRefused,
     ];
 
     /// The stored form, e.g. `REQUEST_ACCEPTED`.
@@ -121,6 +124,7 @@ impl EventKind {
             EventKind::ReconcileBudgetExhausted => "RECONCILE_BUDGET_EXHAUSTED",
             EventKind::ReconcilePvBoundBlock => "RECONCILE_PV_BOUND_BLOCK",
             EventKind::ReconcilePaused => "RECONCILE_PAUSED",
+            EventKind::ReconcileRebuildRefused => "RECONCILE_REBUILD_REFUSED",
         }
     }
 

@@ -205,6 +205,9 @@ pub struct VnfcInput {
     pub probes: Option<Vec<Finding>>,
     /// Memory from earlier passes.
     pub memory: Memory,
+    /// Why the VNF's flavour refuses to rebuild this VNFC's server alone
+    /// (`MgmtDriver::rebuild_refusal`), if it does.
+    pub rebuild_refused: Option<String>,
 }
 
 /// PersistentVolume phases of the VNF's cluster, as known to the loop.
@@ -267,6 +270,9 @@ pub enum DecisionKind {
     PvBoundBlock,
     /// A heal was called for, but the VNF is under a maintenance pause: nothing started.
     Paused,
+    /// A server rebuild the VNF's flavour refuses (a kubespray master alone): nothing started
+    /// (alert).
+    RebuildRefused,
 }
 
 impl DecisionKind {
@@ -283,6 +289,7 @@ impl DecisionKind {
             DecisionKind::BudgetExhausted => crate::model::EventKind::ReconcileBudgetExhausted,
             DecisionKind::PvBoundBlock => crate::model::EventKind::ReconcilePvBoundBlock,
             DecisionKind::Paused => crate::model::EventKind::ReconcilePaused,
+            DecisionKind::RebuildRefused => crate::model::EventKind::ReconcileRebuildRefused,
         }
     }
 
@@ -290,7 +297,10 @@ impl DecisionKind {
     pub fn is_alert(self) -> bool {
         matches!(
             self,
-            DecisionKind::ShortCircuit | DecisionKind::BudgetExhausted | DecisionKind::PvBoundBlock
+            DecisionKind::ShortCircuit
+                | DecisionKind::BudgetExhausted
+                | DecisionKind::PvBoundBlock
+                | DecisionKind::RebuildRefused
         )
     }
 }
@@ -478,7 +488,8 @@ pub fn decide(p: &Policy, vnf: &VnfInput, now: Timestamp) -> VnfOutcome {
         }
         let held = rules::retry_budget(p, &row.memory)
             .or_else(|| rules::backoff(p, &row.memory, now))
-            .or_else(|| rules::keep_data(row.vnfc.role, remedy, &vnf.pvs));
+            .or_else(|| rules::keep_data(row.vnfc.role, remedy, &vnf.pvs))
+            .or_else(|| rules::flavour_refuses(remedy, row.vnfc.rebuild_refused.as_deref()));
         match held {
             Some(r) => say(r),
             None => candidates.push(Candidate {

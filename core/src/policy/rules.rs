@@ -411,6 +411,19 @@ pub(super) fn keep_data(role: Role, remedy: &Remedy, pvs: &PvView) -> Option<Rul
     }
 }
 
+/// **What the flavour cannot rebuild is not rebuilt.** A server rebuild the VNF's flavour refuses
+/// for this VNFC (a kubespray master: kubespray has no playbook for it) is never started
+/// (`REBUILD_REFUSED` alert: an operator heals the whole VNF); a repair passes.
+pub(super) fn flavour_refuses(remedy: &Remedy, refused: Option<&str>) -> Option<Ruling> {
+    let (Remedy::Rebuild(why), Some(refusal)) = (remedy, refused) else {
+        return None;
+    };
+    Some(Ruling::new(
+        DecisionKind::RebuildRefused,
+        format!("server needs replacing ({why}) but {refusal}; not healing automatically"),
+    ))
+}
+
 /// **One heal per VNF; the storage server alone.** From the candidates (in VNFC order): a
 /// storage server needing a rebuild is healed alone (stateful) and every other candidate waits;
 /// else every rebuild goes in one HEAL and the repairs wait; else every repair goes in one

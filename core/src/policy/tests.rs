@@ -37,6 +37,7 @@ fn vnfc(id: &str, role: Role, cloud: CloudView) -> VnfcInput {
             server_since: Some(t(-100_000)),
             ..Memory::default()
         },
+        rebuild_refused: None,
     }
 }
 
@@ -430,6 +431,27 @@ fn storage_server_is_not_replaced_while_a_pv_is_bound_or_phases_are_unknown() {
     };
     let o = decide(&policy(), &input, t(0));
     assert_eq!(o.heal.unwrap().vnfc_ids, vec!["ss".to_string()]);
+}
+
+/// A master whose rebuild the flavour refuses is not replaced (an alert says why), while its
+/// configuration repair still runs.
+#[test]
+fn a_rebuild_the_flavour_refuses_is_an_alert_and_a_repair_still_runs() {
+    let mut input = cluster(CloudView::Healthy);
+    input.vnfcs[1].cloud = confirmed();
+    input.vnfcs[1].rebuild_refused = Some("VNFC m0 is a kubespray master".into());
+    let o = decide(&policy(), &input, t(0));
+    assert!(o.heal.is_none());
+    assert_eq!(kinds(&o), vec![(Some("m0"), DecisionKind::RebuildRefused)]);
+    assert!(DecisionKind::RebuildRefused.is_alert());
+    assert!(o.decisions[0].reason.contains("kubespray master"));
+
+    let mut input = probed(vec![("nfs.client", Verdict::Drift)]);
+    for v in &mut input.vnfcs {
+        v.rebuild_refused = Some("refused".into());
+    }
+    let h = decide(&policy(), &input, t(0)).heal.expect("a repair");
+    assert!(h.configuration_only);
 }
 
 #[test]

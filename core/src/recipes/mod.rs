@@ -78,6 +78,16 @@ pub enum Late {
         /// Absolute path on the host.
         path: String,
     },
+    /// The environment of the package's cluster install script (mode 0600): `export NAME=value`
+    /// lines (`ha_flag` for a worker, the request's proxies), sourced and removed by
+    /// `k8s.install` before the script runs, so no value reaches an argument vector.
+    InstallEnv {
+        /// Absolute path on the host.
+        path: String,
+        /// `ha_flag` as Tacker's driver exports it for a worker (`True` with more than one
+        /// master: the worker joins the VIP's port 16443); `None` for a master.
+        ha_flag: Option<bool>,
+    },
 }
 
 impl Late {
@@ -86,7 +96,8 @@ impl Late {
         match self {
             Late::KnownHosts { path }
             | Late::Credentials { path }
-            | Late::RegistryAuth { path } => path,
+            | Late::RegistryAuth { path }
+            | Late::InstallEnv { path, .. } => path,
         }
     }
 
@@ -94,7 +105,7 @@ impl Late {
     pub fn mode(&self) -> u32 {
         match self {
             Late::KnownHosts { .. } => 0o644,
-            Late::Credentials { .. } | Late::RegistryAuth { .. } => 0o600,
+            Late::Credentials { .. } | Late::RegistryAuth { .. } | Late::InstallEnv { .. } => 0o600,
         }
     }
 }
@@ -310,21 +321,33 @@ pub fn nfs_client(host: &str) -> Step {
     }
 }
 
-/// The package's cluster install script (`script_path`) uploaded to `script` and run with `args`
-/// as root unless the node already belongs to a cluster (kubeadm's `/etc/kubernetes/kubelet.conf`).
-/// The contract for `args` is documented in the README ("Cluster install script").
-pub fn k8s_install(host: &str, script: &str, body: Vec<u8>, args: Vec<String>) -> Step {
+/// The package's cluster install script (`script_path`) uploaded to `script` and run by bash with
+/// `args` as root, with the variables of `<script>.env` ([`Late::InstallEnv`], `ha_flag`) in
+/// its environment, unless the node already belongs to a cluster (kubeadm's
+/// `/etc/kubernetes/kubelet.conf`). The contract for `args` is Tacker's sample MgmtDriver's
+/// (README, "Cluster install script").
+pub fn k8s_install(
+    host: &str,
+    script: &str,
+    body: Vec<u8>,
+    args: Vec<String>,
+    ha_flag: Option<bool>,
+) -> Step {
     let mut all = vec![script.to_owned()];
     all.extend(args);
     Step {
         kind: StepKind::K8sInstall,
         host: host.into(),
         args: all,
-        late: Vec::new(),
+
         uploads: vec![Upload {
             path: script.into(),
             bytes: body,
             mode: 0o755,
+        }],
+        late: vec![Late::InstallEnv {
+            path: format!("{script}.env"),
+            ha_flag,
         }],
         sudo: true,
         timeout: Duration::from_secs(2700),

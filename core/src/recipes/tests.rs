@@ -293,6 +293,7 @@ fn every_step_round_trips_through_a_stored_plan() {
         "/usr/local/lib/vnfkeeper/install.sh",
         b"#!/bin/sh\n\xff binary-safe\n".to_vec(),
         vec!["-i".into(), "10.0.0.1".into()],
+        Some(false),
     ));
     steps.push(k8s_remove_node(
         "m1",

@@ -2,6 +2,8 @@ use std::path::Path;
 
 use super::*;
 use crate::model::AttachedVolume;
+use crate::plan::stages::Action;
+use crate::recipes::StepKind;
 use crate::wire::sol003::InstantiateVnfRequest;
 
 const REQUEST: &str =
@@ -119,4 +121,116 @@ fn instantiate_overlaps_nfs_installs_with_the_cluster_install() {
             "{host} twice in wave {wave}: {w:?}"
         );
     }
+}
+
+/// The storage server does not scale (pv spec): an aspect with a delta for its VDU is refused,
+/// naming the aspect and the VDU; the worker aspect is not.
+#[test]
+fn scale_of_the_storage_server_is_refused_and_of_workers_not() {
+    let mut d = driver();
+    assert_eq!(d.scale_refusal("worker_instance"), None);
+    assert_eq!(d.scale_refusal("no_such_aspect"), None);
+    d.inputs.vnfd.aspects.insert(
+        "storage_instance".into(),
+        crate::package::vnfd::Aspect {
+            max_scale_level: 2,
+            vdu_deltas: [("storage_server".to_owned(), 1)].into(),
+        },
+    );
+    let why = d.scale_refusal("storage_instance").expect("refused");
+    assert!(
+        why.contains("`storage_instance`") && why.contains("`storage_server`"),
+        "{why}"
+    );
+    assert_eq!(d.rebuild_refusal(&rows(), &["ss".into()]), None);
+}
+
+fn install_of<'a>(stages: &'a [Stage], host: &str) -> &'a Step {
+    stages
+        .iter()
+        .find_map(|s| match &s.action {
+            Action::Remote(r) if r.step.kind == StepKind::K8sInstall && r.step.host == host => {
+                Some(&r.step)
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no k8s.install on {host}"))
+}
+
+/// The install script gets the options of Tacker's sample MgmtDriver: a master `-m <masters'
+/// nic addresses> -i <cluster IP> -p <pod CIDR> -a <service CIDR>`, a worker `-w <own nic
+/// address> -i <cluster IP>` with `ha_flag=False` (one master); the proxies travel in the 0600
+/// environment file, never in the arguments.
+#[test]
+fn the_install_script_gets_tackers_options_and_the_proxies_in_its_environment() {
+    let d = driver();
+    let r = rows();
+    let stages = d
+        .instantiate_end(HookContext {
+            vnfcs: &r,
+            pv_wait: Duration::from_secs(60),
+        })
+        .unwrap();
+    let script = "/usr/local/lib/vnfkeeper/install_k8s_cluster.sh";
+    let master = install_of(&stages, "m0");
+    assert_eq!(
+        master.args,
+        [
+            script,
+            "-m",
+            "10.10.0.10",
+            "-i",
+            "10.10.0.10",
+            "-p",
+            "192.168.3.0/16",
+            "-a",
+            "10.199.187.0/24"
+        ]
+    );
+    let worker = install_of(&stages, "w1");
+    assert_eq!(
+        worker.args,
+        [script, "-w", "10.10.0.21", "-i", "10.10.0.10"]
+    );
+    let env = |s: &Step| {
+        let late = &s.late[0];
+        assert_eq!(
+            (late.path(), late.mode()),
+            (&*format!("{script}.env"), 0o600)
+        );
+        String::from_utf8(d.late_upload(late, &r).unwrap().expose().clone()).unwrap()
+    };
+    // The file holds the proxies' credentials: compared, never printed.
+    let worker_env = env(worker);
+    let want = "export ha_flag=False\n\
+                export http_proxy=http://user1:password1@host1:port1\n\
+                export https_proxy=https://user2:password2@host2:port2\n\
+                export no_proxy='192.168.246.0/24,10.0.0.1,192.168.3.0/16,10.199.187.0/24,\
+                127.0.0.1,localhost,10.10.0.10'\n";
+    assert!(worker_env == want, "the worker's environment file differs");
+    assert!(!env(master).contains("ha_flag"));
+    for s in [master, worker] {
+        assert!(
+            !s.args.iter().any(|a| a.contains("password")),
+            "{:?}",
+            s.args
+        );
+    }
+    let secrets: Vec<String> = d.secrets().iter().map(|s| s.expose().clone()).collect();
+    assert!(secrets.contains(&"https://user2:password2@host2:port2".to_owned()));
+}
+
+/// A `cluster_cp_name` that is the CP of no VNFC (a VIP port of the stack) is refused with a
+/// reason naming it, not ignored.
+#[test]
+fn a_cluster_cp_outside_the_vnfcs_is_refused() {
+    let mut d = driver();
+    d.k8s.master_node.cluster_cp_name = "vip_CP".into();
+    let err = d
+        .instantiate_end(HookContext {
+            vnfcs: &rows(),
+            pv_wait: Duration::from_secs(60),
+        })
+        .unwrap_err();
+    assert!(err.reason.contains("`vip_CP`"), "{err}");
 }

@@ -358,20 +358,21 @@ fn scale_in_of_worker1_keeps_worker10_everywhere() {
     assert_eq!(
         keys(&stages),
         [
-            "0:k8s.drain@worker1",
-            "1:ansible.playbook@remove-node.yml:worker1",
-            "2:ansible.inventory@ansible-server",
-            "3:lb.script@lb",
-            "4:lb.haproxy@lb",
-        ]
+            "0:lb.script@lb",
+            "1:lb.haproxy@lb",
+            "2:k8s.drain@worker1",
+            "3:ansible.playbook@remove-node.yml:worker1",
+            "4:ansible.inventory@ansible-server",
+        ],
+        "the LB stops routing to the node before it is drained (kubespray spec, scale_start)"
     );
-    let Action::Remote(drain) = &stages[0].action else {
+    let Action::Remote(drain) = &stages[2].action else {
         panic!()
     };
     assert_eq!(drain.step.host, "m0", "drained on a master that stays");
     assert_eq!(drain.step.args[0], "worker1");
     assert_eq!(drain.step.args[2], "strict");
-    let Action::Remote(rm) = &stages[1].action else {
+    let Action::Remote(rm) = &stages[3].action else {
         panic!()
     };
     assert_eq!(rm.step.args[2], "remove-node.yml");
@@ -380,7 +381,7 @@ fn scale_in_of_worker1_keeps_worker10_everywhere() {
         ["node=worker1", "skip_confirmation=yes"]
     );
     let hosts: serde_yaml_ng::Value =
-        serde_yaml_ng::from_str(upload(&stages[2], "hosts.yaml")).unwrap();
+        serde_yaml_ng::from_str(upload(&stages[4], "hosts.yaml")).unwrap();
     let names: Vec<&str> = hosts["all"]["hosts"]
         .as_mapping()
         .unwrap()
@@ -388,7 +389,7 @@ fn scale_in_of_worker1_keeps_worker10_everywhere() {
         .map(|k| k.as_str().unwrap())
         .collect();
     assert_eq!(names, ["master1", "worker10"]);
-    let Action::Remote(script) = &stages[3].action else {
+    let Action::Remote(script) = &stages[0].action else {
         panic!()
     };
     assert_eq!(
@@ -396,7 +397,7 @@ fn scale_in_of_worker1_keeps_worker10_everywhere() {
         ["10.0.0.10", "10.0.0.29"],
         "the package's LB script: -m masters -w the workers that stay"
     );
-    let cfg = upload(&stages[4], ".vnfkeeper-new");
+    let cfg = upload(&stages[1], ".vnfkeeper-new");
     assert_eq!(haproxy_servers(cfg, "kube_nodes"), ["master1", "worker10"]);
 }
 
@@ -920,4 +921,19 @@ fn trust_probes_auth_file_secrets_registries_and_package_files() {
         Some(crate::digest::sha256_hex(REGISTRY_CA).as_str())
     );
     assert!(package_files(&d.k8s).contains(&"Files/registries/ca.crt".to_owned()));
+}
+
+/// kubespray cannot rebuild one master (kubespray spec): a heal rebuilding the master alone is
+/// refused, naming it; the whole VNF, a worker, and a SCALE are not.
+#[test]
+fn rebuilding_a_master_alone_is_refused() {
+    let d = driver();
+    let r = rows();
+    let why = d.rebuild_refusal(&r, &["m0".into()]).expect("refused");
+    assert!(why.contains("m0") && why.contains("whole VNF"), "{why}");
+    assert!(d.rebuild_refusal(&r, &["m0".into(), "w0".into()]).is_some());
+    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    assert_eq!(d.rebuild_refusal(&r, &all), None);
+    assert_eq!(d.rebuild_refusal(&r, &["w0".into()]), None);
+    assert_eq!(d.scale_refusal("worker_instance"), None);
 }

@@ -171,3 +171,10 @@ fn probes_check_the_mount_the_container_and_v2() {
             .is_empty()
     );
 }
+
+/// The registry VNF does not scale (cir spec): every SCALE is refused.
+#[test]
+fn every_scale_of_the_registry_is_refused() {
+    let why = driver().scale_refusal("any").expect("refused");
+    assert!(why.contains("does not support SCALE"), "{why}");
+}
