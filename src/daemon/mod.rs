@@ -742,13 +742,17 @@ async fn start_http(
     if let Some(t) = &settings.tacker {
         let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
         let check = match t.auth_type {
-            crate::config::TackerAuth::Basic => notifications::Check::Basic {
+            crate::config::tacker::TackerAuth::Basic => notifications::Check::Basic {
                 username: t.username.clone(),
                 password,
             },
-            crate::config::TackerAuth::Oauth2ClientCredentials => notifications::Check::Bearer(
-                oauth::Tokens::new(t.username.clone(), password, t.token_lifetime),
-            ),
+            crate::config::tacker::TackerAuth::Oauth2ClientCredentials => {
+                notifications::Check::Bearer(oauth::Tokens::new(
+                    t.username.clone(),
+                    password,
+                    t.token_lifetime,
+                ))
+            }
         };
         let tokens = match &check {
             notifications::Check::Bearer(tokens) => Some(tokens.clone()),
