@@ -347,7 +347,7 @@ impl Reader<'_> {
         }
     }
 
-    /// `v` (absent: `default`) as an absolute path. Errors: a relative path.
+    /// The path `p` of `key` (absent: `default`). Errors: a relative path.
     fn absolute(
         &self,
         key: &str,
@@ -365,7 +365,7 @@ impl Reader<'_> {
         }
     }
 
-    /// `v` seconds (absent: `default`) as a duration. Errors: outside 1..=`max`.
+    /// `v` seconds of `key` (absent: `default`) as a duration. Errors: outside 1..=`max`.
     fn secs(
         &self,
         key: &str,
@@ -381,7 +381,7 @@ impl Reader<'_> {
         }
     }
 
-    /// The count `v` (absent: `default`). Errors: outside 1..=`max`.
+    /// The count `v` of `key` (absent: `default`). Errors: outside 1..=`max`.
     fn count(&self, key: &str, v: Option<u32>, default: u32, max: u32) -> Result<u32, ConfigError> {
         let v = v.unwrap_or(default);
         if (1..=max).contains(&v) {

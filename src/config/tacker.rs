@@ -371,7 +371,7 @@ fn tls_files(cert: Option<PathBuf>, key: Option<PathBuf>) -> Result<Option<TlsFi
     }
 }
 
-/// Checks `username` (an RFC 7617 user-id: non-empty, no `:` nor control characters) and that
+/// Checks `username` (a Basic user-id: non-empty, no `:` nor control characters) and that
 /// `password_file` is an absolute path.
 fn check_credentials(username: &str, password_file: &Path) -> Result<(), KeyError> {
     if username.is_empty() || username.contains(':') || username.chars().any(char::is_control) {

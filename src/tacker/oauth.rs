@@ -247,7 +247,7 @@ fn form_field<'a>(form: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
-/// Why a token request is refused: the HTTP status and the RFC 6749 §5.2 error code and
+/// Why a token request is refused: the HTTP status and the OAuth 2.0 error code and
 /// description, made into the response by [`error`].
 struct Refusal {
     status: StatusCode,
@@ -322,8 +322,8 @@ fn check_grant_type(form: &[(String, String)]) -> Result<(), Refusal> {
     }
 }
 
-/// The successful token response (RFC 6749 §5.1): `token` as a Bearer access token valid
-/// `lifetime_secs` seconds, JSON, never cached.
+/// The successful token response: `token` as a Bearer access token valid `lifetime_secs`
+/// seconds, JSON, never cached.
 fn token_response(token: &Secret<String>, lifetime_secs: u64) -> Response {
     let body = serde_json::json!({
         "access_token": token.expose(),
