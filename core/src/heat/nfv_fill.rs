@@ -522,6 +522,38 @@ fn change_cps(
     let none = Current::default();
     let empty = json!({});
     let sources = Sources::new(grant, input.vnfd, &plan.request_vls, &none, &empty);
+    for (vdu, index, count) in cp_owners(input, analysis) {
+        let refs: Vec<&NfvRef> = analysis
+            .refs_of(vdu)
+            .iter()
+            .filter(|r| r.section == Section::Cp)
+            .collect();
+        let mut cps: Vec<&str> = refs.iter().map(|r| r.name.as_str()).collect();
+        cps.dedup();
+        for cp in cps {
+            let Some(link) = sources.cp_link(cp) else {
+                continue;
+            };
+            let name = match index {
+                Some(i) => indexed(cp, i),
+                None => cp.to_owned(),
+            };
+            let mine: Vec<&NfvRef> = refs.iter().filter(|r| r.name == cp).copied().collect();
+            let entry = cp_entry(&mine, link, cp, vdu, count)?;
+            if entry.is_empty() {
+                continue;
+            }
+            merge_cp_entry(nfv, &name, entry)?;
+            affected.insert((Section::Cp, name));
+        }
+    }
+    Ok(())
+}
+
+/// Whose `nfv.CP` entries a change of external connectivity may rewrite, as `(VDU, index,
+/// VNFCs of the VDU)`: each existing VNFC of an individually managed VDU, and each
+/// single-resource VDU (index `None`, at least one VNFC); AutoScalingGroup VDUs are left out.
+fn cp_owners<'a>(input: Input<'_>, analysis: &'a Analysis) -> Vec<(&'a str, Option<u32>, usize)> {
     let mut targets: Vec<(&str, Option<u32>, usize)> = Vec::new();
     for (vdu, mode) in &analysis.modes {
         let count = input
@@ -543,74 +575,72 @@ fn change_cps(
             Mode::Asg(_) => {}
         }
     }
-    for (vdu, index, count) in targets {
-        let refs: Vec<&NfvRef> = analysis
-            .refs_of(vdu)
-            .iter()
-            .filter(|r| r.section == Section::Cp)
-            .collect();
-        let mut cps: Vec<&str> = refs.iter().map(|r| r.name.as_str()).collect();
-        cps.dedup();
-        for cp in cps {
-            let Some(link) = sources.cp_link(cp) else {
-                continue;
-            };
-            let name = match index {
-                Some(i) => indexed(cp, i),
-                None => cp.to_owned(),
-            };
-            let mine: Vec<&&NfvRef> = refs.iter().filter(|r| r.name == cp).collect();
-            let key = |r: &NfvRef| r.rest.first().and_then(Value::as_str).map(str::to_owned);
-            let mut entry = Map::new();
-            if mine.iter().any(|r| key(r).as_deref() == Some("network")) {
-                entry.insert("network".into(), link.network.clone().into());
-            }
-            if mine.iter().any(|r| key(r).as_deref() == Some("fixed_ips")) {
-                let mut list = Vec::new();
-                for (i, ext) in link.fixed_ips.iter().enumerate() {
-                    let keys: Vec<&str> = mine
-                        .iter()
-                        .filter(|r| r.rest.get(1).and_then(Value::as_u64) == Some(i as u64))
-                        .filter_map(|r| r.rest.get(2).and_then(Value::as_str))
-                        .collect();
-                    if keys.is_empty() {
-                        break;
-                    }
-                    let mut item = Map::new();
-                    for k in keys {
-                        item.insert(k.to_owned(), ext.get(k).cloned().unwrap_or(Value::Null));
-                    }
-                    if item.get("ip_address").is_some_and(Value::is_string) && count > 1 {
-                        return Err(link.origin.error(
-                            link.pointer,
-                            format!(
-                                "a fixed address for CP `{cp}` would be shared by the {count} VNFCs of VDU `{vdu}`"
-                            ),
-                        ));
-                    }
-                    list.push(Value::Object(item));
-                }
-                entry.insert("fixed_ips".into(), Value::Array(list));
-            }
-            if entry.is_empty() {
-                continue;
-            }
-            let sec = nfv
-                .as_object_mut()
-                .expect("nfv is an object")
-                .entry("CP")
-                .or_insert_with(|| json!({}));
-            let Some(sec) = sec.as_object_mut() else {
-                return Err(HeatError::Current {
-                    pointer: "/nfv/CP".to_owned(),
-                    reason: "not an object".to_owned(),
-                });
-            };
-            let slot = sec.entry(name.clone()).or_insert_with(|| json!({}));
-            json_patch::merge(slot, &Value::Object(entry));
-            affected.insert((Section::Cp, name));
-        }
+    targets
+}
+
+/// The new values of CP `cp`'s entry for one VNFC of VDU `vdu` (of `count` VNFCs), from the
+/// external VL `link`: `network` and `fixed_ips` (one item per extCp address for as long as
+/// the BaseHOT references that position), only the keys `mine` (the BaseHOT's references to
+/// the entry) use; empty when it uses neither. Errors: a fixed address the `count` VNFCs
+/// would share, blaming the extCp that gives it.
+fn cp_entry(
+    mine: &[&NfvRef],
+    link: CpLink,
+    cp: &str,
+    vdu: &str,
+    count: usize,
+) -> Result<Map<String, Value>, HeatError> {
+    let key = |r: &NfvRef| r.rest.first().and_then(Value::as_str).map(str::to_owned);
+    let mut entry = Map::new();
+    if mine.iter().any(|r| key(r).as_deref() == Some("network")) {
+        entry.insert("network".into(), link.network.clone().into());
     }
+    if mine.iter().any(|r| key(r).as_deref() == Some("fixed_ips")) {
+        let mut list = Vec::new();
+        for (i, ext) in link.fixed_ips.iter().enumerate() {
+            let keys: Vec<&str> = mine
+                .iter()
+                .filter(|r| r.rest.get(1).and_then(Value::as_u64) == Some(i as u64))
+                .filter_map(|r| r.rest.get(2).and_then(Value::as_str))
+                .collect();
+            if keys.is_empty() {
+                break;
+            }
+            let mut item = Map::new();
+            for k in keys {
+                item.insert(k.to_owned(), ext.get(k).cloned().unwrap_or(Value::Null));
+            }
+            if item.get("ip_address").is_some_and(Value::is_string) && count > 1 {
+                return Err(link.origin.error(
+                    link.pointer,
+                    format!(
+                        "a fixed address for CP `{cp}` would be shared by the {count} VNFCs of VDU `{vdu}`"
+                    ),
+                ));
+            }
+            list.push(Value::Object(item));
+        }
+        entry.insert("fixed_ips".into(), Value::Array(list));
+    }
+    Ok(entry)
+}
+
+/// Merges `entry` (a JSON merge patch) into `nfv.CP.<name>`, creating `CP` and the entry as needed.
+/// Errors: `nfv.CP` is not an object.
+fn merge_cp_entry(nfv: &mut Value, name: &str, entry: Map<String, Value>) -> Result<(), HeatError> {
+    let sec = nfv
+        .as_object_mut()
+        .expect("nfv is an object")
+        .entry("CP")
+        .or_insert_with(|| json!({}));
+    let Some(sec) = sec.as_object_mut() else {
+        return Err(HeatError::Current {
+            pointer: "/nfv/CP".to_owned(),
+            reason: "not an object".to_owned(),
+        });
+    };
+    let slot = sec.entry(name.to_owned()).or_insert_with(|| json!({}));
+    json_patch::merge(slot, &Value::Object(entry));
     Ok(())
 }
 
