@@ -173,7 +173,6 @@ impl Metrics {
     /// A registry with every family registered (and the label values known in advance
     /// pre-created at 0, so that `rate()` and `increase()` see a counter's first increment).
     pub fn new() -> Self {
-        let mut registry = Registry::default();
         let m = Self {
             operations_finished: Family::default(),
             operation_duration: Family::new_with_constructor(operation_buckets),
@@ -190,6 +189,14 @@ impl Metrics {
             changes_polls: Family::default(),
             registry: Registry::default(),
         };
+        let mut registry = Registry::default();
+        m.register(&mut registry);
+        m.precreate_labels();
+        Self { registry, ..m }
+    }
+
+    /// Registers every family of `self` in `registry`, in the order they are exposed.
+    fn register(&self, registry: &mut Registry) {
         registry.register(
             "vnfkeeper_build",
             "Version of this vnfkeeper build (always 1)",
@@ -198,67 +205,78 @@ impl Metrics {
         registry.register(
             "vnfkeeper_operations_finished",
             "LCM operations that stopped in a final state or FAILED_TEMP, by SOL003 operation type and state",
-            m.operations_finished.clone(),
+            self.operations_finished.clone(),
         );
         registry.register_with_unit(
             "vnfkeeper_operation_duration",
             "How long the engine ran an operation until it stopped (COMPLETED, FAILED_TEMP, ROLLED_BACK), from the start or resume of its run",
             Unit::Seconds,
-            m.operation_duration.clone(),
+            self.operation_duration.clone(),
         );
         registry.register_with_unit(
             "vnfkeeper_step_duration",
             "How long one journaled step ran (a cloud call, or a remote step on one host, retries included), by step name and result",
             Unit::Seconds,
-            m.step_duration.clone(),
+            self.step_duration.clone(),
         );
         registry.register(
             "vnfkeeper_heals_started",
             "Automatic HEAL operations queued by reconcile",
-            m.heals_started.clone(),
+            self.heals_started.clone(),
         );
         registry.register(
             "vnfkeeper_heals_blocked",
             "Reconcile decisions that held back a heal a VNFC or VNF called for (max_unhealthy, retry budget, Bound PV, maintenance pause), by reason; counted every pass while the condition lasts",
-            m.heals_blocked.clone(),
+            self.heals_blocked.clone(),
         );
         registry.register(
             "vnfkeeper_heals_deferred",
             "Reconcile decisions that waited before judging (unknown health, grace, backoff, an operation in flight), by reason; counted every pass while the condition lasts",
-            m.heals_deferred.clone(),
+            self.heals_deferred.clone(),
         );
         registry.register(
             "vnfkeeper_reconcile_passes",
             "Reconcile passes by kind and whether their decisions were recorded",
-            m.passes.clone(),
+            self.passes.clone(),
         );
         registry.register_with_unit(
             "vnfkeeper_reconcile_pass_duration",
             "Wall time of one reconcile pass (snapshot, observation, probes, policy, record)",
             Unit::Seconds,
-            m.pass_duration.clone(),
+            self.pass_duration.clone(),
         );
         registry.register(
             "vnfkeeper_reconcile_api_requests",
             "Cloud API requests one reconcile pass sent (each page of a list counts)",
-            m.pass_requests.clone(),
+            self.pass_requests.clone(),
         );
         registry.register_with_unit(
             "vnfkeeper_reconcile_last_success_timestamp",
             "When the last reconcile pass was recorded, in Unix seconds (0: none since start)",
             Unit::Seconds,
-            m.last_success.clone(),
+            self.last_success.clone(),
         );
         registry.register(
             "vnfkeeper_intake_files",
             "Spool files intake decided, by outcome",
-            m.intake_files.clone(),
+            self.intake_files.clone(),
         );
         registry.register(
             "vnfkeeper_spool_backlog_files",
             "Request files in the spool's new/ known to the daemon and not yet decided",
-            m.spool_backlog.clone(),
+            self.spool_backlog.clone(),
         );
+        registry.register(
+            "vnfkeeper_reconcile_changes_polls",
+            "Fast observations (one Nova changes-since request each) by outcome: ok, failed (an API error or the timeout; the next poll asks from the same time), skipped (the previous poll was still running when this one was due)",
+            self.changes_polls.clone(),
+        );
+    }
+
+    /// Creates the label values known in advance at 0 (operation types and final states,
+    /// pass kinds and results, poll outcomes, blocked and deferred reasons, intake outcomes),
+    /// so that `rate()` and `increase()` see a counter's first increment.
+    fn precreate_labels(&self) {
         for op in [
             LcmOperationType::Instantiate,
             LcmOperationType::Scale,
@@ -272,52 +290,46 @@ impl Metrics {
                 OperationState::Failed,
                 OperationState::RolledBack,
             ] {
-                m.operations_finished
+                self.operations_finished
                     .get_or_create(&OperationStateLabels {
                         operation: op.as_str(),
                         state: state.as_str(),
                     })
                     .get();
             }
-            let _ = m.operation_duration.get_or_create(&OperationLabels {
+            let _ = self.operation_duration.get_or_create(&OperationLabels {
                 operation: op.as_str(),
             });
         }
         for kind in [PassKind::Cloud, PassKind::Full].map(PassKind::as_str) {
-            let _ = m.pass_duration.get_or_create(&PassLabels { kind });
-            let _ = m.pass_requests.get_or_create(&PassLabels { kind });
+            let _ = self.pass_duration.get_or_create(&PassLabels { kind });
+            let _ = self.pass_requests.get_or_create(&PassLabels { kind });
             for result in ["recorded", "failed"] {
-                m.passes
+                self.passes
                     .get_or_create(&PassResultLabels { kind, result })
                     .get();
             }
         }
-        registry.register(
-            "vnfkeeper_reconcile_changes_polls",
-            "Fast observations (one Nova changes-since request each) by outcome: ok, failed (an API error or the timeout; the next poll asks from the same time), skipped (the previous poll was still running when this one was due)",
-            m.changes_polls.clone(),
-        );
         for outcome in CHANGES_POLL_OUTCOMES {
-            m.changes_polls
+            self.changes_polls
                 .get_or_create(&OutcomeLabels { outcome })
                 .get();
         }
         for reason in BLOCKED_REASONS {
-            m.heals_blocked
+            self.heals_blocked
                 .get_or_create(&ReasonLabels { reason })
                 .get();
         }
         for reason in DEFERRED_REASONS {
-            m.heals_deferred
+            self.heals_deferred
                 .get_or_create(&ReasonLabels { reason })
                 .get();
         }
         for outcome in INTAKE_OUTCOMES {
-            m.intake_files
+            self.intake_files
                 .get_or_create(&OutcomeLabels { outcome })
                 .get();
         }
-        Self { registry, ..m }
     }
 
     /// The whole registry as text in `format` (OpenMetrics ends with `# EOF`); served with

@@ -204,87 +204,15 @@ impl OpenStackCloud {
             path: clouds_yaml.to_path_buf(),
             message,
         };
-        // The client-level timeout is a backstop for requests osauth makes on its own (token
-        // refresh, version discovery); our own calls are bounded by tokio::time::timeout.
-        let mut builder = reqwest::Client::builder()
-            .timeout(timeout + Duration::from_secs(1))
-            .connect_timeout(timeout.min(Duration::from_secs(10)))
-            .redirect(same_origin_redirects());
-        if let Some(ca) = &entry.cacert {
-            let pem =
-                std::fs::read(ca).map_err(|e| cfg_err(format!("cacert {}: {e}", ca.display())))?;
-            let cert = reqwest::Certificate::from_pem(&pem).map_err(|e| {
-                cfg_err(format!(
-                    "cacert {}: not a PEM certificate: {e}",
-                    ca.display()
-                ))
-            })?;
-            builder = builder.add_root_certificate(cert);
-        }
-        if !entry.verify {
-            tracing::warn!(
-                cloud,
-                "clouds.yaml sets verify: false; TLS certificates of the cloud are NOT verified"
-            );
-            builder = builder.danger_accept_invalid_certs(true);
-        }
-        let client = builder
-            .build()
-            .map_err(|e| cfg_err(format!("cannot build the HTTP client: {e}")))?;
-        let scope = entry.project.as_ref().map(|p| {
-            let project = match p {
-                Project::Id(id) => openstack::IdOrName::Id(id.clone()),
-                Project::Name(n) => openstack::IdOrName::Name(n.clone()),
-            };
-            let domain = match &entry.project_domain {
-                (true, id) => openstack::IdOrName::Id(id.clone()),
-                (false, n) => openstack::IdOrName::Name(n.clone()),
-            };
-            openstack::auth::Scope::Project {
-                project,
-                domain: Some(domain),
-            }
-        });
-        let context = format!("connect to cloud '{cloud}' at {}", entry.auth_url);
-        let map = |e: openstack::Error| map_osauth(e, &context, "identity");
+        let client = http_client(&entry, cloud, timeout).map_err(cfg_err)?;
         let started = Instant::now();
-        let fut = async {
-            match &entry.credentials {
-                Credentials::Password {
-                    username,
-                    password,
-                    user_domain_name,
-                } => {
-                    let mut auth = openstack::auth::Password::new(
-                        &entry.auth_url,
-                        username.clone(),
-                        password.clone(),
-                        user_domain_name.clone(),
-                    )
-                    .map_err(map)?;
-                    if let Some(s) = scope {
-                        auth.set_scope(s);
-                    }
-                    Session::new_with_client(client, auth).await.map_err(map)
-                }
-                Credentials::Token(token) => {
-                    let mut auth =
-                        openstack::auth::Token::new(&entry.auth_url, token.clone()).map_err(map)?;
-                    if let Some(s) = scope {
-                        auth.set_scope(s);
-                    }
-                    Session::new_with_client(client, auth).await.map_err(map)
-                }
-            }
-        };
-        let mut session =
-            tokio::time::timeout(timeout, fut)
-                .await
-                .map_err(|_| CloudError::Timeout {
-                    method: "POST".into(),
-                    url: format!("{}/auth/tokens", entry.auth_url.trim_end_matches('/')),
-                    after: timeout,
-                })??;
+        let mut session = tokio::time::timeout(timeout, keystone_session(&entry, cloud, client))
+            .await
+            .map_err(|_| CloudError::Timeout {
+                method: "POST".into(),
+                url: format!("{}/auth/tokens", entry.auth_url.trim_end_matches('/')),
+                after: timeout,
+            })??;
         tracing::debug!(
             cloud,
             ms = started.elapsed().as_millis() as u64,
@@ -654,6 +582,98 @@ fn query_param(url: &str, key: &str) -> Option<String> {
         (super::types::percent_decode(k) == key)
             .then(|| super::types::percent_decode(&v.replace('+', " ")))
     })
+}
+
+/// The HTTP client of clouds.yaml entry `cloud` (`entry`): requests bounded by `timeout`
+/// (plus a second, as a backstop), connections by at most 10 s, same-origin redirects only,
+/// `cacert` trusted, certificates unchecked with `verify: false` (logged). Errors: the message
+/// of a [`CloudError::Config`] (unreadable or invalid `cacert`, a client that cannot be built).
+fn http_client(
+    entry: &config::CloudEntry,
+    cloud: &str,
+    timeout: Duration,
+) -> Result<reqwest::Client, String> {
+    // The client-level timeout is a backstop for requests osauth makes on its own (token
+    // refresh, version discovery); our own calls are bounded by tokio::time::timeout.
+    let mut builder = reqwest::Client::builder()
+        .timeout(timeout + Duration::from_secs(1))
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .redirect(same_origin_redirects());
+    if let Some(ca) = &entry.cacert {
+        let pem = std::fs::read(ca).map_err(|e| format!("cacert {}: {e}", ca.display()))?;
+        let cert = reqwest::Certificate::from_pem(&pem)
+            .map_err(|e| format!("cacert {}: not a PEM certificate: {e}", ca.display()))?;
+        builder = builder.add_root_certificate(cert);
+    }
+    if !entry.verify {
+        tracing::warn!(
+            cloud,
+            "clouds.yaml sets verify: false; TLS certificates of the cloud are NOT verified"
+        );
+        builder = builder.danger_accept_invalid_certs(true);
+    }
+    builder
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// The Keystone scope of `entry`: its project (by id or name) in its project domain; `None`
+/// without a project (an unscoped token).
+fn project_scope(entry: &config::CloudEntry) -> Option<openstack::auth::Scope> {
+    entry.project.as_ref().map(|p| {
+        let project = match p {
+            Project::Id(id) => openstack::IdOrName::Id(id.clone()),
+            Project::Name(n) => openstack::IdOrName::Name(n.clone()),
+        };
+        let domain = match &entry.project_domain {
+            (true, id) => openstack::IdOrName::Id(id.clone()),
+            (false, n) => openstack::IdOrName::Name(n.clone()),
+        };
+        openstack::auth::Scope::Project {
+            project,
+            domain: Some(domain),
+        }
+    })
+}
+
+/// A Keystone v3 session of clouds.yaml entry `cloud` (`entry`) over `client`: one token
+/// request with its password or token credentials, scoped by [`project_scope`]. Errors: as
+/// [`map_osauth`] maps them (refused credentials, Keystone unreachable).
+async fn keystone_session(
+    entry: &config::CloudEntry,
+    cloud: &str,
+    client: reqwest::Client,
+) -> Result<Session, CloudError> {
+    let scope = project_scope(entry);
+    let context = format!("connect to cloud '{cloud}' at {}", entry.auth_url);
+    let map = |e: openstack::Error| map_osauth(e, &context, "identity");
+    match &entry.credentials {
+        Credentials::Password {
+            username,
+            password,
+            user_domain_name,
+        } => {
+            let mut auth = openstack::auth::Password::new(
+                &entry.auth_url,
+                username.clone(),
+                password.clone(),
+                user_domain_name.clone(),
+            )
+            .map_err(map)?;
+            if let Some(s) = scope {
+                auth.set_scope(s);
+            }
+            Session::new_with_client(client, auth).await.map_err(map)
+        }
+        Credentials::Token(token) => {
+            let mut auth =
+                openstack::auth::Token::new(&entry.auth_url, token.clone()).map_err(map)?;
+            if let Some(s) = scope {
+                auth.set_scope(s);
+            }
+            Session::new_with_client(client, auth).await.map_err(map)
+        }
+    }
 }
 
 /// Maps an osauth error (auth, catalog, transport) to a [`CloudError`].

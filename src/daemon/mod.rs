@@ -191,6 +191,18 @@ impl DatabaseFile {
             Err(_) => Ok(()),
         }
     }
+
+    /// [`Self::check`], with a change logged (`MSG_DATABASE_LOST`) as the reason the daemon
+    /// stops.
+    fn check_logged(&self) -> Result<(), String> {
+        self.check().inspect_err(|why| {
+            tracing::error!(
+                message_id = crate::message_ids::MSG_DATABASE_LOST,
+                database = %self.path.display(),
+                "{why} while the daemon ran; stopping, since what it would record now is lost (restart it: see README \"Restore from backup\")"
+            );
+        })
+    }
 }
 
 async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow::Result<()> {
@@ -200,7 +212,7 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
 
     // Watch first, then scan, so that nothing arriving in between is missed (a file seen both by
     // the scan and as an event is queued once: `ready` is a set).
-    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let (events_tx, events) = mpsc::unbounded_channel();
     let watch = watch::SpoolWatch::new(&spool, events_tx)?;
 
     // The HTTP endpoints are bound before anything is processed: a port that cannot be bound
@@ -211,159 +223,304 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     let http = start_http(&settings, &metrics, &db, &tacker_wake).await?;
     let companion = start_companion(&settings, &db, &tacker_wake)?;
     let (batch_done, mut batches) = mpsc::unbounded_channel();
-    let mut intake = Intake {
+    let mut intake = Intake::new(
         spool,
-        db: db.clone(),
+        db.clone(),
         settings,
-        ready: BTreeSet::new(),
-        looks: HashMap::new(),
-        unsettled: false,
         watch,
-        check_watch: false,
-        last_reconcile: None,
-        flushing: false,
-        in_batch: 0,
-        metrics: metrics.clone(),
+        metrics.clone(),
         batch_done,
-    };
-    intake.scan().context("scanning the spool")?;
-    // Before READY=1 (and before the main loop): the files already in new/ are processed; those
-    // not yet known complete are taken after their second look.
-    intake.flush();
-    intake.finish_batches(&mut batches).await;
-    if intake.unsettled {
-        tokio::time::sleep(SETTLE).await;
-        intake.scan().context("scanning the spool")?;
-        intake.flush();
-        intake.finish_batches(&mut batches).await;
-    }
+    );
+    intake.first_scan(&mut batches).await?;
     // One cloud connection and one SSH session pool for the engine and reconcile alike.
-    let mut connector = Connector::new();
-    let mut connection_handed = false;
+    let connector = Connector::new();
     let scheduler = Scheduler::spawn(db.clone(), &intake.settings, metrics.clone());
-    let mut schedule_tick = tokio::time::interval(Duration::from_secs(1));
     let mut reconcile =
         reconcile::ReconcileLoop::new(db.clone(), &intake.settings.spool_dir, metrics.clone());
     if companion.is_some() {
         reconcile.tacker_wake = Some(tacker_wake.clone());
     }
-    let mut reconcile_tick = tokio::time::interval(Duration::from_millis(250));
+    let timers = Timers::new(&intake.settings);
 
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sighup = signal(SignalKind::hangup())?;
-    let mut rescan = tokio::time::interval(intake.settings.intake.rescan_interval);
-    rescan.reset();
-    let mut settle = tokio::time::interval(SETTLE_TICK);
-    let watchdog_period = watchdog_period();
-    let mut watchdog = tokio::time::interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
+    let sigterm = signal(SignalKind::terminate())?;
+    let sigint = signal(SignalKind::interrupt())?;
+    let sighup = signal(SignalKind::hangup())?;
 
-    let mut status = intake.status_line(&scheduler.status.borrow());
+    let status = intake.status_line(&scheduler.status.borrow());
     notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
     tracing::info!(spool = %intake.settings.spool_dir.display(), database = %intake.settings.database.display(), "ready");
 
-    let mut lost = None;
-    loop {
-        tokio::select! {
-            Some(res) = events.recv() => {
-                intake.note_event(res);
-                while intake.ready.len() < intake.settings.intake.batch_size as usize {
-                    match events.try_recv() {
-                        Ok(res) => intake.note_event(res),
-                        Err(_) => break,
-                    }
-                }
-                intake.flush();
-            }
-            _ = rescan.tick() => {
-                intake.check_watch = true;
-                intake.scan_logged();
-                intake.flush();
-            }
-            _ = settle.tick(), if intake.unsettled || intake.check_watch => {
-                intake.scan_logged();
-                intake.flush();
-            }
-            Some(done) = batches.recv() => {
-                intake.batch_done(done);
-                // Operations (or tasks) it accepted start now, not at the next tick.
-                scheduler.wake();
-            }
-            _ = watchdog.tick(), if watchdog_period.is_some() => {
-                notify_systemd(&[NotifyState::Watchdog]);
-            }
-            _ = connector.attempt_ended(&intake.settings), if connector.attempting() => {
-                // The operations accepted before the cloud was connected start now.
-                if !connection_handed && let Some(c) = connector.get() {
-                    scheduler.set_connection(c.clone());
-                    connection_handed = true;
-                }
-            }
-            _ = schedule_tick.tick() => {
-                if let Err(why) = database.check() {
-                    tracing::error!(
-                        message_id = crate::message_ids::MSG_DATABASE_LOST,
-                        database = %database.path.display(),
-                        "{why} while the daemon ran; stopping, since what it would record now is lost (restart it: see README \"Restore from backup\")"
-                    );
-                    lost = Some(why);
-                    break;
-                }
-                connector.poll(&intake.settings).await;
-                if !connection_handed && let Some(c) = connector.get() {
-                    scheduler.set_connection(c.clone());
-                    connection_handed = true;
-                }
-                let now = intake.status_line(&scheduler.status.borrow());
-                if now != status {
-                    notify_systemd(&[NotifyState::Status(&now)]);
-                    status = now;
-                }
-            }
-            _ = reconcile_tick.tick() => {
-                reconcile.tick(&intake.settings, connector.get()).await;
-                intake.last_reconcile = reconcile.last_pass();
-            }
-            _ = sighup.recv() => {
-                notify_systemd(&[NotifyState::Reloading]);
-                intake.reload(&config_path);
-                status = intake.status_line(&scheduler.status.borrow());
-                notify_systemd(&[NotifyState::Ready, NotifyState::Status(&status)]);
-            }
-            _ = sigterm.recv() => break,
-            _ = sigint.recv() => break,
-        }
-    }
-    notify_systemd(&[NotifyState::Stopping]);
-    tracing::info!(running = scheduler.status.borrow().running, "stopping");
-    connector.stop();
-    // A batch in flight commits and moves its files before the daemon exits.
-    if intake.flushing
-        && let Some(done) = batches.recv().await
-    {
-        intake.flushing = false;
-        intake.ready.clear();
-        intake.batch_done(done);
-    }
-    scheduler.stop().await;
-    reconcile.stop().await;
-    for server in http {
-        server.stop();
-    }
-    if let Some(task) = companion {
-        task.abort();
-    }
-    drop(intake);
+    let mut main = MainLoop {
+        config_path,
+        database,
+        intake,
+        events,
+        batches,
+        connector,
+        connection_handed: false,
+        scheduler,
+        reconcile,
+        timers,
+        sigterm,
+        sigint,
+        sighup,
+        status,
+    };
+    let lost = main.run().await;
+    let database = main.database.path.clone();
+    main.shut_down(http, companion).await;
     match lost {
         Some(why) => Err(anyhow::anyhow!(
             "{why}: {} is not the database this daemon opened",
-            database.path.display()
+            database.display()
         )),
         None => Ok(()),
     }
 }
 
+/// The main loop: what it waits on (inotify events, batch ends, timers, the cloud connection
+/// attempt, signals) and what it drives (intake, the scheduler, reconcile, `STATUS=`).
+struct MainLoop {
+    /// The configuration file, read again on SIGHUP.
+    config_path: PathBuf,
+    /// The database file as opened, checked every second.
+    database: DatabaseFile,
+    intake: Intake,
+    /// inotify events of the spool root and `new/`.
+    events: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
+    /// Ends of intake batches.
+    batches: mpsc::UnboundedReceiver<BatchDone>,
+    /// The one cloud connection and SSH session pool.
+    connector: Connector,
+    /// Whether the scheduler has the connection (see [`hand_connection`]).
+    connection_handed: bool,
+    scheduler: Scheduler,
+    reconcile: reconcile::ReconcileLoop,
+    timers: Timers,
+    sigterm: tokio::signal::unix::Signal,
+    sigint: tokio::signal::unix::Signal,
+    sighup: tokio::signal::unix::Signal,
+    /// The `STATUS=` line sent last.
+    status: String,
+}
+
+impl MainLoop {
+    /// Serves until SIGTERM or SIGINT (`None`), or until the database file is no longer the one
+    /// opened (`Some(why)`).
+    async fn run(&mut self) -> Option<String> {
+        let intake = &mut self.intake;
+        loop {
+            tokio::select! {
+                Some(res) = self.events.recv() => intake.take_events(res, &mut self.events),
+                _ = self.timers.rescan.tick() => {
+                    intake.check_watch = true;
+                    intake.scan_logged();
+                    intake.flush();
+                }
+                _ = self.timers.settle.tick(), if intake.unsettled || intake.check_watch => {
+                    intake.scan_logged();
+                    intake.flush();
+                }
+                Some(done) = self.batches.recv() => {
+                    intake.batch_done(done);
+                    // Operations (or tasks) it accepted start now, not at the next tick.
+                    self.scheduler.wake();
+                }
+                _ = self.timers.watchdog.tick(), if self.timers.watchdog_period.is_some() => {
+                    notify_systemd(&[NotifyState::Watchdog]);
+                }
+                _ = self.connector.attempt_ended(&intake.settings), if self.connector.attempting() => {
+                    // The operations accepted before the cloud was connected start now.
+                    hand_connection(&self.connector, &self.scheduler, &mut self.connection_handed);
+                }
+                _ = self.timers.schedule.tick() => {
+                    if let Err(why) = self.database.check_logged() {
+                        return Some(why);
+                    }
+                    self.connector.poll(&intake.settings).await;
+                    hand_connection(&self.connector, &self.scheduler, &mut self.connection_handed);
+                    intake.refresh_status(&self.scheduler.status.borrow(), &mut self.status);
+                }
+                _ = self.timers.reconcile.tick() => {
+                    self.reconcile.tick(&intake.settings, self.connector.get()).await;
+                    intake.last_reconcile = self.reconcile.last_pass();
+                }
+                _ = self.sighup.recv() => {
+                    notify_systemd(&[NotifyState::Reloading]);
+                    intake.reload(&self.config_path);
+                    self.status = intake.status_line(&self.scheduler.status.borrow());
+                    notify_systemd(&[NotifyState::Ready, NotifyState::Status(&self.status)]);
+                }
+                _ = self.sigterm.recv() => return None,
+                _ = self.sigint.recv() => return None,
+            }
+        }
+    }
+
+    /// After the loop: `STOPPING=1`, no new operations (running ones get their time, then are
+    /// aborted), a batch in flight committed and filed, reconcile, the HTTP endpoints `http`
+    /// and the companion task stopped.
+    async fn shut_down(
+        self,
+        http: Vec<http::Server>,
+        companion: Option<tokio::task::JoinHandle<()>>,
+    ) {
+        let MainLoop {
+            mut intake,
+            mut batches,
+            mut connector,
+            scheduler,
+            mut reconcile,
+            ..
+        } = self;
+        notify_systemd(&[NotifyState::Stopping]);
+        tracing::info!(running = scheduler.status.borrow().running, "stopping");
+        connector.stop();
+        intake.finish_in_flight(&mut batches).await;
+        scheduler.stop().await;
+        reconcile.stop().await;
+        for server in http {
+            server.stop();
+        }
+        if let Some(task) = companion {
+            task.abort();
+        }
+        drop(intake);
+    }
+}
+
+/// The main loop's timers (tokio intervals: the first tick is at once, but for the rescan's,
+/// which waits one period).
+struct Timers {
+    /// Every second: the database file check, the cloud connection poll, `STATUS=`.
+    schedule: tokio::time::Interval,
+    /// Every 250 ms: reconcile's timer and cron schedule.
+    reconcile: tokio::time::Interval,
+    /// `intake.rescan_interval_secs`: the full rescan of the spool.
+    rescan: tokio::time::Interval,
+    /// [`SETTLE_TICK`]: used while entries wait for another look or the watch is to be checked.
+    settle: tokio::time::Interval,
+    /// Half of `WATCHDOG_USEC` (an hour, never used, without the watchdog).
+    watchdog: tokio::time::Interval,
+    /// Half of `WATCHDOG_USEC`, when systemd's watchdog is on for this process.
+    watchdog_period: Option<Duration>,
+}
+
+impl Timers {
+    /// The timers for `settings`, started now.
+    fn new(settings: &Settings) -> Self {
+        let schedule = tokio::time::interval(Duration::from_secs(1));
+        let reconcile = tokio::time::interval(Duration::from_millis(250));
+        let mut rescan = tokio::time::interval(settings.intake.rescan_interval);
+        rescan.reset();
+        let settle = tokio::time::interval(SETTLE_TICK);
+        let watchdog_period = watchdog_period();
+        let watchdog = tokio::time::interval(watchdog_period.unwrap_or(Duration::from_secs(3600)));
+        Self {
+            schedule,
+            reconcile,
+            rescan,
+            settle,
+            watchdog,
+            watchdog_period,
+        }
+    }
+}
+
+/// Hands the cloud connection to the scheduler once `connector` has one, the first time only
+/// (`handed` records it): the operations accepted before the cloud was connected start then.
+fn hand_connection(connector: &Connector, scheduler: &Scheduler, handed: &mut bool) {
+    if !*handed && let Some(c) = connector.get() {
+        scheduler.set_connection(c.clone());
+        *handed = true;
+    }
+}
+
 impl Intake {
+    /// The daemon's intake over `spool`, with nothing seen yet; batches report their end on
+    /// `batch_done`.
+    fn new(
+        spool: Spool,
+        db: Db,
+        settings: Settings,
+        watch: watch::SpoolWatch,
+        metrics: Arc<Metrics>,
+        batch_done: mpsc::UnboundedSender<BatchDone>,
+    ) -> Self {
+        Intake {
+            spool,
+            db,
+            settings,
+            ready: BTreeSet::new(),
+            looks: HashMap::new(),
+            unsettled: false,
+            watch,
+            check_watch: false,
+            last_reconcile: None,
+            flushing: false,
+            in_batch: 0,
+            metrics,
+            batch_done,
+        }
+    }
+
+    /// Before READY=1 (and before the main loop): the files already in new/ are processed;
+    /// those not yet known complete are taken after their second look, [`SETTLE`] later.
+    /// Errors: the spool cannot be scanned.
+    async fn first_scan(
+        &mut self,
+        batches: &mut mpsc::UnboundedReceiver<BatchDone>,
+    ) -> anyhow::Result<()> {
+        self.scan().context("scanning the spool")?;
+        self.flush();
+        self.finish_batches(batches).await;
+        if self.unsettled {
+            tokio::time::sleep(SETTLE).await;
+            self.scan().context("scanning the spool")?;
+            self.flush();
+            self.finish_batches(batches).await;
+        }
+        Ok(())
+    }
+
+    /// Notes the inotify event `first` and those already queued behind it (until a batch is
+    /// full), then starts a batch.
+    fn take_events(
+        &mut self,
+        first: notify::Result<notify::Event>,
+        events: &mut mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
+    ) {
+        self.note_event(first);
+        while self.ready.len() < self.settings.intake.batch_size as usize {
+            match events.try_recv() {
+                Ok(res) => self.note_event(res),
+                Err(_) => break,
+            }
+        }
+        self.flush();
+    }
+
+    /// Sends `STATUS=` to systemd when the status line (with the scheduler's `queue`) differs
+    /// from `shown`, the one sent last, and remembers it there.
+    fn refresh_status(&self, queue: &QueueStatus, shown: &mut String) {
+        let now = self.status_line(queue);
+        if now != *shown {
+            notify_systemd(&[NotifyState::Status(&now)]);
+            *shown = now;
+        }
+    }
+
+    /// At shutdown: a batch in flight commits and moves its files before the daemon exits.
+    async fn finish_in_flight(&mut self, batches: &mut mpsc::UnboundedReceiver<BatchDone>) {
+        if self.flushing
+            && let Some(done) = batches.recv().await
+        {
+            self.flushing = false;
+            self.ready.clear();
+            self.batch_done(done);
+        }
+    }
+
     /// Takes the entry of an inotify event that says it is complete (`IN_MOVED_TO`,
     /// `IN_CLOSE_WRITE`); an entry created in place in `new/` gets looked at by the settle timer;
     /// the removal, move or creation of `new/` or of the spool has the watch checked there. A
@@ -742,13 +899,17 @@ async fn start_http(
     if let Some(t) = &settings.tacker {
         let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
         let check = match t.auth_type {
-            crate::config::TackerAuth::Basic => notifications::Check::Basic {
+            crate::config::tacker::TackerAuth::Basic => notifications::Check::Basic {
                 username: t.username.clone(),
                 password,
             },
-            crate::config::TackerAuth::Oauth2ClientCredentials => notifications::Check::Bearer(
-                oauth::Tokens::new(t.username.clone(), password, t.token_lifetime),
-            ),
+            crate::config::tacker::TackerAuth::Oauth2ClientCredentials => {
+                notifications::Check::Bearer(oauth::Tokens::new(
+                    t.username.clone(),
+                    password,
+                    t.token_lifetime,
+                ))
+            }
         };
         let tokens = match &check {
             notifications::Check::Bearer(tokens) => Some(tokens.clone()),

@@ -11,7 +11,8 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::cloud::OpenStackCloud;
-use crate::config::{CloudSettings, TackerSettings};
+use crate::config::CloudSettings;
+use crate::config::tacker::TackerSettings;
 use crate::store::Db;
 use crate::tacker::{Companion, PackagePaths};
 use vnfkeeper_core::wire::Secret;

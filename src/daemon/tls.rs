@@ -10,7 +10,7 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::pem::PemObject as _;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::config::TlsFiles;
+use crate::config::tacker::TlsFiles;
 
 /// The server configuration from `files`: the chain (leaf first) and its key. Errors, each
 /// naming the file and the setting (never the key's content): a file cannot be read, holds no

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use russh::{ChannelMsg, Sig, client};
+use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig, client};
 use russh_sftp::client::SftpSession;
 use russh_sftp::client::error::Error as SftpError;
 use russh_sftp::protocol::{FileAttributes, OpenFlags, StatusCode};
@@ -13,8 +13,8 @@ use tokio::io::AsyncWriteExt;
 use super::pool::{Lease, SessionPool};
 use super::session::{SshConfig, ssh_error};
 use super::{
-    Connected, KILL_AFTER, OUTPUT_LIMIT, Output, Remote, RemoteCommand, RemoteError, RemoteFuture,
-    Target, TimeoutSide, key_fingerprint, key_line, tail_masked,
+    Connected, KILL_AFTER, LineSink, OUTPUT_LIMIT, Output, Remote, RemoteCommand, RemoteError,
+    RemoteFuture, Target, TimeoutSide, key_fingerprint, key_line, tail_masked,
 };
 
 /// [`Remote`] over SSH with a [`SessionPool`]. One `SshRemote` per operation (or reconcile pass)
@@ -69,64 +69,14 @@ impl SshRemote {
         let (lease, channel) = self.open_channel(target).await?;
         let (mut read, write) = channel.split();
         let stdin = rendered.stdin.expose().clone();
-        let exchange = async {
-            write
-                .exec(true, rendered.command.as_bytes())
-                .await
-                .map_err(|e| ssh_error(target, e))?;
-            let writer = async {
-                if !stdin.is_empty() {
-                    write.data_bytes(stdin).await?;
-                }
-                write.eof().await
-            };
-            let reader = async {
-                let mut out = Collected::default();
-                let mut lines = crate::remote::LineSplitter::default();
-                let sink = cmd.stdout_sink();
-                while let Some(msg) = read.wait().await {
-                    match msg {
-                        ChannelMsg::Data { data } => {
-                            out.stdout.push(&data);
-                            if let Some(sink) = sink {
-                                lines.push(&data, sink);
-                            }
-                        }
-                        ChannelMsg::ExtendedData { data, ext: 1 } => out.stderr.push(&data),
-                        ChannelMsg::ExitStatus { exit_status } => {
-                            out.exit_status = Some(exit_status)
-                        }
-                        ChannelMsg::ExitSignal { signal_name, .. } => {
-                            out.signal = Some(sig_name(&signal_name))
-                        }
-                        ChannelMsg::Failure => out.exec_refused = true,
-                        ChannelMsg::Close => break,
-                        _ => {}
-                    }
-                }
-                if let Some(sink) = sink {
-                    lines.finish(sink);
-                }
-                out
-            };
-            // The command may exit without reading all of its stdin: the reader's end (channel
-            // closed) ends the exchange even if the writer still waits for window space.
-            tokio::pin!(writer, reader);
-            let mut writing = true;
-            let out = loop {
-                tokio::select! {
-                    written = &mut writer, if writing => {
-                        writing = false;
-                        if let Err(e) = written {
-                            tracing::debug!(vnfc_id = %target.label, error = %e,
-                                "stdin not fully written");
-                        }
-                    }
-                    out = &mut reader => break out,
-                }
-            };
-            Ok::<_, RemoteError>(out)
-        };
+        let exchange = exchange(
+            target,
+            &write,
+            &mut read,
+            &rendered.command,
+            stdin,
+            cmd.stdout_sink(),
+        );
         let out = match tokio::time::timeout(client_deadline, exchange).await {
             Ok(r) => r?,
             Err(_) => {
@@ -144,30 +94,10 @@ impl SshRemote {
             }
         };
         let duration = started.elapsed();
-        if out.exec_refused {
-            let e = RemoteError::Protocol {
-                label: target.label.clone(),
-                reason: "server refused the exec request".into(),
-            };
-            log_error(target, step, started, &e);
-            return Err(e);
-        }
-        if out.exit_status.is_none() && out.signal.is_none() {
-            self.pool.forget(target, &lease.session).await;
-            let e = RemoteError::SessionLost {
-                label: target.label.clone(),
-                reason: "channel closed without exit status".into(),
-            };
-            log_error(target, step, started, &e);
-            return Err(e);
-        }
-        // GNU timeout exits 124 when it sent SIGTERM, 137 (128+9) when it had to SIGKILL.
-        if matches!(out.exit_status, Some(124) | Some(137)) && duration >= remote_deadline {
-            let e = RemoteError::CommandTimeout {
-                label: target.label.clone(),
-                after: remote_deadline,
-                side: TimeoutSide::Remote,
-            };
+        if let Some(e) = self
+            .failure(target, &lease, &out, duration, remote_deadline)
+            .await
+        {
             log_error(target, step, started, &e);
             return Err(e);
         }
@@ -180,16 +110,44 @@ impl SshRemote {
             duration,
             host_key: key_line(&lease.session.host_key),
         };
-        let duration_ms = duration.as_millis() as u64;
-        if output.success() {
-            tracing::debug!(host = %target.address, vnfc_id = %target.label, step,
-                exit_status = 0, duration_ms, "remote command finished");
-        } else {
-            tracing::info!(host = %target.address, vnfc_id = %target.label, step,
-                exit_status = ?output.exit_status, signal = ?output.signal, duration_ms,
-                "remote command failed");
-        }
+        log_finished(target, step, &output);
         Ok(output)
+    }
+
+    /// What makes a command that ran for `duration` on `lease`'s session a failure of the
+    /// remote side, not a result: the `exec` request refused, the channel closed without an
+    /// exit status (the session is dropped from the pool), or the remote `timeout` wrapper's
+    /// exit (124 or 137) once `remote_deadline` has passed. `None`: `out` is the result.
+    async fn failure(
+        &self,
+        target: &Target,
+        lease: &Lease,
+        out: &Collected,
+        duration: Duration,
+        remote_deadline: Duration,
+    ) -> Option<RemoteError> {
+        if out.exec_refused {
+            return Some(RemoteError::Protocol {
+                label: target.label.clone(),
+                reason: "server refused the exec request".into(),
+            });
+        }
+        if out.exit_status.is_none() && out.signal.is_none() {
+            self.pool.forget(target, &lease.session).await;
+            return Some(RemoteError::SessionLost {
+                label: target.label.clone(),
+                reason: "channel closed without exit status".into(),
+            });
+        }
+        // GNU timeout exits 124 when it sent SIGTERM, 137 (128+9) when it had to SIGKILL.
+        if matches!(out.exit_status, Some(124) | Some(137)) && duration >= remote_deadline {
+            return Some(RemoteError::CommandTimeout {
+                label: target.label.clone(),
+                after: remote_deadline,
+                side: TimeoutSide::Remote,
+            });
+        }
+        None
     }
 
     /// Opens a session channel on the pooled session. A reused session that turns out to be dead
@@ -349,6 +307,87 @@ impl SshRemote {
             "file uploaded"
         );
         Ok(())
+    }
+}
+
+/// Runs `command` on an open session channel: the `exec` request, then `stdin` and EOF written
+/// while [`collect`] reads what comes back. The command may exit without reading all of its
+/// stdin: the reader's end (channel closed) ends the exchange even if the writer still waits
+/// for window space. Errors: the `exec` request cannot be sent.
+async fn exchange(
+    target: &Target,
+    write: &ChannelWriteHalf<client::Msg>,
+    read: &mut ChannelReadHalf,
+    command: &str,
+    stdin: Vec<u8>,
+    sink: Option<&LineSink>,
+) -> Result<Collected, RemoteError> {
+    write
+        .exec(true, command.as_bytes())
+        .await
+        .map_err(|e| ssh_error(target, e))?;
+    let writer = async {
+        if !stdin.is_empty() {
+            write.data_bytes(stdin).await?;
+        }
+        write.eof().await
+    };
+    let reader = collect(read, sink);
+    tokio::pin!(writer, reader);
+    let mut writing = true;
+    let out = loop {
+        tokio::select! {
+            written = &mut writer, if writing => {
+                writing = false;
+                if let Err(e) = written {
+                    tracing::debug!(vnfc_id = %target.label, error = %e,
+                        "stdin not fully written");
+                }
+            }
+            out = &mut reader => break out,
+        }
+    };
+    Ok(out)
+}
+
+/// Reads a channel until it closes: stdout and stderr (capped), stdout lines passed to `sink`
+/// as they arrive, the exit status or signal, and whether the `exec` request was refused.
+async fn collect(read: &mut ChannelReadHalf, sink: Option<&LineSink>) -> Collected {
+    let mut out = Collected::default();
+    let mut lines = crate::remote::LineSplitter::default();
+    while let Some(msg) = read.wait().await {
+        match msg {
+            ChannelMsg::Data { data } => {
+                out.stdout.push(&data);
+                if let Some(sink) = sink {
+                    lines.push(&data, sink);
+                }
+            }
+            ChannelMsg::ExtendedData { data, ext: 1 } => out.stderr.push(&data),
+            ChannelMsg::ExitStatus { exit_status } => out.exit_status = Some(exit_status),
+            ChannelMsg::ExitSignal { signal_name, .. } => out.signal = Some(sig_name(&signal_name)),
+            ChannelMsg::Failure => out.exec_refused = true,
+            ChannelMsg::Close => break,
+            _ => {}
+        }
+    }
+    if let Some(sink) = sink {
+        lines.finish(sink);
+    }
+    out
+}
+
+/// Logs a command's end: at DEBUG when it succeeded, at INFO with its exit status or signal
+/// when it did not.
+fn log_finished(target: &Target, step: &str, output: &Output) {
+    let duration_ms = output.duration.as_millis() as u64;
+    if output.success() {
+        tracing::debug!(host = %target.address, vnfc_id = %target.label, step,
+            exit_status = 0, duration_ms, "remote command finished");
+    } else {
+        tracing::info!(host = %target.address, vnfc_id = %target.label, step,
+            exit_status = ?output.exit_status, signal = ?output.signal, duration_ms,
+            "remote command failed");
     }
 }
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::path::PathBuf;
 
 use crate::cloud::{CloudError, OpenStackCloud};
-use crate::config::{TackerAuth, TackerSettings};
+use crate::config::tacker::{TackerAuth, TackerSettings};
 use crate::store::{
     Db, HealAdoption, PendingFollowup, PollRecord, Retired, StoreError, WaitingHeal,
 };

@@ -158,12 +158,15 @@ fn error(status: StatusCode, code: &'static str, description: &str) -> Response 
     r
 }
 
+/// Client credentials as `(client id, client secret)` twice: as sent and form-urlencoded
+/// decoded (or, from a request body, the same pair twice).
+type Candidates = [(Vec<u8>, Vec<u8>); 2];
+
 /// The client credentials of `Authorization: Basic`: each as sent, and each form-urlencoded
 /// decoded (RFC 6749 §2.3.1 asks clients to encode them before the Basic encoding; Tacker, as
 /// most clients, does not — both are tried). `None`: no Basic header; `Some(Err)`: a malformed
 /// one.
-#[allow(clippy::type_complexity)]
-fn basic_credentials(headers: &HeaderMap) -> Option<Result<[(Vec<u8>, Vec<u8>); 2], ()>> {
+fn basic_credentials(headers: &HeaderMap) -> Option<Result<Candidates, ()>> {
     let value = headers.get(header::AUTHORIZATION)?;
     let Ok(value) = value.to_str() else {
         return Some(Err(()));
@@ -209,70 +212,18 @@ async fn token(State(tokens): State<Arc<Tokens>>, request: Request) -> Response 
         }
     };
     let form: Vec<(String, String)> = form_urlencoded::parse(&bytes).into_owned().collect();
-    let field = |name: &str| -> Option<&str> {
-        form.iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    };
-    let in_body = match (field("client_id"), field("client_secret")) {
-        (Some(id), Some(secret)) => {
-            let c = (id.as_bytes().to_vec(), secret.as_bytes().to_vec());
-            Some([c.clone(), c])
-        }
-        (None, None) => None,
-        _ => {
-            tracing::warn!("OAuth 2.0 token refused: incomplete client credentials");
-            return error(
-                StatusCode::UNAUTHORIZED,
-                "invalid_client",
-                "client authentication failed",
-            );
-        }
-    };
-    let client = match (basic_credentials(&parts.headers), in_body) {
-        (Some(Ok(c)), None) | (None, Some(c)) => c,
-        (Some(Ok(_)), Some(_)) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                "client credentials in both the Authorization header and the body",
-            );
-        }
-        (Some(Err(())), _) | (None, None) => {
-            tracing::warn!("OAuth 2.0 token refused: missing or malformed client credentials");
-            return error(
-                StatusCode::UNAUTHORIZED,
-                "invalid_client",
-                "client authentication failed",
-            );
-        }
+    let client = match client_credentials(&parts.headers, &form) {
+        Ok(c) => c,
+        Err(refused) => return refused.response(),
     };
     let [raw, decoded] = &client;
     let ok = tokens.client_ok(&raw.0, &raw.1) | tokens.client_ok(&decoded.0, &decoded.1);
     if !ok {
         tracing::warn!("OAuth 2.0 token refused: wrong client credentials");
-        return error(
-            StatusCode::UNAUTHORIZED,
-            "invalid_client",
-            "client authentication failed",
-        );
+        return Refusal::INVALID_CLIENT.response();
     }
-    match field("grant_type") {
-        Some("client_credentials") => {}
-        Some(_) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "unsupported_grant_type",
-                "only client_credentials is supported",
-            );
-        }
-        None => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                "grant_type is required",
-            );
-        }
+    if let Err(refused) = check_grant_type(&form) {
+        return refused.response();
     }
     let token = match tokens.issue() {
         Ok(t) => t,
@@ -285,12 +236,100 @@ async fn token(State(tokens): State<Arc<Tokens>>, request: Request) -> Response 
             );
         }
     };
+    tracing::debug!("OAuth 2.0 access token issued");
+    token_response(&token, tokens.lifetime_secs())
+}
+
+/// The value of field `name` of a form (the first one), if any.
+fn form_field<'a>(form: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    form.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Why a token request is refused: the HTTP status and the OAuth 2.0 error code and
+/// description, made into the response by [`error`].
+struct Refusal {
+    status: StatusCode,
+    code: &'static str,
+    description: &'static str,
+}
+
+impl Refusal {
+    /// 401 `invalid_client`: the client did not authenticate.
+    const INVALID_CLIENT: Refusal = Refusal {
+        status: StatusCode::UNAUTHORIZED,
+        code: "invalid_client",
+        description: "client authentication failed",
+    };
+
+    /// The error response.
+    fn response(&self) -> Response {
+        error(self.status, self.code, self.description)
+    }
+}
+
+/// The client credentials of a token request, from `Authorization: Basic` ([`basic_credentials`])
+/// or from the body's `client_id` and `client_secret` (then twice the same pair). Errors: 400
+/// for credentials in both places, 401 (logged) for incomplete, missing or malformed ones.
+fn client_credentials(
+    headers: &HeaderMap,
+    form: &[(String, String)],
+) -> Result<Candidates, Refusal> {
+    let in_body = match (
+        form_field(form, "client_id"),
+        form_field(form, "client_secret"),
+    ) {
+        (Some(id), Some(secret)) => {
+            let c = (id.as_bytes().to_vec(), secret.as_bytes().to_vec());
+            Some([c.clone(), c])
+        }
+        (None, None) => None,
+        _ => {
+            tracing::warn!("OAuth 2.0 token refused: incomplete client credentials");
+            return Err(Refusal::INVALID_CLIENT);
+        }
+    };
+    match (basic_credentials(headers), in_body) {
+        (Some(Ok(c)), None) | (None, Some(c)) => Ok(c),
+        (Some(Ok(_)), Some(_)) => Err(Refusal {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_request",
+            description: "client credentials in both the Authorization header and the body",
+        }),
+        (Some(Err(())), _) | (None, None) => {
+            tracing::warn!("OAuth 2.0 token refused: missing or malformed client credentials");
+            Err(Refusal::INVALID_CLIENT)
+        }
+    }
+}
+
+/// Checks the form's `grant_type`: `client_credentials` only. Errors: 400,
+/// `unsupported_grant_type` for another grant, `invalid_request` without one.
+fn check_grant_type(form: &[(String, String)]) -> Result<(), Refusal> {
+    match form_field(form, "grant_type") {
+        Some("client_credentials") => Ok(()),
+        Some(_) => Err(Refusal {
+            status: StatusCode::BAD_REQUEST,
+            code: "unsupported_grant_type",
+            description: "only client_credentials is supported",
+        }),
+        None => Err(Refusal {
+            status: StatusCode::BAD_REQUEST,
+            code: "invalid_request",
+            description: "grant_type is required",
+        }),
+    }
+}
+
+/// The successful token response: `token` as a Bearer access token valid `lifetime_secs`
+/// seconds, JSON, never cached.
+fn token_response(token: &Secret<String>, lifetime_secs: u64) -> Response {
     let body = serde_json::json!({
         "access_token": token.expose(),
         "token_type": "Bearer",
-        "expires_in": tokens.lifetime_secs(),
+        "expires_in": lifetime_secs,
     });
-    tracing::debug!("OAuth 2.0 access token issued");
     (
         StatusCode::OK,
         [

@@ -23,7 +23,7 @@ use support::wait_until;
 use testbed::cloud::Testbed;
 use testbed::cloud::tacker::StandInPackage;
 use vnfkeeper::cloud::OpenStackCloud;
-use vnfkeeper::config::TackerSettings;
+use vnfkeeper::config::tacker::TackerSettings;
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
@@ -80,7 +80,7 @@ fn settings(pkg: PathBuf) -> TackerSettings {
     TackerSettings {
         listen: "127.0.0.1:1".parse().unwrap(),
         callback_path: "/vnfkeeper/notifications".into(),
-        auth_type: vnfkeeper::config::TackerAuth::Basic,
+        auth_type: vnfkeeper::config::tacker::TackerAuth::Basic,
         username: "tacker".into(),
         password_file: "/nonexistent".into(),
         token_path: "/vnfkeeper/token".into(),

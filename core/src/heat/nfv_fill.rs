@@ -339,63 +339,9 @@ pub(super) fn fill(
     if !nfv.is_object() {
         nfv = json!({});
     }
-    let count_after = |vdu: &str| after.iter().filter(|c| c.vdu_id == vdu).count();
-
-    // Removed VNFCs lose their entries.
-    for (v, i) in &granted.remove {
-        if analysis.individual(v) {
-            for (sec, name) in entries(vnfd, v, Some(*i)) {
-                if let Some(m) = nfv.get_mut(sec.key()).and_then(Value::as_object_mut) {
-                    m.remove(&name);
-                }
-            }
-        }
-    }
-
-    // Created VNFCs and the VDUs whose entries are not indexed.
+    remove_entries(&mut nfv, analysis, vnfd, granted);
     let sources = Sources::new(grant, vnfd, &plan.request_vls, input.current, current_nfv);
-    let mut affected: BTreeSet<(Section, String)> = BTreeSet::new();
-    for (v, i) in &granted.create {
-        if analysis.individual(v) {
-            let sibling = input
-                .current
-                .vnfcs
-                .iter()
-                .filter(|c| c.vdu_id == *v)
-                .filter(|c| !granted.remove.contains(&(c.vdu_id.clone(), c.index)))
-                .map(|c| c.index)
-                .min();
-            let target = Target {
-                vdu: v,
-                index: Some(*i),
-                zone: granted.zone(v, *i),
-                count: count_after(v),
-                sibling,
-                null_if_none: plan.instantiate,
-            };
-            fill_target(&mut nfv, analysis.refs_of(v), &sources, &target)?;
-            affected.extend(entries(vnfd, v, Some(*i)));
-        }
-    }
-    for (vdu, mode) in &analysis.modes {
-        if *mode != Mode::Individual {
-            if plan.instantiate {
-                fill_unindexed(&mut nfv, analysis, &sources, granted, vdu, count_after(vdu))?;
-                affected.extend(entries(vnfd, vdu, None));
-            } else if analysis
-                .refs_of(vdu)
-                .iter()
-                .any(|r| r.rest.first().and_then(Value::as_str) == Some("desired_capacity"))
-            {
-                set_path(
-                    &mut nfv,
-                    &["VDU".into(), vdu.clone().into(), "desired_capacity".into()],
-                    count_after(vdu).into(),
-                );
-            }
-        }
-    }
-
+    let mut affected = fill_created(&mut nfv, input, analysis, plan, &sources, granted, after)?;
     if plan.change_ext_conn {
         change_cps(&mut nfv, input, analysis, plan, grant, &mut affected)?;
     }
@@ -411,30 +357,8 @@ pub(super) fn fill(
     if plan.is_heal {
         drop_vdu_nulls(&mut nfv);
     }
-    // Entries of VNFCs that exist before or after the operation; an `additionalParams.nfv`
-    // entry of an individually managed VDU outside these is kept for the VNFC to come.
-    let mut existing: BTreeSet<(Section, String)> = BTreeSet::new();
-    for c in input.current.vnfcs.iter().chain(after) {
-        existing.extend(entries(
-            vnfd,
-            &c.vdu_id,
-            analysis.individual(&c.vdu_id).then_some(c.index),
-        ));
-    }
-    let future = |sec: Section, name: &str| {
-        name.rsplit_once('-').is_some_and(|(base, i)| {
-            i.parse::<u32>().is_ok_and(|i| {
-                analysis
-                    .modes
-                    .keys()
-                    .filter(|v| analysis.individual(v))
-                    .any(|v| {
-                        entries(vnfd, v, Some(i)).contains(&(sec, name.to_owned()))
-                            && entries(vnfd, v, None).contains(&(sec, base.to_owned()))
-                    })
-            })
-        }) && !existing.contains(&(sec, name.to_owned()))
-    };
+    let existing = existing_entries(input, analysis, after);
+    let future = |sec: Section, name: &str| is_future_entry(vnfd, analysis, &existing, sec, name);
     // A change of external connectivity merges `additionalParams.nfv` into any existing entry
     // (Tacker merges it into the whole parameter).
     let mut merge_scope = affected.clone();
@@ -448,6 +372,132 @@ pub(super) fn fill(
         image_changed,
         warnings,
     })
+}
+
+/// How many VNFCs of VDU `vdu` exist after the operation (`after`).
+fn count_after(after: &[Vnfc], vdu: &str) -> usize {
+    after.iter().filter(|c| c.vdu_id == vdu).count()
+}
+
+/// Removes from `nfv` the indexed entries (VDU, storages, CPs) of the VNFCs the Grant
+/// removes, for individually managed VDUs.
+fn remove_entries(nfv: &mut Value, analysis: &Analysis, vnfd: &Vnfd, granted: &Granted<'_>) {
+    for (v, i) in &granted.remove {
+        if analysis.individual(v) {
+            for (sec, name) in entries(vnfd, v, Some(*i)) {
+                if let Some(m) = nfv.get_mut(sec.key()).and_then(Value::as_object_mut) {
+                    m.remove(&name);
+                }
+            }
+        }
+    }
+}
+
+/// Fills the entries of the created VNFCs of individually managed VDUs and of the VDUs whose
+/// entries are not indexed (all of them at instantiate; otherwise only an AutoScalingGroup's
+/// referenced `desired_capacity`, set to the count `after`). Returns the entries filled, as
+/// `(section, name)`. Errors: those of the fill of one entry (e.g. a shared fixed address).
+fn fill_created(
+    nfv: &mut Value,
+    input: Input<'_>,
+    analysis: &Analysis,
+    plan: &Plan,
+    sources: &Sources<'_>,
+    granted: &Granted<'_>,
+    after: &[Vnfc],
+) -> Result<BTreeSet<(Section, String)>, HeatError> {
+    let vnfd = input.vnfd;
+    let mut affected: BTreeSet<(Section, String)> = BTreeSet::new();
+    for (v, i) in &granted.create {
+        if analysis.individual(v) {
+            let sibling = input
+                .current
+                .vnfcs
+                .iter()
+                .filter(|c| c.vdu_id == *v)
+                .filter(|c| !granted.remove.contains(&(c.vdu_id.clone(), c.index)))
+                .map(|c| c.index)
+                .min();
+            let target = Target {
+                vdu: v,
+                index: Some(*i),
+                zone: granted.zone(v, *i),
+                count: count_after(after, v),
+                sibling,
+                null_if_none: plan.instantiate,
+            };
+            fill_target(nfv, analysis.refs_of(v), sources, &target)?;
+            affected.extend(entries(vnfd, v, Some(*i)));
+        }
+    }
+    for (vdu, mode) in &analysis.modes {
+        if *mode != Mode::Individual {
+            if plan.instantiate {
+                fill_unindexed(
+                    nfv,
+                    analysis,
+                    sources,
+                    granted,
+                    vdu,
+                    count_after(after, vdu),
+                )?;
+                affected.extend(entries(vnfd, vdu, None));
+            } else if analysis
+                .refs_of(vdu)
+                .iter()
+                .any(|r| r.rest.first().and_then(Value::as_str) == Some("desired_capacity"))
+            {
+                set_path(
+                    nfv,
+                    &["VDU".into(), vdu.clone().into(), "desired_capacity".into()],
+                    count_after(after, vdu).into(),
+                );
+            }
+        }
+    }
+    Ok(affected)
+}
+
+/// The entries of VNFCs that exist before or after the operation, as `(section, name)`
+/// (indexed names for individually managed VDUs).
+fn existing_entries(
+    input: Input<'_>,
+    analysis: &Analysis,
+    after: &[Vnfc],
+) -> BTreeSet<(Section, String)> {
+    let mut existing: BTreeSet<(Section, String)> = BTreeSet::new();
+    for c in input.current.vnfcs.iter().chain(after) {
+        existing.extend(entries(
+            input.vnfd,
+            &c.vdu_id,
+            analysis.individual(&c.vdu_id).then_some(c.index),
+        ));
+    }
+    existing
+}
+
+/// Whether `nfv.<sec>.<name>` is the entry of a VNFC still to come: an indexed entry
+/// (`<base>-<index>`) of an individually managed VDU that no VNFC in `existing` has. Such an
+/// `additionalParams.nfv` entry is kept for that VNFC.
+fn is_future_entry(
+    vnfd: &Vnfd,
+    analysis: &Analysis,
+    existing: &BTreeSet<(Section, String)>,
+    sec: Section,
+    name: &str,
+) -> bool {
+    name.rsplit_once('-').is_some_and(|(base, i)| {
+        i.parse::<u32>().is_ok_and(|i| {
+            analysis
+                .modes
+                .keys()
+                .filter(|v| analysis.individual(v))
+                .any(|v| {
+                    entries(vnfd, v, Some(i)).contains(&(sec, name.to_owned()))
+                        && entries(vnfd, v, None).contains(&(sec, base.to_owned()))
+                })
+        })
+    }) && !existing.contains(&(sec, name.to_owned()))
 }
 
 /// CHANGE_EXT_CONN (Tacker's `StandardUserData.change_ext_conn`): for every `nfv.CP` entry of
@@ -472,6 +522,38 @@ fn change_cps(
     let none = Current::default();
     let empty = json!({});
     let sources = Sources::new(grant, input.vnfd, &plan.request_vls, &none, &empty);
+    for (vdu, index, count) in cp_owners(input, analysis) {
+        let refs: Vec<&NfvRef> = analysis
+            .refs_of(vdu)
+            .iter()
+            .filter(|r| r.section == Section::Cp)
+            .collect();
+        let mut cps: Vec<&str> = refs.iter().map(|r| r.name.as_str()).collect();
+        cps.dedup();
+        for cp in cps {
+            let Some(link) = sources.cp_link(cp) else {
+                continue;
+            };
+            let name = match index {
+                Some(i) => indexed(cp, i),
+                None => cp.to_owned(),
+            };
+            let mine: Vec<&NfvRef> = refs.iter().filter(|r| r.name == cp).copied().collect();
+            let entry = cp_entry(&mine, link, cp, vdu, count)?;
+            if entry.is_empty() {
+                continue;
+            }
+            merge_cp_entry(nfv, &name, entry)?;
+            affected.insert((Section::Cp, name));
+        }
+    }
+    Ok(())
+}
+
+/// Whose `nfv.CP` entries a change of external connectivity may rewrite, as `(VDU, index,
+/// VNFCs of the VDU)`: each existing VNFC of an individually managed VDU, and each
+/// single-resource VDU (index `None`, at least one VNFC); AutoScalingGroup VDUs are left out.
+fn cp_owners<'a>(input: Input<'_>, analysis: &'a Analysis) -> Vec<(&'a str, Option<u32>, usize)> {
     let mut targets: Vec<(&str, Option<u32>, usize)> = Vec::new();
     for (vdu, mode) in &analysis.modes {
         let count = input
@@ -493,74 +575,72 @@ fn change_cps(
             Mode::Asg(_) => {}
         }
     }
-    for (vdu, index, count) in targets {
-        let refs: Vec<&NfvRef> = analysis
-            .refs_of(vdu)
-            .iter()
-            .filter(|r| r.section == Section::Cp)
-            .collect();
-        let mut cps: Vec<&str> = refs.iter().map(|r| r.name.as_str()).collect();
-        cps.dedup();
-        for cp in cps {
-            let Some(link) = sources.cp_link(cp) else {
-                continue;
-            };
-            let name = match index {
-                Some(i) => indexed(cp, i),
-                None => cp.to_owned(),
-            };
-            let mine: Vec<&&NfvRef> = refs.iter().filter(|r| r.name == cp).collect();
-            let key = |r: &NfvRef| r.rest.first().and_then(Value::as_str).map(str::to_owned);
-            let mut entry = Map::new();
-            if mine.iter().any(|r| key(r).as_deref() == Some("network")) {
-                entry.insert("network".into(), link.network.clone().into());
-            }
-            if mine.iter().any(|r| key(r).as_deref() == Some("fixed_ips")) {
-                let mut list = Vec::new();
-                for (i, ext) in link.fixed_ips.iter().enumerate() {
-                    let keys: Vec<&str> = mine
-                        .iter()
-                        .filter(|r| r.rest.get(1).and_then(Value::as_u64) == Some(i as u64))
-                        .filter_map(|r| r.rest.get(2).and_then(Value::as_str))
-                        .collect();
-                    if keys.is_empty() {
-                        break;
-                    }
-                    let mut item = Map::new();
-                    for k in keys {
-                        item.insert(k.to_owned(), ext.get(k).cloned().unwrap_or(Value::Null));
-                    }
-                    if item.get("ip_address").is_some_and(Value::is_string) && count > 1 {
-                        return Err(link.origin.error(
-                            link.pointer,
-                            format!(
-                                "a fixed address for CP `{cp}` would be shared by the {count} VNFCs of VDU `{vdu}`"
-                            ),
-                        ));
-                    }
-                    list.push(Value::Object(item));
-                }
-                entry.insert("fixed_ips".into(), Value::Array(list));
-            }
-            if entry.is_empty() {
-                continue;
-            }
-            let sec = nfv
-                .as_object_mut()
-                .expect("nfv is an object")
-                .entry("CP")
-                .or_insert_with(|| json!({}));
-            let Some(sec) = sec.as_object_mut() else {
-                return Err(HeatError::Current {
-                    pointer: "/nfv/CP".to_owned(),
-                    reason: "not an object".to_owned(),
-                });
-            };
-            let slot = sec.entry(name.clone()).or_insert_with(|| json!({}));
-            json_patch::merge(slot, &Value::Object(entry));
-            affected.insert((Section::Cp, name));
-        }
+    targets
+}
+
+/// The new values of CP `cp`'s entry for one VNFC of VDU `vdu` (of `count` VNFCs), from the
+/// external VL `link`: `network` and `fixed_ips` (one item per extCp address for as long as
+/// the BaseHOT references that position), only the keys `mine` (the BaseHOT's references to
+/// the entry) use; empty when it uses neither. Errors: a fixed address the `count` VNFCs
+/// would share, blaming the extCp that gives it.
+fn cp_entry(
+    mine: &[&NfvRef],
+    link: CpLink,
+    cp: &str,
+    vdu: &str,
+    count: usize,
+) -> Result<Map<String, Value>, HeatError> {
+    let key = |r: &NfvRef| r.rest.first().and_then(Value::as_str).map(str::to_owned);
+    let mut entry = Map::new();
+    if mine.iter().any(|r| key(r).as_deref() == Some("network")) {
+        entry.insert("network".into(), link.network.clone().into());
     }
+    if mine.iter().any(|r| key(r).as_deref() == Some("fixed_ips")) {
+        let mut list = Vec::new();
+        for (i, ext) in link.fixed_ips.iter().enumerate() {
+            let keys: Vec<&str> = mine
+                .iter()
+                .filter(|r| r.rest.get(1).and_then(Value::as_u64) == Some(i as u64))
+                .filter_map(|r| r.rest.get(2).and_then(Value::as_str))
+                .collect();
+            if keys.is_empty() {
+                break;
+            }
+            let mut item = Map::new();
+            for k in keys {
+                item.insert(k.to_owned(), ext.get(k).cloned().unwrap_or(Value::Null));
+            }
+            if item.get("ip_address").is_some_and(Value::is_string) && count > 1 {
+                return Err(link.origin.error(
+                    link.pointer,
+                    format!(
+                        "a fixed address for CP `{cp}` would be shared by the {count} VNFCs of VDU `{vdu}`"
+                    ),
+                ));
+            }
+            list.push(Value::Object(item));
+        }
+        entry.insert("fixed_ips".into(), Value::Array(list));
+    }
+    Ok(entry)
+}
+
+/// Merges `entry` (a JSON merge patch) into `nfv.CP.<name>`, creating `CP` and the entry as needed.
+/// Errors: `nfv.CP` is not an object.
+fn merge_cp_entry(nfv: &mut Value, name: &str, entry: Map<String, Value>) -> Result<(), HeatError> {
+    let sec = nfv
+        .as_object_mut()
+        .expect("nfv is an object")
+        .entry("CP")
+        .or_insert_with(|| json!({}));
+    let Some(sec) = sec.as_object_mut() else {
+        return Err(HeatError::Current {
+            pointer: "/nfv/CP".to_owned(),
+            reason: "not an object".to_owned(),
+        });
+    };
+    let slot = sec.entry(name.to_owned()).or_insert_with(|| json!({}));
+    json_patch::merge(slot, &Value::Object(entry));
     Ok(())
 }
 

@@ -84,194 +84,40 @@ impl Analysis {
     /// VDU resource that the adjusted HOT replaces; a nested template missing from `files`.
     pub fn new(base: &BaseHot, vnfd: &Vnfd) -> Result<Self, HeatError> {
         let file = base.top_path.clone();
-        let err = |at: &str, reason: String| HeatError::Template {
-            file: file.clone(),
-            at: at.into(),
-            reason,
-        };
         let resources = base.template["resources"]
             .as_object()
-            .ok_or_else(|| err("resources", "missing or not a mapping".into()))?;
-        let declared: Vec<&str> = base.template["parameters"]
-            .as_object()
-            .map(|m| m.keys().map(String::as_str).collect())
-            .unwrap_or_default();
-
-        let mut modes = BTreeMap::new();
-        for vdu in vnfd.vdus.keys() {
-            let mode = if let Some(r) = resources.get(vdu) {
-                let ty = r["type"].as_str().unwrap_or("");
-                if ty == "OS::Heat::AutoScalingGroup" {
-                    Mode::Asg(vdu.clone())
-                } else if ty.ends_with(".yaml") || ty.ends_with(".yml") {
-                    Mode::Individual
-                } else {
-                    Mode::Single
-                }
-            } else if let Some((name, _)) = resources
-                .iter()
-                .find(|(_, r)| asg_holds(r, vdu, &base.files))
-            {
-                Mode::Asg(name.clone())
-            } else {
-                return Err(err(
-                    "resources",
-                    format!(
-                        "VNFD VDU `{vdu}` has no resource `resources.{vdu}` (individual VNFC \
-                         management) and no OS::Heat::AutoScalingGroup holding it"
-                    ),
-                ));
-            };
-            modes.insert(vdu.clone(), mode);
-        }
-
-        // Nested templates named by VDU resources must be passed along.
-        for (vdu, mode) in &modes {
-            let (rname, ty) = match mode {
-                Mode::Individual | Mode::Single => (vdu.as_str(), &resources[vdu]["type"]),
-                Mode::Asg(r) => (r.as_str(), &resources[r]["properties"]["resource"]["type"]),
-            };
-            if let Some(t) = ty.as_str()
-                && (t.ends_with(".yaml") || t.ends_with(".yml"))
-                && !base.files.contains_key(t)
-            {
-                return Err(err(
-                    &format!("resources.{rname}.type"),
-                    format!("nested template `{t}` is not in the BaseHOT's nested/ directory"),
-                ));
-            }
-        }
-
-        let owner_of = |section: Section, name: &str| -> Option<String> {
-            match section {
-                Section::Vdu if vnfd.vdus.contains_key(name) => Some(name.to_owned()),
-                Section::Vdu => vnfd
-                    .vdus
-                    .iter()
-                    .find(|(_, v)| v.storages.iter().any(|s| s == name))
-                    .map(|(n, _)| n.clone()),
-                Section::Cp => vnfd.cps.get(name).map(|c| c.vdu.clone()),
-            }
+            .ok_or_else(|| template_err(&file, "resources", "missing or not a mapping".into()))?;
+        let modes = vdu_modes(&file, resources, vnfd, &base.files)?;
+        check_nested_templates(&file, resources, &modes, &base.files)?;
+        let check = RefCheck {
+            file: &file,
+            declared: base.template["parameters"]
+                .as_object()
+                .map(|m| m.keys().map(String::as_str).collect())
+                .unwrap_or_default(),
+            vnfd,
+            modes: &modes,
         };
-
         let mut refs: BTreeMap<String, Vec<NfvRef>> = BTreeMap::new();
         let individual: Vec<&str> = modes
             .iter()
             .filter(|(_, m)| **m == Mode::Individual)
             .map(|(v, _)| v.as_str())
             .collect();
-        let mut sections: Vec<(String, &Value, Option<String>)> = Vec::new();
-        for (rname, r) in resources {
-            // The resource that stands for a VDU (individual) or an ASG: its owner.
-            let owner = modes.iter().find_map(|(v, m)| match m {
-                Mode::Individual | Mode::Single if v == rname => Some(v.clone()),
-                Mode::Asg(a) if a == rname => Some(v.clone()),
-                _ => None,
-            });
-            sections.push((format!("resources.{rname}"), r, owner));
-        }
-        if let Some(o) = base.template.get("outputs") {
-            sections.push(("outputs".into(), o, None));
-        }
-        for (at, v, owner) in sections {
+        for (at, v, owner) in sections(base, resources, &modes) {
             let mut found = Vec::new();
             walk(v, &at, &mut found);
             for f in found {
                 match f {
                     Found::Param { at, args } => {
-                        let (pname, path) = match &args {
-                            Value::String(s) => (s.as_str(), &[][..]),
-                            Value::Array(a) if !a.is_empty() => {
-                                (a[0].as_str().unwrap_or(""), &a[1..])
-                            }
-                            _ => return Err(err(&at, "get_param needs a name or a list".into())),
-                        };
-                        if !declared.contains(&pname) && !PSEUDO_PARAMS.contains(&pname) {
-                            return Err(err(
-                                &at,
-                                format!(
-                                    "get_param of parameter `{pname}`, which `parameters` does not declare"
-                                ),
-                            ));
+                        if let Some((vdu, r)) = check.nfv_ref(owner.as_deref(), at, &args)? {
+                            refs.entry(vdu).or_default().push(r);
                         }
-                        if pname != "nfv" || path.len() < 2 {
-                            continue;
-                        }
-                        let section = match path[0].as_str() {
-                            Some("VDU") => Section::Vdu,
-                            Some("CP") => Section::Cp,
-                            _ => {
-                                return Err(err(
-                                    &at,
-                                    format!(
-                                        "get_param into nfv.{}: vnfkeeper knows only nfv.VDU and nfv.CP",
-                                        path[0]
-                                            .as_str()
-                                            .map_or_else(|| path[0].to_string(), str::to_owned)
-                                    ),
-                                ));
-                            }
-                        };
-                        let name = path[1].as_str().unwrap_or("");
-                        let Some(vdu) = owner_of(section, name) else {
-                            let what = match section {
-                                Section::Vdu => "a VDU or a virtual storage of a VDU",
-                                Section::Cp => "a CP",
-                            };
-                            return Err(err(
-                                &at,
-                                format!(
-                                    "get_param into unknown key nfv.{}.{name}: the VNFD has no such {what}",
-                                    section.key()
-                                ),
-                            ));
-                        };
-                        match (&owner, modes[&vdu] == Mode::Individual) {
-                            (Some(o), _) if *o != vdu => {
-                                return Err(err(
-                                    &at,
-                                    format!(
-                                        "nfv.{}.{name} belongs to VDU `{vdu}`, but is used in the resource of VDU `{o}`",
-                                        section.key()
-                                    ),
-                                ));
-                            }
-                            (None, true) => {
-                                return Err(err(
-                                    &at,
-                                    format!(
-                                        "nfv.{}.{name} belongs to VDU `{vdu}`, which is managed per VNFC: \
-                                         only resources.{vdu} may use it (the adjusted HOT has nfv.{}.{name}-<index>)",
-                                        section.key(),
-                                        section.key()
-                                    ),
-                                ));
-                            }
-                            _ => {}
-                        }
-                        if let Some(i) = path[2..]
-                            .iter()
-                            .filter_map(Value::as_u64)
-                            .find(|i| *i > MAX_NFV_INDEX)
-                        {
-                            return Err(err(
-                                &at,
-                                format!(
-                                    "get_param index {i} into nfv.{}.{name}: at most {MAX_NFV_INDEX}",
-                                    section.key()
-                                ),
-                            ));
-                        }
-                        refs.entry(vdu).or_default().push(NfvRef {
-                            section,
-                            name: name.to_owned(),
-                            rest: path[2..].to_vec(),
-                            at,
-                        });
                     }
                     Found::Resource { at, name } => {
                         if individual.contains(&name.as_str()) {
-                            return Err(err(
+                            return Err(template_err(
+                                &file,
                                 &at,
                                 format!(
                                     "refers to resource `{name}`, which the adjusted HOT replaces \
@@ -294,6 +140,218 @@ impl Analysis {
     /// Whether `vdu` is managed per VNFC.
     pub fn individual(&self, vdu: &str) -> bool {
         self.modes.get(vdu) == Some(&Mode::Individual)
+    }
+}
+
+/// A [`HeatError::Template`] about template `file` at template path `at`.
+fn template_err(file: &str, at: &str, reason: String) -> HeatError {
+    HeatError::Template {
+        file: file.into(),
+        at: at.into(),
+        reason,
+    }
+}
+
+/// The mode of every VDU of `vnfd`: by the type of `resources.<VDU>` of the top-level
+/// template `file`, else the AutoScalingGroup holding the VDU (its member template in `files`).
+/// Errors: a VDU with neither.
+fn vdu_modes(
+    file: &str,
+    resources: &Map<String, Value>,
+    vnfd: &Vnfd,
+    files: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, Mode>, HeatError> {
+    let mut modes = BTreeMap::new();
+    for vdu in vnfd.vdus.keys() {
+        let mode = if let Some(r) = resources.get(vdu) {
+            let ty = r["type"].as_str().unwrap_or("");
+            if ty == "OS::Heat::AutoScalingGroup" {
+                Mode::Asg(vdu.clone())
+            } else if ty.ends_with(".yaml") || ty.ends_with(".yml") {
+                Mode::Individual
+            } else {
+                Mode::Single
+            }
+        } else if let Some((name, _)) = resources.iter().find(|(_, r)| asg_holds(r, vdu, files)) {
+            Mode::Asg(name.clone())
+        } else {
+            return Err(template_err(
+                file,
+                "resources",
+                format!(
+                    "VNFD VDU `{vdu}` has no resource `resources.{vdu}` (individual VNFC \
+                     management) and no OS::Heat::AutoScalingGroup holding it"
+                ),
+            ));
+        };
+        modes.insert(vdu.clone(), mode);
+    }
+    Ok(modes)
+}
+
+/// Checks that every nested template a VDU resource (or its AutoScalingGroup's member) names
+/// as its type is in `files`, since the adjusted HOT passes them along. Errors: one missing,
+/// at `resources.<name>.type` of template `file`.
+fn check_nested_templates(
+    file: &str,
+    resources: &Map<String, Value>,
+    modes: &BTreeMap<String, Mode>,
+    files: &BTreeMap<String, String>,
+) -> Result<(), HeatError> {
+    for (vdu, mode) in modes {
+        let (rname, ty) = match mode {
+            Mode::Individual | Mode::Single => (vdu.as_str(), &resources[vdu]["type"]),
+            Mode::Asg(r) => (r.as_str(), &resources[r]["properties"]["resource"]["type"]),
+        };
+        if let Some(t) = ty.as_str()
+            && (t.ends_with(".yaml") || t.ends_with(".yml"))
+            && !files.contains_key(t)
+        {
+            return Err(template_err(
+                file,
+                &format!("resources.{rname}.type"),
+                format!("nested template `{t}` is not in the BaseHOT's nested/ directory"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The parts of the BaseHOT searched for references, in order: each resource as
+/// `(resources.<name>, its value, the VDU it stands for)` — a VDU's own resource or its
+/// AutoScalingGroup —, then `outputs` (owned by no VDU).
+fn sections<'a>(
+    base: &'a BaseHot,
+    resources: &'a Map<String, Value>,
+    modes: &BTreeMap<String, Mode>,
+) -> Vec<(String, &'a Value, Option<String>)> {
+    let mut sections: Vec<(String, &Value, Option<String>)> = Vec::new();
+    for (rname, r) in resources {
+        // The resource that stands for a VDU (individual) or an ASG: its owner.
+        let owner = modes.iter().find_map(|(v, m)| match m {
+            Mode::Individual | Mode::Single if v == rname => Some(v.clone()),
+            Mode::Asg(a) if a == rname => Some(v.clone()),
+            _ => None,
+        });
+        sections.push((format!("resources.{rname}"), r, owner));
+    }
+    if let Some(o) = base.template.get("outputs") {
+        sections.push(("outputs".into(), o, None));
+    }
+    sections
+}
+
+/// What a `get_param` found in the BaseHOT is checked against: the template's file, its
+/// declared parameters, the VNFD and the VDUs' modes.
+struct RefCheck<'a> {
+    /// Package-relative path of the top-level template (named in errors).
+    file: &'a str,
+    /// Names under the template's `parameters`.
+    declared: Vec<&'a str>,
+    /// The VNFD whose VDUs, storages and CPs `nfv` entries name.
+    vnfd: &'a Vnfd,
+    /// Mode of every VDU.
+    modes: &'a BTreeMap<String, Mode>,
+}
+
+impl RefCheck<'_> {
+    /// The VDU owning `nfv.<section>.<name>`: the VDU itself, the VDU with that virtual
+    /// storage, or the VDU of that CP; `None` when the VNFD has no such node.
+    fn owner_of(&self, section: Section, name: &str) -> Option<String> {
+        match section {
+            Section::Vdu if self.vnfd.vdus.contains_key(name) => Some(name.to_owned()),
+            Section::Vdu => self
+                .vnfd
+                .vdus
+                .iter()
+                .find(|(_, v)| v.storages.iter().any(|s| s == name))
+                .map(|(n, _)| n.clone()),
+            Section::Cp => self.vnfd.cps.get(name).map(|c| c.vdu.clone()),
+        }
+    }
+
+    /// Checks the `get_param` at `at` with arguments `args`, found in a section owned by VDU
+    /// `owner` (if any): `Some((owning VDU, reference))` for a path into `nfv.VDU`/`nfv.CP`,
+    /// `None` for any other declared parameter. Errors: arguments neither a name nor a list,
+    /// an undeclared parameter, another `nfv` section, an unknown VDU/storage/CP, an entry
+    /// used outside its VDU's resource, an index over [`MAX_NFV_INDEX`].
+    fn nfv_ref(
+        &self,
+        owner: Option<&str>,
+        at: String,
+        args: &Value,
+    ) -> Result<Option<(String, NfvRef)>, HeatError> {
+        let err = |reason: String| template_err(self.file, &at, reason);
+        let (pname, path) = match args {
+            Value::String(s) => (s.as_str(), &[][..]),
+            Value::Array(a) if !a.is_empty() => (a[0].as_str().unwrap_or(""), &a[1..]),
+            _ => return Err(err("get_param needs a name or a list".into())),
+        };
+        if !self.declared.contains(&pname) && !PSEUDO_PARAMS.contains(&pname) {
+            return Err(err(format!(
+                "get_param of parameter `{pname}`, which `parameters` does not declare"
+            )));
+        }
+        if pname != "nfv" || path.len() < 2 {
+            return Ok(None);
+        }
+        let section = match path[0].as_str() {
+            Some("VDU") => Section::Vdu,
+            Some("CP") => Section::Cp,
+            _ => {
+                return Err(err(format!(
+                    "get_param into nfv.{}: vnfkeeper knows only nfv.VDU and nfv.CP",
+                    path[0]
+                        .as_str()
+                        .map_or_else(|| path[0].to_string(), str::to_owned)
+                )));
+            }
+        };
+        let name = path[1].as_str().unwrap_or("");
+        let Some(vdu) = self.owner_of(section, name) else {
+            let what = match section {
+                Section::Vdu => "a VDU or a virtual storage of a VDU",
+                Section::Cp => "a CP",
+            };
+            return Err(err(format!(
+                "get_param into unknown key nfv.{}.{name}: the VNFD has no such {what}",
+                section.key()
+            )));
+        };
+        match (owner, self.modes[&vdu] == Mode::Individual) {
+            (Some(o), _) if o != vdu => {
+                return Err(err(format!(
+                    "nfv.{}.{name} belongs to VDU `{vdu}`, but is used in the resource of VDU `{o}`",
+                    section.key()
+                )));
+            }
+            (None, true) => {
+                return Err(err(format!(
+                    "nfv.{}.{name} belongs to VDU `{vdu}`, which is managed per VNFC: \
+                     only resources.{vdu} may use it (the adjusted HOT has nfv.{}.{name}-<index>)",
+                    section.key(),
+                    section.key()
+                )));
+            }
+            _ => {}
+        }
+        if let Some(i) = path[2..]
+            .iter()
+            .filter_map(Value::as_u64)
+            .find(|i| *i > MAX_NFV_INDEX)
+        {
+            return Err(err(format!(
+                "get_param index {i} into nfv.{}.{name}: at most {MAX_NFV_INDEX}",
+                section.key()
+            )));
+        }
+        let reference = NfvRef {
+            section,
+            name: name.to_owned(),
+            rest: path[2..].to_vec(),
+            at: at.clone(),
+        };
+        Ok(Some((vdu, reference)))
     }
 }
 

@@ -34,7 +34,7 @@ pub use sol003::{
     ScaleVnfRequest, TerminateVnfRequest, TerminationType, VimConnectionInfo, VimConnectionInfos,
 };
 
-use check::{Card, Checker, push};
+use check::{Card, Checker, Obj, push};
 
 /// Largest request file accepted, in bytes (1 MiB). Larger files are rejected without parsing.
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;
@@ -240,6 +240,44 @@ fn whole(reason: impl Into<String>) -> Vec<FieldError> {
 /// File-level defects (too large, empty, not UTF-8, not JSON, trailing data, not an object)
 /// are reported alone with pointer `""`; JSON syntax errors give line and column.
 pub fn parse_envelope(bytes: &[u8]) -> Result<Parsed, Vec<FieldError>> {
+    let (v, mut warnings) = read_json(bytes)?;
+    let mut c = Checker::default();
+    let Some(env) = c.object(&v, "", "the request file") else {
+        return Err(c.errors);
+    };
+    let op = envelope_operation(&mut c, &env);
+    let request_id = c
+        .str_rule(&env, "requestId", Card::Opt, rules::identifier)
+        .map(|(s, _)| s.to_string());
+    match op {
+        Some(Op::Lcm(operation)) => lcm_envelope(c, &env, operation, request_id, warnings),
+        Some(Op::Task(operation)) => {
+            let id = c.str_rule(&env, "vnfLcmOpOccId", Card::One, rules::identifier);
+            match (id, c.errors.is_empty()) {
+                (Some((id, _)), true) => {
+                    warnings.append(&mut c.warnings);
+                    Ok(Parsed {
+                        envelope: Envelope::Task(TaskEnvelope {
+                            operation,
+                            vnf_lcm_op_occ_id: id.to_string(),
+                            request_id,
+                        }),
+                        warnings,
+                        secret_pointers: Vec::new(),
+                        package_paths: Vec::new(),
+                    })
+                }
+                _ => Err(c.errors),
+            }
+        }
+        None => Err(c.errors),
+    }
+}
+
+/// The JSON value of a request file's `bytes`, and the warning of a byte order mark skipped.
+/// Errors: the file-level defects (too large, not UTF-8, empty, not JSON), alone with pointer
+/// `""`; a JSON syntax error gives line and column, never the input text.
+fn read_json(bytes: &[u8]) -> Result<(Value, Vec<FieldError>), Vec<FieldError>> {
     if bytes.len() > MAX_REQUEST_BYTES {
         return Err(whole(format!(
             "file is {} bytes; requests larger than {MAX_REQUEST_BYTES} bytes (1 MiB) are not read",
@@ -273,12 +311,14 @@ pub fn parse_envelope(bytes: &[u8]) -> Result<Parsed, Vec<FieldError>> {
             e.column()
         ))
     })?;
-    let mut c = Checker::default();
-    let Some(env) = c.object(&v, "", "the request file") else {
-        return Err(c.errors);
-    };
+    Ok((v, warnings))
+}
 
-    let op = match c.str_field(&env, "operation", Card::One) {
+/// The envelope's `operation` (`None` when missing or unknown, recorded in `c`), after
+/// checking the envelope's keys against the ones that operation allows (unknown operation:
+/// those of any).
+fn envelope_operation(c: &mut Checker, env: &Obj<'_>) -> Option<Op> {
+    let op = match c.str_field(env, "operation", Card::One) {
         Some((s, p)) => match operation(s) {
             Some(op) => Some(op),
             None => {
@@ -289,99 +329,84 @@ pub fn parse_envelope(bytes: &[u8]) -> Result<Parsed, Vec<FieldError>> {
         None => None,
     };
     match &op {
-        Some(Op::Lcm(_)) => c.known_keys(&env, "envelope", LCM_KEYS),
-        Some(Op::Task(_)) => c.known_keys(&env, "envelope", TASK_KEYS),
+        Some(Op::Lcm(_)) => c.known_keys(env, "envelope", LCM_KEYS),
+        Some(Op::Task(_)) => c.known_keys(env, "envelope", TASK_KEYS),
         None => {
             let all: Vec<&str> = LCM_KEYS.iter().chain(TASK_KEYS).copied().collect();
-            c.known_keys(&env, "envelope", &all);
+            c.known_keys(env, "envelope", &all);
         }
     }
-    let request_id = c
-        .str_rule(&env, "requestId", Card::Opt, rules::identifier)
-        .map(|(s, _)| s.to_string());
+    op
+}
 
-    match op {
-        Some(Op::Lcm(operation)) => {
-            let id = c.str_rule(&env, "vnfInstanceId", Card::One, rules::identifier);
-            let pkg_ptr = push("", "vnfPackage");
-            let vnf_package = if operation == LcmOperation::Instantiate {
-                c.str_rule(&env, "vnfPackage", Card::One, package_location)
-                    .map(|(s, _)| s.to_string())
-            } else {
-                if env.map.contains_key("vnfPackage") {
-                    c.err(
-                        &pkg_ptr,
-                        "vnfPackage is only allowed with operation INSTANTIATE",
-                    );
-                }
-                None
-            };
-            let mut w = validate::Walk {
-                c,
-                ..validate::Walk::default()
-            };
-            let body = w.c.field(&env, "request", Card::One).map(|(b, _)| b);
-            if let Some(b) = body {
-                validate::request(&mut w, operation, b);
-            }
-            let validate::Walk {
-                mut c,
-                paths,
-                secrets,
-            } = w;
-            if c.errors.is_empty()
-                && let Some(b) = body
-                && let Err(mut e) = typed(operation, b)
-            {
-                c.errors.append(&mut e);
-            }
-            if !c.errors.is_empty() {
-                return Err(c.errors);
-            }
-            warnings.append(&mut c.warnings);
-            let (Some((id, _)), Some(body)) = (id, body) else {
-                return Err(whole(
-                    "internal error: envelope incomplete after validation",
-                ));
-            };
-            Ok(Parsed {
-                envelope: Envelope::Lcm(LcmEnvelope {
-                    operation,
-                    vnf_instance_id: id.to_string(),
-                    vnf_package,
-                    request_id,
-                    request: body.clone(),
-                }),
-                warnings,
-                secret_pointers: secrets,
-                package_paths: if operation == LcmOperation::Instantiate {
-                    paths
-                } else {
-                    Vec::new()
-                },
-            })
+/// The rest of an LCM envelope `env` of `operation` (the checks so far in `c`, the file's
+/// `warnings`): `vnfInstanceId`, `vnfPackage` (INSTANTIATE only), the request body walked by
+/// [`validate::request`] and then deserialized into its type. Errors: every defect found.
+fn lcm_envelope(
+    mut c: Checker,
+    env: &Obj<'_>,
+    operation: LcmOperation,
+    request_id: Option<String>,
+    mut warnings: Vec<FieldError>,
+) -> Result<Parsed, Vec<FieldError>> {
+    let id = c.str_rule(env, "vnfInstanceId", Card::One, rules::identifier);
+    let pkg_ptr = push("", "vnfPackage");
+    let vnf_package = if operation == LcmOperation::Instantiate {
+        c.str_rule(env, "vnfPackage", Card::One, package_location)
+            .map(|(s, _)| s.to_string())
+    } else {
+        if env.map.contains_key("vnfPackage") {
+            c.err(
+                &pkg_ptr,
+                "vnfPackage is only allowed with operation INSTANTIATE",
+            );
         }
-        Some(Op::Task(operation)) => {
-            let id = c.str_rule(&env, "vnfLcmOpOccId", Card::One, rules::identifier);
-            match (id, c.errors.is_empty()) {
-                (Some((id, _)), true) => {
-                    warnings.append(&mut c.warnings);
-                    Ok(Parsed {
-                        envelope: Envelope::Task(TaskEnvelope {
-                            operation,
-                            vnf_lcm_op_occ_id: id.to_string(),
-                            request_id,
-                        }),
-                        warnings,
-                        secret_pointers: Vec::new(),
-                        package_paths: Vec::new(),
-                    })
-                }
-                _ => Err(c.errors),
-            }
-        }
-        None => Err(c.errors),
+        None
+    };
+    let mut w = validate::Walk {
+        c,
+        ..validate::Walk::default()
+    };
+    let body = w.c.field(env, "request", Card::One).map(|(b, _)| b);
+    if let Some(b) = body {
+        validate::request(&mut w, operation, b);
     }
+    let validate::Walk {
+        mut c,
+        paths,
+        secrets,
+    } = w;
+    if c.errors.is_empty()
+        && let Some(b) = body
+        && let Err(mut e) = typed(operation, b)
+    {
+        c.errors.append(&mut e);
+    }
+    if !c.errors.is_empty() {
+        return Err(c.errors);
+    }
+    warnings.append(&mut c.warnings);
+    let (Some((id, _)), Some(body)) = (id, body) else {
+        return Err(whole(
+            "internal error: envelope incomplete after validation",
+        ));
+    };
+    Ok(Parsed {
+        envelope: Envelope::Lcm(LcmEnvelope {
+            operation,
+            vnf_instance_id: id.to_string(),
+            vnf_package,
+            request_id,
+            request: body.clone(),
+        }),
+        warnings,
+        secret_pointers: secrets,
+        package_paths: if operation == LcmOperation::Instantiate {
+            paths
+        } else {
+            Vec::new()
+        },
+    })
 }
 
 /// `vnfPackage`: a host path of the package directory or .zip; non-empty, at most
