@@ -8,8 +8,6 @@ use std::io::IsTerminal as _;
 
 use tracing_subscriber::{EnvFilter, fmt, prelude::*};
 
-pub use crate::message_ids::*;
-
 /// Where log records go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogTarget {

@@ -20,8 +20,6 @@ mod tacker;
 pub mod tls;
 mod watch;
 
-pub use reconcile::TRIGGER_PREFIX;
-
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -37,11 +35,12 @@ use tokio::sync::mpsc;
 
 use crate::config::{EXIT_CONFIG, Settings};
 use crate::intake::spool::{self, FileLook, Found, IntakeContext, Outcome, Spool};
+use crate::message_ids::{MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
 use crate::metrics::Metrics;
 use crate::store::{Db, Store, StoreError};
 use crate::tacker::{notifications, oauth};
 use connect::Connector;
-use logging::{LogTarget, MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
+use logging::LogTarget;
 use runner::{QueueStatus, Scheduler};
 use vnfkeeper_core::model::Timestamp;
 use watch::Ensured;

@@ -29,7 +29,7 @@ use crate::store::Db;
 use vnfkeeper_core::model::Timestamp;
 use vnfkeeper_core::policy::changes::{Changed, ChangesPoll};
 
-pub use crate::reconcile::cmd::TRIGGER_PREFIX;
+use crate::reconcile::cmd::TRIGGER_PREFIX;
 
 /// Scheduler state of the reconcile loop, owned by the main loop.
 pub(super) struct ReconcileLoop {

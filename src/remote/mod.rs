@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
-pub use vnfkeeper_core::wire::Secret;
+use vnfkeeper_core::wire::Secret;
 
 pub mod fake;
 mod pool;

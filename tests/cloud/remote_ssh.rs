@@ -17,9 +17,10 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use vnfkeeper::remote::{
-    Auth, HostKeyPolicy, Output, Remote, RemoteCommand, RemoteError, Secret, SshConfig, SshRemote,
-    Target, TimeoutSide, fingerprint, same_key,
+    Auth, HostKeyPolicy, Output, Remote, RemoteCommand, RemoteError, SshConfig, SshRemote, Target,
+    TimeoutSide, fingerprint, same_key,
 };
+use vnfkeeper_core::wire::Secret;
 
 const PW_USER: &str = "vkpw";
 const PW_PASS: &str = "vkpw-S3cret!";
