@@ -594,13 +594,25 @@ fn seed_normalisations_are_warnings() {
     assert_eq!(
         ptrs,
         [
+            format!("{K8S}/vim_name"),
+            format!("{K8S}/master_node/aspect_id"),
             format!("{K8S}/master_node/pod_cidr"),
+            format!("{K8S}/worker_node/aspect_id"),
             format!("{K8S}/proxy/http_proxy"),
             format!("{K8S}/proxy/https_proxy"),
+            format!("{K8S}/proxy/k8s_node_cidr"),
         ]
     );
-    assert!(p.warnings[0].reason.contains("192.168.0.0/16"));
-    for w in &p.warnings[1..] {
+    // What vnfkeeper accepts without acting on it says so (never silently ignored).
+    for i in [0, 1, 3, 6] {
+        assert!(
+            p.warnings[i].reason.contains("is not acted on: "),
+            "{}",
+            p.warnings[i].reason
+        );
+    }
+    assert!(p.warnings[2].reason.contains("192.168.0.0/16"));
+    for w in &p.warnings[4..6] {
         assert!(
             !w.reason.contains("password")
                 && !w.reason.contains("user1")
@@ -671,9 +683,18 @@ fn ansible_and_external_lb_rules() {
     ]);
     accept_table(&[
         (ks, &format!("{a}/ip_address"), Some(json!("fd00::50"))),
-        (ks, &a, None),
         (ks, &lb, None),
     ]);
+    // Without `ansible` the request is the kubeadm-script cluster, which has no external load
+    // balancer: refused at the load balancer's parameters, not ignored.
+    let e = errors(&edit(ks, &a, None));
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(e[0].pointer, lb);
+    assert!(
+        e[0].reason.contains("only with `ansible`"),
+        "{}",
+        e[0].reason
+    );
 }
 
 #[test]
@@ -1099,14 +1120,6 @@ fn secret_pointers_name_every_secret_field() {
     let mut v: Value = serde_json::from_str(KUBESPRAY).unwrap();
     let k8s = v.pointer_mut(K8S).unwrap().as_object_mut().unwrap();
     k8s.insert(
-        "storage_server".into(),
-        serde_json::from_str::<Value>(PV)
-            .unwrap()
-            .pointer(SS)
-            .unwrap()
-            .clone(),
-    );
-    k8s.insert(
         "private_registry_connection_info".into(),
         json!([{"connection_type": "0", "server": "10.0.0.5:5000", "username": "ru", "password": "rp"},
                {"connection_type": 1, "server": "10.0.0.6:5000"}]),
@@ -1128,7 +1141,6 @@ fn secret_pointers_name_every_secret_field() {
         format!("{K8S}/proxy/http_proxy"),
         format!("{K8S}/proxy/https_proxy"),
         format!("{K8S}/external_lb_param/ssh_password"),
-        format!("{SS}/password"),
         format!("{PRC}/0/username"),
         format!("{PRC}/0/password"),
         "/request/vimConnectionInfo/0/accessInfo".into(),
@@ -1137,6 +1149,13 @@ fn secret_pointers_name_every_secret_field() {
     .collect();
     want.sort();
     assert_eq!(got, want);
+
+    // The storage server's password (the kubeadm-script cluster's own parameter).
+    let pv = match ok(PV.as_bytes()).envelope {
+        Envelope::Lcm(e) => e,
+        Envelope::Task(_) => unreachable!(),
+    };
+    assert!(pv.secret_pointers().contains(&format!("{SS}/password")));
 
     // The map form of vimConnectionInfo (SOL003 v3.3.1) and the registry VNF's parameters.
     let mut r: Value = serde_json::from_str(REG).unwrap();

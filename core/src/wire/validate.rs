@@ -311,15 +311,44 @@ fn instantiate_additional_params(w: &mut Walk, ap: &Obj<'_>) {
     }
 }
 
+/// A parameter vnfkeeper accepts but does not act on: a warning at its pointer (recorded with
+/// the accepted request), saying why, so that nothing is ignored silently.
+fn not_acted_on(w: &mut Walk, o: &Obj<'_>, key: &str, why: &str) {
+    if !matches!(o.map.get(key), None | Some(Value::Null)) {
+        w.c.warn(&push(&o.ptr, key), format!("{key} is not acted on: {why}"));
+    }
+}
+
 fn k8s_cluster_installation_param(w: &mut Walk, o: &Obj<'_>) {
     w.package_path(o, "script_path", Card::One);
     w.c.str_rule(o, "vim_name", Card::Opt, rules::plain_text);
+    not_acted_on(
+        w,
+        o,
+        "vim_name",
+        "vnfkeeper registers no Kubernetes VIM for the cluster yet",
+    );
+    let kubespray = !matches!(o.map.get("ansible"), None | Some(Value::Null));
     if let Some(m) = w.c.obj_field(o, "master_node", Card::One) {
         node(w, &m);
         w.cidr(&m, "pod_cidr", Card::Opt);
         w.cidr(&m, "cluster_cidr", Card::Opt);
         w.name(&m, "cluster_cp_name", Card::One);
         w.name(&m, "cluster_fip_name", Card::Opt);
+        not_acted_on(
+            w,
+            &m,
+            "cluster_fip_name",
+            "vnfkeeper reaches the cluster at fixed addresses",
+        );
+        if kubespray {
+            not_acted_on(
+                w,
+                &m,
+                "cluster_cp_name",
+                "the kubespray cluster is reached through external_lb_param's load balancer",
+            );
+        }
     }
     if let Some(n) = w.c.obj_field(o, "worker_node", Card::One) {
         node(w, &n);
@@ -340,6 +369,28 @@ fn k8s_cluster_installation_param(w: &mut Walk, o: &Obj<'_>) {
             Card::One,
             rules::absolute_dir,
         );
+    }
+    for (key, flavour) in [
+        (
+            "external_lb_param",
+            "with `ansible` (the kubespray cluster)",
+        ),
+        (
+            "storage_server",
+            "without `ansible` (the kubeadm-script cluster)",
+        ),
+        (
+            "pv_registration_params",
+            "without `ansible` (the kubeadm-script cluster)",
+        ),
+    ] {
+        let wanted = key == "external_lb_param";
+        if kubespray != wanted && !matches!(o.map.get(key), None | Some(Value::Null)) {
+            w.c.err(
+                &push(&o.ptr, key),
+                format!("{key} is supported only {flavour}"),
+            );
+        }
     }
     if let Some(lb) = w.c.obj_field(o, "external_lb_param", Card::Opt) {
         w.name(&lb, "ssh_cp_name", Card::One);
@@ -368,6 +419,12 @@ fn k8s_cluster_installation_param(w: &mut Walk, o: &Obj<'_>) {
 /// Attributes common to `master_node` and `worker_node`.
 fn node(w: &mut Walk, o: &Obj<'_>) {
     w.name(o, "aspect_id", Card::Opt);
+    not_acted_on(
+        w,
+        o,
+        "aspect_id",
+        "vnfkeeper finds a role's VNFCs by the VDU of its ssh_cp_name",
+    );
     w.name(o, "ssh_cp_name", Card::One);
     w.name(o, "nic_cp_name", Card::One);
     w.username(o, "username");
@@ -397,6 +454,12 @@ fn proxy(w: &mut Walk, o: &Obj<'_>) {
         }
     }
     w.cidr(o, "k8s_node_cidr", Card::Opt);
+    not_acted_on(
+        w,
+        o,
+        "k8s_node_cidr",
+        "no_proxy gets the pod and service CIDRs and the cluster IP, not each node address",
+    );
 }
 
 fn storage_server(w: &mut Walk, o: &Obj<'_>) {
@@ -507,6 +570,12 @@ fn private_registry_installation_param(w: &mut Walk, o: &Obj<'_>) {
     if let Some(px) = w.c.obj_field(o, "proxy", Card::Opt) {
         proxy(w, &px);
     }
+    not_acted_on(
+        w,
+        o,
+        "proxy",
+        "the registry VM's Docker gets no proxy; the image comes from image_path or a pull",
+    );
 }
 
 fn scale(w: &mut Walk, o: &Obj<'_>) {
