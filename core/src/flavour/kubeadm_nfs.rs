@@ -348,6 +348,42 @@ impl KubeadmNfs {
             .collect()
     }
 
+    /// `k8s.hosts` on each of `on`: the `/etc/hosts` block of every node of `all`, one
+    /// `<nic address> master<n>` / `worker<n>` line each (`<n>`: the address's last part, the
+    /// name Tacker's install script gives the node), masters first, as Tacker's driver writes it
+    /// before the install script runs. Errors: a node without a `nic_cp_name` address.
+    fn hosts_stages(
+        &self,
+        on: &[&Node<'_>],
+        all: &[&Node<'_>],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let mut lines = Vec::new();
+        for role in [Role::Master, Role::Worker] {
+            for n in all.iter().filter(|n| n.role == role) {
+                let ip = self.nic(n)?;
+                let last = match ip {
+                    IpAddr::V4(v4) => v4.octets()[3].to_string(),
+                    IpAddr::V6(v6) => format!("{:x}", v6.segments()[7]),
+                };
+                let name = if role == Role::Master {
+                    "master"
+                } else {
+                    "worker"
+                };
+                lines.push(format!("{ip} {name}{last}"));
+            }
+        }
+        let block = lines.join("\n");
+        let owner = format!("{}-nodes", self.inputs.vnf_instance_id);
+        Ok(on
+            .iter()
+            .map(|n| {
+                let step = recipes::k8s_hosts(&n.row.id, &owner, &block);
+                Stage::remote(0, &n.row.id, n.role, step)
+            })
+            .collect())
+    }
+
     fn has_storage(&self) -> bool {
         self.k8s.storage_server.is_some()
     }
@@ -606,6 +642,9 @@ impl MgmtDriver for KubeadmNfs {
             .first()
             .ok_or_else(|| FlavourError::new("plan", "the stack has no master VNFC"))?;
         let mut list = StageList::default();
+        let nodes: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
+        let hosts = self.hosts_stages(&nodes, &nodes)?;
+        list.wave(|w| at(w, hosts));
         let cluster = self.cluster_args(c.vnfcs, &masters, first)?;
         let create = self.install(first, &cluster)?;
         list.wave(|w| at(w, vec![create]));
@@ -614,7 +653,6 @@ impl MgmtDriver for KubeadmNfs {
             joins.push(self.install(n, &cluster)?);
         }
         list.wave(|w| at(w, joins));
-        let nodes: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
         self.trust_stages(&nodes, &mut list)?;
         if self.has_storage() {
             let server = self
@@ -630,10 +668,10 @@ impl MgmtDriver for KubeadmNfs {
             list.beside(0, storage.into_stages());
             // The NFS clients need nothing of the cluster or the server either: each installs
             // while its host is idle — the other nodes during the first master's install
-            // (wave 0), the first master during the joins (wave 1).
+            // (wave 1, after the hosts block), the first master during the joins (wave 2).
             let others: Vec<&Node<'_>> = masters.iter().skip(1).chain(workers.iter()).collect();
-            list.beside(0, self.nfs_clients(&others));
-            list.beside(1, self.nfs_clients(&[first]));
+            list.beside(1, self.nfs_clients(&others));
+            list.beside(2, self.nfs_clients(&[first]));
             self.pv_stages(c.vnfcs, first, c.pv_wait, &mut list)?;
         }
         Ok(list.into_stages())
@@ -679,7 +717,10 @@ impl MgmtDriver for KubeadmNfs {
             joins.push(self.install(n, &cluster)?);
         }
         let clients = self.nfs_clients(&joining);
+        let nodes: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
+        let hosts = self.hosts_stages(&nodes, &nodes)?;
         let mut list = StageList::default();
+        list.wave(|w| at(w, hosts));
         list.wave(|w| at(w, joins));
         list.wave(|w| at(w, clients));
         self.trust_stages(&joining, &mut list)?;
@@ -752,6 +793,9 @@ impl MgmtDriver for KubeadmNfs {
             .collect();
         let mut list = StageList::default();
         if !nodes.is_empty() {
+            let all: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
+            let hosts = self.hosts_stages(&all, &all)?;
+            list.wave(|w| at(w, hosts));
             // The anchor first when it is itself healed (it creates the cluster again).
             let (first, rest): (Vec<&Node<'_>>, Vec<&Node<'_>>) =
                 nodes.iter().partition(|n| n.row.id == anchor.row.id);

@@ -354,6 +354,21 @@ pub fn k8s_install(
     }
 }
 
+/// A Kubernetes node's `/etc/hosts` block owned by `owner` is exactly `block`: the names of the
+/// cluster's nodes, written before the install script runs on any of them, as Tacker's sample
+/// MgmtDriver does (`_get_hosts`; rewritten whole here instead of appended to).
+pub fn k8s_hosts(host: &str, owner: &str, block: &str) -> Step {
+    Step {
+        kind: StepKind::K8sHosts,
+        host: host.into(),
+        args: vec!["/etc/hosts".into(), owner.into(), block.into()],
+        uploads: Vec::new(),
+        late: Vec::new(),
+        sudo: true,
+        timeout: Duration::from_secs(60),
+    }
+}
+
 /// On a master: no Kubernetes node has InternalIP `address`; each that has is drained
 /// (`kubectl drain --ignore-daemonsets --delete-emptydir-data --timeout`) and deleted. Source:
 /// Tacker `samples/mgmt_driver/kubernetes/kubernetes_mgmt.py` `scale_start`/`heal_start`, with a

@@ -50,6 +50,8 @@ step_kinds! {
     NfsClient => "nfs.client", "nfs_client.sh";
     /// The package's cluster install script run on a node not yet in a cluster.
     K8sInstall => "k8s.install", "k8s_install.sh";
+    /// A node's `/etc/hosts` block of the cluster's nodes (`master<n>`, `worker<n>`).
+    K8sHosts => "k8s.hosts", "hosts_block.sh";
     /// A node drained and deleted from the cluster, run on a master.
     K8sRemoveNode => "k8s.remove_node", "k8s_remove_node.sh";
     /// A PersistentVolume registered from its manifest, run on a master.
@@ -95,7 +97,7 @@ step_kinds! {
     /// A node's registry CA files.
     TrustFiles => "trust.files", "trust_files.sh";
     /// A node's `/etc/hosts` block of registry names.
-    TrustHosts => "trust.hosts", "trust_hosts.sh";
+    TrustHosts => "trust.hosts", "hosts_block.sh";
     /// A node's registry credentials.
     TrustAuth => "trust.auth", "trust_auth.sh";
 }

@@ -288,6 +288,7 @@ fn every_step_round_trips_through_a_stored_plan() {
     let mut steps = storage_volumes("ss", std::slice::from_ref(&volume));
     steps.extend(nfs_server("ss", "vnf-1", std::slice::from_ref(&export)));
     steps.push(nfs_client("w1"));
+    steps.push(k8s_hosts("w1", "vnf-1-nodes", "10.0.0.5 master5"));
     steps.push(k8s_install(
         "m1",
         "/usr/local/lib/vnfkeeper/install.sh",

@@ -97,17 +97,21 @@ fn instantiate_overlaps_nfs_installs_with_the_cluster_install() {
             .unwrap_or_else(|| panic!("no {name} on {host}: {w:?}"))
             .0
     };
-    assert_eq!(wave_of("k8s.install", "m0"), 0);
+    // Every node's /etc/hosts block first (Tacker writes it before the install script runs).
+    for node in ["m0", "w0", "w1"] {
+        assert_eq!(wave_of("k8s.hosts", node), 0, "{w:?}");
+    }
+    assert_eq!(wave_of("k8s.install", "m0"), 1);
     assert_eq!(wave_of("nfs.server", "ss"), 0, "{w:?}");
-    assert_eq!(wave_of("k8s.install", "w0"), 1);
+    assert_eq!(wave_of("k8s.install", "w0"), 2);
     let mount = wave_of("storage.mount", "ss");
     assert!(wave_of("storage.filesystem", "ss") < mount, "{w:?}");
     let exports = wave_of("nfs.exports", "ss");
     assert!(mount < exports, "{w:?}");
     // The NFS clients install while their hosts are idle: the workers during the master's
     // install, the master during the joins.
-    assert_eq!(wave_of("nfs.client", "w1"), 0, "{w:?}");
-    assert_eq!(wave_of("nfs.client", "m0"), 1, "{w:?}");
+    assert_eq!(wave_of("nfs.client", "w1"), 1, "{w:?}");
+    assert_eq!(wave_of("nfs.client", "m0"), 2, "{w:?}");
     let first_pv = w.iter().find(|(_, n, _)| n == "pv.register").unwrap().0;
     assert!(
         exports < first_pv && wave_of("k8s.install", "w1") < first_pv,
@@ -216,6 +220,24 @@ fn the_install_script_gets_tackers_options_and_the_proxies_in_its_environment() 
             s.args
         );
     }
+    // Every node's /etc/hosts names every node as Tacker's script names it.
+    let hosts = stages
+        .iter()
+        .find_map(|s| match &s.action {
+            Action::Remote(r) if r.step.kind == StepKind::K8sHosts && r.step.host == "w0" => {
+                Some(&r.step)
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        hosts.args,
+        [
+            "/etc/hosts",
+            "vnf-pv-nodes",
+            "10.10.0.10 master10\n10.10.0.20 worker20\n10.10.0.21 worker21"
+        ]
+    );
     let secrets: Vec<String> = d.secrets().iter().map(|s| s.expose().clone()).collect();
     assert!(secrets.contains(&"https://user2:password2@host2:port2".to_owned()));
 }

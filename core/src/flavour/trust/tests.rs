@@ -302,22 +302,24 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
     assert_eq!(
         keyed,
         [
-            (0, "k8s.install@m1"),
-            (1, "k8s.install@w1"),
-            (2, "trust.files@m1"),
-            (2, "trust.hosts@m1"),
-            (2, "trust.auth@m1"),
-            (2, "trust.files@w1"),
-            (2, "trust.hosts@w1"),
-            (2, "trust.auth@w1"),
-            (3, "trust.observe@m1"),
-            (3, "trust.observe@w1"),
-            (4, "configure"),
+            (0, "k8s.hosts@m1"),
+            (0, "k8s.hosts@w1"),
+            (1, "k8s.install@m1"),
+            (2, "k8s.install@w1"),
+            (3, "trust.files@m1"),
+            (3, "trust.hosts@m1"),
+            (3, "trust.auth@m1"),
+            (3, "trust.files@w1"),
+            (3, "trust.hosts@w1"),
+            (3, "trust.auth@w1"),
+            (4, "trust.observe@m1"),
+            (4, "trust.observe@w1"),
+            (5, "configure"),
         ]
     );
-    assert_eq!(stages[10].action, Action::Expand(Hook::Configure));
+    assert_eq!(stages[12].action, Action::Expand(Hook::Configure));
     // trust.files: the HTTPS CA uploaded and checked by digest; HTTP has none.
-    let files = remote_step(&stages[2]);
+    let files = remote_step(&stages[4]);
     let ca =
         std::fs::read(repo().join("fixtures/packages/cir-k8s-cluster/Files/registries/ca.crt"))
             .unwrap();
@@ -332,7 +334,7 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
     );
     assert_eq!(files.uploads[0].bytes, ca);
     // trust.hosts: the block owned by the VNF.
-    let hosts = remote_step(&stages[3]);
+    let hosts = remote_step(&stages[5]);
     assert_eq!(
         hosts.args,
         [
@@ -342,7 +344,7 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
         ]
     );
     // trust.auth: the credentials only as a late 0600 file, never an argument.
-    let auth = remote_step(&stages[4]);
+    let auth = remote_step(&stages[6]);
     let token = STANDARD.encode("user01:user01");
     let digest = auth_digest(&token, "vnf-cir-k8s-cluster", "registry.example.com");
     assert_eq!(
