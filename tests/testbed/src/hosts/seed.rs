@@ -20,6 +20,7 @@ const KUBECTL: &str = include_str!("../../standins/kubectl-standin");
 const DOCKER: &str = include_str!("../../standins/docker-standin");
 const MKFS: &str = include_str!("../../standins/mkfs-wrapper");
 const DPKG_QUERY: &str = include_str!("../../standins/dpkg-query-standin");
+const KUBEADM: &str = include_str!("../../standins/kubeadm-standin");
 
 /// Login user created inside every host (password = name).
 pub(crate) const USER: &str = "ubuntu";
@@ -272,6 +273,14 @@ pub(crate) async fn build_common_seed(seed: &Path, root_pub: &str) -> Result<()>
         0o755,
     )?;
     write_file(seed, "usr/local/bin/docker", DOCKER.as_bytes(), 0o755)?;
+    // kubeadm: only where the apt stand-in links it from (`apt-get install kubeadm`); the
+    // machine has no kubeadm
+    write_file(
+        seed,
+        "usr/local/lib/testbed/kubeadm",
+        KUBEADM.as_bytes(),
+        0o755,
+    )?;
     write_file(seed, "usr/local/sbin/exportfs", EXPORTFS.as_bytes(), 0o755)?;
     for name in [
         "mkfs",
