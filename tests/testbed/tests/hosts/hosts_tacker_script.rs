@@ -323,6 +323,15 @@ async fn hosts_tacker_install_script() {
         "certificate key is 64 hex digits"
     );
 
+    // without sudo (as the sample driver's scale_end sends it) kubeadm cannot read admin.conf
+    let o = ssh(m, "kubeadm token create;".into(), 60).await;
+    assert!(
+        !o.status.success()
+            && err(&o).contains("open /etc/kubernetes/admin.conf: permission denied"),
+        "token create as the login user: {}",
+        tail(&o, 10)
+    );
+
     // worker: export ha_flag=False;bash /tmp/install_k8s_cluster.sh -w <ip> -i <cluster ip> -t -s
     let t = std::time::Instant::now();
     let o = ssh(
@@ -458,4 +467,21 @@ async fn hosts_tacker_install_script() {
         started.elapsed().as_secs()
     );
     g.finish().await;
+}
+
+#[test]
+fn mask_hides_tokens_and_keys() {
+    let key = "0123456789abcdef".repeat(4);
+    let text = format!(
+        "kubeadm join 10.231.94.11:6443 --token abcdef.0123456789abcdef \\\n\t--discovery-token-ca-cert-hash sha256:{key} --certificate-key {key}\ntoken:zz9zz9.zz9zz9zz9zz9zz9z\n"
+    );
+    assert_eq!(
+        mask(&text),
+        "kubeadm join 10.231.94.11:6443 --token <token> \\\n\t--discovery-token-ca-cert-hash sha256:<hex64> --certificate-key <hex64>\ntoken:<token>\n"
+    );
+    // other words are kept
+    assert_eq!(
+        mask("master11 Ready 10.231.94.12"),
+        "master11 Ready 10.231.94.12"
+    );
 }
