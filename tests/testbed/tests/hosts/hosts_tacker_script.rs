@@ -368,10 +368,15 @@ async fn hosts_tacker_install_script() {
     names.sort();
     assert_eq!(names, ["master11", "worker12"]);
     // the join material read on the master is the cluster's current one
-    let state: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(g.farm.kube(CLUSTER).dir().join("kubeadm.json")).unwrap(),
-    )
-    .unwrap();
+    let state = g
+        .farm
+        .kube(CLUSTER)
+        .kubeadm_state()
+        .unwrap()
+        .expect("kubeadm state");
+    assert_eq!(state["endpoint"], format!("{m}:6443"));
+    assert_eq!(state["control_planes"], serde_json::json!(["master11"]));
+    assert_eq!(state["workers"], serde_json::json!(["worker12"]));
     assert!(
         state["certificate_key"].as_str() == Some(cert_key.as_str()),
         "upload-certs' key is the cluster's certificate key"
