@@ -233,6 +233,25 @@ impl KubeStore {
         })
     }
 
+    /// The kubeadm stand-in's state of this cluster (`DIR/kubeadm.json`, see
+    /// `standins/kubeadm-standin`: `endpoint`, `ca_hash`, `tokens` {TOKEN: expiry}, `certificate_key`,
+    /// `control_planes`, `workers`, …), read under the store's lock; `None` before the first
+    /// `kubeadm init` (or after the last control plane's `kubeadm reset`). It holds the cluster's
+    /// join secrets: never print it.
+    pub fn kubeadm_state(&self) -> Result<Option<Value>> {
+        let _l = self.lock()?;
+        let p = self.dir.join("kubeadm.json");
+        match fs::read(&p) {
+            Ok(d) => {
+                let v: Value =
+                    serde_json::from_slice(&d).with_context(|| format!("parse {}", p.display()))?;
+                Ok(v.as_object().is_some_and(|m| !m.is_empty()).then_some(v))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Every kubectl stand-in call in this cluster ("HOSTNAME kubectl ARGS"), oldest first.
     pub fn kubectl_log(&self) -> Result<Vec<String>> {
         match fs::read_to_string(self.dir.join("kubectl.log")) {

@@ -97,11 +97,17 @@ impl HostProfile {
 
     /// Absolute paths removed from the host's root when it starts (programs that do not exist
     /// on a fresh image of this distribution): the kubectl stand-in and the machine's own
-    /// kubectl for Ubuntu.
+    /// kubectl for Ubuntu, and kubeadm (the machine has none today; a kubeadm installed on the
+    /// machine later must not show through either).
     pub(crate) fn absent(self) -> &'static [&'static str] {
         match self {
             HostProfile::Debian => &[],
-            HostProfile::Ubuntu2004 => &["/usr/local/bin/kubectl", "/usr/bin/kubectl"],
+            HostProfile::Ubuntu2004 => &[
+                "/usr/local/bin/kubectl",
+                "/usr/bin/kubectl",
+                "/usr/local/bin/kubeadm",
+                "/usr/bin/kubeadm",
+            ],
         }
     }
 }

@@ -20,6 +20,30 @@ const KUBECTL: &str = include_str!("../../standins/kubectl-standin");
 const DOCKER: &str = include_str!("../../standins/docker-standin");
 const MKFS: &str = include_str!("../../standins/mkfs-wrapper");
 const DPKG_QUERY: &str = include_str!("../../standins/dpkg-query-standin");
+const KUBEADM: &str = include_str!("../../standins/kubeadm-standin");
+const CURL: &str = include_str!("../../standins/curl-standin");
+const APT_KEY: &str = include_str!("../../standins/apt-key-standin");
+const ADD_APT_REPOSITORY: &str = include_str!("../../standins/add-apt-repository-standin");
+const HOSTNAMECTL: &str = include_str!("../../standins/hostnamectl-standin");
+const SWAPOFF: &str = include_str!("../../standins/swapoff-standin");
+const APT_MARK: &str = include_str!("../../standins/apt-mark-standin");
+
+/// The curl stand-in's mirror: (path under `usr/local/lib/testbed/mirror/`, content). Files
+/// written for the testbed (see `standins/curl-standin`), served for these internet URLs.
+const MIRROR: [(&str, &str); 3] = [
+    (
+        "download.docker.com/linux/ubuntu/gpg",
+        include_str!("../../standins/mirror/docker-gpg.asc"),
+    ),
+    (
+        "packages.cloud.google.com/apt/doc/apt-key.gpg",
+        include_str!("../../standins/mirror/google-apt-key.asc"),
+    ),
+    (
+        "docs.projectcalico.org/manifests/calico.yaml",
+        include_str!("../../standins/mirror/calico.yaml"),
+    ),
+];
 
 /// Login user created inside every host (password = name).
 pub(crate) const USER: &str = "ubuntu";
@@ -272,6 +296,38 @@ pub(crate) async fn build_common_seed(seed: &Path, root_pub: &str) -> Result<()>
         0o755,
     )?;
     write_file(seed, "usr/local/bin/docker", DOCKER.as_bytes(), 0o755)?;
+    // kubeadm: only where the apt stand-in links it from (`apt-get install kubeadm`); the
+    // machine has no kubeadm
+    write_file(
+        seed,
+        "usr/local/lib/testbed/kubeadm",
+        KUBEADM.as_bytes(),
+        0o755,
+    )?;
+    write_file(seed, "usr/local/bin/curl", CURL.as_bytes(), 0o755)?;
+    for (rel, content) in MIRROR {
+        write_file(
+            seed,
+            &format!("usr/local/lib/testbed/mirror/{rel}"),
+            content.as_bytes(),
+            0o644,
+        )?;
+    }
+    write_file(seed, "usr/local/bin/apt-key", APT_KEY.as_bytes(), 0o755)?;
+    write_file(seed, "usr/local/bin/apt-mark", APT_MARK.as_bytes(), 0o755)?;
+    write_file(
+        seed,
+        "usr/local/bin/add-apt-repository",
+        ADD_APT_REPOSITORY.as_bytes(),
+        0o755,
+    )?;
+    // at the real one's path: scripts call /usr/bin/hostnamectl by that absolute path
+    write_file(seed, "usr/bin/hostnamectl", HOSTNAMECTL.as_bytes(), 0o755)?;
+    // swap is not namespaced: the real swapoff in a host would turn off the machine's swap, so
+    // the stand-in also covers the real one's path (/sbin is /usr/sbin on Debian 12)
+    for rel in ["usr/local/sbin/swapoff", "usr/sbin/swapoff"] {
+        write_file(seed, rel, SWAPOFF.as_bytes(), 0o755)?;
+    }
     write_file(seed, "usr/local/sbin/exportfs", EXPORTFS.as_bytes(), 0o755)?;
     for name in [
         "mkfs",
@@ -290,6 +346,8 @@ pub(crate) async fn build_common_seed(seed: &Path, root_pub: &str) -> Result<()>
     }
     let st = mkdirs_like(seed, "var/lib/testbed")?;
     fs::set_permissions(&st, fs::Permissions::from_mode(0o755))?;
+    // the curl stand-in runs as any user: its log is writable by all
+    write_file(seed, "var/lib/testbed/curl.log", b"", 0o666)?;
     Ok(())
 }
 

@@ -1,5 +1,5 @@
 //! The host farm: isolation, SSH, volumes, NFS, faults, crash cleanup, scale, the Ubuntu profile
-//! and the kubespray flavour's Ansible server.
+//! the kubespray flavour's Ansible server and Tacker's real `install_k8s_cluster.sh`.
 //!
 //! One test binary per subject (fewer links, one process per test under nextest); each module
 //! is one former test file, its tests unchanged.
@@ -10,4 +10,5 @@ mod hosts_farm;
 mod hosts_kubespray;
 mod hosts_scale;
 mod hosts_smoke;
+mod hosts_tacker_script;
 mod hosts_ubuntu;
