@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Install, wait_until};
+use support::{Install, free_port, wait_until};
 use testbed::cloud::{CloudOptions, FaultRule, Testbed};
 
 /// `promtool` (Debian package `prometheus`; `scripts/test` installs it).
@@ -56,14 +56,6 @@ fn run_promtool(args: &[&str], stdin: &str) -> String {
     );
     assert!(out.status.success(), "promtool {args:?} failed:\n{text}");
     text
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// One scrape: (status, content type, body).

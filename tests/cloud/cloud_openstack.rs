@@ -611,10 +611,7 @@ async fn connect_errors_and_no_secrets() {
 
     // Nothing listens: connection error, transient.
     let dead = dir.path().join("dead.yaml");
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = crate::support::free_port();
     std::fs::write(
         &dead,
         text.replace(&tb.base_url(), &format!("http://127.0.0.1:{port}")),

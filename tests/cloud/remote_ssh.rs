@@ -22,6 +22,8 @@ use vnfkeeper::remote::{
 };
 use vnfkeeper_core::wire::Secret;
 
+use crate::support::free_port;
+
 const PW_USER: &str = "vkpw";
 const PW_PASS: &str = "vkpw-S3cret!";
 const NOPW_USER: &str = "vknopw";
@@ -45,14 +47,6 @@ fn run_ok(cmd: &mut Command) -> Vec<u8> {
     let out = cmd.output().expect("spawn");
     assert!(out.status.success(), "{cmd:?}: {out:?}");
     out.stdout
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn keygen(path: &Path) {

@@ -272,13 +272,20 @@ impl Drop for Daemon {
     }
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago (bound and released).
+/// A TCP port on 127.0.0.1 that was free a moment ago (bound and released), for a
+/// process that binds it later.
+///
+/// Picked at random below Linux's ephemeral range (`net.ipv4.ip_local_port_range`,
+/// 32768–60999 by default): a port the kernel handed out with `bind(:0)` is exactly the
+/// one it hands the next outgoing connection or `:0` listener of a parallel test, which
+/// then takes it before our daemon binds it ("Address already in use").
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    loop {
+        let port = fastrand::u16(20_000..32_000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// Polls `f` until it returns true or `timeout` passes; returns whether it became true.
