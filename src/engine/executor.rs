@@ -12,12 +12,14 @@ use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::{Cloud, ErrorKind, StackCreate, StackRef, StackStatus};
 use crate::remote::{Auth, HostKeyPolicy, Target};
 use crate::store::{OperationRow, VnfcRow};
-use vnfkeeper_core::flavour::{FlavourError, HookContext};
+use vnfkeeper_core::artifact::Artifact;
+use vnfkeeper_core::flavour::{FlavourError, HookContext, KeptArtifacts};
 use vnfkeeper_core::model::StepState;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{
     self, Action, CloudAction, Hook, Mark, ReadCheck, StackDocument, Stage,
 };
+use vnfkeeper_core::wire::Secret;
 
 /// Where a cloud stage is journaled: its operation, stage key and number, and the action's name.
 struct At<'a> {
@@ -111,6 +113,7 @@ impl<C: Cloud> Engine<C> {
         let c = HookContext {
             vnfcs: rows,
             pv_wait: self.limits.pv_wait,
+            op_occ_id: &op.id,
         };
         let subjects: Vec<String> = match &x.subjects {
             Subjects::None => Vec::new(),
@@ -230,15 +233,19 @@ impl<C: Cloud> Engine<C> {
     ) -> Result<Host, StepFailure> {
         let driver = &x.instance()?.driver;
         let access = driver.access(role)?;
+        let kept = self.kept_artifacts(vnf_instance_id)?;
         let mut late = Vec::new();
         for l in &step.late {
             late.push(LateFile {
                 path: l.path().to_owned(),
                 mode: l.mode(),
-                bytes: driver.late_upload(l, rows)?,
+                bytes: driver.late_upload(l, rows, &kept)?,
             });
         }
         let mut secrets = vec![access.password.clone()];
+        for (artifact, text) in &kept {
+            secrets.extend(artifact.secrets(text.expose()).into_iter().map(Secret::new));
+        }
         for r in [
             vnfkeeper_core::model::Role::Master,
             vnfkeeper_core::model::Role::Worker,
@@ -314,6 +321,51 @@ impl<C: Cloud> Engine<C> {
             late,
             registries,
         })
+    }
+
+    /// Removes the artifacts of `vnf_instance_id` that `which` selects from the state
+    /// directory; one that cannot be removed is logged (WARN) and left.
+    pub(super) fn remove_artifacts(&self, vnf_instance_id: &str, which: impl Fn(Artifact) -> bool) {
+        let Some(dir) = self.db.with(|s| s.state_dir()) else {
+            return;
+        };
+        for artifact in Artifact::ALL.iter().copied().filter(|a| which(*a)) {
+            let path = artifact.path(&dir, vnf_instance_id);
+            let label = artifact.label();
+            match std::fs::remove_file(&path) {
+                Ok(()) => tracing::info!(path = %path.display(), "{label} removed"),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => {
+                    tracing::warn!(path = %path.display(), error = %err, "cannot remove the {label}")
+                }
+            }
+        }
+    }
+
+    /// The artifacts kept for `vnf_instance_id` under the state directory
+    /// (`vnfkeeper_core::artifact`), for a step's late files and the values to mask. Errors: a
+    /// kept file that cannot be read (other than absent).
+    fn kept_artifacts(&self, vnf_instance_id: &str) -> Result<KeptArtifacts, StepFailure> {
+        let mut kept = KeptArtifacts::new();
+        let Some(dir) = self.db.with(|s| s.state_dir()) else {
+            return Ok(kept);
+        };
+        for artifact in Artifact::ALL {
+            let path = artifact.path(&dir, vnf_instance_id);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    kept.insert(*artifact, Secret::new(text));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(StepFailure::input(
+                        "plan",
+                        format!("cannot read the kept {}: {e}", artifact.label()),
+                    ));
+                }
+            }
+        }
+        Ok(kept)
     }
 
     fn stack_request(&self, name: &str, doc: &StackDocument) -> StackCreate {

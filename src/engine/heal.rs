@@ -166,6 +166,7 @@ fn stages<C: Cloud>(
         let c = HookContext {
             vnfcs: before,
             pv_wait: e.limits.pv_wait,
+            op_occ_id: &op.id,
         };
         list.append(inst.driver.heal_start(c, &p.targets)?);
         // Mark the targets' servers (and, if asked, their volumes) unhealthy in the stack that

@@ -262,6 +262,7 @@ async fn undo_outside<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), 
     let c = vnfkeeper_core::flavour::HookContext {
         vnfcs: &rows,
         pv_wait: e.limits.pv_wait,
+        op_occ_id: &op.id,
     };
     let stages = match inst.driver.instantiate_rollback(c) {
         Ok(s) => s,

@@ -138,7 +138,11 @@ impl<C: Cloud> Engine<C> {
         let span = tracing::info_span!("operation", vnf_instance_id = %op.vnf_instance_id, vnf_lcm_op_occ_id = %op.id, operation = %op.operation);
         let operation = op.operation;
         let started = std::time::Instant::now();
+        let vnf_instance_id = op.vnf_instance_id.clone();
         let ran = self.run_op(op).instrument(span).await?;
+        if ran.state.is_final() {
+            self.remove_artifacts(&vnf_instance_id, |a| !a.outlives_operation());
+        }
         if let Some(state) = ran.reached {
             self.metrics
                 .operation_finished(operation, state, Some(started.elapsed()));

@@ -171,6 +171,7 @@ fn stages<C: Cloud>(
         let c = HookContext {
             vnfcs: &i.before,
             pv_wait: e.limits.pv_wait,
+            op_occ_id: &op.id,
         };
         let drain = i.inst.driver.scale_start(c, &p.victims)?;
         list.append(drain);
@@ -268,6 +269,7 @@ async fn run_tacker<C: Cloud>(
                 let c = HookContext {
                     vnfcs: &before,
                     pv_wait: e.limits.pv_wait,
+                    op_occ_id: &op.id,
                 };
                 let cleanup = inst.driver.scale_in_after_removal(c, &gone)?;
                 (gone, cleanup)
@@ -457,6 +459,7 @@ fn decide_rollback<C: Cloud>(
         let c = HookContext {
             vnfcs: &rows,
             pv_wait: e.limits.pv_wait,
+            op_occ_id: &op.id,
         };
         list.append(inst.driver.scale_start(c, &hooked)?);
     }
@@ -553,6 +556,7 @@ async fn decide_rollback_asg<C: Cloud>(
         let c = HookContext {
             vnfcs: &rows,
             pv_wait: e.limits.pv_wait,
+            op_occ_id: &op.id,
         };
         list.append(inst.driver.scale_start(c, &hooked)?);
     }

@@ -531,6 +531,7 @@ impl<C: Cloud> Engine<C> {
                 "verification after apply",
             ));
         }
+        self.keep(step, host, &verify, driver)?;
         Ok(format!("applied: {}", last_line(&apply)))
     }
 

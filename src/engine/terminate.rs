@@ -14,7 +14,6 @@ use super::instance::{Instance, instance_row, stack_name};
 use super::{Engine, EngineError, StepFailure, now};
 use crate::cloud::Cloud;
 use crate::store::OperationRow;
-use vnfkeeper_core::artifact::Artifact;
 use vnfkeeper_core::flavour::HookContext;
 use vnfkeeper_core::model::InstantiationState;
 use vnfkeeper_core::plan::stages::{CloudAction, Stage, StageList};
@@ -41,6 +40,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
         let c = HookContext {
             vnfcs: &rows,
             pv_wait: e.limits.pv_wait,
+            op_occ_id: &op.id,
         };
         let mut list = StageList::default();
         if let Some(inst) = &inst {
@@ -82,18 +82,6 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     })?;
     // The VNF is gone, and with it what its kept artifacts (the admin kubeconfig kept from
     // the flavour's step) pointed at: `vnfkeeper status` shows no endpoint for it.
-    if let Some(dir) = e.db.with(|s| s.state_dir()) {
-        for artifact in Artifact::ALL {
-            let path = artifact.path(&dir, &op.vnf_instance_id);
-            let label = artifact.label();
-            match std::fs::remove_file(&path) {
-                Ok(()) => tracing::info!(path = %path.display(), "{label} removed"),
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                Err(err) => {
-                    tracing::warn!(path = %path.display(), error = %err, "cannot remove the {label}")
-                }
-            }
-        }
-    }
+    e.remove_artifacts(&op.vnf_instance_id, |_| true);
     Ok(())
 }

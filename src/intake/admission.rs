@@ -1809,5 +1809,27 @@ mod tests {
         .unwrap();
         heal(serde_json::json!({"vnfcInstanceId": ["w0"]})).unwrap();
         heal(serde_json::json!({})).unwrap();
+
+        // A kubeadm cluster with one master: rebuilding it alone loses the cluster.
+        let vnfcs = vec![
+            vnfc("m0", "masterNode"),
+            vnfc("w0", "workerNode"),
+            vnfc("w1", "workerNode"),
+        ];
+        let (facts, bases) = instantiated("cir-k8s-cluster.20-instantiate.json", vnfcs);
+        let heal = |body| judge_lcm(&lcm(Heal, body), &facts, &bases);
+        let refused = heal(serde_json::json!({"vnfcInstanceId": ["m0", "w0"]})).unwrap_err();
+        assert_eq!(refused.status, 409);
+        assert!(
+            refused.detail.contains("every master") && refused.detail.contains("w1"),
+            "{}",
+            refused.detail
+        );
+        heal(serde_json::json!({"vnfcInstanceId": ["m0", "w0", "w1"]})).unwrap();
+        heal(serde_json::json!({"vnfcInstanceId": ["m0"],
+                                "additionalParams": {"configuration_only": true}}))
+        .unwrap();
+        heal(serde_json::json!({"vnfcInstanceId": ["w1"]})).unwrap();
+        heal(serde_json::json!({})).unwrap();
     }
 }

@@ -215,6 +215,7 @@ fn plan_jobs(
     let c = HookContext {
         vnfcs: t.vnfcs,
         pv_wait: Duration::ZERO,
+        op_occ_id: "",
     };
     let mut jobs = Vec::new();
     let mut unprobed = Vec::new();

@@ -392,13 +392,13 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
             .any(|j| j.name == "k8s.install" && j.host == sick.id && j.state == StepState::Done),
         "heal_end re-joined the worker"
     );
-    // Every node's /etc/hosts names the healed node again (k8s.hosts); nothing else runs on
-    // the other VNFCs.
+    // Every node's /etc/hosts names the healed node again (k8s.hosts), and the master makes
+    // the join material the healed worker joins with; nothing else runs on the other VNFCs.
     assert!(
         auto_journal
             .iter()
             .filter(|j| !j.host.is_empty() && j.name != "k8s.hosts")
-            .all(|j| j.host == sick.id),
+            .all(|j| j.host == sick.id || j.name == "k8s.join_material"),
         "only the healed VNFC is configured"
     );
     let row = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();

@@ -24,11 +24,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role, trust};
+use super::{
+    Access, FlavourError, HookContext, Inputs, Kept, KeptArtifacts, MgmtDriver, Probe, Role, trust,
+};
+use crate::artifact::{Artifact, JoinMaterial};
 use crate::model::VnfcRow;
 use crate::package::Vnfd;
 use crate::plan::stages::{Stage, StageList};
-use crate::recipes::{self, DrainPolicy, Export, Late, Step, VolumeSetup, pv::PvManifest};
+use crate::recipes::{
+    self, DrainPolicy, Export, Late, Step, StepKind, VolumeSetup, pv::PvManifest,
+};
 use crate::wire::Secret;
 use crate::wire::params::{K8sClusterInstallationParam, StorageServer};
 
@@ -262,7 +267,14 @@ impl KubeadmNfs {
     /// `-m <masters> -i <cluster IP> -p <pod CIDR> -a <service CIDR>` (Tacker's defaults
     /// `192.168.0.0/16` and `10.96.0.0/12` when the request gives none), a worker
     /// `-w <own nic address> -i <cluster IP>` with `ha_flag` in its environment.
-    fn install(&self, node: &Node<'_>, cluster: &ClusterArgs) -> Result<Stage, FlavourError> {
+    /// `join`: the node joins the existing cluster (the join material kept by
+    /// `k8s.join_material` travels in its environment file).
+    fn install(
+        &self,
+        node: &Node<'_>,
+        cluster: &ClusterArgs,
+        join: bool,
+    ) -> Result<Stage, FlavourError> {
         let body = self.file(&self.k8s.script_path, "k8s.install")?.to_vec();
         let m = &self.k8s.master_node;
         let (args, ha_flag) = match node.role {
@@ -299,15 +311,26 @@ impl KubeadmNfs {
             body,
             args,
             ha_flag,
+            join,
         );
         Ok(Stage::remote(0, &node.row.id, node.role, step))
     }
 
-    /// The install script's environment file ([`Late::InstallEnv`]): `ha_flag` for a worker,
-    /// and the request's proxies as Tacker's driver exports them (`no_proxy` extended by the pod
+    /// The install script's environment file ([`Late::InstallEnv`]): the join material of a
+    /// joining node, `ha_flag` for a worker, and the request's proxies as Tacker's driver exports them (`no_proxy` extended by the pod
     /// and service CIDRs, the loopback and the cluster IP).
-    fn install_env(&self, ha_flag: Option<bool>, rows: &[VnfcRow]) -> String {
+    fn install_env(
+        &self,
+        ha_flag: Option<bool>,
+        join: Option<&JoinMaterial>,
+        rows: &[VnfcRow],
+    ) -> String {
         let mut vars: Vec<(&str, String)> = Vec::new();
+        if let Some(j) = join {
+            vars.push(("TOKEN_NAME", j.token.clone()));
+            vars.push(("TOKEN_HASH", j.ca_hash.clone()));
+            vars.push(("CERT_KEY", j.certificate_key.clone()));
+        }
         if let Some(ha) = ha_flag {
             vars.push(("ha_flag", if ha { "True" } else { "False" }.into()));
         }
@@ -382,6 +405,17 @@ impl KubeadmNfs {
                 Stage::remote(0, &n.row.id, n.role, step)
             })
             .collect())
+    }
+
+    /// `k8s.join_material` on `anchor`, the control-plane node the others join, made once per
+    /// operation `op_occ_id`; its check's output is kept by [`MgmtDriver::keep`].
+    fn join_material(&self, anchor: &Node<'_>, op_occ_id: &str) -> Stage {
+        let file = format!(
+            "/var/lib/vnfkeeper/join/{}.env",
+            self.inputs.vnf_instance_id
+        );
+        let step = recipes::k8s_join_material(&anchor.row.id, &file, op_occ_id);
+        Stage::remote(0, &anchor.row.id, anchor.role, step)
     }
 
     fn has_storage(&self) -> bool {
@@ -592,6 +626,36 @@ impl MgmtDriver for KubeadmNfs {
         ))
     }
 
+    /// A kubeadm cluster lives in the stacked etcd of its control planes: rebuilding every
+    /// master loses it, and the nodes that are not rebuilt would stay joined to a cluster that
+    /// is gone (kubeadm has no way to re-join them but `kubeadm reset` and a new join, which
+    /// Tacker's install script does not do). So the last masters are rebuilt only with every
+    /// other node of the cluster (a whole-VNF heal); the storage server need not be.
+    fn rebuild_refusal(&self, vnfcs: &[VnfcRow], targets: &[String]) -> Option<String> {
+        let healed = targeted(targets);
+        let of = |role| {
+            vnfcs
+                .iter()
+                .filter(move |v| self.role(&v.vdu_id) == Ok(role))
+        };
+        if of(Role::Master).any(|v| !healed.contains(v.id.as_str())) {
+            return None;
+        }
+        let staying: Vec<&str> = of(Role::Worker)
+            .filter(|v| !healed.contains(v.id.as_str()))
+            .map(|v| v.id.as_str())
+            .collect();
+        if staying.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "the HEAL rebuilds every master of the kubeadm cluster, whose etcd goes with them, \
+             but not worker VNFC(s) {}: they would stay joined to a cluster that is gone; \
+             heal the whole VNF instead",
+            staying.join(", ")
+        ))
+    }
+
     fn role(&self, vdu: &str) -> Result<Role, FlavourError> {
         role_of_vdu(&self.inputs.vnfd, &self.k8s, vdu).map_err(|(what, cp)| {
             FlavourError::new(
@@ -646,11 +710,15 @@ impl MgmtDriver for KubeadmNfs {
         let hosts = self.hosts_stages(&nodes, &nodes)?;
         list.wave(|w| at(w, hosts));
         let cluster = self.cluster_args(c.vnfcs, &masters, first)?;
-        let create = self.install(first, &cluster)?;
+        let create = self.install(first, &cluster, false)?;
         list.wave(|w| at(w, vec![create]));
         let mut joins = Vec::new();
         for n in masters.iter().skip(1).chain(workers.iter()) {
-            joins.push(self.install(n, &cluster)?);
+            joins.push(self.install(n, &cluster, true)?);
+        }
+        if !joins.is_empty() {
+            let material = self.join_material(first, c.op_occ_id);
+            list.wave(|w| at(w, vec![material]));
         }
         list.wave(|w| at(w, joins));
         self.trust_stages(&nodes, &mut list)?;
@@ -668,10 +736,12 @@ impl MgmtDriver for KubeadmNfs {
             list.beside(0, storage.into_stages());
             // The NFS clients need nothing of the cluster or the server either: each installs
             // while its host is idle — the other nodes during the first master's install
-            // (wave 1, after the hosts block), the first master during the joins (wave 2).
+            // (wave 1, after the hosts block), the first master during the joins (wave 3, after
+            // it made the join material).
             let others: Vec<&Node<'_>> = masters.iter().skip(1).chain(workers.iter()).collect();
             list.beside(1, self.nfs_clients(&others));
-            list.beside(2, self.nfs_clients(&[first]));
+            let joins_wave = if others.is_empty() { 2 } else { 3 };
+            list.beside(joins_wave, self.nfs_clients(&[first]));
             self.pv_stages(c.vnfcs, first, c.pv_wait, &mut list)?;
         }
         Ok(list.into_stages())
@@ -714,13 +784,17 @@ impl MgmtDriver for KubeadmNfs {
         let cluster = self.cluster_args(c.vnfcs, &masters, first)?;
         let mut joins = Vec::new();
         for n in &joining {
-            joins.push(self.install(n, &cluster)?);
+            joins.push(self.install(n, &cluster, true)?);
         }
         let clients = self.nfs_clients(&joining);
         let nodes: Vec<&Node<'_>> = masters.iter().chain(workers.iter()).collect();
         let hosts = self.hosts_stages(&nodes, &nodes)?;
         let mut list = StageList::default();
         list.wave(|w| at(w, hosts));
+        if !joins.is_empty() {
+            let material = self.join_material(first, c.op_occ_id);
+            list.wave(|w| at(w, vec![material]));
+        }
         list.wave(|w| at(w, joins));
         list.wave(|w| at(w, clients));
         self.trust_stages(&joining, &mut list)?;
@@ -802,12 +876,16 @@ impl MgmtDriver for KubeadmNfs {
             let cluster = self.cluster_args(c.vnfcs, &masters, anchor)?;
             let mut wave = Vec::new();
             for n in first {
-                wave.push(self.install(n, &cluster)?);
+                wave.push(self.install(n, &cluster, false)?);
             }
             list.wave(|w| at(w, wave));
             let mut wave = Vec::new();
             for n in rest {
-                wave.push(self.install(n, &cluster)?);
+                wave.push(self.install(n, &cluster, true)?);
+            }
+            if !wave.is_empty() {
+                let material = self.join_material(anchor, c.op_occ_id);
+                list.wave(|w| at(w, vec![material]));
             }
             list.wave(|w| at(w, wave));
             let clients = self.nfs_clients(&nodes);
@@ -843,10 +921,26 @@ impl MgmtDriver for KubeadmNfs {
         trust::configure_stages(&self.k8s.private_registry_connection_info, &nodes, observed)
     }
 
-    fn late_upload(&self, late: &Late, rows: &[VnfcRow]) -> Result<Secret<Vec<u8>>, FlavourError> {
+    fn late_upload(
+        &self,
+        late: &Late,
+        rows: &[VnfcRow],
+        kept: &KeptArtifacts,
+    ) -> Result<Secret<Vec<u8>>, FlavourError> {
         match late {
-            Late::InstallEnv { ha_flag, .. } => {
-                Ok(Secret::new(self.install_env(*ha_flag, rows).into_bytes()))
+            Late::InstallEnv { ha_flag, join, .. } => {
+                let material = if *join {
+                    let text = kept.get(&Artifact::JoinMaterial).ok_or_else(|| {
+                        FlavourError::new("k8s.install", "no join material is kept for the cluster")
+                    })?;
+                    let j = JoinMaterial::parse(text.expose())
+                        .map_err(|why| FlavourError::new("k8s.install", why))?;
+                    Some(j)
+                } else {
+                    None
+                };
+                let env = self.install_env(*ha_flag, material.as_ref(), rows);
+                Ok(Secret::new(env.into_bytes()))
             }
             Late::RegistryAuth { .. } => {
                 trust::docker_config_json(&self.k8s.private_registry_connection_info)
@@ -860,6 +954,19 @@ impl MgmtDriver for KubeadmNfs {
                 format!("this flavour produces no file for {}", other.path()),
             )),
         }
+    }
+
+    /// `k8s.join_material`: the join material its check printed, checked.
+    fn keep(&self, step: &Step, stdout: &str) -> Result<Option<Kept>, FlavourError> {
+        if step.kind != StepKind::K8sJoinMaterial {
+            return Ok(None);
+        }
+        let j = JoinMaterial::parse(stdout)
+            .map_err(|why| FlavourError::new("k8s.join_material", why))?;
+        Ok(Some(Kept {
+            artifact: Artifact::JoinMaterial,
+            text: Secret::new(j.to_env()),
+        }))
     }
 
     /// The registry passwords, and the proxy URLs (they may carry credentials).
@@ -915,6 +1022,7 @@ impl MgmtDriver for KubeadmNfs {
                     Vec::new(),
                     Vec::new(),
                     None,
+                    false,
                 )));
                 if self.has_storage() {
                     out.push(Probe::Script(recipes::nfs_client(&vnfc.id)));

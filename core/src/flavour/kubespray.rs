@@ -52,7 +52,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{
-    Access, ApplyOutput, FlavourError, HookContext, Inputs, Kept, MgmtDriver, Probe, Role, trust,
+    Access, ApplyOutput, FlavourError, HookContext, Inputs, Kept, KeptArtifacts, MgmtDriver, Probe,
+    Role, trust,
 };
 use crate::artifact::Artifact;
 use crate::digest::sha256_hex;
@@ -1482,7 +1483,12 @@ impl MgmtDriver for Kubespray {
         Ok(Vec::new())
     }
 
-    fn late_upload(&self, late: &Late, rows: &[VnfcRow]) -> Result<Secret<Vec<u8>>, FlavourError> {
+    fn late_upload(
+        &self,
+        late: &Late,
+        rows: &[VnfcRow],
+        _kept: &KeptArtifacts,
+    ) -> Result<Secret<Vec<u8>>, FlavourError> {
         match late {
             Late::KnownHosts { .. } => {
                 let nodes = self.nodes(rows, &BTreeSet::new())?;

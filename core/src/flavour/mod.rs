@@ -79,6 +79,9 @@ pub struct ApplyOutput<'a> {
     pub stderr_tail: &'a str,
 }
 
+/// The artifacts kept for an instance when a step runs ([`crate::artifact`]), by kind.
+pub type KeptArtifacts = BTreeMap<crate::artifact::Artifact, Secret<String>>;
+
 /// A file a flavour keeps from a step's output (see [`crate::artifact`]).
 #[derive(Debug, Clone)]
 pub struct Kept {
@@ -113,6 +116,10 @@ pub struct HookContext<'a> {
     pub vnfcs: &'a [VnfcRow],
     /// Longest wait for a PersistentVolume to change phase.
     pub pv_wait: Duration,
+    /// The operation occurrence (vnfLcmOpOccId) the stages are planned for, so that what a
+    /// step makes once per operation (a cluster's join material) is made again by the next
+    /// one; empty when reconcile plans probes.
+    pub op_occ_id: &'a str,
 }
 
 /// A reconcile probe of one VNFC: a recipe step in check mode, or a `kubectl get … -o json` read.
@@ -239,9 +246,15 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     }
 
     /// The content of a step's [`Late`] file from the VNFC rows as stored when the step runs
-    /// (pinned host keys, credentials). Errors: the flavour plans no such file, or what it
-    /// needs is missing (a node without a pinned key).
-    fn late_upload(&self, late: &Late, _rows: &[VnfcRow]) -> Result<Secret<Vec<u8>>, FlavourError> {
+    /// and the artifacts kept for the instance (pinned host keys, credentials, join material).
+    /// Errors: the flavour plans no such file, or what it needs is missing (a node without a
+    /// pinned key, no join material kept).
+    fn late_upload(
+        &self,
+        late: &Late,
+        _rows: &[VnfcRow],
+        _kept: &KeptArtifacts,
+    ) -> Result<Secret<Vec<u8>>, FlavourError> {
         Err(FlavourError::new(
             "plan",
             format!("this flavour produces no file for {}", late.path()),

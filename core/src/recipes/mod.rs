@@ -87,6 +87,10 @@ pub enum Late {
         /// `ha_flag` as Tacker's driver exports it for a worker (`True` with more than one
         /// master: the worker joins the VIP's port 16443); `None` for a master.
         ha_flag: Option<bool>,
+        /// The node joins an existing cluster: the file also exports the kept join material
+        /// (`TOKEN_NAME`, `TOKEN_HASH`, `CERT_KEY`, read by Tacker's install script).
+        #[serde(default)]
+        join: bool,
     },
 }
 
@@ -332,6 +336,7 @@ pub fn k8s_install(
     body: Vec<u8>,
     args: Vec<String>,
     ha_flag: Option<bool>,
+    join: bool,
 ) -> Step {
     let mut all = vec![script.to_owned()];
     all.extend(args);
@@ -348,9 +353,26 @@ pub fn k8s_install(
         late: vec![Late::InstallEnv {
             path: format!("{script}.env"),
             ha_flag,
+            join,
         }],
         sudo: true,
         timeout: Duration::from_secs(2700),
+    }
+}
+
+/// On a control-plane node: join material made for the operation `op_occ_id` and kept in
+/// `file` (0600), printed by the check for the flavour to keep
+/// ([`crate::artifact::Artifact::JoinMaterial`]); made again for another operation, or when
+/// older than 50 minutes (a certificate key lives 2 hours).
+pub fn k8s_join_material(host: &str, file: &str, op_occ_id: &str) -> Step {
+    Step {
+        kind: StepKind::K8sJoinMaterial,
+        host: host.into(),
+        args: vec![file.into(), op_occ_id.into()],
+        uploads: Vec::new(),
+        late: Vec::new(),
+        sudo: true,
+        timeout: Duration::from_secs(120),
     }
 }
 

@@ -50,6 +50,8 @@ step_kinds! {
     NfsClient => "nfs.client", "nfs_client.sh";
     /// The package's cluster install script run on a node not yet in a cluster.
     K8sInstall => "k8s.install", "k8s_install.sh";
+    /// Fresh join material (bootstrap token, CA hash, certificate key) on a master.
+    K8sJoinMaterial => "k8s.join_material", "k8s_join_material.sh";
     /// A node's `/etc/hosts` block of the cluster's nodes (`master<n>`, `worker<n>`).
     K8sHosts => "k8s.hosts", "hosts_block.sh";
     /// A node drained and deleted from the cluster, run on a master.

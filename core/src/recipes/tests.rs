@@ -289,12 +289,18 @@ fn every_step_round_trips_through_a_stored_plan() {
     steps.extend(nfs_server("ss", "vnf-1", std::slice::from_ref(&export)));
     steps.push(nfs_client("w1"));
     steps.push(k8s_hosts("w1", "vnf-1-nodes", "10.0.0.5 master5"));
+    steps.push(k8s_join_material(
+        "m1",
+        "/var/lib/vnfkeeper/join/vnf-1.env",
+        "op-1",
+    ));
     steps.push(k8s_install(
         "m1",
         "/usr/local/lib/vnfkeeper/install.sh",
         b"#!/bin/sh\n\xff binary-safe\n".to_vec(),
         vec!["-i".into(), "10.0.0.1".into()],
         Some(false),
+        true,
     ));
     steps.push(k8s_remove_node(
         "m1",

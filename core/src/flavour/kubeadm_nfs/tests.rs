@@ -88,6 +88,7 @@ fn instantiate_overlaps_nfs_installs_with_the_cluster_install() {
         .instantiate_end(HookContext {
             vnfcs: &r,
             pv_wait: Duration::from_secs(1),
+            op_occ_id: "op-1",
         })
         .unwrap();
     let w = waves(&stages);
@@ -103,7 +104,8 @@ fn instantiate_overlaps_nfs_installs_with_the_cluster_install() {
     }
     assert_eq!(wave_of("k8s.install", "m0"), 1);
     assert_eq!(wave_of("nfs.server", "ss"), 0, "{w:?}");
-    assert_eq!(wave_of("k8s.install", "w0"), 2);
+    assert_eq!(wave_of("k8s.join_material", "m0"), 2);
+    assert_eq!(wave_of("k8s.install", "w0"), 3);
     let mount = wave_of("storage.mount", "ss");
     assert!(wave_of("storage.filesystem", "ss") < mount, "{w:?}");
     let exports = wave_of("nfs.exports", "ss");
@@ -111,7 +113,7 @@ fn instantiate_overlaps_nfs_installs_with_the_cluster_install() {
     // The NFS clients install while their hosts are idle: the workers during the master's
     // install, the master during the joins.
     assert_eq!(wave_of("nfs.client", "w1"), 1, "{w:?}");
-    assert_eq!(wave_of("nfs.client", "m0"), 2, "{w:?}");
+    assert_eq!(wave_of("nfs.client", "m0"), 3, "{w:?}");
     let first_pv = w.iter().find(|(_, n, _)| n == "pv.register").unwrap().0;
     assert!(
         exports < first_pv && wave_of("k8s.install", "w1") < first_pv,
@@ -173,6 +175,7 @@ fn the_install_script_gets_tackers_options_and_the_proxies_in_its_environment() 
         .instantiate_end(HookContext {
             vnfcs: &r,
             pv_wait: Duration::from_secs(60),
+            op_occ_id: "op-1",
         })
         .unwrap();
     let script = "/usr/local/lib/vnfkeeper/install_k8s_cluster.sh";
@@ -196,23 +199,53 @@ fn the_install_script_gets_tackers_options_and_the_proxies_in_its_environment() 
         worker.args,
         [script, "-w", "10.10.0.21", "-i", "10.10.0.10"]
     );
+    // The join material as k8s.join_material's check printed it, kept.
+    let printed = format!(
+        "TOKEN_NAME=abcdef.0123456789abcdef\nTOKEN_HASH={}\nCERT_KEY={}\nalready done: x\n",
+        "a".repeat(64),
+        "b".repeat(64)
+    );
+    let material = stages
+        .iter()
+        .find_map(|s| match &s.action {
+            Action::Remote(r) if r.step.kind == StepKind::K8sJoinMaterial => Some(&r.step),
+            _ => None,
+        })
+        .expect("k8s.join_material planned");
+    assert_eq!(material.host, "m0");
+    assert!(
+        d.keep(material, "TOKEN_NAME=x\n").is_err(),
+        "malformed material"
+    );
+    let kept = d.keep(material, &printed).unwrap().expect("kept");
+    assert_eq!(kept.artifact, crate::artifact::Artifact::JoinMaterial);
+    let kept: KeptArtifacts = [(kept.artifact, kept.text)].into();
+    let none = KeptArtifacts::default();
+    assert!(
+        d.late_upload(&worker.late[0], &r, &none).is_err(),
+        "a join without kept material"
+    );
     let env = |s: &Step| {
         let late = &s.late[0];
         assert_eq!(
             (late.path(), late.mode()),
             (&*format!("{script}.env"), 0o600)
         );
-        String::from_utf8(d.late_upload(late, &r).unwrap().expose().clone()).unwrap()
+        String::from_utf8(d.late_upload(late, &r, &kept).unwrap().expose().clone()).unwrap()
     };
     // The file holds the proxies' credentials: compared, never printed.
     let worker_env = env(worker);
-    let want = "export ha_flag=False\n\
+    let want = "export TOKEN_NAME=abcdef.0123456789abcdef\n\
+                export TOKEN_HASH=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n\
+                export CERT_KEY=bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n\
+                export ha_flag=False\n\
                 export http_proxy=http://user1:password1@host1:port1\n\
                 export https_proxy=https://user2:password2@host2:port2\n\
                 export no_proxy='192.168.246.0/24,10.0.0.1,192.168.3.0/16,10.199.187.0/24,\
                 127.0.0.1,localhost,10.10.0.10'\n";
     assert!(worker_env == want, "the worker's environment file differs");
-    assert!(!env(master).contains("ha_flag"));
+    let master_env = env(master);
+    assert!(!master_env.contains("ha_flag") && !master_env.contains("TOKEN_NAME"));
     for s in [master, worker] {
         assert!(
             !s.args.iter().any(|a| a.contains("password")),
@@ -252,6 +285,7 @@ fn a_cluster_cp_outside_the_vnfcs_is_refused() {
         .instantiate_end(HookContext {
             vnfcs: &rows(),
             pv_wait: Duration::from_secs(60),
+            op_occ_id: "op-1",
         })
         .unwrap_err();
     assert!(err.reason.contains("`vip_CP`"), "{err}");

@@ -61,6 +61,7 @@ fn ctx(rows: &[VnfcRow]) -> HookContext<'_> {
     HookContext {
         vnfcs: rows,
         pv_wait: Duration::from_secs(1),
+        op_occ_id: "op-1",
     }
 }
 
@@ -908,6 +909,7 @@ fn trust_probes_auth_file_secrets_registries_and_package_files() {
                 path: "/root/.docker/config.json".into(),
             },
             &r,
+            &Default::default(),
         )
         .unwrap();
     let auth: serde_json::Value = serde_json::from_slice(auth.expose()).unwrap();

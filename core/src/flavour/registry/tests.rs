@@ -68,6 +68,7 @@ fn ctx(v: &[VnfcRow]) -> HookContext<'_> {
     HookContext {
         vnfcs: v,
         pv_wait: std::time::Duration::from_secs(30),
+        op_occ_id: "op-1",
     }
 }
 

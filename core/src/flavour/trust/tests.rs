@@ -283,6 +283,7 @@ fn ctx(v: &[VnfcRow]) -> HookContext<'_> {
     HookContext {
         vnfcs: v,
         pv_wait: std::time::Duration::from_secs(30),
+        op_occ_id: "op-1",
     }
 }
 
@@ -305,21 +306,22 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
             (0, "k8s.hosts@m1"),
             (0, "k8s.hosts@w1"),
             (1, "k8s.install@m1"),
-            (2, "k8s.install@w1"),
-            (3, "trust.files@m1"),
-            (3, "trust.hosts@m1"),
-            (3, "trust.auth@m1"),
-            (3, "trust.files@w1"),
-            (3, "trust.hosts@w1"),
-            (3, "trust.auth@w1"),
-            (4, "trust.observe@m1"),
-            (4, "trust.observe@w1"),
-            (5, "configure"),
+            (2, "k8s.join_material@m1"),
+            (3, "k8s.install@w1"),
+            (4, "trust.files@m1"),
+            (4, "trust.hosts@m1"),
+            (4, "trust.auth@m1"),
+            (4, "trust.files@w1"),
+            (4, "trust.hosts@w1"),
+            (4, "trust.auth@w1"),
+            (5, "trust.observe@m1"),
+            (5, "trust.observe@w1"),
+            (6, "configure"),
         ]
     );
-    assert_eq!(stages[12].action, Action::Expand(Hook::Configure));
+    assert_eq!(stages[13].action, Action::Expand(Hook::Configure));
     // trust.files: the HTTPS CA uploaded and checked by digest; HTTP has none.
-    let files = remote_step(&stages[4]);
+    let files = remote_step(&stages[5]);
     let ca =
         std::fs::read(repo().join("fixtures/packages/cir-k8s-cluster/Files/registries/ca.crt"))
             .unwrap();
@@ -334,7 +336,7 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
     );
     assert_eq!(files.uploads[0].bytes, ca);
     // trust.hosts: the block owned by the VNF.
-    let hosts = remote_step(&stages[5]);
+    let hosts = remote_step(&stages[6]);
     assert_eq!(
         hosts.args,
         [
@@ -344,7 +346,7 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
         ]
     );
     // trust.auth: the credentials only as a late 0600 file, never an argument.
-    let auth = remote_step(&stages[6]);
+    let auth = remote_step(&stages[7]);
     let token = STANDARD.encode("user01:user01");
     let digest = auth_digest(&token, "vnf-cir-k8s-cluster", "registry.example.com");
     assert_eq!(
@@ -367,7 +369,9 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
         !plan.contains("user01"),
         "no registry credential in the plan"
     );
-    let late = d.late_upload(&auth.late[0], &v).unwrap();
+    let late = d
+        .late_upload(&auth.late[0], &v, &Default::default())
+        .unwrap();
     assert!(String::from_utf8_lossy(late.expose()).contains(&STANDARD.encode("user01:user01")));
     assert_eq!(auth.late[0].mode(), 0o600);
     let masked: Vec<String> = d.secrets().iter().map(|s| s.expose().clone()).collect();
