@@ -60,6 +60,9 @@ pub trait HostBackend: Send + Sync + 'static {
     fn start(&self, req: HostRequest) -> BoxFut<'_, anyhow::Result<HostStarted>>;
     /// Stops and removes the host of a server (volume backing files are kept). Unknown ids are fine.
     fn stop(&self, server_id: &str) -> BoxFut<'_, anyhow::Result<()>>;
+    /// [`HostBackend::stop`] for a deleted server: what lived only on its disk is gone too
+    /// (a Kubernetes control plane's etcd member). Unknown ids are fine.
+    fn delete(&self, server_id: &str) -> BoxFut<'_, anyhow::Result<()>>;
     /// Removes a volume's backing storage (its data is gone).
     fn delete_volume(&self, volume_id: &str) -> BoxFut<'_, anyhow::Result<()>>;
     /// Stops every host.

@@ -55,6 +55,11 @@ impl HostBackend for FarmBackend {
         Box::pin(async move { self.0.stop(&id).await })
     }
 
+    fn delete(&self, server_id: &str) -> BoxFut<'_, anyhow::Result<()>> {
+        let id = server_id.to_string();
+        Box::pin(async move { self.0.delete(&id).await })
+    }
+
     fn delete_volume(&self, volume_id: &str) -> BoxFut<'_, anyhow::Result<()>> {
         let id = volume_id.to_string();
         Box::pin(async move { self.0.delete_volume(&id).await })

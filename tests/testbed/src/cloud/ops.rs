@@ -358,7 +358,7 @@ impl Cloud {
         if !exists {
             // Deleted while booting.
             if let Some(farm) = &self.farm {
-                let _ = farm.stop(id).await;
+                let _ = farm.delete(id).await;
             }
             return Err(format!("server {id} was deleted while building"));
         }
@@ -373,7 +373,7 @@ impl Cloud {
             return Ok(());
         }
         if let Some(farm) = &self.farm {
-            farm.stop(id)
+            farm.delete(id)
                 .await
                 .map_err(|e| format!("stopping host of {id}: {e:#}"))?;
         }

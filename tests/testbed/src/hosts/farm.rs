@@ -649,9 +649,28 @@ impl HostFarm {
     /// Tears a host down (processes, mounts, namespace, veth, loop devices). Volume data is kept
     /// and may be attached again by a later `start`. Unknown server ids are not an error.
     pub async fn stop(&self, server_id: &str) -> Result<()> {
+        self.stop_inner(server_id, false).await
+    }
+
+    /// [`HostFarm::stop`] for a server that is deleted (or rebuilt from its image): its
+    /// cluster store also learns that the server is gone ([`KubeStore::server_gone`]).
+    pub async fn delete(&self, server_id: &str) -> Result<()> {
+        self.stop_inner(server_id, true).await
+    }
+
+    async fn stop_inner(&self, server_id: &str, deleted: bool) -> Result<()> {
         let host = self.lock().hosts.remove(server_id);
         let mut errors = match host {
-            Some(h) => teardown(h).await,
+            Some(h) => {
+                let gone = deleted.then(|| (self.kube(&h.spec.cluster), h.spec.ip));
+                let mut errors = teardown(h).await;
+                if let Some((kube, ip)) = gone
+                    && let Err(e) = kube.server_gone(ip)
+                {
+                    errors.push(format!("cluster store: {e:#}"));
+                }
+                errors
+            }
             None => Vec::new(),
         };
         errors.extend(self.detach_volumes_of(Some(server_id)).await);

@@ -93,15 +93,85 @@ impl KubeStore {
         let _l = self.lock()?;
         let mut v = self.load()?;
         let r = f(&mut v)?;
+        self.save(&v)?;
+        Ok(r)
+    }
+
+    /// A server of the cluster is gone (deleted, or rebuilt from its image), as the farm tears
+    /// its host down: its kubelet stops posting status, so a Node with its `InternalIP` turns
+    /// `NotReady`, and a kubeadm control plane on it takes its stacked etcd member with it.
+    /// With the cluster's last control plane gone the cluster is gone too: kubeadm's state
+    /// (`kubeadm.json`: tokens, certificate key, members; `pki/`) and every object of the
+    /// store are forgotten, as the etcd data on the masters' disks is, and a new `kubeadm
+    /// init` starts a new cluster. A store no `kubeadm init` made is only marked.
+    pub fn server_gone(&self, ip: Ipv4Addr) -> Result<()> {
+        let _l = self.lock()?;
+        let mut v = self.load()?;
+        let ip = ip.to_string();
+        let mut gone = Vec::new();
+        if let Some(nodes) = v["nodes"].as_object_mut() {
+            for (name, node) in nodes.iter_mut() {
+                let here = node["status"]["addresses"].as_array().is_some_and(|a| {
+                    a.iter()
+                        .any(|x| x["type"] == "InternalIP" && x["address"] == ip.as_str())
+                });
+                if here {
+                    node["status"]["conditions"] = json!([{
+                        "type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown",
+                        "message": "Kubelet stopped posting node status."
+                    }]);
+                    gone.push(name.clone());
+                }
+            }
+        }
+        let state_path = self.dir.join("kubeadm.json");
+        let mut state: Value = match fs::read(&state_path) {
+            Ok(d) => serde_json::from_slice(&d)
+                .with_context(|| format!("parse {}", state_path.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Null,
+            Err(e) => return Err(e.into()),
+        };
+        let Some(st) = state.as_object_mut().filter(|m| !m.is_empty()) else {
+            return self.save(&v);
+        };
+        for role in ["control_planes", "workers"] {
+            if let Some(list) = st.get_mut(role).and_then(Value::as_array_mut) {
+                list.retain(|n| !n.as_str().is_some_and(|n| gone.iter().any(|g| g == n)));
+            }
+        }
+        let last = st
+            .get("control_planes")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
+        if last {
+            fs::remove_file(&state_path)?;
+            match fs::remove_dir_all(self.dir.join("pki")) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e.into()),
+                _ => {}
+            }
+            for k in KINDS {
+                v[k] = json!({});
+            }
+        } else {
+            let tmp = self.dir.join("kubeadm.json.tmp");
+            fs::write(&tmp, serde_json::to_vec_pretty(&state)?)?;
+            fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))?;
+            fs::rename(&tmp, &state_path)?;
+        }
+        self.save(&v)
+    }
+
+    /// Replaces `store.json` atomically; the caller holds the lock.
+    fn save(&self, v: &Value) -> Result<()> {
         let tmp = self
             .dir
             .join(format!("store.json.tmp.{}", std::process::id()));
         let mut file = fs::File::create(&tmp)?;
-        file.write_all(serde_json::to_string_pretty(&v)?.as_bytes())?;
+        file.write_all(serde_json::to_string_pretty(v)?.as_bytes())?;
         file.sync_all()?;
         fs::set_permissions(&tmp, fs::Permissions::from_mode(0o666))?;
         fs::rename(&tmp, self.dir.join("store.json"))?;
-        Ok(r)
+        Ok(())
     }
 
     /// Registers (or replaces) a Ready node with an InternalIP and role labels
