@@ -12,7 +12,7 @@
 //! failure goes through [`mask`]).
 
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use sha2::{Digest, Sha256};
@@ -25,37 +25,20 @@ use testbed::hosts::{HostProfile, HostSpec};
 const CLUSTER: &str = "stack-tacker-script";
 /// sha256 of `samples/mgmt_driver/kubernetes/install_k8s_cluster.sh` in tacker 16.0.0's sdist.
 const SCRIPT_SHA256: &str = "78262ac2126191ce7f6420fd7f37c74e2ce849583cc392c1593a8e4e5c263047";
-const SCRIPT_IN_SDIST: &str = "tacker-16.0.0/samples/mgmt_driver/kubernetes/install_k8s_cluster.sh";
 
-/// Fetches (once, under an flock, into `$VNFKEEPER_CACHE/tacker-16.0.0-sdist/`) tacker 16.0.0's
-/// sdist from PyPI and extracts the script; returns its path. Uses the cached Tacker venv's pip
-/// when it exists (`scripts/tacker-venv`), else `python3 -m pip`.
+/// Tacker 16.0.0's sample install script, fetched once from PyPI by `scripts/tacker-samples`
+/// (cached under `$VNFKEEPER_CACHE`); returns its path.
 fn tacker_script() -> PathBuf {
-    let cache =
-        std::env::var("VNFKEEPER_CACHE").unwrap_or_else(|_| "/var/tmp/vnfkeeper-cache".into());
-    let dir = PathBuf::from(&cache).join("tacker-16.0.0-sdist");
-    let fetch = format!(
-        r#"set -euo pipefail
-dir={dir}
-mkdir -p "$(dirname "$dir")"
-exec 9>"$dir.lock"
-flock 9
-if [ ! -e "$dir/.complete" ]; then
-    rm -rf "$dir"; mkdir -p "$dir"
-    pip="python3 -m pip"
-    [ -x "{cache}/tacker-16.0.0-venv/bin/pip" ] && pip="{cache}/tacker-16.0.0-venv/bin/pip"
-    $pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: -d "$dir" tacker==16.0.0 >&2
-    tar -xzf "$dir/tacker-16.0.0.tar.gz" -O {SCRIPT_IN_SDIST} > "$dir/install_k8s_cluster.sh"
-    touch "$dir/.complete"
-fi"#,
-        dir = dir.display()
-    );
-    let out = Command::new("bash").arg("-c").arg(&fetch).output().unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new(repo.join("scripts/tacker-samples"))
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
-        "fetching the tacker 16.0.0 sdist failed: {}",
+        "scripts/tacker-samples failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     let script = dir.join("install_k8s_cluster.sh");
     let data = std::fs::read(&script).unwrap();
     let sum: String = Sha256::digest(&data)
