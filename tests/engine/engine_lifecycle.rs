@@ -104,6 +104,62 @@ fn kubectl_log(bed: &Bed, vnf: &str) -> Vec<String> {
     bed.farm.kube(&stack_id(bed, vnf)).kubectl_log().unwrap()
 }
 
+/// The bootstrap tokens the kubeadm stand-in knows for the cluster of `vnf`, and its current
+/// certificate key (secrets: never printed).
+fn join_secrets(bed: &Bed, vnf: &str) -> (Vec<String>, String) {
+    let st = bed
+        .farm
+        .kube(&stack_id(bed, vnf))
+        .kubeadm_state()
+        .unwrap()
+        .expect("a kubeadm cluster");
+    let tokens = st["tokens"]
+        .as_object()
+        .map(|t| t.keys().cloned().collect())
+        .unwrap_or_default();
+    (
+        tokens,
+        st["certificate_key"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
+/// No join token or certificate key of the cluster anywhere in vnfkeeper's files (the
+/// database with its WAL, the state directory, the spool), and the join material is no longer
+/// kept after the operation.
+fn assert_no_join_secret_kept(bed: &Bed, vnf: &str) {
+    let (tokens, key) = join_secrets(bed, vnf);
+    let mut files = Vec::new();
+    let mut dirs = vec![bed.dir.path().to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let t = e.file_type().unwrap();
+            // `hosts/` is the testbed's (the hosts and the kubeadm stand-in's state).
+            if t.is_dir() && e.file_name() != "hosts" {
+                dirs.push(e.path());
+            } else if t.is_file() {
+                files.push(e.path());
+            }
+        }
+    }
+    let secrets: Vec<&str> = tokens
+        .iter()
+        .map(|t| t.as_str())
+        .chain([key.as_str()])
+        .filter(|s| !s.is_empty())
+        .collect();
+    assert!(!secrets.is_empty());
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        let hit = secrets.iter().any(|s| text.contains(s));
+        assert!(!hit, "a join secret in {}", f.display());
+    }
+    assert!(
+        !files.iter().any(|f| f.to_string_lossy().contains("/join/")),
+        "the join material is removed when the operation ends"
+    );
+}
+
 fn heal_of(vnfc_ids: &[&str], request_id: &str) -> Value {
     json!({
         "operation": "HEAL",
@@ -120,10 +176,17 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
     let vnf = instantiate(&bed).await;
     let before = vnfcs(&bed, &vnf);
     assert_eq!(of_vdu(&before, "workerNode").len(), 2);
+    let (tokens_before, key_before) = join_secrets(&bed, &vnf);
+    assert_no_join_secret_kept(&bed, &vnf);
 
-    // SCALE_OUT by one step: one more worker, joined, with the NFS client; others untouched.
+    // SCALE_OUT by one step: one more worker, joined with join material made for this
+    // operation, with the NFS client; others untouched.
     let (op, state) = run(&bed, &fixture("pv-k8s-cluster.20-scale-out.json")).await;
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    let (tokens, key) = join_secrets(&bed, &vnf);
+    assert_eq!(tokens.len(), tokens_before.len() + 1, "a fresh token");
+    assert!(key != key_before, "a fresh certificate key");
+    assert_no_join_secret_kept(&bed, &vnf);
     let out = vnfcs(&bed, &vnf);
     let workers = of_vdu(&out, "workerNode");
     assert_eq!(workers.len(), 3);
@@ -362,7 +425,9 @@ async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
     let (nodes, pvs) = kube(&bed, &vnf);
     assert_eq!(pvs.len(), 3);
     assert!(pvs.values().all(|p| p == "Available"), "{pvs:?}");
-    // The stand-in's store outlives the servers: nodes of the new servers are registered.
+    // The cluster went with its master and was made again: the nodes of the new servers,
+    // and only them, are registered.
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
     for v in after.iter().filter(|v| v.vdu_id != "storage_server") {
         let ip = v.ip_address.clone().unwrap().replace('.', "-");
         assert!(nodes.iter().any(|n| n.ends_with(&ip)), "{nodes:?}");
