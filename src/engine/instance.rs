@@ -35,8 +35,13 @@ impl Instance {
         })?;
         let package = package
             .ok_or_else(|| StepFailure::input("plan", "INSTANTIATE without a VNF package"))?;
-        let pkg = VnfPackage::load(Path::new(package))
+        let mut pkg = VnfPackage::load(Path::new(package))
             .map_err(|err| StepFailure::input("plan", err.to_string()))?;
+        pkg.vnfd = pkg
+            .vnfd
+            .for_flavour(&req.flavour_id)
+            .map_err(|why| StepFailure::input("plan", why))?
+            .clone();
         let mut files = BTreeMap::new();
         for path in flavour::package_files(&req) {
             match pkg.read(&path) {

@@ -380,6 +380,12 @@ fn check_package(
             reason,
         });
     }
+    // A VNFD of several flavours (one file each): the request's must be one of them.
+    if let Some(flavour) = env.request.get("flavourId").and_then(|f| f.as_str())
+        && let Err(why) = snap.vnfd.for_flavour(flavour)
+    {
+        return Err(unprocessable("/request/flavourId", why));
+    }
     if errors.is_empty() {
         Ok(Some(snap))
     } else {
@@ -439,10 +445,11 @@ impl BaseVnfd {
             .as_ref()
             .and_then(|p| p.base_hot(&req.flavour_id).ok())
             .map(|b| b.template);
+        let vnfd = self.vnfd.for_flavour(&req.flavour_id).unwrap_or(&self.vnfd);
         vnfkeeper_core::flavour::select(vnfkeeper_core::flavour::Inputs {
             vnf_instance_id: vnf_instance_id.to_owned(),
+            vnfd: vnfd.clone(),
             req,
-            vnfd: (*self.vnfd).clone(),
             files: BTreeMap::new(),
             base_hot,
         })
@@ -994,8 +1001,11 @@ fn check_scale_level(
     let Some(base) = bases.get(package) else {
         return Ok(()); // the engine reports an unreadable package with its own error
     };
-    let vnfd = &base.vnfd;
     let instantiate = serde_json::from_str::<wire::InstantiateVnfRequest>(params).ok();
+    let vnfd = instantiate
+        .as_ref()
+        .and_then(|i| base.vnfd.for_flavour(&i.flavour_id).ok())
+        .unwrap_or(&base.vnfd);
     if let (Some(inst), Some(aspect)) = (
         &instantiate,
         env.request.get("aspectId").and_then(|a| a.as_str()),

@@ -446,10 +446,17 @@ fn clusters(snap: &Snapshot) -> HashMap<String, Cluster> {
             .filter_map(|f| pkg.read(&f).ok().map(|b| (f, b)))
             .collect();
         let base_hot = pkg.base_hot(&req.flavour_id).ok().map(|b| b.template);
+        let vnfd = match pkg.vnfd.for_flavour(&req.flavour_id) {
+            Ok(vnfd) => vnfd.clone(),
+            Err(why) => {
+                tracing::warn!(vnf_instance_id = %v.instance.id, "reconcile: {why}; the VNF is not probed");
+                continue;
+            }
+        };
         let driver = flavour::select(flavour::Inputs {
             vnf_instance_id: v.instance.id.clone(),
             req,
-            vnfd: pkg.vnfd.clone(),
+            vnfd,
             files,
             base_hot,
         });

@@ -13,4 +13,5 @@ mod spool_intake;
 mod store_startup;
 #[path = "../support/mod.rs"]
 mod support;
+mod tacker_samples;
 mod wire_fixtures;

@@ -9,7 +9,7 @@ pub mod files;
 pub mod hot_gen;
 pub mod vnfd;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
 pub use files::{Limits, PackageDigest, PackageFiles};
@@ -141,6 +141,8 @@ impl VnfPackage {
             .ok_or_else(|| pkg.invalid("TOSCA-Metadata/TOSCA.meta", "no Entry-Definitions line"))?;
         let mut queue = vec![entry];
         let mut seen = Vec::new();
+        // Every definitions file in merge order, with the flavour it describes (if any).
+        let mut read: Vec<(String, String, Option<String>)> = Vec::new();
         while let Some(file) = queue.pop() {
             if seen.contains(&file) {
                 continue;
@@ -152,6 +154,7 @@ impl VnfPackage {
                     package: pkg.root.clone(),
                     source,
                 })?;
+            read.push((file.clone(), text.clone(), Vnfd::flavour_of_file(&text)));
             // Local imports are relative to the importing file; URLs (ETSI type files) are skipped.
             let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap_or_default();
             for imp in doc["imports"].as_sequence().into_iter().flatten() {
@@ -165,6 +168,24 @@ impl VnfPackage {
                 queue.push(dir.join(imp).to_string_lossy().into_owned());
             }
             seen.push(file);
+        }
+        let flavours: BTreeSet<&str> = read.iter().filter_map(|(_, _, f)| f.as_deref()).collect();
+        if flavours.len() > 1 {
+            for flavour in flavours {
+                let mut vnfd = Vnfd::default();
+                let files = read.iter().filter(|(_, _, f)| f.is_none()).chain(
+                    read.iter()
+                        .filter(|(_, _, f)| f.as_deref() == Some(flavour)),
+                );
+                for (file, text, _) in files {
+                    vnfd.merge_file(file, text)
+                        .map_err(|source| PackageError::Vnfd {
+                            package: pkg.root.clone(),
+                            source,
+                        })?;
+                }
+                pkg.vnfd.flavours.insert(flavour.to_owned(), vnfd);
+            }
         }
         Ok(pkg)
     }
@@ -201,12 +222,12 @@ impl VnfPackage {
     pub fn base_hot(&self, flavour: &str) -> Result<BaseHot, PackageError> {
         let dir_rel = format!("BaseHOT/{flavour}");
         let dir = self.root.join(&dir_rel);
-        if flavour == self.vnfd.flavour_id
+        let vnfd = self.vnfd.for_flavour(flavour).ok();
+        if let Some(vnfd) = vnfd.filter(|v| v.flavour_id == flavour)
             && std::fs::symlink_metadata(&dir)
                 .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
         {
-            return hot_gen::from_vnfd(&self.vnfd)
-                .map_err(|reason| self.invalid(&dir_rel, &reason));
+            return hot_gen::from_vnfd(vnfd).map_err(|reason| self.invalid(&dir_rel, &reason));
         }
         let yaml_files = |d: &Path, rel: &str| -> Result<Vec<String>, PackageError> {
             let rd = std::fs::read_dir(d).map_err(|source| PackageError::Read {

@@ -25,6 +25,11 @@ pub struct Vnfd {
     pub instantiation_levels: BTreeMap<String, InstantiationLevel>,
     /// `default_level` of the instantiation levels.
     pub default_level: Option<String>,
+    /// When the files describe several deployment flavours, one per file (Tacker's Kubernetes
+    /// cluster sample: `simple`, `complex`, `podaffinity`), the VNFD of each, by flavour id:
+    /// the files without a flavour merged with that flavour's (see [`Vnfd::for_flavour`]).
+    /// Empty for a VNFD of one flavour, which is `self`.
+    pub flavours: BTreeMap<String, Vnfd>,
 }
 
 /// One VDU (`tosca.nodes.nfv.Vdu.Compute`).
@@ -86,6 +91,31 @@ pub struct VnfdError {
 }
 
 impl Vnfd {
+    /// The VNFD of deployment flavour `flavour_id` (SOL001 §6.9: one
+    /// `substitution_mappings` per flavour): `self` for a VNFD of one flavour; else that
+    /// flavour's entry of [`Vnfd::flavours`]. Errors: the files describe several flavours and
+    /// none is `flavour_id` (the message lists them).
+    pub fn for_flavour(&self, flavour_id: &str) -> Result<&Vnfd, String> {
+        if self.flavours.is_empty() {
+            return Ok(self);
+        }
+        self.flavours.get(flavour_id).ok_or_else(|| {
+            let ids: Vec<&str> = self.flavours.keys().map(String::as_str).collect();
+            format!(
+                "the VNFD describes the flavours {}, not `{flavour_id}`",
+                ids.join(", ")
+            )
+        })
+    }
+
+    /// The `flavour_id` of a definitions file's `substitution_mappings`, if it has one.
+    pub fn flavour_of_file(text: &str) -> Option<String> {
+        let doc: Value = serde_yaml_ng::from_str(text).ok()?;
+        doc["topology_template"]["substitution_mappings"]["properties"]["flavour_id"]
+            .as_str()
+            .map(str::to_owned)
+    }
+
     /// Merges the parsed content of one definitions file (several files may make up a VNFD:
     /// the top file and its local imports). Errors: YAML syntax or unexpected shapes.
     pub fn merge_file(&mut self, file: &str, text: &str) -> Result<(), VnfdError> {
