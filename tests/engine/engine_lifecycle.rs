@@ -624,3 +624,105 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
         "drain of the added worker in the kubectl stand-in's log: {log:#?}"
     );
 }
+
+/// The etcd members of the cluster of `vnf` as the kubeadm stand-in keeps them: (name, address,
+/// whether its control plane is live).
+fn etcd_members(bed: &Bed, vnf: &str) -> Vec<(String, String, bool)> {
+    let st = bed
+        .farm
+        .kube(&stack_id(bed, vnf))
+        .kubeadm_state()
+        .unwrap()
+        .expect("a kubeadm cluster");
+    let live: Vec<&str> = st["control_planes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    st["etcd_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let name = m["name"].as_str().unwrap().to_owned();
+            let alive = live.contains(&name.as_str());
+            (name, m["ip"].as_str().unwrap().to_owned(), alive)
+        })
+        .collect()
+}
+
+/// Three masters (the fixture's instantiation_level_2): a master's HEAL follows Tacker's order —
+/// its node deleted and its etcd member removed through a surviving master, a new server, a
+/// control-plane join with a fresh certificate key — and leaves three live etcd members;
+/// rebuilding two of the three at once is refused (no etcd quorum), and so is rebuilding the
+/// master whose own CP is the API endpoint (no VIP).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn a_master_of_three_is_healed_through_etcd_and_unsafe_heals_are_refused() {
+    let bed = Bed::new("vkm3", 97, fast_limits()).await;
+    let mut inst = fixture("pv-k8s-cluster.10-instantiate.json");
+    inst["request"]["instantiationLevelId"] = json!("instantiation_level_2");
+    let (op, state) = run(&bed, &inst).await;
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    let vnf = inst["vnfInstanceId"].as_str().unwrap().to_owned();
+    let masters: Vec<VnfcRow> = of_vdu(&vnfcs(&bed, &vnf), "masterNode")
+        .into_iter()
+        .cloned()
+        .collect();
+    assert_eq!(masters.len(), 3);
+    let members = etcd_members(&bed, &vnf);
+    assert_eq!(members.len(), 3, "{members:?}");
+    assert!(members.iter().all(|m| m.2), "{members:?}");
+
+    // Two of three at once: refused before anything changes.
+    let two = heal_of(&[&masters[1].id, &masters[2].id], "heal-two-masters");
+    match bed.submit(&serde_json::to_vec(&two).unwrap()) {
+        Outcome::Rejected { problem, .. } => {
+            assert_eq!(problem.status, 409);
+            assert!(problem.detail.contains("quorum"), "{}", problem.detail);
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // The first master owns cluster_cp_name, the API endpoint (no VIP in this package):
+    // refused too.
+    let first = heal_of(&[&masters[0].id], "heal-endpoint-master");
+    match bed.submit(&serde_json::to_vec(&first).unwrap()) {
+        Outcome::Rejected { problem, .. } => {
+            assert_eq!(problem.status, 409);
+            assert!(
+                problem.detail.contains("API endpoint"),
+                "{}",
+                problem.detail
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // One at a time, each of the other two.
+    for (i, m) in [&masters[1], &masters[2]].into_iter().enumerate() {
+        let (op, state) = run(&bed, &heal_of(&[&m.id], &format!("heal-master-{i}"))).await;
+        assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+        let journal = bed.db.with(|s| s.reader().journal(&op)).unwrap();
+        let at = |name: &str| journal.iter().position(|j| j.name == name);
+        let (Some(removed), Some(joined)) = (at("k8s.etcd_remove_member"), at("k8s.install"))
+        else {
+            panic!("no etcd member removal or no re-join in the heal's journal");
+        };
+        assert!(removed < joined, "the member is removed before the re-join");
+        let healed = vnfcs(&bed, &vnf)
+            .into_iter()
+            .find(|v| v.id == m.id)
+            .unwrap();
+        assert_ne!(healed.server_id, m.server_id, "a new server");
+        let members = etcd_members(&bed, &vnf);
+        assert_eq!(members.len(), 3, "{members:?}");
+        assert!(
+            members.iter().all(|m| m.2),
+            "every member live: {members:?}"
+        );
+        let ip = healed.ip_address.clone().unwrap();
+        assert!(members.iter().any(|m| m.1 == ip), "{members:?}");
+    }
+    let (nodes, _) = kube(&bed, &vnf);
+    assert_eq!(nodes.len(), 6, "{nodes:?}");
+}

@@ -226,8 +226,9 @@ impl KubeadmNfs {
             ips.push(self.nic(m)?);
         }
         let cp = &self.k8s.master_node.cluster_cp_name;
-        let cluster_ip = std::iter::once(anchor.row)
-            .chain(vnfcs)
+        // The endpoint the cluster was made with: the first VNFC (store order) on the CP.
+        let cluster_ip = vnfcs
+            .iter()
             .find_map(|row| crate::plan::vnfcs::cp_address(row, cp))
             .ok_or_else(|| {
                 FlavourError::new(
@@ -589,9 +590,17 @@ impl KubeadmNfs {
         list: &mut StageList,
     ) {
         for n in leaving {
-            let step =
-                recipes::k8s_remove_node(&master.row.id, &n.address.to_string(), drain, policy);
+            // The node's address in the cluster: its nic_cp_name's (kubeadm advertises it).
+            let address = self.nic(n).unwrap_or(n.address).to_string();
+            let step = recipes::k8s_remove_node(&master.row.id, &address, drain, policy);
             list.wave(|w| vec![Stage::remote(w, &n.row.id, Role::Master, step)]);
+            // A master also leaves the stacked etcd (Tacker: `_delete_master_node`), so that
+            // the dead member neither counts against the quorum nor blocks its address's
+            // re-join.
+            if n.role == Role::Master {
+                let step = recipes::k8s_etcd_remove_member(&master.row.id, &address);
+                list.wave(|w| vec![Stage::remote(w, &n.row.id, Role::Master, step)]);
+            }
         }
     }
 }
@@ -630,7 +639,8 @@ impl MgmtDriver for KubeadmNfs {
     /// master loses it, and the nodes that are not rebuilt would stay joined to a cluster that
     /// is gone (kubeadm has no way to re-join them but `kubeadm reset` and a new join, which
     /// Tacker's install script does not do). So the last masters are rebuilt only with every
-    /// other node of the cluster (a whole-VNF heal); the storage server need not be.
+    /// other node of the cluster (a whole-VNF heal); the storage server need not be. Some of
+    /// the masters are rebuilt only while the others keep the etcd quorum.
     fn rebuild_refusal(&self, vnfcs: &[VnfcRow], targets: &[String]) -> Option<String> {
         let healed = targeted(targets);
         let of = |role| {
@@ -638,7 +648,36 @@ impl MgmtDriver for KubeadmNfs {
                 .iter()
                 .filter(move |v| self.role(&v.vdu_id) == Ok(role))
         };
-        if of(Role::Master).any(|v| !healed.contains(v.id.as_str())) {
+        let masters = of(Role::Master).count();
+        let rebuilt = of(Role::Master)
+            .filter(|v| healed.contains(v.id.as_str()))
+            .count();
+        if rebuilt < masters {
+            // The masters that stay must be a majority of the etcd members: with fewer, etcd
+            // has no quorum and no member can be removed or added (etcd FAQ, "fault tolerance").
+            let quorum = masters / 2 + 1;
+            let staying = masters - rebuilt;
+            if rebuilt > 0 && staying < quorum {
+                return Some(format!(
+                    "the HEAL rebuilds {rebuilt} of the {masters} masters at once: the {staying} \
+                     left are no etcd quorum (a majority is {quorum}); heal one master at a time"
+                ));
+            }
+            // Without a VIP, the API endpoint is the address of the master that owns
+            // cluster_cp_name: while its server is rebuilt no node can reach the cluster to
+            // re-join it.
+            let cp = &self.k8s.master_node.cluster_cp_name;
+            let endpoint = vnfcs
+                .iter()
+                .find(|v| crate::plan::vnfcs::cp_address(v, cp).is_some());
+            if let Some(v) = endpoint.filter(|v| healed.contains(v.id.as_str())) {
+                return Some(format!(
+                    "VNFC {} holds the cluster's API endpoint (master_node.cluster_cp_name \
+                     `{cp}` is its own CP, not a VIP): rebuilding it leaves no endpoint to \
+                     re-join; heal the whole VNF instead",
+                    v.id
+                ));
+            }
             return None;
         }
         let staying: Vec<&str> = of(Role::Worker)

@@ -415,6 +415,20 @@ pub fn k8s_remove_node(host: &str, address: &str, drain: Duration, policy: Drain
     }
 }
 
+/// On a live control-plane node `host`: the stacked etcd has no member at `address` (a master
+/// leaving the cluster, or whose server is rebuilt), removed through this node's etcd pod.
+pub fn k8s_etcd_remove_member(host: &str, address: &str) -> Step {
+    Step {
+        kind: StepKind::K8sEtcdRemoveMember,
+        host: host.into(),
+        args: vec![address.into()],
+        late: Vec::new(),
+        uploads: Vec::new(),
+        sudo: true,
+        timeout: Duration::from_secs(120),
+    }
+}
+
 /// The Docker private registry as the registry VNF runs it (`private_registry_installation_param`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Registry {

@@ -56,6 +56,8 @@ step_kinds! {
     K8sHosts => "k8s.hosts", "hosts_block.sh";
     /// A node drained and deleted from the cluster, run on a master.
     K8sRemoveNode => "k8s.remove_node", "k8s_remove_node.sh";
+    /// A leaving master's stacked etcd member removed, run on a live master.
+    K8sEtcdRemoveMember => "k8s.etcd_remove_member", "k8s_etcd_remove_member.sh";
     /// A PersistentVolume registered from its manifest, run on a master.
     PvRegister => "pv.register", "pv_register.sh";
     /// A PersistentVolume's phase Available or Bound.
