@@ -246,7 +246,7 @@ async fn test(State(cb): State<Arc<Callback>>, headers: HeaderMap) -> Response {
 async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     if !cb.authorized(&parts.headers) {
-        tracing::warn!("Tacker notification refused: missing or wrong credentials");
+        crate::ratelog::refused(crate::ratelog::Refusal::TackerCredentials);
         return unauthorized(&cb.check);
     }
     let too_large = || {
@@ -297,7 +297,7 @@ async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
                     .collect::<Vec<_>>()
                     .join("; ")
             );
-            tracing::warn!(detail, "Tacker notification refused");
+            crate::ratelog::refused_with(crate::ratelog::Refusal::TackerInvalid, &detail);
             return problem(StatusCode::BAD_REQUEST, detail, errors);
         }
     };

@@ -219,7 +219,7 @@ async fn token(State(tokens): State<Arc<Tokens>>, request: Request) -> Response 
     let [raw, decoded] = &client;
     let ok = tokens.client_ok(&raw.0, &raw.1) | tokens.client_ok(&decoded.0, &decoded.1);
     if !ok {
-        tracing::warn!("OAuth 2.0 token refused: wrong client credentials");
+        crate::ratelog::refused(crate::ratelog::Refusal::TokenClient);
         return Refusal::INVALID_CLIENT.response();
     }
     if let Err(refused) = check_grant_type(&form) {
@@ -286,7 +286,7 @@ fn client_credentials(
         }
         (None, None) => None,
         _ => {
-            tracing::warn!("OAuth 2.0 token refused: incomplete client credentials");
+            crate::ratelog::refused(crate::ratelog::Refusal::TokenClient);
             return Err(Refusal::INVALID_CLIENT);
         }
     };
@@ -298,7 +298,7 @@ fn client_credentials(
             description: "client credentials in both the Authorization header and the body",
         }),
         (Some(Err(())), _) | (None, None) => {
-            tracing::warn!("OAuth 2.0 token refused: missing or malformed client credentials");
+            crate::ratelog::refused(crate::ratelog::Refusal::TokenClient);
             Err(Refusal::INVALID_CLIENT)
         }
     }
