@@ -11,3 +11,4 @@ mod tacker_manage;
 mod tacker_notifications;
 mod tacker_oauth_tls;
 mod tacker_parity;
+mod tacker_slow_clients;
