@@ -88,9 +88,9 @@ async fn a_reload_applies_the_new_tacker_password_or_refuses_the_whole_file() {
     // A new password in the same file: in force after the reload, the old one refused.
     write_password(&pw, NEW);
     let line = reload_until(&d, "configuration reloaded");
-    assert!(line.contains("tacker.username and password"), "{line}");
     assert_eq!(callback_test(&url, NEW).await, 204, "the new password");
     assert_eq!(callback_test(&url, OLD).await, 401, "the old password");
+    assert!(line.contains("tacker.username and password"), "{line}");
 
     // A missing password file: `config check` refuses it, and so does the reload; the running
     // credentials stay.
