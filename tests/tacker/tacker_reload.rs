@@ -66,8 +66,7 @@ fn reload_until(d: &support::Daemon, needle: &str) -> String {
     );
     d.log_text()
         .lines()
-        .filter(|l| l.contains(needle))
-        .last()
+        .rfind(|l| l.contains(needle))
         .unwrap()
         .to_owned()
 }
