@@ -249,6 +249,16 @@ pub fn main() -> ExitCode {
             now: _,
             vnf_instance_id,
         } => load(&config.config).and_then(|s| {
+            if s.cloud.is_none() {
+                // The daemon runs no pass without a cloud: a trigger would wait forever.
+                return Err(Failure::Config(crate::config::ConfigError::Invalid {
+                    path: config.config.clone(),
+                    key: "cloud".into(),
+                    reason: "`reconcile --now` needs a [cloud] section (without a cloud there \
+                             is nothing to observe); nothing was requested"
+                        .into(),
+                }));
+            }
             let p = crate::reconcile::cmd::request_now(&s, vnf_instance_id.as_deref())?;
             outln!(
                 "full reconcile pass requested ({}); see `journalctl -u vnfkeeper`",
