@@ -12,3 +12,4 @@ mod reconcile_no_cloud;
 #[path = "../support/mod.rs"]
 mod support;
 mod verbs_daemon;
+mod verbs_no_daemon;
