@@ -10,9 +10,9 @@
 //! Routing and responses are axum's; each connection is served by hyper (HTTP/1.1). The server
 //! is its own task on the daemon's runtime and shares nothing with the main loop but the
 //! `Arc<Metrics>` it reads, so it can never block the loop. A slow or hostile client cannot hold
-//! it either. Every connection is accepted at once and costs one task until it ends (idle ones
-//! little memory: no request buffer until bytes arrive), so slow clients do not make a valid
-//! request wait for a turn:
+//! it either. Every connection is accepted at once and costs one task until it ends (and about
+//! 16 KiB of hyper's read and write buffers; before its TLS handshake, rustls's state instead),
+//! so slow clients do not make a valid request wait for a turn:
 //!
 //! - at most [`MAX_CONNECTIONS`] connections at once (fewer when `RLIMIT_NOFILE` allows fewer,
 //!   see [`connection_limit`]); beyond that further ones wait in the listen backlog;
