@@ -249,6 +249,16 @@ pub fn main() -> ExitCode {
             now: _,
             vnf_instance_id,
         } => load(&config.config).and_then(|s| {
+            if s.cloud.is_none() {
+                // The daemon runs no pass without a cloud: a trigger would wait forever.
+                return Err(Failure::Config(crate::config::ConfigError::Invalid {
+                    path: config.config.clone(),
+                    key: "cloud".into(),
+                    reason: "`reconcile --now` needs a [cloud] section (without a cloud there \
+                             is nothing to observe); nothing was requested"
+                        .into(),
+                }));
+            }
             let p = crate::reconcile::cmd::request_now(&s, vnf_instance_id.as_deref())?;
             outln!(
                 "full reconcile pass requested ({}); see `journalctl -u vnfkeeper`",
@@ -366,40 +376,7 @@ fn load(config: &Path) -> Result<Settings, Failure> {
 
 fn config_check(config: &Path) -> Result<(), Failure> {
     let settings = load(config)?;
-    if let Some(t) = &settings.tacker {
-        t.read_password().map_err(|reason| {
-            Failure::Config(crate::config::ConfigError::Invalid {
-                path: config.into(),
-                key: "tacker.password_file".into(),
-                reason,
-            })
-        })?;
-        if let Some(files) = &t.tls {
-            crate::daemon::tls::server_config(files).map_err(|reason| {
-                Failure::Config(crate::config::ConfigError::Invalid {
-                    path: config.into(),
-                    key: if reason.starts_with("tacker.tls_cert_file") {
-                        "tacker.tls_cert_file".into()
-                    } else {
-                        "tacker.tls_key_file".into()
-                    },
-                    reason,
-                })
-            })?;
-        }
-        // Companion mode reaches Tacker through this entry: it must exist now, not at 3 a.m.
-        if t.callback_uri.is_some()
-            && let Some(c) = t.cloud_settings(settings.cloud.as_ref())
-        {
-            crate::cloud::OpenStackCloud::check_entry(&c.clouds_yaml, &c.cloud).map_err(|e| {
-                Failure::Config(crate::config::ConfigError::Invalid {
-                    path: config.into(),
-                    key: "tacker.cloud".into(),
-                    reason: e.to_string(),
-                })
-            })?;
-        }
-    }
+    crate::daemon::reload::check_outside(&settings, config).map_err(Failure::Config)?;
     outln!("# {}: valid; effective settings:", config.display());
     outln!("{}", settings.to_toml().trim_end());
     Ok(())

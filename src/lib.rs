@@ -37,6 +37,8 @@ pub mod message_ids;
 pub mod metrics;
 /// Operator controls: `pause`, `resume`.
 pub mod operator;
+/// WARN lines at a bounded rate for refusals an outside client can cause at will.
+pub mod ratelog;
 /// Reconcile: observe, decide (pure policy), heal or record why not.
 pub mod reconcile;
 /// Remote execution on VNFC hosts: trait Remote, SSH implementation (russh), quoting.

@@ -298,11 +298,28 @@ pub fn run(settings: &Settings, verb: &Verb, wait: WaitArg) -> anyhow::Result<u8
             }
         }
         if started.elapsed() > INTAKE_TIMEOUT {
-            bail!(
-                "submitted {} but no intake outcome after {} s: is the daemon running?",
-                path.display(),
-                INTAKE_TIMEOUT.as_secs()
-            );
+            // Not left behind to run at the daemon's next start, long after this command said
+            // it failed: taken back, unless the daemon took it in the meantime.
+            match withdraw(&settings.spool_dir, &path) {
+                Ok(true) => bail!(
+                    "no daemon took {} within {} s (is it running? `systemctl status vnfkeeper`); \
+                     the request was withdrawn and will not run",
+                    path.display(),
+                    INTAKE_TIMEOUT.as_secs()
+                ),
+                Ok(false) if started.elapsed() <= 2 * INTAKE_TIMEOUT => {}
+                Ok(false) => bail!(
+                    "the daemon took {} but recorded no outcome after {} s",
+                    path.display(),
+                    2 * INTAKE_TIMEOUT.as_secs()
+                ),
+                Err(e) => bail!(
+                    "no daemon took {} within {} s (is it running?), and it could not be \
+                     withdrawn ({e}): it runs when the daemon starts unless you remove it",
+                    path.display(),
+                    INTAKE_TIMEOUT.as_secs()
+                ),
+            }
         }
         std::thread::sleep(Duration::from_millis(200));
     };
@@ -345,6 +362,19 @@ pub fn run(settings: &Settings, verb: &Verb, wait: WaitArg) -> anyhow::Result<u8
         eprintln!("vnfkeeper: {}: {}", e.title, e.detail);
     }
     Ok(exit_code(end.operation_state, verb.goal()))
+}
+
+/// Takes a submitted request back from `new/` (`path`) before any daemon took it: renamed into
+/// the spool's `tmp/` (the daemon never reads there), then removed. `Ok(false)`: it is no longer
+/// in `new/` — the daemon took it. Errors: the rename or removal failed.
+fn withdraw(spool_dir: &std::path::Path, path: &std::path::Path) -> std::io::Result<bool> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let hidden = spool_dir.join("tmp").join(format!(".withdrawn-{name}"));
+    match std::fs::rename(path, &hidden) {
+        Ok(()) => std::fs::remove_file(&hidden).map(|()| true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Polls operation `op` until it is in a final state or `FAILED_TEMP` without a pending task,

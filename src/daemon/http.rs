@@ -10,13 +10,26 @@
 //! Routing and responses are axum's; each connection is served by hyper (HTTP/1.1). The server
 //! is its own task on the daemon's runtime and shares nothing with the main loop but the
 //! `Arc<Metrics>` it reads, so it can never block the loop. A slow or hostile client cannot hold
-//! it either: at most [`MAX_CONNECTIONS`] connections are served at once (further ones wait in
-//! the listen backlog until one ends), request headers must arrive within [`HEADER_TIMEOUT`],
-//! and a connection lives at most [`CONNECTION_DEADLINE`] (keep-alive off: one request per
-//! connection).
+//! it either. Every connection is accepted at once and costs one task until it ends (and about
+//! 16 KiB of hyper's read and write buffers; before its TLS handshake, rustls's state instead),
+//! so slow clients do not make a valid request wait for a turn:
+//!
+//! - at most [`MAX_CONNECTIONS`] connections at once (fewer when `RLIMIT_NOFILE` allows fewer,
+//!   see [`connection_limit`]); beyond that further ones wait in the listen backlog;
+//! - at most [`MAX_PER_SOURCE`] of them from one source address (an IPv6 source counts by its
+//!   /64); a connection beyond is closed at once, and logged at a bounded rate
+//!   ([`crate::ratelog`]);
+//! - the TLS handshake must end within [`HANDSHAKE_TIMEOUT`] and the request's headers arrive
+//!   within [`HEADER_TIMEOUT`] (hyper's `header_read_timeout`), and a connection lives at most
+//!   [`CONNECTION_DEADLINE`] (keep-alive off: one request per connection).
+//!
+//! The accept loop is our own because hyper 1 has none and axum's `serve` has neither a header
+//! timeout nor a per-source limit; the limits themselves are hyper's timer, tokio's timeouts and
+//! a semaphore.
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -33,9 +46,15 @@ use tokio::task::JoinHandle;
 
 use crate::metrics::{Format, Metrics};
 
-/// Connections served at once; more wait in the listen backlog.
-pub const MAX_CONNECTIONS: usize = 16;
-/// Longest wait for a request's headers after the connection opened.
+/// Most connections served at once by one server (further ones wait in the listen backlog);
+/// lowered to what `RLIMIT_NOFILE` leaves ([`connection_limit`]).
+pub const MAX_CONNECTIONS: usize = 4096;
+/// Most connections at once from one source address (IPv4 address, or IPv6 /64); a further
+/// one is closed at once. Above the 100 concurrent senders Tacker's bursts need.
+pub const MAX_PER_SOURCE: usize = 256;
+/// Longest TLS handshake, from the accept.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest wait for a request's headers (after the TLS handshake, with TLS).
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest life of one connection (request read, response written).
 pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(15);
@@ -69,6 +88,8 @@ pub struct Server {
     /// Where it listens (the port actually bound).
     pub local_addr: SocketAddr,
     task: JoinHandle<()>,
+    /// Writes the counts of rate-limited refusals ([`crate::ratelog::flush`]) every second.
+    flusher: JoinHandle<()>,
 }
 
 impl Server {
@@ -76,7 +97,7 @@ impl Server {
     /// comes from (`metrics.listen`, `tacker.listen`). Errors: the address cannot be bound (in
     /// use, not local, no permission) — a startup error of the daemon, naming the address and
     /// the key.
-    /// With `tls` every connection is a TLS one (handshake within [`HEADER_TIMEOUT`]); a client
+    /// With `tls` every connection is a TLS one (handshake within [`HANDSHAKE_TIMEOUT`]); a client
     /// speaking plain HTTP fails the handshake and is closed.
     pub async fn start(
         addr: SocketAddr,
@@ -89,13 +110,26 @@ impl Server {
             .with_context(|| format!("{key}: cannot listen on {addr}"))?;
         let local_addr = listener.local_addr().with_context(|| key.to_owned())?;
         let tls = tls.map(tokio_rustls::TlsAcceptor::from);
-        let task = tokio::spawn(accept_loop(listener, router, tls));
-        Ok(Self { local_addr, task })
+        let limit = connection_limit();
+        let task = tokio::spawn(accept_loop(listener, router, tls, limit));
+        let flusher = tokio::spawn(async {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                crate::ratelog::flush();
+            }
+        });
+        Ok(Self {
+            local_addr,
+            task,
+            flusher,
+        })
     }
 
     /// Stops accepting; connections in flight end by their deadline.
     pub fn stop(self) {
         self.task.abort();
+        self.flusher.abort();
     }
 }
 
@@ -116,21 +150,109 @@ where
     }
 }
 
+/// Descriptors kept for everything but connections (database, spool, SSH sessions, logs).
+const RESERVED_FDS: u64 = 512;
+
+/// The connection limit of one server: [`MAX_CONNECTIONS`], or fewer when the process's
+/// `RLIMIT_NOFILE` (first raised to its hard limit, as far as allowed) leaves fewer than that
+/// beyond [`RESERVED_FDS`]; at least 16.
+pub fn connection_limit() -> usize {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let lim = getrlimit(Resource::Nofile);
+    let mut soft = lim.current.unwrap_or(u64::MAX);
+    if let Some(hard) = lim.maximum
+        && soft < hard
+    {
+        let raised = Rlimit {
+            current: Some(hard),
+            maximum: Some(hard),
+        };
+        if setrlimit(Resource::Nofile, raised).is_ok() {
+            soft = hard;
+        }
+    }
+    let room = usize::try_from(soft.saturating_sub(RESERVED_FDS)).unwrap_or(usize::MAX);
+    room.clamp(16, MAX_CONNECTIONS)
+}
+
+/// The key a source address counts under: an IPv4 address (also written IPv4-mapped), or the
+/// /64 of an IPv6 one (what one host or subscriber usually gets).
+fn source_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+    }
+}
+
+/// Open connections per source key (an entry exists only while its count is above 0).
+#[derive(Default)]
+struct Sources {
+    open: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One admitted connection of a source; its count goes down when dropped.
+struct SourceSlot {
+    sources: Arc<Sources>,
+    key: IpAddr,
+}
+
+impl Sources {
+    /// Admits one more connection from `ip`, unless its source already has `max` open.
+    fn admit(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<SourceSlot> {
+        let key = source_key(ip);
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(key).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(SourceSlot {
+            sources: self.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for SourceSlot {
+    fn drop(&mut self) {
+        let mut open = self.sources.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.key);
+            }
+        }
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     router: Router,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    limit: usize,
 ) {
-    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let slots = Arc::new(Semaphore::new(limit));
+    let sources = Arc::new(Sources::default());
     loop {
         // A connection is accepted only when a slot is free: the ones beyond wait in the
         // kernel's listen backlog instead of being dropped (Tacker delivers each notification
-        // once, on a thread of its own, so a burst must queue, not be refused).
+        // once, on a thread of its own, so a burst must queue, not be refused). The limit is
+        // high: slow clients hold slots, and a valid request must not wait behind them.
         let Ok(slot) = slots.clone().acquire_owned().await else {
             return;
         };
-        let stream = match listener.accept().await {
-            Ok((stream, _peer)) => stream,
+        let (stream, source) = match listener.accept().await {
+            Ok((stream, peer)) => match sources.admit(peer.ip(), MAX_PER_SOURCE) {
+                Some(source) => (stream, source),
+                None => {
+                    // Closed at once (dropped); its slot is free again.
+                    crate::ratelog::refused(crate::ratelog::Refusal::SourceLimit);
+                    continue;
+                }
+            },
             Err(e) => {
                 // Out of descriptors and the like: wait a little instead of spinning.
                 tracing::warn!(error = %e, "metrics endpoint: accept failed: {e}");
@@ -144,7 +266,7 @@ async fn accept_loop(
             match tls {
                 None => serve(stream, service).await,
                 Some(acceptor) => {
-                    match tokio::time::timeout(HEADER_TIMEOUT, acceptor.accept(stream)).await {
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
                         Ok(Ok(stream)) => serve(stream, service).await,
                         Ok(Err(e)) => {
                             tracing::debug!(error = %e, "HTTPS endpoint: TLS handshake failed");
@@ -153,7 +275,55 @@ async fn accept_loop(
                     }
                 }
             }
-            drop(slot);
+            drop((slot, source));
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_are_counted_per_address_and_ipv6_per_64() {
+        let sources = Arc::new(Sources::default());
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let held: Vec<_> = (0..3).map(|_| sources.admit(a, 3).unwrap()).collect();
+        assert!(sources.admit(a, 3).is_none());
+        // Another address, and the same one written IPv4-mapped counts as the same.
+        assert!(sources.admit("192.0.2.2".parse().unwrap(), 3).is_some());
+        assert!(
+            sources
+                .admit("::ffff:192.0.2.1".parse().unwrap(), 3)
+                .is_none()
+        );
+        drop(held);
+        assert!(sources.admit(a, 3).is_some());
+        assert!(
+            sources.open.lock().unwrap().is_empty(),
+            "counts of 0 are removed"
+        );
+        // One IPv6 /64 is one source; another /64 is another.
+        let v6: Vec<_> = ["2001:db8:0:1::1", "2001:db8:0:1:ffff::2"]
+            .iter()
+            .map(|s| sources.admit(s.parse().unwrap(), 2).unwrap())
+            .collect();
+        assert!(
+            sources
+                .admit("2001:db8:0:1::3".parse().unwrap(), 2)
+                .is_none()
+        );
+        assert!(
+            sources
+                .admit("2001:db8:0:2::1".parse().unwrap(), 2)
+                .is_some()
+        );
+        drop(v6);
+    }
+
+    #[test]
+    fn the_connection_limit_is_within_its_bounds() {
+        let n = connection_limit();
+        assert!((16..=MAX_CONNECTIONS).contains(&n), "{n}");
     }
 }

@@ -15,6 +15,7 @@ mod connect;
 pub mod http;
 pub mod logging;
 mod reconcile;
+pub mod reload;
 mod runner;
 mod tacker;
 pub mod tls;
@@ -219,7 +220,7 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     let metrics = Arc::new(Metrics::new());
     let db = Db::new(store);
     let tacker_wake = Arc::new(tokio::sync::Notify::new());
-    let http = start_http(&settings, &metrics, &db, &tacker_wake).await?;
+    let (http, credentials) = start_http(&settings, &metrics, &db, &tacker_wake).await?;
     let companion = start_companion(&settings, &db, &tacker_wake)?;
     let (batch_done, mut batches) = mpsc::unbounded_channel();
     let mut intake = Intake::new(
@@ -251,6 +252,7 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
 
     let mut main = MainLoop {
         config_path,
+        credentials,
         database,
         intake,
         events,
@@ -282,6 +284,8 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
 struct MainLoop {
     /// The configuration file, read again on SIGHUP.
     config_path: PathBuf,
+    /// The credentials the Tacker endpoint checks (when it runs), replaced by a reload.
+    credentials: Option<Arc<notifications::Credentials>>,
     /// The database file as opened, checked every second.
     database: DatabaseFile,
     intake: Intake,
@@ -346,7 +350,24 @@ impl MainLoop {
                 }
                 _ = self.sighup.recv() => {
                     notify_systemd(&[NotifyState::Reloading]);
-                    intake.reload(&self.config_path);
+                    match reload::reload(&self.config_path, &intake.settings, self.credentials.as_deref()) {
+                        Ok((new, applied)) => {
+                            if new.intake.rescan_interval != intake.settings.intake.rescan_interval {
+                                self.timers.rescan = tokio::time::interval(new.intake.rescan_interval);
+                                self.timers.rescan.reset();
+                            }
+                            intake.settings = new;
+                            if applied.is_empty() {
+                                tracing::info!("configuration reloaded: no change");
+                            } else {
+                                tracing::info!(applied = applied.join(", "), "configuration reloaded: applied {}", applied.join(", "));
+                            }
+                        }
+                        Err(why) => tracing::error!(
+                            reason = %why,
+                            "configuration reload refused, keeping the running configuration: {why}"
+                        ),
+                    }
                     self.status = intake.status_line(&self.scheduler.status.borrow());
                     notify_systemd(&[NotifyState::Ready, NotifyState::Status(&self.status)]);
                 }
@@ -717,31 +738,6 @@ impl Intake {
             Some(e) => format!("database error: {e}"),
         }
     }
-
-    /// SIGHUP: re-reads the configuration. An invalid file is logged and the old settings stay;
-    /// `spool_dir` and `database` changes need a restart and are ignored until then.
-    fn reload(&mut self, config_path: &Path) {
-        match Settings::load(config_path) {
-            Err(e) => {
-                tracing::error!(error = %e, "configuration reload rejected, keeping the running configuration: {e}")
-            }
-            Ok(mut new) => {
-                if new.spool_dir != self.settings.spool_dir
-                    || new.database != self.settings.database
-                {
-                    tracing::warn!("spool_dir and database changes take effect after a restart");
-                    new.spool_dir = self.settings.spool_dir.clone();
-                    new.database = self.settings.database.clone();
-                }
-                if new.metrics != self.settings.metrics {
-                    tracing::warn!("metrics.listen changes take effect after a restart");
-                    new.metrics = self.settings.metrics.clone();
-                }
-                self.settings = new;
-                tracing::info!("configuration reloaded");
-            }
-        }
-    }
 }
 
 fn log_outcome(o: &Outcome) {
@@ -860,12 +856,14 @@ fn start_companion(
 /// callback (and, with OAuth 2.0, the token endpoint) on `tacker.listen`, over TLS with
 /// `tacker.tls_cert_file`; both on one socket when the addresses are the same. Errors: an
 /// address cannot be bound; `tacker.password_file` or the TLS files cannot be read or used.
+/// Returns the servers and, with `[tacker]`, the credentials its endpoint checks (a reload
+/// replaces them).
 async fn start_http(
     settings: &Settings,
     metrics: &Arc<Metrics>,
     db: &Db,
     tacker_wake: &Arc<tokio::sync::Notify>,
-) -> anyhow::Result<Vec<http::Server>> {
+) -> anyhow::Result<(Vec<http::Server>, Option<Arc<notifications::Credentials>>)> {
     // (address, routes, what they serve, the settings they come from, TLS)
     type Endpoint = (
         std::net::SocketAddr,
@@ -885,6 +883,7 @@ async fn start_http(
             endpoints.push((addr, router, vec![what], vec![key], tls));
         }
     };
+    let mut credentials = None;
     if let Some(addr) = settings.metrics.listen {
         let what = "metrics endpoint GET /metrics".to_owned();
         add(
@@ -897,22 +896,17 @@ async fn start_http(
     }
     if let Some(t) = &settings.tacker {
         let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
+        let creds = notifications::Credentials::new(t.username.clone(), password);
+        credentials = Some(creds.clone());
         let check = match t.auth_type {
-            crate::config::tacker::TackerAuth::Basic => notifications::Check::Basic {
-                username: t.username.clone(),
-                password,
-            },
+            crate::config::tacker::TackerAuth::Basic => notifications::Check::Basic(creds),
             crate::config::tacker::TackerAuth::Oauth2ClientCredentials => {
-                notifications::Check::Bearer(oauth::Tokens::new(
-                    t.username.clone(),
-                    password,
-                    t.token_lifetime,
-                ))
+                notifications::Check::Bearer(oauth::Tokens::new(creds, t.token_lifetime))
             }
         };
         let tokens = match &check {
             notifications::Check::Bearer(tokens) => Some(tokens.clone()),
-            notifications::Check::Basic { .. } => None,
+            notifications::Check::Basic(_) => None,
         };
         let callback = notifications::Callback::start(
             db.clone(),
@@ -939,5 +933,5 @@ async fn start_http(
         tracing::info!(listen = %server.local_addr, "listening on {scheme}://{}: {}", server.local_addr, what.join(", "));
         servers.push(server);
     }
-    Ok(servers)
+    Ok((servers, credentials))
 }

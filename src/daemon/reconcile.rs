@@ -106,7 +106,8 @@ impl ReconcileLoop {
 
     /// Called every quarter second: collects a finished poll and pass, starts the next poll if
     /// due, then the next pass if due. `conn`: the daemon's connection; while there is none no
-    /// pass or poll starts and trigger files stay in `new/` until one can run.
+    /// pass or poll starts and trigger files stay in `new/` until one can run. Without a
+    /// `[cloud]` section trigger files are taken and ignored, with a WARN line.
     pub(super) async fn tick(&mut self, settings: &Settings, conn: Option<&Connection>) {
         self.collect_poll().await;
         if let Some(conn) = conn
@@ -127,6 +128,19 @@ impl ReconcileLoop {
             }
         }
         if settings.cloud.is_none() {
+            // No pass runs without a cloud: a trigger (from an older CLI, or written before
+            // `[cloud]` was removed) is taken and said so, not left in new/ for ever.
+            if self
+                .last_trigger_scan
+                .is_none_or(|t| t.elapsed() >= Duration::from_secs(1))
+            {
+                self.last_trigger_scan = Some(Instant::now());
+                if self.take_triggers().0 {
+                    tracing::warn!(
+                        "reconcile --now ignored: no [cloud] section in the configuration, nothing to observe"
+                    );
+                }
+            }
             return;
         }
         let now = chrono::Utc::now();

@@ -46,15 +46,63 @@ type Job = (
     tokio::sync::oneshot::Sender<Result<bool, String>>,
 );
 
+/// `tacker.username` and the password of `tacker.password_file`: what Tacker presents, as HTTP
+/// Basic credentials or as OAuth 2.0 client credentials. Shared by the endpoint and the token
+/// endpoint, and replaced in place by a configuration reload ([`Credentials::replace`]).
+pub struct Credentials {
+    current: std::sync::RwLock<Current>,
+}
+
+/// The credentials in force and their generation (counted up by each change).
+struct Current {
+    username: String,
+    password: Secret<String>,
+    generation: u64,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials").finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    /// `username` and `password`, generation 0.
+    pub fn new(username: String, password: Secret<String>) -> Arc<Self> {
+        Arc::new(Self {
+            current: std::sync::RwLock::new(Current {
+                username,
+                password,
+                generation: 0,
+            }),
+        })
+    }
+
+    /// Puts `username` and `password` in force from the next request on; returns whether they
+    /// differ from the ones before (then the generation goes up, which ends every access token
+    /// issued under the old ones: see `oauth::Tokens`).
+    pub fn replace(&self, username: String, password: Secret<String>) -> bool {
+        let mut c = self.current.write().unwrap_or_else(|p| p.into_inner());
+        if c.username == username && c.password.expose() == password.expose() {
+            return false;
+        }
+        c.username = username;
+        c.password = password;
+        c.generation += 1;
+        true
+    }
+
+    /// Calls `f` with the username, password and generation in force.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&str, &Secret<String>, u64) -> R) -> R {
+        let c = self.current.read().unwrap_or_else(|p| p.into_inner());
+        f(&c.username, &c.password, c.generation)
+    }
+}
+
 /// The credentials Tacker must present on the callback (`tacker.auth_type`).
 pub enum Check {
-    /// `BASIC`: `Authorization: Basic` with these (RFC 7617).
-    Basic {
-        /// `tacker.username`.
-        username: String,
-        /// The password of `tacker.password_file`.
-        password: Secret<String>,
-    },
+    /// `BASIC`: `Authorization: Basic` with `tacker.username` and the password (RFC 7617).
+    Basic(Arc<Credentials>),
     /// `OAUTH2_CLIENT_CREDENTIALS`: `Authorization: Bearer` with a live token of this issuer
     /// (RFC 6750 §2.1; the token endpoint is `oauth.rs`).
     Bearer(Arc<super::oauth::Tokens>),
@@ -141,8 +189,8 @@ impl Callback {
     /// <base64(user:password)>` (RFC 7617) or `Authorization: Bearer <token>` (RFC 6750 §2.1)
     /// as `tacker.auth_type` says; compared in constant time.
     fn authorized(&self, headers: &HeaderMap) -> bool {
-        let (username, password) = match &self.check {
-            Check::Basic { username, password } => (username, password),
+        let credentials = match &self.check {
+            Check::Basic(credentials) => credentials,
             Check::Bearer(tokens) => return tokens.authorized(headers),
         };
         let Some(value) = headers
@@ -160,11 +208,13 @@ impl Callback {
         let Ok(given) = base64::engine::general_purpose::STANDARD.decode(token.trim()) else {
             return false;
         };
-        let mut want = Vec::with_capacity(username.len() + 1 + password.expose().len());
-        want.extend_from_slice(username.as_bytes());
-        want.push(b':');
-        want.extend_from_slice(password.expose().as_bytes());
-        bool::from(given.ct_eq(&want))
+        credentials.with(|username, password, _| {
+            let mut want = Vec::with_capacity(username.len() + 1 + password.expose().len());
+            want.extend_from_slice(username.as_bytes());
+            want.push(b':');
+            want.extend_from_slice(password.expose().as_bytes());
+            bool::from(given.ct_eq(&want))
+        })
     }
 }
 
@@ -192,7 +242,7 @@ fn problem(status: StatusCode, detail: impl Into<String>, errors: Vec<FieldProbl
 
 fn unauthorized(check: &Check) -> Response {
     let (detail, challenge) = match check {
-        Check::Basic { .. } => (
+        Check::Basic(_) => (
             "missing or wrong credentials (HTTP Basic, the subscription's paramsBasic)",
             "Basic realm=\"vnfkeeper\"",
         ),
@@ -246,7 +296,7 @@ async fn test(State(cb): State<Arc<Callback>>, headers: HeaderMap) -> Response {
 async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     if !cb.authorized(&parts.headers) {
-        tracing::warn!("Tacker notification refused: missing or wrong credentials");
+        crate::ratelog::refused(crate::ratelog::Refusal::TackerCredentials);
         return unauthorized(&cb.check);
     }
     let too_large = || {
@@ -297,7 +347,7 @@ async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
                     .collect::<Vec<_>>()
                     .join("; ")
             );
-            tracing::warn!(detail, "Tacker notification refused");
+            crate::ratelog::refused_with(crate::ratelog::Refusal::TackerInvalid, &detail);
             return problem(StatusCode::BAD_REQUEST, detail, errors);
         }
     };

@@ -32,6 +32,7 @@ use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
+use super::notifications::Credentials;
 use vnfkeeper_core::wire::Secret;
 
 /// Most access tokens alive at once. Tacker asks for one per notification; at the default
@@ -41,29 +42,29 @@ pub const MAX_TOKENS: usize = 65_536;
 /// Largest token request body read (a form with a grant type and perhaps client credentials).
 const MAX_FORM_BYTES: usize = 4096;
 
-/// The issuer: the client credentials Tacker presents, the tokens' lifetime, the live tokens.
+/// The issuer: the client credentials Tacker presents, the tokens' lifetime, the live tokens
+/// (digest, expiry, and the generation of the client credentials they were issued under: a
+/// token outlives no change of them).
 pub struct Tokens {
-    client_id: String,
-    client_secret: Secret<String>,
+    credentials: Arc<Credentials>,
     lifetime: Duration,
-    live: Mutex<std::collections::VecDeque<([u8; 32], Instant)>>,
+    live: Mutex<std::collections::VecDeque<([u8; 32], Instant, u64)>>,
 }
 
 impl std::fmt::Debug for Tokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokens")
-            .field("client_id", &self.client_id)
             .field("lifetime", &self.lifetime)
             .finish_non_exhaustive()
     }
 }
 
 impl Tokens {
-    /// An issuer for `client_id` and `client_secret` whose tokens live `lifetime`.
-    pub fn new(client_id: String, client_secret: Secret<String>, lifetime: Duration) -> Arc<Self> {
+    /// An issuer for the client id and secret `credentials` holds (replaced by a reload)
+    /// whose tokens live `lifetime`.
+    pub fn new(credentials: Arc<Credentials>, lifetime: Duration) -> Arc<Self> {
         Arc::new(Self {
-            client_id,
-            client_secret,
+            credentials,
             lifetime,
             live: Mutex::new(std::collections::VecDeque::new()),
         })
@@ -72,9 +73,11 @@ impl Tokens {
     /// Whether `id` and `secret` are the configured client credentials; constant time in their
     /// contents.
     fn client_ok(&self, id: &[u8], secret: &[u8]) -> bool {
-        let id_ok = id.ct_eq(self.client_id.as_bytes());
-        let secret_ok = secret.ct_eq(self.client_secret.expose().as_bytes());
-        bool::from(id_ok & secret_ok)
+        self.credentials.with(|client_id, client_secret, _| {
+            let id_ok = id.ct_eq(client_id.as_bytes());
+            let secret_ok = secret.ct_eq(client_secret.expose().as_bytes());
+            bool::from(id_ok & secret_ok)
+        })
     }
 
     /// A new token, valid from now for the lifetime. Errors: no randomness from the system.
@@ -84,24 +87,27 @@ impl Tokens {
         let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw);
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = Instant::now();
+        let generation = self.credentials.with(|_, _, g| g);
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        live.retain(|(_, until)| *until > now);
+        live.retain(|(_, until, g)| *until > now && *g == generation);
         while live.len() >= MAX_TOKENS {
             live.pop_front();
         }
-        live.push_back((digest, now + self.lifetime));
+        live.push_back((digest, now + self.lifetime, generation));
         Ok(Secret::new(token))
     }
 
-    /// Whether `token` was issued here and has not expired. Every live digest is compared, in
-    /// constant time each.
+    /// Whether `token` was issued here under the client credentials in force and has not
+    /// expired. Every live digest is compared, in constant time each.
     pub fn valid(&self, token: &str) -> bool {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = Instant::now();
+        let generation = self.credentials.with(|_, _, g| g);
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
         let mut found = subtle::Choice::from(0);
-        for (d, until) in live.iter() {
-            found |= d.ct_eq(&digest) & subtle::Choice::from(u8::from(*until > now));
+        for (d, until, g) in live.iter() {
+            let in_force = *until > now && *g == generation;
+            found |= d.ct_eq(&digest) & subtle::Choice::from(u8::from(in_force));
         }
         bool::from(found)
     }
@@ -219,7 +225,7 @@ async fn token(State(tokens): State<Arc<Tokens>>, request: Request) -> Response 
     let [raw, decoded] = &client;
     let ok = tokens.client_ok(&raw.0, &raw.1) | tokens.client_ok(&decoded.0, &decoded.1);
     if !ok {
-        tracing::warn!("OAuth 2.0 token refused: wrong client credentials");
+        crate::ratelog::refused(crate::ratelog::Refusal::TokenClient);
         return Refusal::INVALID_CLIENT.response();
     }
     if let Err(refused) = check_grant_type(&form) {
@@ -286,7 +292,7 @@ fn client_credentials(
         }
         (None, None) => None,
         _ => {
-            tracing::warn!("OAuth 2.0 token refused: incomplete client credentials");
+            crate::ratelog::refused(crate::ratelog::Refusal::TokenClient);
             return Err(Refusal::INVALID_CLIENT);
         }
     };
@@ -298,7 +304,7 @@ fn client_credentials(
             description: "client credentials in both the Authorization header and the body",
         }),
         (Some(Err(())), _) | (None, None) => {
-            tracing::warn!("OAuth 2.0 token refused: missing or malformed client credentials");
+            crate::ratelog::refused(crate::ratelog::Refusal::TokenClient);
             Err(Refusal::INVALID_CLIENT)
         }
     }
@@ -351,7 +357,10 @@ mod tests {
 
     #[test]
     fn issued_tokens_are_valid_until_they_expire_and_unknown_ones_never() {
-        let t = Tokens::new("c".into(), Secret::new("s".into()), Duration::from_secs(60));
+        let t = Tokens::new(
+            Credentials::new("c".into(), Secret::new("s".into())),
+            Duration::from_secs(60),
+        );
         let a = t.issue().unwrap();
         let b = t.issue().unwrap();
         assert_ne!(a.expose(), b.expose());
@@ -359,7 +368,10 @@ mod tests {
         assert!(t.valid(a.expose()) && t.valid(b.expose()));
         assert!(!t.valid("not-issued"));
         assert!(!t.valid(""));
-        let short = Tokens::new("c".into(), Secret::new("s".into()), Duration::ZERO);
+        let short = Tokens::new(
+            Credentials::new("c".into(), Secret::new("s".into())),
+            Duration::ZERO,
+        );
         let gone = short.issue().unwrap();
         assert!(!short.valid(gone.expose()), "expired");
         let mut h = HeaderMap::new();
@@ -377,14 +389,27 @@ mod tests {
 
     #[test]
     fn client_credentials_are_compared_exactly() {
-        let t = Tokens::new(
-            "tacker".into(),
-            Secret::new("pw".into()),
-            Duration::from_secs(60),
-        );
+        let credentials = Credentials::new("tacker".into(), Secret::new("pw".into()));
+        let t = Tokens::new(credentials.clone(), Duration::from_secs(60));
         assert!(t.client_ok(b"tacker", b"pw"));
         assert!(!t.client_ok(b"tacker", b"pw2"));
         assert!(!t.client_ok(b"tacke", b"pw"));
         assert!(!t.client_ok(b"", b""));
+
+        // Replaced by a reload: the new ones are accepted, the old ones and every token issued
+        // under them are not.
+        let token = t.issue().unwrap();
+        assert!(t.valid(token.expose()));
+        assert!(!credentials.replace("tacker".into(), Secret::new("pw".into())));
+        assert!(
+            t.valid(token.expose()),
+            "the same credentials again change nothing"
+        );
+        assert!(credentials.replace("tacker".into(), Secret::new("pw2".into())));
+        assert!(t.client_ok(b"tacker", b"pw2"));
+        assert!(!t.client_ok(b"tacker", b"pw"));
+        assert!(!t.valid(token.expose()));
+        let fresh = t.issue().unwrap();
+        assert!(t.valid(fresh.expose()));
     }
 }

@@ -8,6 +8,8 @@ mod host_key_forget;
 mod hot_adjust_cli;
 mod metrics_daemon;
 mod pause_cli;
+mod reconcile_no_cloud;
 #[path = "../support/mod.rs"]
 mod support;
 mod verbs_daemon;
+mod verbs_no_daemon;

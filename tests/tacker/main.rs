@@ -11,3 +11,5 @@ mod tacker_manage;
 mod tacker_notifications;
 mod tacker_oauth_tls;
 mod tacker_parity;
+mod tacker_reload;
+mod tacker_slow_clients;

@@ -310,7 +310,7 @@ fn openssl(dir: &Path, args: &[&str]) {
 
 /// A test CA and a server certificate for 127.0.0.1 signed by it, plus an unrelated key:
 /// (ca.pem, server.pem, server.key, other.key), keys mode 0600.
-fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
+pub(crate) fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
     std::fs::create_dir_all(dir).unwrap();
     openssl(
         dir,
