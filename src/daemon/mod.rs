@@ -13,6 +13,7 @@
 
 mod connect;
 pub mod http;
+pub mod lock;
 pub mod logging;
 mod reconcile;
 mod runner;
@@ -52,8 +53,9 @@ const SETTLE: Duration = Duration::from_secs(1);
 const SETTLE_TICK: Duration = Duration::from_millis(500);
 
 /// Runs the daemon until SIGTERM/SIGINT. Exit status 0 on a clean stop, 78 for an invalid
-/// configuration, a refused database (missing with signs of an earlier one, empty, failing
-/// `PRAGMA quick_check`: see [`crate::store::Refusal`]) or a missing or unreadable secrets key
+/// configuration, a state directory another daemon holds ([`lock`]), a refused database
+/// (missing with signs of an earlier one, empty, failing `PRAGMA quick_check`: see
+/// [`crate::store::Refusal`]) or a missing or unreadable secrets key
 /// ([`crate::store::StoreError::SecretsKey`]; a restart cannot fix either), 1 for any other
 /// fatal error (logged).
 pub fn main(config_path: &Path) -> ExitCode {
@@ -74,6 +76,18 @@ pub fn main(config_path: &Path) -> ExitCode {
         Err(e) => {
             tracing::error!(error = %e, "cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
+        }
+    };
+    // Before the database: a second daemon on the same state must not even migrate it.
+    let state_dir = match settings.database.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let _lock = match lock::acquire(&state_dir) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(database = %settings.database.display(), "refusing to start: {e}");
+            return ExitCode::from(EXIT_CONFIG);
         }
     };
     let store = match open_store(&settings) {

@@ -145,6 +145,17 @@ impl Install {
 
     /// Starts the daemon through `prefix` (e.g. `setpriv --reuid=… --regid=… --clear-groups`).
     pub fn start_via(&self, prefix: &[&str], env: &[(&str, &str)]) -> Daemon {
+        let d = self.spawn(prefix, &[], env);
+        d.wait_for_log("ready", Duration::from_secs(30));
+        d
+    }
+
+    /// Starts `vnfkeeper daemon ARGS --config <this config>` without waiting for anything.
+    pub fn spawn_daemon(&self, args: &[&str]) -> Daemon {
+        self.spawn(&[], args, &[])
+    }
+
+    fn spawn(&self, prefix: &[&str], args: &[&str], env: &[(&str, &str)]) -> Daemon {
         let log = self.dir.path().join(format!("daemon-{}.log", uuid()));
         let mut cmd = match prefix.split_first() {
             Some((first, rest)) => {
@@ -156,6 +167,7 @@ impl Install {
         };
         let child = cmd
             .arg("daemon")
+            .args(args)
             .arg("--config")
             .arg(&self.config)
             .env_remove("JOURNAL_STREAM")
@@ -167,12 +179,10 @@ impl Install {
             .stderr(fs::File::create(&log).unwrap())
             .spawn()
             .expect("start daemon");
-        let d = Daemon {
+        Daemon {
             child: Some(child),
             log,
-        };
-        d.wait_for_log("ready", Duration::from_secs(30));
-        d
+        }
     }
 }
 

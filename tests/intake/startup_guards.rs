@@ -1,0 +1,86 @@
+//! What the daemon checks at start before it runs anything: one daemon per state directory (a
+//! second start exits 78 naming the holder), the spool's filed copies against the database (a
+//! lost WAL is refused with 78 unless `--recover-spool` re-records them), and digests of request
+//! files keyed with the installation's secret (none holds the plain SHA-256 of a file whose
+//! passwords a reader could guess), converted from the plain form an earlier version stored.
+
+use crate::support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{Daemon, Install, repo_root, wait_until};
+
+/// `count` distinct valid INSTANTIATE envelopes (one VNF instance each, with node passwords).
+fn envelopes(count: usize, prefix: &str) -> Vec<(String, Vec<u8>)> {
+    let seed: Value = serde_json::from_slice(
+        &fs::read(repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    (0..count)
+        .map(|i| {
+            let mut env = seed.clone();
+            env["vnfInstanceId"] = format!("{prefix}-{i:03}").into();
+            env["requestId"] = format!("{prefix}-{i:03}").into();
+            (
+                format!("{prefix}-{i:03}.json"),
+                serde_json::to_vec(&env).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until `accepted/` holds `count` copies (sidecars not counted).
+fn wait_accepted(install: &Install, daemon: &Daemon, count: usize) {
+    assert!(
+        wait_until(Duration::from_secs(30), || Install::files(
+            &install.accepted_dir()
+        )
+        .len()
+            == count),
+        "accepted: {:?}\n{}",
+        Install::files(&install.accepted_dir()),
+        daemon.log_text()
+    );
+}
+
+/// Waits up to `secs` for `daemon` to exit; its exit code, or a panic naming `what` and the log.
+fn exit_code(daemon: &mut Daemon, secs: u64, what: &str) -> i32 {
+    match daemon.wait_exit(Duration::from_secs(secs)) {
+        Some(code) => code,
+        None => panic!(
+            "{what} is still running after {secs} s:\n{}",
+            daemon.log_text()
+        ),
+    }
+}
+
+fn side(db: &Path, suffix: &str) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push(suffix);
+    PathBuf::from(p)
+}
+
+#[test]
+fn a_second_daemon_on_the_same_state_exits_78_naming_the_first() {
+    let install = Install::new();
+    let mut first = install.start();
+    let mut second = install.spawn_daemon(&[]);
+    let code = exit_code(&mut second, 10, "the second daemon");
+    let log = second.log_text();
+    assert_eq!(code, 78, "{log}");
+    assert!(log.contains(&format!("pid {}", first.pid())), "{log}");
+    assert!(log.contains("daemon.lock"), "{log}");
+    // The CLI is not affected.
+    let out = install.cli(&["config", "check"]);
+    assert!(out.status.success(), "config check: {out:?}");
+    assert!(install.ops_json().is_empty());
+    assert!(first.is_running());
+    assert_eq!(first.stop(), Some(0));
+    // Released with its holder: the next start runs.
+    let mut again = install.start();
+    assert_eq!(again.stop(), Some(0));
+}
