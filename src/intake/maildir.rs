@@ -14,7 +14,8 @@
 //! next scan and never loses or repeats a request: (1) rename `new/<name>` to the hidden
 //! `new/.<name>.taken` (from here on the file is committed *and* taken: a scan lists it with
 //! [`Spool::unfinished`] and intake redoes the step for its committed outcome); (2) write the
-//! sidecar `<copy>.sha256` (hex SHA-256 of the original bytes) and, for a rejected file, the
+//! sidecar `<copy>.sha256` (the keyed digest of the original bytes, as the `intake` row holds
+//! it: `hmac-sha256:<hex>`, see `store::SecretsKey::digest`) and, for a rejected file, the
 //! `.error.json`; (3) write the copy; (4) remove `new/.<name>.taken`. Every write is a new file
 //! renamed into place, so a reader never sees half a file; the copies and sidecars are the
 //! daemon's own files, mode 0640 (group `vnfkeeper` from the setgid directory), or 0600 for a
@@ -447,11 +448,11 @@ impl Spool {
 
     /// Keeps `kept` for the request file `path` (named `name` in `new/`, or its hidden
     /// `.<name>.taken` when a step is redone) at `dest` and removes the original, in the order of
-    /// the module documentation. `sha256` is the hex digest of the original bytes, written as the
-    /// sidecar `<copy>.sha256`. A rejected file gets `rejected/<target>` and
+    /// the module documentation. `digest` is the keyed digest of the original bytes, written as
+    /// the sidecar `<copy>.sha256`. A rejected file gets `rejected/<target>` and
     /// `rejected/<target>.error.json`, where `<target>` is `name`, or `<stem>.<n>.json` with the
     /// lowest free `n` when that is taken; a redone step reuses the target whose sidecar holds
-    /// `sha256`. The `.error.json` is the committed ProblemDetails, plus `keptCopy` saying that the
+    /// `digest`. The `.error.json` is the committed ProblemDetails, plus `keptCopy` saying that the
     /// copy is owner-only when it could not be redacted. Errors: I/O (the file stays in `new/`,
     /// hidden once step 1 is done, and the next scan redoes the step).
     pub(super) fn place(
@@ -460,7 +461,7 @@ impl Spool {
         name: &str,
         dest: &Destination,
         kept: &KeptCopy,
-        sha256: &str,
+        digest: &str,
     ) -> io::Result<()> {
         let taken = self.new_dir().join(taken_name(name));
         let redo = path == taken;
@@ -468,7 +469,8 @@ impl Spool {
             fs::rename(path, &taken)?;
             crate::failpoint::hit("intake-after-take");
         }
-        let mut digest = sha256.as_bytes().to_vec();
+        let sha256 = digest;
+        let mut digest = digest.as_bytes().to_vec();
         digest.push(b'\n');
         let copy = match dest {
             Destination::Rejected { problem } => {
@@ -505,7 +507,7 @@ impl Spool {
     }
 }
 
-/// `<copy>.sha256`: the sidecar holding the hex SHA-256 of the original request bytes.
+/// `<copy>.sha256`: the sidecar holding the keyed digest of the original request bytes.
 fn sidecar(copy: &Path) -> PathBuf {
     let mut s = copy.as_os_str().to_owned();
     s.push(".sha256");
@@ -534,7 +536,7 @@ fn rejected_target(dir: &Path, name: &str, redo_sha256: Option<&str>) -> String 
 
 /// Writes `bytes` to `path` as a new file of `mode` (whatever the umask) renamed into place, so
 /// that a reader sees the old file or the whole new one. The group is the directory's (setgid).
-fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+pub(super) fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.tmp"));

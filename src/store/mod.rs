@@ -31,7 +31,7 @@ pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow};
-pub use secrets::{KEY_FILE, RequestBody, SecretsKey, key_path};
+pub use secrets::{DIGEST_PREFIX, KEY_FILE, RequestBody, SecretsKey, key_path};
 pub use startup::{BackupReport, DB_MODE, History, InitReport, Refusal, backup, check, init};
 pub use tacker::ReceivedNotification;
 pub use tacker::WaitingHeal;
@@ -174,6 +174,19 @@ impl Store {
         let out = f(&mut w)?;
         w.tx.commit()?;
         Ok(out)
+    }
+
+    /// The keyed digest of a request file whose SHA-256 is `sha256` ([`SecretsKey::digest`]), as
+    /// intake records it. Errors: [`StoreError::SecretsKey`] when no key was loaded.
+    pub fn digest(&self, sha256: &[u8; 32]) -> Result<String> {
+        self.secrets_key().map(|k| k.digest(sha256))
+    }
+
+    /// The key loaded at open. Errors: [`StoreError::SecretsKey`] when there is none.
+    pub fn secrets_key(&self) -> Result<&SecretsKey> {
+        self.key
+            .as_ref()
+            .ok_or_else(|| StoreError::SecretsKey("no key was loaded".into()))
     }
 
     /// `PRAGMA integrity_check`: `["ok"]` for a sound file, else the problems found.
@@ -430,7 +443,7 @@ pub struct NewOperation<'a> {
 pub struct NewIntake<'a> {
     /// File name in `new/`.
     pub file_name: &'a str,
-    /// Hex SHA-256 of the file.
+    /// Keyed digest of the file ([`SecretsKey::digest`]).
     pub content_sha256: &'a str,
     /// Idempotency key, if any.
     pub request_id: Option<&'a str>,

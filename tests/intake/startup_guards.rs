@@ -84,3 +84,72 @@ fn a_second_daemon_on_the_same_state_exits_78_naming_the_first() {
     let mut again = install.start();
     assert_eq!(again.stop(), Some(0));
 }
+
+#[test]
+fn digests_of_request_files_are_keyed_and_earlier_plain_ones_are_converted() {
+    let install = Install::new();
+    let files = envelopes(2, "dig");
+    let mut daemon = install.start();
+    let (name, bytes) = &files[0];
+    install.drop_file(name, bytes);
+    wait_accepted(&install, &daemon, 1);
+    assert_eq!(daemon.stop(), Some(0));
+    let copy = install
+        .accepted_dir()
+        .join(&Install::files(&install.accepted_dir())[0]);
+    let plain = Install::sha256_hex(bytes);
+    let sidecar = side(&copy, ".sha256");
+    let kept = fs::read_to_string(&sidecar).unwrap();
+    // Compared without printing: a plain digest in test output is what a reader would guess at.
+    assert!(
+        kept.trim_end() != plain,
+        "the sidecar holds the plain SHA-256"
+    );
+    assert!(
+        kept.trim_end() == install.digest_hex(bytes),
+        "the sidecar holds no keyed digest"
+    );
+    let db = rusqlite::Connection::open(&install.database).unwrap();
+    let plain_rows = |db: &rusqlite::Connection| -> i64 {
+        db.query_row(
+            "SELECT (SELECT COUNT(*) FROM intake WHERE content_sha256 = ?1)
+                  + (SELECT COUNT(*) FROM event WHERE instr(evidence, ?1) > 0)",
+            [&plain],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(plain_rows(&db), 0, "the database holds the plain SHA-256");
+
+    // As an earlier version left them: plain digests in the sidecar and the intake row.
+    db.execute("UPDATE intake SET content_sha256 = ?1", [&plain])
+        .unwrap();
+    drop(db);
+    fs::write(&sidecar, format!("{plain}\n")).unwrap();
+    let mut daemon = install.start();
+    assert!(
+        fs::read_to_string(&sidecar).unwrap().trim_end() == install.digest_hex(bytes),
+        "the plain sidecar was not converted"
+    );
+    // Duplicates are still found across the change.
+    install.drop_file("dig-again.json", bytes);
+    wait_accepted(&install, &daemon, 2);
+    assert!(
+        Install::files(&install.accepted_dir())
+            .iter()
+            .any(|n| n.contains(".dup-")),
+        "{:?}",
+        Install::files(&install.accepted_dir())
+    );
+    let (other, other_bytes) = &files[1];
+    install.drop_file(other, other_bytes);
+    wait_accepted(&install, &daemon, 3);
+    assert_eq!(install.ops_json().len(), 2);
+    assert_eq!(daemon.stop(), Some(0));
+    let db = rusqlite::Connection::open(&install.database).unwrap();
+    assert_eq!(
+        plain_rows(&db),
+        0,
+        "a plain SHA-256 was left in the database"
+    );
+}

@@ -96,17 +96,37 @@ impl Install {
         serde_json::from_slice(&out.stdout).expect("ops --json is JSON")
     }
 
-    /// The hex SHA-256 of the original bytes of the request kept at `copy` (its sidecar
-    /// `<copy>.sha256`), or "" when there is none.
-    pub fn original_sha256(copy: &Path) -> String {
+    /// The digest of the original bytes of the request kept at `copy` (its sidecar
+    /// `<copy>.sha256`), or, for an entry refused unread (moved as it is, without a sidecar),
+    /// [`Install::digest_hex`] of the entry's bytes; "" when there is neither.
+    pub fn original_digest(&self, copy: &Path) -> String {
         let mut s = copy.as_os_str().to_owned();
         s.push(".sha256");
         match fs::read_to_string(s) {
             Ok(digest) => digest.trim_end().to_owned(),
-            // An entry refused unread (over the size limit, not a regular file) is moved as it
-            // is, without a sidecar.
-            Err(_) => fs::read(copy).map_or_else(|_| String::new(), |b| Self::sha256_hex(&b)),
+            Err(_) => fs::read(copy).map_or_else(|_| String::new(), |b| self.digest_hex(&b)),
         }
+    }
+
+    /// The keyed digest the daemon records for a file of `bytes` (README "Security"):
+    /// `hmac-sha256:` and the hex HMAC-SHA256, under a key derived from this installation's
+    /// `secrets.key`, of the file's SHA-256.
+    pub fn digest_hex(&self, bytes: &[u8]) -> String {
+        use hmac::{Hmac, Mac as _};
+        use sha2::Digest as _;
+        let key = fs::read(self.dir.path().join("secrets.key")).expect("secrets.key");
+        let mut derive = Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+        derive.update(b"vnfkeeper intake digest");
+        let sub = derive.finalize().into_bytes();
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&sub).unwrap();
+        mac.update(&sha2::Sha256::digest(bytes));
+        let hex: String = mac
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("hmac-sha256:{hex}")
     }
 
     /// Hex SHA-256 of `bytes`, as the sidecars hold it.
