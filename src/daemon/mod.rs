@@ -58,7 +58,11 @@ const SETTLE_TICK: Duration = Duration::from_millis(500);
 /// [`crate::store::Refusal`]) or a missing or unreadable secrets key
 /// ([`crate::store::StoreError::SecretsKey`]; a restart cannot fix either), 1 for any other
 /// fatal error (logged).
-pub fn main(config_path: &Path) -> ExitCode {
+///
+/// Before it takes any request, the spool's filed copies are compared with the database
+/// ([`crate::intake::check`]): copies without their record end it with 78, unless
+/// `recover_spool` (`--recover-spool`) says to record them again.
+pub fn main(config_path: &Path, recover_spool: bool) -> ExitCode {
     let sink = logging::init(LogTarget::Auto, "info");
     let settings = match Settings::load(config_path) {
         Ok(s) => s,
@@ -90,7 +94,7 @@ pub fn main(config_path: &Path) -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let store = match open_store(&settings) {
+    let mut store = match open_store(&settings) {
         Ok(s) => s,
         Err(
             e @ (crate::store::StoreError::Refused(_) | crate::store::StoreError::SecretsKey(_)),
@@ -112,6 +116,9 @@ pub fn main(config_path: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Err(code) = check_spool(&settings, &mut store, recover_spool) {
+        return code;
+    }
     match runtime.block_on(serve(config_path.to_path_buf(), settings, store)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -162,6 +169,46 @@ fn open_store(settings: &Settings) -> crate::store::Result<Store> {
     let rejected = settings.spool_dir.join("rejected");
     let dirs = [accepted.as_path(), rejected.as_path()];
     Store::open_guarded(&settings.database, crate::store::History { dirs: &dirs })
+}
+
+/// Compares the spool's filed copies with the database ([`crate::intake::check::check`]) and,
+/// with `recover`, records the missing ones. `Err` is the exit status: 78 for copies without
+/// their record (an operator must restore or recover), 1 for any other error (logged).
+fn check_spool(settings: &Settings, store: &mut Store, recover: bool) -> Result<(), ExitCode> {
+    use crate::intake::check::{self, SpoolError};
+    let started = Instant::now();
+    let result = Spool::open(&settings.spool_dir)
+        .map_err(SpoolError::Io)
+        .and_then(|spool| check::check(&spool, store, recover, Timestamp(chrono::Utc::now())));
+    match result {
+        Ok(0) => {
+            tracing::debug!(
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "every filed copy in the spool has its record"
+            );
+            Ok(())
+        }
+        Ok(n) => {
+            tracing::warn!(
+                copies = n,
+                "recorded again {n} filed request copies the database had lost (--recover-spool): \
+                 accepted requests as FAILED operations, never run; see `vnfkeeper ops`"
+            );
+            Ok(())
+        }
+        Err(e @ SpoolError::Unrecorded { .. }) => {
+            tracing::error!(
+                message_id = crate::message_ids::MSG_DATABASE_REFUSED,
+                database = %settings.database.display(),
+                "refusing to start: {e}"
+            );
+            Err(ExitCode::from(EXIT_CONFIG))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "vnfkeeper stopped on a fatal error: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
 }
 
 /// The database file the daemon opened, by device and inode: removed, renamed or replaced

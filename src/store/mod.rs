@@ -388,6 +388,21 @@ impl ReaderRef<'_> {
         collect_checked(rows)
     }
 
+    /// How many `intake` rows hold each digest (`content_sha256`): one scan of the table, for
+    /// the start-up comparison of the spool's filed copies with the database.
+    pub fn intake_digest_counts(&self) -> Result<std::collections::HashMap<String, usize>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT content_sha256, COUNT(*) FROM intake GROUP BY content_sha256")?;
+        let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        let mut out = std::collections::HashMap::new();
+        for r in rows {
+            let (digest, n) = r?;
+            out.insert(digest, usize::try_from(n).unwrap_or(0));
+        }
+        Ok(out)
+    }
+
     /// The intake record of the spool file named `file_name` (as `Spool::submit` named it in
     /// `new/`), once intake committed its outcome; `None` before.
     pub fn intake_of_file(&self, file_name: &str) -> Result<Option<IntakeRow>> {

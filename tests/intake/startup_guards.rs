@@ -86,6 +86,59 @@ fn a_second_daemon_on_the_same_state_exits_78_naming_the_first() {
 }
 
 #[test]
+fn a_lost_wal_refuses_start_until_recover_spool_rerecords_the_copies() {
+    let install = Install::new();
+    let files = envelopes(3, "wal");
+    let mut daemon = install.start();
+    for (name, bytes) in &files {
+        install.drop_file(name, bytes);
+    }
+    wait_accepted(&install, &daemon, 3);
+    assert_eq!(install.ops_json().len(), 3);
+    daemon.kill9();
+    // The crash took the WAL with it: the accepted requests are gone from the database.
+    for s in ["-wal", "-shm"] {
+        let _ = fs::remove_file(side(&install.database, s));
+    }
+
+    let mut refused = install.spawn_daemon(&[]);
+    let code = exit_code(&mut refused, 20, "the daemon after a lost WAL");
+    let log = refused.log_text();
+    assert_eq!(code, 78, "{log}");
+    let copies = Install::files(&install.accepted_dir());
+    assert!(copies.iter().all(|c| log.contains(c.as_str())), "{log}");
+    assert!(log.contains("Restore from backup"), "{log}");
+    assert!(log.contains("--recover-spool"), "{log}");
+    assert!(install.ops_json().is_empty(), "nothing was recorded");
+
+    // The explicit way out: the copies are recorded again, not run.
+    let mut daemon = install.spawn_daemon(&["--recover-spool"]);
+    daemon.wait_for_log("ready", Duration::from_secs(30));
+    let ops = install.ops_json();
+    assert_eq!(ops.len(), 3, "{ops:?}");
+    for op in &ops {
+        assert_eq!(op["operationState"], "FAILED", "{op}");
+    }
+    // The same file again is a duplicate of its recorded operation, not a second operation.
+    let (_, bytes) = &files[0];
+    install.drop_file("wal-again.json", bytes);
+    wait_accepted(&install, &daemon, 4);
+    assert!(
+        Install::files(&install.accepted_dir())
+            .iter()
+            .any(|n| n.contains(".dup-")),
+        "{:?}",
+        Install::files(&install.accepted_dir())
+    );
+    assert_eq!(install.ops_json().len(), 3);
+    assert_eq!(daemon.stop(), Some(0));
+
+    // Recorded: a plain start runs again.
+    let mut daemon = install.start();
+    assert_eq!(daemon.stop(), Some(0));
+}
+
+#[test]
 fn digests_of_request_files_are_keyed_and_earlier_plain_ones_are_converted() {
     let install = Install::new();
     let files = envelopes(2, "dig");
