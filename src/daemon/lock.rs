@@ -3,7 +3,8 @@
 //! ends (the kernel drops it with the last descriptor, so a crashed daemon never leaves it
 //! behind). The holder writes its pid into the file after locking, so that a second start can
 //! name it. Only `vnfkeeper daemon` takes it: the CLI's commands read the database read-only or
-//! go through the spool, and `config check` touches no state.
+//! go through the spool, and `config check` touches no state. Once it holds the lock, the daemon
+//! checks that it can create a file in the state directory ([`LockError::NotWritable`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Seek as _, Write as _};
@@ -36,6 +37,19 @@ pub enum LockError {
         path: PathBuf,
         /// `pid N`, or why the pid is unknown.
         holder: String,
+    },
+    /// The state directory cannot be written (a read-only file system, an immutable directory,
+    /// no permission): the database's side files, the key and the package store live there.
+    #[error(
+        "state directory {dir} is not writable ({error}): the daemon keeps its database, its \
+         -wal/-shm files, secrets.key and the package store there. Make it writable by the \
+         daemon's user (a read-write mount, `chattr -i`, its owner), then start again"
+    )]
+    NotWritable {
+        /// The state directory.
+        dir: PathBuf,
+        /// What creating a file in it said.
+        error: std::io::Error,
     },
     /// The lock file cannot be created, opened or locked (e.g. a read-only state directory).
     #[error(
@@ -84,7 +98,28 @@ pub fn acquire(state_dir: &Path) -> Result<StateLock, LockError> {
     file.set_len(0).map_err(io)?;
     file.rewind().map_err(io)?;
     writeln!(file, "{}", std::process::id()).map_err(io)?;
+    probe_writable(state_dir).map_err(|error| LockError::NotWritable {
+        dir: state_dir.to_path_buf(),
+        error,
+    })?;
     Ok(StateLock { _file: file })
+}
+
+/// Creates and removes a file in `dir`: a lock file that already exists opens for writing even
+/// where no new file can be made (an immutable directory), so the lock alone does not show it.
+fn probe_writable(dir: &Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".write-probe-{}", std::process::id()));
+    match std::fs::remove_file(&probe) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
 }
 
 /// `pid N` from the lock file's content, or why it cannot be told. The content is only trusted

@@ -173,13 +173,25 @@ fn open_store(settings: &Settings) -> crate::store::Result<Store> {
 
 /// Compares the spool's filed copies with the database ([`crate::intake::check::check`]) and,
 /// with `recover`, records the missing ones. `Err` is the exit status: 78 for copies without
-/// their record (an operator must restore or recover), 1 for any other error (logged).
+/// their record (an operator must restore or recover) or a spool that cannot be opened as it is
+/// (e.g. `new/` a symbolic link), 1 for any other error (logged).
 fn check_spool(settings: &Settings, store: &mut Store, recover: bool) -> Result<(), ExitCode> {
     use crate::intake::check::{self, SpoolError};
     let started = Instant::now();
-    let result = Spool::open(&settings.spool_dir)
-        .map_err(SpoolError::Io)
-        .and_then(|spool| check::check(&spool, store, recover, Timestamp(chrono::Utc::now())));
+    // A spool that cannot be opened as it is (a directory replaced by a symbolic link, not
+    // creatable) needs an operator, as a refused database does.
+    let spool = match Spool::open(&settings.spool_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(
+                spool = %settings.spool_dir.display(),
+                "refusing to start: spool {}: {e}",
+                settings.spool_dir.display()
+            );
+            return Err(ExitCode::from(EXIT_CONFIG));
+        }
+    };
+    let result = check::check(&spool, store, recover, Timestamp(chrono::Utc::now()));
     match result {
         Ok(0) => {
             tracing::debug!(

@@ -214,7 +214,9 @@ impl Spool {
 
     /// Creates whichever of `tmp/`, `new/`, `accepted/` and `rejected/` (and the root) is
     /// missing, with the modes [`Spool::open`] gives them; `true` when one was. Used again when
-    /// the spool or `new/` was removed while the daemon runs. Errors: I/O.
+    /// the spool or `new/` was removed while the daemon runs. Errors: I/O; one of the four that
+    /// is a symbolic link (never followed: intake would read and write wherever it points) or
+    /// not a directory.
     pub fn create_dirs(&self) -> io::Result<bool> {
         let spool = self;
         let mut created = false;
@@ -224,6 +226,25 @@ impl Spool {
             (spool.accepted_dir(), 0o2750),
             (spool.rejected_dir(), 0o2750),
         ] {
+            match fs::symlink_metadata(&dir) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!(
+                            "{}: a symbolic link; the spool's directories must be directories \
+                             (a link is never followed)",
+                            dir.display()
+                        ),
+                    ));
+                }
+                Ok(m) if !m.is_dir() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("{}: not a directory", dir.display()),
+                    ));
+                }
+                _ => {}
+            }
             if !dir.is_dir() {
                 fs::create_dir_all(&dir)?;
                 set_mode(&dir, mode)?;

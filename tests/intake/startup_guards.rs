@@ -2,7 +2,9 @@
 //! second start exits 78 naming the holder), the spool's filed copies against the database (a
 //! lost WAL is refused with 78 unless `--recover-spool` re-records them), and digests of request
 //! files keyed with the installation's secret (none holds the plain SHA-256 of a file whose
-//! passwords a reader could guess), converted from the plain form an earlier version stored.
+//! passwords a reader could guess), converted from the plain form an earlier version stored. As
+//! root: a state directory or database the daemon cannot write and a `new/` replaced by a
+//! symbolic link are refused with 78.
 
 use crate::support;
 
@@ -205,4 +207,86 @@ fn digests_of_request_files_are_keyed_and_earlier_plain_ones_are_converted() {
         0,
         "a plain SHA-256 was left in the database"
     );
+}
+
+/// `chattr +i` on a path for as long as it lives (taken off again when dropped, also when the
+/// test fails, so that the temporary directory can be removed).
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn set(path: &Path) -> Self {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "chattr +i {}", path.display());
+        Self(path.to_path_buf())
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// Starts the daemon, expects it to exit 78 within 10 s with `needle` in its log.
+fn refused_with(install: &Install, needle: &str) {
+    let mut daemon = install.spawn_daemon(&[]);
+    let code = exit_code(&mut daemon, 10, "the daemon");
+    let log = daemon.log_text();
+    assert_eq!(code, 78, "{log}");
+    assert!(log.contains(needle), "no `{needle}` in:\n{log}");
+}
+
+#[test]
+#[ignore = "needs root (chattr)"]
+fn an_unwritable_state_or_a_linked_new_dir_is_refused_with_78() {
+    // The state in a directory of its own (the daemon's log stays writable beside it).
+    let mut install = Install::new();
+    let state = install.dir.path().join("state");
+    fs::create_dir(&state).unwrap();
+    let database = state.join("state.db");
+    let text = fs::read_to_string(&install.config).unwrap().replace(
+        &install.database.display().to_string(),
+        &database.display().to_string(),
+    );
+    fs::write(&install.config, text).unwrap();
+    install.database = database;
+    let mut daemon = install.start();
+    assert_eq!(daemon.stop(), Some(0));
+
+    // A state directory nothing can be created in (as a read-only mount would be).
+    {
+        let _ro = Immutable::set(&state);
+        refused_with(&install, "is not writable");
+    }
+    // An immutable database: SQLite could not write it.
+    {
+        let _ro = Immutable::set(&install.database);
+        refused_with(&install, "cannot be opened for writing");
+    }
+    // new/ replaced by a link to another directory: never followed.
+    let elsewhere = state.join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    let (name, bytes) = &envelopes(1, "linked")[0];
+    fs::write(elsewhere.join(name), bytes).unwrap();
+    fs::remove_dir(install.new_dir()).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, install.new_dir()).unwrap();
+    refused_with(&install, "a symbolic link");
+    assert!(
+        elsewhere.join(name).exists(),
+        "a file behind the link was taken"
+    );
+    assert!(install.ops_json().is_empty());
+
+    // Put right, it starts.
+    fs::remove_file(install.new_dir()).unwrap();
+    fs::create_dir(install.new_dir()).unwrap();
+    let mut daemon = install.start();
+    assert_eq!(daemon.stop(), Some(0));
 }
