@@ -4,7 +4,8 @@
 //! files keyed with the installation's secret (none holds the plain SHA-256 of a file whose
 //! passwords a reader could guess), converted from the plain form an earlier version stored. As
 //! root: a state directory or database the daemon cannot write and a `new/` replaced by a
-//! symbolic link are refused with 78.
+//! symbolic link are refused with 78; hard links, FIFOs and devices in `new/` end in `rejected/`
+//! as inert records.
 
 use crate::support;
 
@@ -288,5 +289,81 @@ fn an_unwritable_state_or_a_linked_new_dir_is_refused_with_78() {
     fs::remove_file(install.new_dir()).unwrap();
     fs::create_dir(install.new_dir()).unwrap();
     let mut daemon = install.start();
+    assert_eq!(daemon.stop(), Some(0));
+}
+
+#[test]
+#[ignore = "needs root (mknod)"]
+fn a_hard_link_fifo_or_device_in_new_is_kept_as_an_inert_record() {
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
+    let install = Install::new();
+    let mut daemon = install.start();
+    let tmp = install.spool.join("tmp");
+    // A second name of a file outside the spool (as a link to /etc/shadow would be).
+    let outside = install.dir.path().join("outside.json");
+    fs::write(&outside, &envelopes(1, "hard")[0].1).unwrap();
+    fs::hard_link(&outside, tmp.join("linked.json")).unwrap();
+    for (what, args) in [
+        ("mkfifo", vec!["fifo.json"]),
+        ("mknod", vec!["zero.json", "c", "1", "5"]),
+    ] {
+        let mut cmd = std::process::Command::new(what);
+        cmd.arg(tmp.join(args[0])).args(&args[1..]);
+        assert!(cmd.status().unwrap().success(), "{what}");
+    }
+    for n in ["linked.json", "fifo.json", "zero.json"] {
+        fs::rename(tmp.join(n), install.new_dir().join(n)).unwrap();
+    }
+    let rejected = install.rejected_dir();
+    let filed = |n: &&str| {
+        let error = rejected.join(format!("{n}.error.json"));
+        error.exists() && fs::symlink_metadata(rejected.join(n)).is_ok()
+    };
+    let done = wait_until(Duration::from_secs(10), || {
+        ["linked.json", "fifo.json", "zero.json"].iter().all(filed)
+    });
+    let names: Vec<_> = fs::read_dir(&rejected)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(done, "rejected/ holds {names:?}\n{}", daemon.log_text());
+    assert!(
+        install.ops_json().is_empty(),
+        "the hard-linked file was taken"
+    );
+    assert_eq!(
+        fs::metadata(&outside).unwrap().nlink(),
+        1,
+        "the second name was kept"
+    );
+    for (n, entry) in [
+        ("linked.json", "a regular file with 2 hard links"),
+        ("fifo.json", "a FIFO"),
+        ("zero.json", "a character device"),
+    ] {
+        let m = fs::symlink_metadata(rejected.join(n)).unwrap();
+        assert!(m.is_file() && m.nlink() == 1, "{n}: {:?}", m.file_type());
+        assert!(!m.file_type().is_fifo() && !m.file_type().is_char_device());
+        let record: Value = serde_json::from_slice(&fs::read(rejected.join(n)).unwrap()).unwrap();
+        assert_eq!(record["entry"], entry, "{n}");
+        let error: Value =
+            serde_json::from_slice(&fs::read(rejected.join(format!("{n}.error.json"))).unwrap())
+                .unwrap();
+        assert!(
+            error["keptCopy"]
+                .as_str()
+                .is_some_and(|k| k.contains("record")),
+            "{n}"
+        );
+    }
+    assert!(install.new_dir().read_dir().unwrap().next().is_none());
+    // An operator's grep over rejected/ ends.
+    let grep = std::process::Command::new("timeout")
+        .args(["5", "grep", "-r", "-c", "entry"])
+        .arg(&rejected)
+        .output()
+        .unwrap();
+    assert_ne!(grep.status.code(), Some(124), "grep -r hung");
+    assert!(daemon.is_running());
     assert_eq!(daemon.stop(), Some(0));
 }
