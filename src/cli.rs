@@ -34,6 +34,10 @@ pub enum Command {
     /// metrics at `GET http://ADDR:PORT/metrics` (OpenMetrics text when asked for, else the
     /// Prometheus text format); a port it cannot bind stops it at start. The families are listed
     /// in the README, section "Metrics (Prometheus)".
+    ///
+    /// One daemon per state directory: a second one on the same database exits 78 naming the
+    /// first one's pid. At start the spool's accepted/ and rejected/ copies are compared with the
+    /// database; copies without their record end it with 78 (see `--recover-spool`).
     Daemon(DaemonArgs),
     /// Submit a request envelope to the spool (written to tmp/, then renamed into new/).
     Submit {
