@@ -732,9 +732,57 @@ impl Tx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::Digest as _;
 
     fn now() -> Timestamp {
         Timestamp::parse("2026-11-21T06:00:00Z").unwrap()
+    }
+
+    /// A database of V17: V18 takes the plain digest out of the accepted request's event
+    /// evidence (the event stays append-only), and the open replaces the intake row's plain
+    /// digest with the keyed one a new intake of the same bytes computes.
+    #[test]
+    fn v18_and_the_open_leave_no_plain_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let mut conn = Connection::open(&path).unwrap();
+        embedded::migrations::runner()
+            .set_target(refinery::Target::Version(17))
+            .run(&mut conn)
+            .unwrap();
+        let plain = vnfkeeper_core::digest::sha256_hex(b"request");
+        conn.execute(
+            "INSERT INTO intake (source, content_sha256, outcome, committed_at)
+             VALUES ('SPOOL', ?1, 'REJECTED', 't')",
+            [&plain],
+        )
+        .unwrap();
+        let evidence = serde_json::json!({"file": "a.json", "sha256": plain, "intakeId": 1});
+        conn.execute(
+            "INSERT INTO event (at, kind, message, evidence) VALUES ('t', 'REQUEST_ACCEPTED', 'm', ?1)",
+            [evidence.to_string()],
+        )
+        .unwrap();
+        drop(conn);
+        let store = Store::open(&path).unwrap();
+        let (digest, evidence): (String, String) = store
+            .conn
+            .query_row(
+                "SELECT (SELECT content_sha256 FROM intake), (SELECT evidence FROM event)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let sha: [u8; 32] = sha2::Sha256::digest(b"request").into();
+        assert_eq!(digest, store.digest(&sha).unwrap());
+        assert!(!evidence.contains(&plain), "{evidence}");
+        assert!(evidence.contains("\"intakeId\":1"), "{evidence}");
+        assert!(
+            store
+                .conn
+                .execute("UPDATE event SET message = 'x'", [])
+                .is_err()
+        );
     }
 
     /// V13 makes `vnf_lcm_op_occ` (and `step_journal`, `intake`) again for CHANGE_EXT_CONN:
