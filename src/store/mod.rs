@@ -456,7 +456,7 @@ pub struct NewOperation<'a> {
 /// A new intake record.
 #[derive(Debug, Clone)]
 pub struct NewIntake<'a> {
-    /// File name in `new/`.
+    /// File name in `new/` (`accepted/<copy>`, `rejected/<copy>` for a copy recorded again).
     pub file_name: &'a str,
     /// Keyed digest of the file ([`SecretsKey::digest`]).
     pub content_sha256: &'a str,
