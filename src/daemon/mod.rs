@@ -750,9 +750,11 @@ impl Intake {
         self.flushing = false;
         self.in_batch = 0;
         // An event or scan may have queued a file of this batch again while it ran; it is
-        // decided and moved now (a file left in new/ is found by the next scan).
+        // decided and moved now (a file left in new/ is found by the next scan). A scan that
+        // saw it before inotify said it was complete left its first look too: not a backlog.
         for f in &files {
             self.ready.remove(f);
+            self.looks.remove(f);
         }
         match result {
             Ok(outcomes) => {
