@@ -34,7 +34,11 @@ pub enum Command {
     /// metrics at `GET http://ADDR:PORT/metrics` (OpenMetrics text when asked for, else the
     /// Prometheus text format); a port it cannot bind stops it at start. The families are listed
     /// in the README, section "Metrics (Prometheus)".
-    Daemon(ConfigArg),
+    ///
+    /// One daemon per state directory: a second one on the same database exits 78 naming the
+    /// first one's pid. At start the spool's accepted/ and rejected/ copies are compared with the
+    /// database; copies without their record end it with 78 (see `--recover-spool`).
+    Daemon(DaemonArgs),
     /// Submit a request envelope to the spool (written to tmp/, then renamed into new/).
     Submit {
         /// Configuration file (for `spool_dir`).
@@ -175,6 +179,21 @@ pub enum Command {
     },
 }
 
+/// `vnfkeeper daemon`.
+#[derive(Debug, clap::Args)]
+pub struct DaemonArgs {
+    /// Configuration file.
+    #[command(flatten)]
+    pub config: ConfigArg,
+    /// Record again the copies in the spool's accepted/ and rejected/ that the database has no
+    /// record of (after a crash that lost the WAL, or a restored backup older than the spool),
+    /// instead of refusing to start: accepted requests become FAILED operations (never run,
+    /// their secrets were not kept) so that their requestIds stay used. See README "Restore from
+    /// backup".
+    #[arg(long)]
+    pub recover_spool: bool,
+}
+
 /// `vnfkeeper config …`.
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
@@ -226,7 +245,7 @@ pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::Daemon(c) = &cli.command {
-        return crate::daemon::main(&c.config);
+        return crate::daemon::main(&c.config.config, c.recover_spool);
     }
     crate::daemon::logging::init(crate::daemon::logging::LogTarget::Stderr, "warn");
     if let Command::Verb(v) = cli.command {

@@ -13,6 +13,7 @@
 
 mod connect;
 pub mod http;
+pub mod lock;
 pub mod logging;
 mod reconcile;
 pub mod reload;
@@ -53,11 +54,16 @@ const SETTLE: Duration = Duration::from_secs(1);
 const SETTLE_TICK: Duration = Duration::from_millis(500);
 
 /// Runs the daemon until SIGTERM/SIGINT. Exit status 0 on a clean stop, 78 for an invalid
-/// configuration, a refused database (missing with signs of an earlier one, empty, failing
-/// `PRAGMA quick_check`: see [`crate::store::Refusal`]) or a missing or unreadable secrets key
+/// configuration, a state directory another daemon holds ([`lock`]), a refused database
+/// (missing with signs of an earlier one, empty, failing `PRAGMA quick_check`: see
+/// [`crate::store::Refusal`]) or a missing or unreadable secrets key
 /// ([`crate::store::StoreError::SecretsKey`]; a restart cannot fix either), 1 for any other
 /// fatal error (logged).
-pub fn main(config_path: &Path) -> ExitCode {
+///
+/// Before it takes any request, the spool's filed copies are compared with the database
+/// ([`crate::intake::check`]): copies without their record end it with 78, unless
+/// `recover_spool` (`--recover-spool`) says to record them again.
+pub fn main(config_path: &Path, recover_spool: bool) -> ExitCode {
     let sink = logging::init(LogTarget::Auto, "info");
     let settings = match Settings::load(config_path) {
         Ok(s) => s,
@@ -77,7 +83,19 @@ pub fn main(config_path: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let store = match open_store(&settings) {
+    // Before the database: a second daemon on the same state must not even migrate it.
+    let state_dir = match settings.database.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let _lock = match lock::acquire(&state_dir) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(database = %settings.database.display(), "refusing to start: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let mut store = match open_store(&settings) {
         Ok(s) => s,
         Err(
             e @ (crate::store::StoreError::Refused(_) | crate::store::StoreError::SecretsKey(_)),
@@ -99,6 +117,9 @@ pub fn main(config_path: &Path) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Err(code) = check_spool(&settings, &mut store, recover_spool) {
+        return code;
+    }
     match runtime.block_on(serve(config_path.to_path_buf(), settings, store)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -149,6 +170,58 @@ fn open_store(settings: &Settings) -> crate::store::Result<Store> {
     let rejected = settings.spool_dir.join("rejected");
     let dirs = [accepted.as_path(), rejected.as_path()];
     Store::open_guarded(&settings.database, crate::store::History { dirs: &dirs })
+}
+
+/// Compares the spool's filed copies with the database ([`crate::intake::check::check`]) and,
+/// with `recover`, records the missing ones. `Err` is the exit status: 78 for copies without
+/// their record (an operator must restore or recover) or a spool that cannot be opened as it is
+/// (e.g. `new/` a symbolic link), 1 for any other error (logged).
+fn check_spool(settings: &Settings, store: &mut Store, recover: bool) -> Result<(), ExitCode> {
+    use crate::intake::check::{self, SpoolError};
+    let started = Instant::now();
+    // A spool that cannot be opened as it is (a directory replaced by a symbolic link, not
+    // creatable) needs an operator, as a refused database does.
+    let spool = match Spool::open(&settings.spool_dir) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(
+                spool = %settings.spool_dir.display(),
+                "refusing to start: spool {}: {e}",
+                settings.spool_dir.display()
+            );
+            return Err(ExitCode::from(EXIT_CONFIG));
+        }
+    };
+    let result = check::check(&spool, store, recover, Timestamp(chrono::Utc::now()));
+    match result {
+        Ok(0) => {
+            tracing::debug!(
+                ms = started.elapsed().as_secs_f64() * 1e3,
+                "every filed copy in the spool has its record"
+            );
+            Ok(())
+        }
+        Ok(n) => {
+            tracing::warn!(
+                copies = n,
+                "recorded again {n} filed request copies the database had lost (--recover-spool): \
+                 accepted requests as FAILED operations, never run; see `vnfkeeper ops`"
+            );
+            Ok(())
+        }
+        Err(e @ SpoolError::Unrecorded { .. }) => {
+            tracing::error!(
+                message_id = crate::message_ids::MSG_DATABASE_REFUSED,
+                database = %settings.database.display(),
+                "refusing to start: {e}"
+            );
+            Err(ExitCode::from(EXIT_CONFIG))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "vnfkeeper stopped on a fatal error: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
 }
 
 /// The database file the daemon opened, by device and inode: removed, renamed or replaced
@@ -698,9 +771,11 @@ impl Intake {
         self.flushing = false;
         self.in_batch = 0;
         // An event or scan may have queued a file of this batch again while it ran; it is
-        // decided and moved now (a file left in new/ is found by the next scan).
+        // decided and moved now (a file left in new/ is found by the next scan). A scan that
+        // saw it before inotify said it was complete left its first look too: not a backlog.
         for f in &files {
             self.ready.remove(f);
+            self.looks.remove(f);
         }
         match result {
             Ok(outcomes) => {

@@ -14,6 +14,8 @@ use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use sha2::{Digest as _, Sha256};
+
 use vnfkeeper_core::model::EventKind;
 
 use super::maildir::{Destination, KeptCopy};
@@ -103,8 +105,12 @@ pub struct IntakeContext<'a> {
 pub(super) struct Examined {
     /// File name in `new/`.
     pub name: String,
-    /// Hex SHA-256 of the content: the identity of a request for duplicates and recovery.
-    pub sha256: String,
+    /// SHA-256 of the content; never stored as it is (see `digest`).
+    pub sha256: [u8; 32],
+    /// Keyed digest of the content (`SecretsKey::digest` of `sha256`, set by `spool::process`
+    /// before the database is consulted): the identity of a request for duplicates and
+    /// recovery, as the `intake` row and the `.sha256` sidecar keep it.
+    pub digest: String,
     /// What the content is.
     pub verdict: Verdict,
     /// The copy kept in `accepted/` or `rejected/`: the content with every secret redacted.
@@ -149,7 +155,7 @@ pub(super) fn examine(
     ctx: &IntakeContext<'_>,
     batch: &BatchPackages,
 ) -> Examined {
-    let sha256 = vnfkeeper_core::digest::sha256_hex(bytes);
+    let sha256: [u8; 32] = Sha256::digest(bytes).into();
     let verdict = if bytes.len() > wire::MAX_REQUEST_BYTES {
         Verdict::Invalid {
             vnf_instance_id: None,
@@ -204,6 +210,7 @@ pub(super) fn examine(
     Examined {
         name,
         sha256,
+        digest: String::new(),
         verdict,
         kept,
     }
@@ -1155,7 +1162,7 @@ fn record_acceptance(
     let intake_id = tx.insert_intake(
         &NewIntake {
             file_name: &req.name,
-            content_sha256: &req.sha256,
+            content_sha256: &req.digest,
             request_id: env.request_id.as_deref(),
             outcome: "ACCEPTED",
             vnf_instance_id: Some(&env.vnf_instance_id),
@@ -1166,7 +1173,8 @@ fn record_acceptance(
         now,
     )?;
     let message = format!("{operation} request accepted from spool file {}", req.name);
-    let evidence = serde_json::json!({"file": req.name, "sha256": req.sha256, "intakeId": intake_id, "warnings": warnings});
+    let evidence =
+        serde_json::json!({"file": req.name, "intakeId": intake_id, "warnings": warnings});
     tx.append_event(
         &NewEvent {
             kind: EventKind::RequestAccepted,
@@ -1236,7 +1244,7 @@ fn record_task(
     let intake_id = tx.insert_intake(
         &NewIntake {
             file_name: &req.name,
-            content_sha256: &req.sha256,
+            content_sha256: &req.digest,
             request_id: env.request_id.as_deref(),
             outcome: "ACCEPTED",
             vnf_instance_id: Some(&op.vnf_instance_id),
@@ -1294,7 +1302,7 @@ fn record_duplicate(
     let intake_id = tx.insert_intake(
         &NewIntake {
             file_name: &req.name,
-            content_sha256: &req.sha256,
+            content_sha256: &req.digest,
             request_id: None,
             outcome: "DUPLICATE",
             vnf_instance_id: Some(vnf_instance_id),
@@ -1316,8 +1324,7 @@ fn record_duplicate(
             vnfc_id: None,
             message: &message,
             evidence: Some(
-                &serde_json::json!({"file": req.name, "sha256": req.sha256, "intakeId": intake_id})
-                    .to_string(),
+                &serde_json::json!({"file": req.name, "intakeId": intake_id}).to_string(),
             ),
         },
         now,
@@ -1346,7 +1353,7 @@ fn record_rejection(
     tx.insert_intake(
         &NewIntake {
             file_name: &req.name,
-            content_sha256: &req.sha256,
+            content_sha256: &req.digest,
             request_id: None,
             outcome: "REJECTED",
             vnf_instance_id,
@@ -1684,7 +1691,8 @@ mod tests {
         let examined = |name: &str, verdict| Examined {
             kept: KeptCopy::shared(Vec::new()),
             name: name.into(),
-            sha256: "5ha".into(),
+            sha256: [0; 32],
+            digest: "5ha".into(),
             verdict,
         };
         let invalid = || Verdict::Invalid {

@@ -8,13 +8,16 @@
 //! followed), opened with `O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOCTTY`, checked with `fstat` to be
 //! a regular file and read up to the size limit + 1 byte (open(2), fstat(2)). Anything else is
 //! refused: moved (the entry itself, never what a link points at) to `rejected/` beside an
-//! `.error.json` naming the reason, or to `quarantine/` when that cannot be done.
+//! `.error.json` naming the reason, or to `quarantine/` when that cannot be done. A FIFO, socket,
+//! device node or file with more than one hard link is not moved but removed, and kept in
+//! `rejected/` as an inert record of what it was.
 //!
 //! The file step after the commit, in this order so that a crash at any point is finished by the
 //! next scan and never loses or repeats a request: (1) rename `new/<name>` to the hidden
 //! `new/.<name>.taken` (from here on the file is committed *and* taken: a scan lists it with
 //! [`Spool::unfinished`] and intake redoes the step for its committed outcome); (2) write the
-//! sidecar `<copy>.sha256` (hex SHA-256 of the original bytes) and, for a rejected file, the
+//! sidecar `<copy>.sha256` (the keyed digest of the original bytes, as the `intake` row holds
+//! it: `hmac-sha256:<hex>`, see `store::SecretsKey::digest`) and, for a rejected file, the
 //! `.error.json`; (3) write the copy; (4) remove `new/.<name>.taken`. Every write is a new file
 //! renamed into place, so a reader never sees half a file; the copies and sidecars are the
 //! daemon's own files, mode 0640 (group `vnfkeeper` from the setgid directory), or 0600 for a
@@ -213,7 +216,9 @@ impl Spool {
 
     /// Creates whichever of `tmp/`, `new/`, `accepted/` and `rejected/` (and the root) is
     /// missing, with the modes [`Spool::open`] gives them; `true` when one was. Used again when
-    /// the spool or `new/` was removed while the daemon runs. Errors: I/O.
+    /// the spool or `new/` was removed while the daemon runs. Errors: I/O; one of the four that
+    /// is a symbolic link (never followed: intake would read and write wherever it points) or
+    /// not a directory.
     pub fn create_dirs(&self) -> io::Result<bool> {
         let spool = self;
         let mut created = false;
@@ -223,6 +228,25 @@ impl Spool {
             (spool.accepted_dir(), 0o2750),
             (spool.rejected_dir(), 0o2750),
         ] {
+            match fs::symlink_metadata(&dir) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!(
+                            "{}: a symbolic link; the spool's directories must be directories \
+                             (a link is never followed)",
+                            dir.display()
+                        ),
+                    ));
+                }
+                Ok(m) if !m.is_dir() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("{}: not a directory", dir.display()),
+                    ));
+                }
+                _ => {}
+            }
             if !dir.is_dir() {
                 fs::create_dir_all(&dir)?;
                 set_mode(&dir, mode)?;
@@ -335,13 +359,41 @@ impl Spool {
     /// `rejected/<target>.error.json`, where `<target>` is `name` or `<stem>.<n>.json`, the lowest
     /// free `n`. The error file comes first, so a crash in between leaves the entry in `new/`.
     /// Errors: I/O (the entry stays in `new/`).
+    ///
+    /// A FIFO, socket or device node, and a regular file with more than one hard link, are not
+    /// moved: `rejected/<target>` is then an inert record of the entry (a 0640 JSON file, see
+    /// [`inert_record`]) and the entry is removed from `new/`, so that an operator's
+    /// `grep -r` in `rejected/` cannot hang on a FIFO or read a device, and no second name of a
+    /// file outside the spool is kept. The error file's `keptCopy` says so.
     fn reject_entry(&self, path: &Path, name: &str, problem: &ProblemDetails) -> io::Result<()> {
         let dir = self.rejected_dir();
         let target = free_name(&dir, name);
-        let mut body = serde_json::to_vec_pretty(problem).map_err(io::Error::other)?;
-        body.push(b'\n');
-        write_new(&dir.join(format!("{target}.error.json")), &body, 0o640)?;
-        fs::rename(path, dir.join(&target))
+        let record = inert_record(path)?;
+        let mut body = serde_json::to_value(problem).map_err(io::Error::other)?;
+        if record.is_some()
+            && let serde_json::Value::Object(m) = &mut body
+        {
+            m.insert(
+                "keptCopy".into(),
+                format!(
+                    "rejected/{target} is a record of the entry (its type, mode, owner, inode, \
+                     links, size, device numbers), not the entry itself, which was removed: a FIFO \
+                     or device would block or feed readers, and a second name of a file elsewhere \
+                     is not kept"
+                )
+                .into(),
+            );
+        }
+        let mut text = serde_json::to_vec_pretty(&body).map_err(io::Error::other)?;
+        text.push(b'\n');
+        write_new(&dir.join(format!("{target}.error.json")), &text, 0o640)?;
+        match record {
+            Some(record) => {
+                write_new(&dir.join(&target), &record, 0o640)?;
+                fs::remove_file(path)
+            }
+            None => fs::rename(path, dir.join(&target)),
+        }
     }
 
     /// Moves `path` to `quarantine/<name>` (or `<stem>.<n>.json`, the lowest free `n`).
@@ -447,11 +499,11 @@ impl Spool {
 
     /// Keeps `kept` for the request file `path` (named `name` in `new/`, or its hidden
     /// `.<name>.taken` when a step is redone) at `dest` and removes the original, in the order of
-    /// the module documentation. `sha256` is the hex digest of the original bytes, written as the
-    /// sidecar `<copy>.sha256`. A rejected file gets `rejected/<target>` and
+    /// the module documentation. `digest` is the keyed digest of the original bytes, written as
+    /// the sidecar `<copy>.sha256`. A rejected file gets `rejected/<target>` and
     /// `rejected/<target>.error.json`, where `<target>` is `name`, or `<stem>.<n>.json` with the
     /// lowest free `n` when that is taken; a redone step reuses the target whose sidecar holds
-    /// `sha256`. The `.error.json` is the committed ProblemDetails, plus `keptCopy` saying that the
+    /// `digest`. The `.error.json` is the committed ProblemDetails, plus `keptCopy` saying that the
     /// copy is owner-only when it could not be redacted. Errors: I/O (the file stays in `new/`,
     /// hidden once step 1 is done, and the next scan redoes the step).
     pub(super) fn place(
@@ -460,7 +512,7 @@ impl Spool {
         name: &str,
         dest: &Destination,
         kept: &KeptCopy,
-        sha256: &str,
+        digest: &str,
     ) -> io::Result<()> {
         let taken = self.new_dir().join(taken_name(name));
         let redo = path == taken;
@@ -468,7 +520,8 @@ impl Spool {
             fs::rename(path, &taken)?;
             crate::failpoint::hit("intake-after-take");
         }
-        let mut digest = sha256.as_bytes().to_vec();
+        let sha256 = digest;
+        let mut digest = digest.as_bytes().to_vec();
         digest.push(b'\n');
         let copy = match dest {
             Destination::Rejected { problem } => {
@@ -505,7 +558,7 @@ impl Spool {
     }
 }
 
-/// `<copy>.sha256`: the sidecar holding the hex SHA-256 of the original request bytes.
+/// `<copy>.sha256`: the sidecar holding the keyed digest of the original request bytes.
 fn sidecar(copy: &Path) -> PathBuf {
     let mut s = copy.as_os_str().to_owned();
     s.push(".sha256");
@@ -534,7 +587,7 @@ fn rejected_target(dir: &Path, name: &str, redo_sha256: Option<&str>) -> String 
 
 /// Writes `bytes` to `path` as a new file of `mode` (whatever the umask) renamed into place, so
 /// that a reader sees the old file or the whole new one. The group is the directory's (setgid).
-fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+pub(super) fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".{name}.tmp"));
@@ -623,6 +676,47 @@ pub fn display_name(name: &OsStr) -> String {
     format!("{}~{hex}{suffix}", &out[..cut])
 }
 
+/// The inert record kept in `rejected/` instead of the entry at `path` when moving the entry
+/// itself would keep something live there: a FIFO, socket, character or block device, or a
+/// regular file with more than one hard link. The record is pretty JSON: `entry` (what it was),
+/// `mode` (octal permission bits), `uid`, `gid`, `inode`, `links`, `size` and, for a device,
+/// `major` and `minor`. `None` for anything else (moved as it is: a symbolic link stays a link,
+/// never followed). By `lstat`. Errors: I/O.
+fn inert_record(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    let m = fs::symlink_metadata(path)?;
+    let t = m.file_type();
+    let device = t.is_char_device() || t.is_block_device();
+    let inert = t.is_fifo() || t.is_socket() || device || (t.is_file() && m.nlink() > 1);
+    if !inert {
+        return Ok(None);
+    }
+    let entry = if t.is_file() {
+        format!("a regular file with {} hard links", m.nlink())
+    } else {
+        kind_reason(t)
+            .split(',')
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut record = serde_json::json!({
+        "entry": entry,
+        "mode": format!("{:04o}", m.mode() & 0o7777),
+        "uid": m.uid(),
+        "gid": m.gid(),
+        "inode": m.ino(),
+        "links": m.nlink(),
+        "size": m.size(),
+    });
+    if device {
+        record["major"] = rustix::fs::major(m.rdev()).into();
+        record["minor"] = rustix::fs::minor(m.rdev()).into();
+    }
+    let mut text = serde_json::to_vec_pretty(&record).map_err(io::Error::other)?;
+    text.push(b'\n');
+    Ok(Some(text))
+}
+
 /// What a non-regular entry is, for its refusal reason.
 fn kind_reason(t: fs::FileType) -> &'static str {
     if t.is_symlink() {
@@ -647,7 +741,8 @@ fn kind_reason(t: fs::FileType) -> &'static str {
 /// then `open` with `O_NOFOLLOW|O_NONBLOCK|O_NOCTTY` (and `O_CLOEXEC`, which std always sets),
 /// `fstat` on the descriptor (the entry may have been swapped since), and at most `limit` + 1
 /// bytes read. Refused: anything not a regular file, a file over `limit` bytes (by `fstat` or
-/// by what could be read), a file vnfkeeper may not read (`EACCES`/`EPERM`). Skipped (the next
+/// by what could be read), a file with more than one hard link (a second name of a file
+/// elsewhere), a file vnfkeeper may not read (`EACCES`/`EPERM`). Skipped (the next
 /// scan looks again): a vanished entry, any other I/O error (logged).
 pub(super) fn read_request(path: &Path, limit: u64) -> Read {
     let Some(os_name) = path.file_name() else {
@@ -700,6 +795,16 @@ pub(super) fn read_request(path: &Path, limit: u64) -> Read {
     };
     if !meta.file_type().is_file() {
         return refuse(400, kind_reason(meta.file_type()).into());
+    }
+    if meta.nlink() > 1 {
+        return refuse(
+            400,
+            format!(
+                "a file with {} hard links; spool entries must have one (a second name of a file \
+                 elsewhere is never read)",
+                meta.nlink()
+            ),
+        );
     }
     if meta.len() > limit {
         return refuse(

@@ -53,6 +53,10 @@ pub fn process(
             Taken::Refused(r) => refused.push(r),
         }
     }
+    // Keyed before anything is looked up or kept (see `Examined::digest`).
+    for c in &mut candidates {
+        c.request.digest = store.digest(&c.request.sha256)?;
+    }
     let read = started.elapsed();
     let bases = admission::load_base_vnfds(store.reader(), candidates.iter().map(|c| &c.request))?;
     let decided = store.write(|tx| {
@@ -127,7 +131,7 @@ fn place_all(
     };
     let place = |c: &Candidate, outcome: Outcome, dest: &Destination| -> Option<Outcome> {
         let req = &c.request;
-        if let Err(e) = spool.place(&c.path, &req.name, dest, &req.kept, &req.sha256) {
+        if let Err(e) = spool.place(&c.path, &req.name, dest, &req.kept, &req.digest) {
             // The outcome is committed; the next scan finds the file again and recovers it.
             // Logged once per file, not at every rescan while e.g. the disk stays full.
             if spool.first_report(&c.path) {
@@ -252,7 +256,7 @@ fn decide(
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
     let req = &c.request;
-    let earlier = tx.intake_by_sha256(&req.sha256)?;
+    let earlier = tx.intake_by_sha256(&req.digest)?;
     // A normally named file whose destination holds a copy is a new submission of the same
     // bytes under the same name (the copy is written only after the file was hidden).
     if let Some(dest) = admission::committed_destination(&earlier, req)

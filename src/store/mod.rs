@@ -31,7 +31,7 @@ pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow};
-pub use secrets::{KEY_FILE, RequestBody, SecretsKey, key_path};
+pub use secrets::{DIGEST_PREFIX, KEY_FILE, RequestBody, SecretsKey, key_path};
 pub use startup::{BackupReport, DB_MODE, History, InitReport, Refusal, backup, check, init};
 pub use tacker::ReceivedNotification;
 pub use tacker::WaitingHeal;
@@ -174,6 +174,19 @@ impl Store {
         let out = f(&mut w)?;
         w.tx.commit()?;
         Ok(out)
+    }
+
+    /// The keyed digest of a request file whose SHA-256 is `sha256` ([`SecretsKey::digest`]), as
+    /// intake records it. Errors: [`StoreError::SecretsKey`] when no key was loaded.
+    pub fn digest(&self, sha256: &[u8; 32]) -> Result<String> {
+        self.secrets_key().map(|k| k.digest(sha256))
+    }
+
+    /// The key loaded at open. Errors: [`StoreError::SecretsKey`] when there is none.
+    pub fn secrets_key(&self) -> Result<&SecretsKey> {
+        self.key
+            .as_ref()
+            .ok_or_else(|| StoreError::SecretsKey("no key was loaded".into()))
     }
 
     /// `PRAGMA integrity_check`: `["ok"]` for a sound file, else the problems found.
@@ -375,6 +388,21 @@ impl ReaderRef<'_> {
         collect_checked(rows)
     }
 
+    /// How many `intake` rows hold each digest (`content_sha256`): one scan of the table, for
+    /// the start-up comparison of the spool's filed copies with the database.
+    pub fn intake_digest_counts(&self) -> Result<std::collections::HashMap<String, usize>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT content_sha256, COUNT(*) FROM intake GROUP BY content_sha256")?;
+        let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        let mut out = std::collections::HashMap::new();
+        for r in rows {
+            let (digest, n) = r?;
+            out.insert(digest, usize::try_from(n).unwrap_or(0));
+        }
+        Ok(out)
+    }
+
     /// The intake record of the spool file named `file_name` (as `Spool::submit` named it in
     /// `new/`), once intake committed its outcome; `None` before.
     pub fn intake_of_file(&self, file_name: &str) -> Result<Option<IntakeRow>> {
@@ -428,9 +456,9 @@ pub struct NewOperation<'a> {
 /// A new intake record.
 #[derive(Debug, Clone)]
 pub struct NewIntake<'a> {
-    /// File name in `new/`.
+    /// File name in `new/` (`accepted/<copy>`, `rejected/<copy>` for a copy recorded again).
     pub file_name: &'a str,
-    /// Hex SHA-256 of the file.
+    /// Keyed digest of the file ([`SecretsKey::digest`]).
     pub content_sha256: &'a str,
     /// Idempotency key, if any.
     pub request_id: Option<&'a str>,
@@ -704,9 +732,57 @@ impl Tx<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::Digest as _;
 
     fn now() -> Timestamp {
         Timestamp::parse("2026-11-21T06:00:00Z").unwrap()
+    }
+
+    /// A database of V17: V18 takes the plain digest out of the accepted request's event
+    /// evidence (the event stays append-only), and the open replaces the intake row's plain
+    /// digest with the keyed one a new intake of the same bytes computes.
+    #[test]
+    fn v18_and_the_open_leave_no_plain_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let mut conn = Connection::open(&path).unwrap();
+        embedded::migrations::runner()
+            .set_target(refinery::Target::Version(17))
+            .run(&mut conn)
+            .unwrap();
+        let plain = vnfkeeper_core::digest::sha256_hex(b"request");
+        conn.execute(
+            "INSERT INTO intake (source, content_sha256, outcome, committed_at)
+             VALUES ('SPOOL', ?1, 'REJECTED', 't')",
+            [&plain],
+        )
+        .unwrap();
+        let evidence = serde_json::json!({"file": "a.json", "sha256": plain, "intakeId": 1});
+        conn.execute(
+            "INSERT INTO event (at, kind, message, evidence) VALUES ('t', 'REQUEST_ACCEPTED', 'm', ?1)",
+            [evidence.to_string()],
+        )
+        .unwrap();
+        drop(conn);
+        let store = Store::open(&path).unwrap();
+        let (digest, evidence): (String, String) = store
+            .conn
+            .query_row(
+                "SELECT (SELECT content_sha256 FROM intake), (SELECT evidence FROM event)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let sha: [u8; 32] = sha2::Sha256::digest(b"request").into();
+        assert_eq!(digest, store.digest(&sha).unwrap());
+        assert!(!evidence.contains(&plain), "{evidence}");
+        assert!(evidence.contains("\"intakeId\":1"), "{evidence}");
+        assert!(
+            store
+                .conn
+                .execute("UPDATE event SET message = 'x'", [])
+                .is_err()
+        );
     }
 
     /// V13 makes `vnf_lcm_op_occ` (and `step_journal`, `intake`) again for CHANGE_EXT_CONN:

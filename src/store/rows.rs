@@ -215,9 +215,10 @@ impl VnfcColumns {
 pub struct IntakeRow {
     /// Row id.
     pub id: i64,
-    /// File name in `new/`.
+    /// File name in `new/` (`accepted/<copy>` or `rejected/<copy>` for a row recorded again from
+    /// the spool by `--recover-spool`).
     pub file_name: Option<String>,
-    /// Hex SHA-256 of the content.
+    /// Keyed digest of the content, `hmac-sha256:<hex>` (see `SecretsKey::digest`).
     pub content_sha256: String,
     /// Idempotency key.
     pub request_id: Option<String>,

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 use aes_gcm::aead::{Aead, Generate, KeyInit, Nonce, Payload};
 use aes_gcm::{Aes256Gcm, Key};
+use hmac::{Hmac, Mac as _};
+use sha2::{Digest as _, Sha256};
 
 use super::{Result, StoreError};
 use vnfkeeper_core::model::LcmOperationType;
@@ -30,9 +32,19 @@ const KEY_LEN: usize = 32;
 /// Length of the GCM nonce in bytes.
 const NONCE_LEN: usize = 12;
 
-/// The key that seals request secrets. `Debug` shows where it came from, never the key.
+/// Prefix of a keyed digest ([`SecretsKey::digest`]) as `intake.content_sha256` and the spool's
+/// `.sha256` sidecars hold it; a value without it is a plain SHA-256 an earlier version stored.
+pub const DIGEST_PREFIX: &str = "hmac-sha256:";
+
+/// What the digest key is derived with from the secrets key (HMAC-SHA256 of this label).
+const DIGEST_LABEL: &[u8] = b"vnfkeeper intake digest";
+
+/// The key that seals request secrets and keys the digests of request files. `Debug` shows
+/// where it came from, never the key.
 pub struct SecretsKey {
     cipher: Aes256Gcm,
+    /// HMAC-SHA256 keyed with the digest key (derived from the secrets key, [`DIGEST_LABEL`]).
+    digest: Hmac<Sha256>,
     path: PathBuf,
 }
 
@@ -54,6 +66,16 @@ pub fn key_path(state_dir: &Path) -> PathBuf {
     state_dir.join(KEY_FILE)
 }
 
+/// The HMAC that keys digests: its key is HMAC-SHA256(secrets key, [`DIGEST_LABEL`]), so the
+/// digests never use the encryption key itself.
+fn digest_mac(secrets_key: &[u8]) -> Hmac<Sha256> {
+    let mut derive = <Hmac<Sha256> as hmac::Mac>::new_from_slice(secrets_key)
+        .expect("HMAC takes any key length");
+    derive.update(DIGEST_LABEL);
+    let sub = derive.finalize().into_bytes();
+    <Hmac<Sha256> as hmac::Mac>::new_from_slice(&sub).expect("HMAC takes any key length")
+}
+
 fn key_error(path: &Path, reason: impl std::fmt::Display) -> StoreError {
     StoreError::SecretsKey(format!("{}: {reason}", path.display()))
 }
@@ -71,6 +93,7 @@ impl SecretsKey {
         })?;
         Ok(Self {
             cipher,
+            digest: digest_mac(&bytes),
             path: path.to_path_buf(),
         })
     }
@@ -92,8 +115,48 @@ impl SecretsKey {
         tracing::info!(key = %path.display(), "created the key that encrypts request secrets in the database");
         Ok(Self {
             cipher: Aes256Gcm::new(&key),
+            digest: digest_mac(key.as_slice()),
             path: path.to_path_buf(),
         })
+    }
+
+    /// The keyed digest of a request file whose SHA-256 is `sha256`: [`DIGEST_PREFIX`] and the
+    /// hex HMAC-SHA256 (RFC 2104) of those 32 bytes under the digest key. Without the key, a
+    /// reader of the digest (group `vnfkeeper`, a backup) cannot test guesses of the passwords
+    /// the file held; equal files still have equal digests, so duplicates are found.
+    pub fn digest(&self, sha256: &[u8; 32]) -> String {
+        let mut mac = self.digest.clone();
+        mac.update(sha256);
+        let tag = mac.finalize().into_bytes();
+        format!("{DIGEST_PREFIX}{}", vnfkeeper_core::digest::hex(&tag))
+    }
+
+    /// [`SecretsKey::digest`] of the bytes of a request file.
+    pub fn digest_of(&self, bytes: &[u8]) -> String {
+        self.digest(&Sha256::digest(bytes).into())
+    }
+
+    /// The keyed digest replacing `stored`, a value an earlier version stored (the plain hex
+    /// SHA-256 of a file); `None` when `stored` is keyed already. A value that is not 64 hex
+    /// digits (never written by vnfkeeper) is keyed as its text, so no plain value stays.
+    pub fn rekey(&self, stored: &str) -> Option<String> {
+        if stored.starts_with(DIGEST_PREFIX) {
+            return None;
+        }
+        let mut sha = [0u8; 32];
+        let hex = stored.as_bytes();
+        let decoded = hex.len() == 64
+            && hex.chunks(2).zip(sha.iter_mut()).all(|(pair, out)| {
+                std::str::from_utf8(pair)
+                    .ok()
+                    .and_then(|p| u8::from_str_radix(p, 16).ok())
+                    .map(|b| *out = b)
+                    .is_some()
+            });
+        if !decoded {
+            sha = Sha256::digest(hex).into();
+        }
+        Some(self.digest(&sha))
     }
 
     /// Seals `secrets` of operation `op_id`. Errors: [`StoreError::Encode`].
@@ -210,11 +273,18 @@ pub(super) fn at_open(conn: &mut rusqlite::Connection, db_path: &Path) -> Result
             update.execute(rusqlite::params![id, body.stored(), sealed])?;
         }
     }
+    let rekeyed = rekey_intake(&tx, &key)?;
     tx.commit()?;
     if converted > 0 {
         tracing::info!(
             operations = converted,
             "encrypted the secrets of requests stored before secrets were encrypted"
+        );
+    }
+    if rekeyed > 0 {
+        tracing::info!(
+            rows = rekeyed,
+            "replaced the plain SHA-256 digests of intake rows stored by an earlier version with keyed digests"
         );
     }
     Ok(key)
@@ -315,6 +385,26 @@ pub(super) fn join(
         serde_json::from_str(&params).map_err(|_| corrupt("not JSON".into()))?;
     redact::restore(&mut doc, &secrets).map_err(corrupt)?;
     Ok(doc.to_string())
+}
+
+/// Replaces every plain digest in `intake.content_sha256` (rows of an earlier version) with
+/// [`SecretsKey::rekey`]; returns how many. One scan of `intake`, at start only.
+fn rekey_intake(tx: &rusqlite::Transaction<'_>, key: &SecretsKey) -> Result<usize> {
+    let mut st = tx.prepare(
+        "SELECT id, content_sha256 FROM intake WHERE substr(content_sha256, 1, 12) <> ?1",
+    )?;
+    let rows: Vec<(i64, String)> = st
+        .query_map([DIGEST_PREFIX], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut update = tx.prepare("UPDATE intake SET content_sha256 = ?2 WHERE id = ?1")?;
+    let mut n = 0;
+    for (id, stored) in rows {
+        if let Some(keyed) = key.rekey(&stored) {
+            update.execute(rusqlite::params![id, keyed])?;
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

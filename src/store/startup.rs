@@ -75,6 +75,18 @@ pub enum Refusal {
         /// The configured `database`.
         path: PathBuf,
     },
+    /// The database or one of its side files cannot be opened for writing.
+    #[error(
+        "{path} cannot be opened for writing ({error}): a read-only file system, an immutable \
+         file (`lsattr`), or a file the daemon's user may not write. Make it writable (a \
+         read-write mount, `chattr -i`, `chown vnfkeeper:vnfkeeper`), then start again"
+    )]
+    NotWritable {
+        /// The file.
+        path: PathBuf,
+        /// What opening it said.
+        error: String,
+    },
     /// `PRAGMA quick_check` failed, or SQLite found the file malformed while checking.
     #[error(
         "database {path} fails PRAGMA quick_check: {problems}. Refusing to start on a damaged \
@@ -233,12 +245,44 @@ pub(super) fn create_new(path: &Path) -> Result<()> {
     result
 }
 
+/// Refuses ([`Refusal::NotWritable`]) an existing `path` that cannot be opened for writing
+/// (`EACCES`, `EPERM` — an immutable file —, `EROFS`): SQLite would fail on it at the first write
+/// or not open it at all, which no restart fixes. A missing file is fine (SQLite creates side
+/// files itself).
+fn writable(path: &Path) -> Result<()> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path);
+    match opened {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EACCES | libc::EPERM | libc::EROFS | libc::ETXTBSY)
+            ) =>
+        {
+            Err(Refusal::NotWritable {
+                path: path.into(),
+                error: e.to_string(),
+            }
+            .into())
+        }
+        Err(e) => Err(at(path)(e)),
+    }
+}
+
 /// Opens the existing database read-write without ever creating it, after setting modes, and
 /// runs `PRAGMA quick_check`. Errors: [`Refusal::Empty`], [`Refusal::Corrupt`], or I/O.
 pub(super) fn open_existing(path: &Path) -> Result<Connection> {
     let meta = fs::metadata(path).map_err(at(path))?;
     if meta.len() == 0 {
         return Err(Refusal::Empty { path: path.into() }.into());
+    }
+    for f in std::iter::once(path.to_path_buf()).chain(side_files(path)) {
+        writable(&f)?;
     }
     set_db_mode(path).map_err(at(path))?;
     for f in side_files(path) {

@@ -124,22 +124,22 @@ fn kill_9_while_files_arrive_loses_nothing_and_duplicates_nothing() {
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     for n in Install::files(&install.accepted_dir()) {
         *seen
-            .entry(Install::original_sha256(&install.accepted_dir().join(&n)))
+            .entry(install.original_digest(&install.accepted_dir().join(&n)))
             .or_default() += 1;
     }
     for (name, bytes) in &good {
         assert_eq!(
-            seen.get(&Install::sha256_hex(bytes)),
+            seen.get(&install.digest_hex(bytes)),
             Some(&1),
             "{name} accepted {:?} times",
-            seen.get(&Install::sha256_hex(bytes))
+            seen.get(&install.digest_hex(bytes))
         );
     }
     for (name, bytes) in &bad {
-        let moved = Install::original_sha256(&install.rejected_dir().join(name));
+        let moved = install.original_digest(&install.rejected_dir().join(name));
         assert_eq!(
             moved,
-            Install::sha256_hex(bytes),
+            install.digest_hex(bytes),
             "{name} not in rejected/ exactly once"
         );
         assert!(
@@ -269,14 +269,14 @@ fn abort_after_a_file_was_taken_is_finished_by_the_restart() {
         .find(|(n, _)| n == name)
         .unwrap()
         .1;
-    let digest = Install::sha256_hex(bytes);
+    let digest = install.digest_hex(bytes);
     let copies: Vec<String> = [install.accepted_dir(), install.rejected_dir()]
         .iter()
         .flat_map(|d| {
             Install::files(d)
                 .into_iter()
                 .map(move |n| d.join(n))
-                .filter(|p| Install::original_sha256(p) == digest)
+                .filter(|p| install.original_digest(p) == digest)
                 .map(|p| p.display().to_string())
         })
         .collect();

@@ -129,10 +129,10 @@ fn daemon_accepts_every_seed_request_and_rejects_every_bad_one_with_its_pointer(
     let mut matched = BTreeMap::new();
     for a in &accepted {
         let copy = install.accepted_dir().join(a);
-        let digest = Install::original_sha256(&copy);
+        let digest = install.original_digest(&copy);
         let which: Vec<&String> = good
             .iter()
-            .filter(|(_, b)| Install::sha256_hex(b) == digest)
+            .filter(|(_, b)| install.digest_hex(b) == digest)
             .map(|(n, _)| n)
             .collect();
         let text = fs::read_to_string(&copy).unwrap();
@@ -182,8 +182,8 @@ fn daemon_accepts_every_seed_request_and_rejects_every_bad_one_with_its_pointer(
     for (name, bytes, pointer) in &bad {
         let moved = install.rejected_dir().join(name);
         assert_eq!(
-            Install::original_sha256(&moved),
-            Install::sha256_hex(bytes),
+            install.original_digest(&moved),
+            install.digest_hex(bytes),
             "{name} not in rejected/ as submitted"
         );
         let err_path = install.rejected_dir().join(format!("{name}.error.json"));

@@ -121,11 +121,19 @@ fn deleted_database_with_side_files_or_spool_history_exits_78_naming_the_file() 
     assert!(log.contains("secrets.key exists"), "{log}");
     assert!(!install.database.exists());
 
-    // The explicit way out: `db init`, then the daemon starts on the new empty database.
+    // The explicit way out: `db init`. The spool still holds the lost database's accepted
+    // copies, so the daemon starts on the new database only once told to record them again.
     let out = install.cli(&["db", "init"]);
     assert!(out.status.success(), "{out:?}");
-    let mut daemon = install.start();
-    assert!(install.ops_json().is_empty());
+    let (code, log) = run_until_exit(&install);
+    assert_eq!(code, Some(78), "{log}");
+    assert!(log.contains("3 filed request copies"), "{log}");
+    assert!(log.contains("--recover-spool"), "{log}");
+    let mut daemon = install.spawn_daemon(&["--recover-spool"]);
+    daemon.wait_for_log("ready", Duration::from_secs(30));
+    let ops = install.ops_json();
+    assert_eq!(ops.len(), 3);
+    assert!(ops.iter().all(|o| o["operationState"] == "FAILED"));
     assert_eq!(daemon.stop(), Some(0));
 }
 
@@ -158,7 +166,8 @@ fn database_removed_or_replaced_while_running_stops_the_daemon() {
     // Replaced by another file (a copy taken before): noticed too.
     let out = install.cli(&["db", "init"]);
     assert!(out.status.success(), "{out:?}");
-    let mut daemon = install.start();
+    let mut daemon = install.spawn_daemon(&["--recover-spool"]);
+    daemon.wait_for_log("ready", Duration::from_secs(30));
     let copy = install.dir.path().join("copy.db");
     fs::copy(&install.database, &copy).unwrap();
     fs::rename(&copy, &install.database).unwrap();

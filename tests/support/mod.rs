@@ -96,17 +96,37 @@ impl Install {
         serde_json::from_slice(&out.stdout).expect("ops --json is JSON")
     }
 
-    /// The hex SHA-256 of the original bytes of the request kept at `copy` (its sidecar
-    /// `<copy>.sha256`), or "" when there is none.
-    pub fn original_sha256(copy: &Path) -> String {
+    /// The digest of the original bytes of the request kept at `copy` (its sidecar
+    /// `<copy>.sha256`), or, for an entry refused unread (moved as it is, without a sidecar),
+    /// [`Install::digest_hex`] of the entry's bytes; "" when there is neither.
+    pub fn original_digest(&self, copy: &Path) -> String {
         let mut s = copy.as_os_str().to_owned();
         s.push(".sha256");
         match fs::read_to_string(s) {
             Ok(digest) => digest.trim_end().to_owned(),
-            // An entry refused unread (over the size limit, not a regular file) is moved as it
-            // is, without a sidecar.
-            Err(_) => fs::read(copy).map_or_else(|_| String::new(), |b| Self::sha256_hex(&b)),
+            Err(_) => fs::read(copy).map_or_else(|_| String::new(), |b| self.digest_hex(&b)),
         }
+    }
+
+    /// The keyed digest the daemon records for a file of `bytes` (README "Security"):
+    /// `hmac-sha256:` and the hex HMAC-SHA256, under a key derived from this installation's
+    /// `secrets.key`, of the file's SHA-256.
+    pub fn digest_hex(&self, bytes: &[u8]) -> String {
+        use hmac::{Hmac, Mac as _};
+        use sha2::Digest as _;
+        let key = fs::read(self.dir.path().join("secrets.key")).expect("secrets.key");
+        let mut derive = Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+        derive.update(b"vnfkeeper intake digest");
+        let sub = derive.finalize().into_bytes();
+        let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&sub).unwrap();
+        mac.update(&sha2::Sha256::digest(bytes));
+        let hex: String = mac
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("hmac-sha256:{hex}")
     }
 
     /// Hex SHA-256 of `bytes`, as the sidecars hold it.
@@ -145,6 +165,17 @@ impl Install {
 
     /// Starts the daemon through `prefix` (e.g. `setpriv --reuid=… --regid=… --clear-groups`).
     pub fn start_via(&self, prefix: &[&str], env: &[(&str, &str)]) -> Daemon {
+        let d = self.spawn(prefix, &[], env);
+        d.wait_for_log("ready", Duration::from_secs(30));
+        d
+    }
+
+    /// Starts `vnfkeeper daemon ARGS --config <this config>` without waiting for anything.
+    pub fn spawn_daemon(&self, args: &[&str]) -> Daemon {
+        self.spawn(&[], args, &[])
+    }
+
+    fn spawn(&self, prefix: &[&str], args: &[&str], env: &[(&str, &str)]) -> Daemon {
         let log = self.dir.path().join(format!("daemon-{}.log", uuid()));
         let mut cmd = match prefix.split_first() {
             Some((first, rest)) => {
@@ -156,6 +187,7 @@ impl Install {
         };
         let child = cmd
             .arg("daemon")
+            .args(args)
             .arg("--config")
             .arg(&self.config)
             .env_remove("JOURNAL_STREAM")
@@ -167,12 +199,10 @@ impl Install {
             .stderr(fs::File::create(&log).unwrap())
             .spawn()
             .expect("start daemon");
-        let d = Daemon {
+        Daemon {
             child: Some(child),
             log,
-        };
-        d.wait_for_log("ready", Duration::from_secs(30));
-        d
+        }
     }
 }
 
