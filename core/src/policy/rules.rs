@@ -424,9 +424,11 @@ pub(super) fn flavour_refuses(remedy: &Remedy, refused: Option<&str>) -> Option<
     ))
 }
 
-/// **One heal per VNF; the storage server alone.** From the candidates (in VNFC order): a
-/// storage server needing a rebuild is healed alone (stateful) and every other candidate waits;
-/// else every rebuild goes in one HEAL and the repairs wait; else every repair goes in one
+/// **One heal per VNF; the storage server alone; one master at a time.** From the candidates
+/// (in VNFC order): a storage server needing a rebuild is healed alone (stateful) and every
+/// other candidate waits; else every rebuild goes in one HEAL — but of the masters only the
+/// first, as a control plane's etcd keeps its quorum only while its members are replaced one by
+/// one — and the repairs and other masters wait; else every repair goes in one
 /// configuration-only HEAL. `None` without candidates.
 pub(super) fn one_heal_per_vnf(candidates: &[Candidate]) -> Option<Selection> {
     let pick = |c: &Candidate| (c.index, c.remedy.why());
@@ -452,10 +454,19 @@ pub(super) fn one_heal_per_vnf(candidates: &[Candidate]) -> Option<Selection> {
             waiting,
         }
     } else if !rebuilds.is_empty() {
+        let first_master = rebuilds.iter().position(|c| c.role == Role::Master);
+        let later_master = |j: usize| rebuilds[j].role == Role::Master && Some(j) != first_master;
         Selection {
-            chosen: rebuilds.iter().map(|c| pick(c)).collect(),
+            chosen: (0..rebuilds.len())
+                .filter(|j| !later_master(*j))
+                .map(|j| pick(rebuilds[j]))
+                .collect(),
             configuration_only: false,
-            waiting: repairs.iter().map(|c| c.index).collect(),
+            waiting: (0..rebuilds.len())
+                .filter(|j| later_master(*j))
+                .map(|j| rebuilds[j].index)
+                .chain(repairs.iter().map(|c| c.index))
+                .collect(),
         }
     } else {
         Selection {

@@ -792,7 +792,7 @@ fn rule_keep_data_blocks_only_a_storage_server_rebuild() {
 }
 
 #[test]
-fn rule_one_heal_per_vnf_storage_alone_then_rebuilds_then_repairs() {
+fn rule_one_heal_per_vnf_storage_alone_then_rebuilds_one_master_at_a_time_then_repairs() {
     let c = |index, role, remedy: &str| Candidate {
         index,
         role,
@@ -821,6 +821,16 @@ fn rule_one_heal_per_vnf_storage_alone_then_rebuilds_then_repairs() {
     assert_eq!(sel.chosen, vec![(0, "drift0".into()), (4, "drift4".into())]);
     assert!(sel.configuration_only);
     assert!(sel.waiting.is_empty());
+    // Masters are rebuilt one at a time: the first with the workers, the others wait.
+    let sel = rules::one_heal_per_vnf(&[
+        c(5, Role::Master, "rebuild"),
+        c(6, Role::Worker, "rebuild"),
+        c(7, Role::Master, "rebuild"),
+        all[0].clone(),
+    ])
+    .unwrap();
+    assert_eq!(sel.chosen, vec![(5, "why5".into()), (6, "why6".into())]);
+    assert_eq!(sel.waiting, vec![7, 0]);
 }
 
 #[test]
