@@ -556,6 +556,9 @@ impl testbed::cloud::HostBackend for Recorder {
     fn stop(&self, _: &str) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
         Box::pin(async { Ok(()) })
     }
+    fn delete(&self, _: &str) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
     fn delete_volume(&self, _: &str) -> testbed::cloud::backend::BoxFut<'_, anyhow::Result<()>> {
         Box::pin(async { Ok(()) })
     }
