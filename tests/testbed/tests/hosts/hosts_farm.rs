@@ -409,7 +409,11 @@ async fn hosts_standins_kubectl_apt_systemctl() {
     assert!(ssh_pw(m, "kubectl get nodes").contains("SchedulingDisabled"));
     ssh_pw(m, "kubectl delete node worker1");
     assert_eq!(kube.nodes().unwrap(), vec!["master".to_string()]);
+    // exec reaches only an etcd pod's etcdctl; a pod that does not exist answers as kubectl does.
     let o = ssh_pw_raw(m, "kubectl exec -it foo -- sh");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("pods \"foo\" not found"));
+    let o = ssh_pw_raw(m, "kubectl rollout status deploy/x");
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("does not support"));
     assert!(
