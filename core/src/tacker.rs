@@ -589,7 +589,7 @@ mod tests {
     }
 
     fn names(stages: &[Stage]) -> Vec<String> {
-        stages.iter().map(|s| s.key.clone()).collect()
+        stages.iter().map(|s| s.key.to_string()).collect()
     }
 
     #[test]
@@ -677,13 +677,13 @@ mod tests {
         // The VDU must match too, and the whole server id.
         assert!(tacker_heal_targets(&["masterNode-s-1".into()], &rows).is_err());
         assert!(tacker_heal_targets(&["workerNode-s".into()], &rows).is_err());
-        let names: Vec<String> = heal_stages().iter().map(|s| s.key.clone()).collect();
+        let names: Vec<String> = heal_stages().iter().map(|s| s.key.to_string()).collect();
         assert_eq!(names, ["heat.read_vnfcs", "heal_end"]);
     }
 
     #[test]
     fn a_tacker_scale_reads_the_stack_then_configures_the_new_or_cleans_up_after_the_gone() {
-        let keys = |st: &[Stage]| st.iter().map(|s| s.key.clone()).collect::<Vec<_>>();
+        let keys = |st: &[Stage]| st.iter().map(|s| s.key.to_string()).collect::<Vec<_>>();
         let out = tacker_scale_stages(true, Vec::new());
         assert_eq!(keys(&out), ["heat.read_vnfcs", "scale_end"]);
         crate::plan::stages::check(&out).unwrap();

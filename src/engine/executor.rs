@@ -13,7 +13,7 @@ use crate::cloud::{Cloud, ErrorKind, StackCreate, StackRef, StackStatus};
 use crate::remote::{Auth, HostKeyPolicy, Target};
 use crate::store::{OperationRow, VnfcRow};
 use vnfkeeper_core::flavour::{FlavourError, HookContext};
-use vnfkeeper_core::model::StepState;
+use vnfkeeper_core::model::{StageKey, StepState};
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{
     self, Action, CloudAction, Hook, Mark, ReadCheck, StackDocument, Stage,
@@ -22,7 +22,7 @@ use vnfkeeper_core::plan::stages::{
 /// Where a cloud stage is journaled: its operation, stage key and number, and the action's name.
 struct At<'a> {
     op: &'a OperationRow,
-    key: &'a str,
+    key: &'a StageKey,
     step_no: i64,
     name: &'static str,
 }
@@ -549,7 +549,7 @@ impl<C: Cloud> Engine<C> {
     async fn read_vnfcs(
         &self,
         op: &OperationRow,
-        key: &str,
+        key: &StageKey,
         step_no: i64,
         stack: &StackRef,
         check: &ReadCheck,

@@ -30,6 +30,7 @@ use crate::cloud::{Cloud, StackRef};
 use crate::store::{OperationRow, VnfcRow};
 use vnfkeeper_core::flavour::HookContext;
 use vnfkeeper_core::heat;
+use vnfkeeper_core::model::StageKey;
 use vnfkeeper_core::plan;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{Action, CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
@@ -483,7 +484,7 @@ fn decide_rollback<C: Cloud>(
         .into());
     }
     for s in &mut stages {
-        s.key = format!("{ROLLBACK_KEY}{}", s.key);
+        s.key = StageKey::new(format!("{ROLLBACK_KEY}{}", s.key));
     }
     Ok(RollbackPlan {
         adjusted: Some(a),
@@ -578,7 +579,7 @@ async fn decide_rollback_asg<C: Cloud>(
         .into());
     }
     for s in &mut stages {
-        s.key = format!("{ROLLBACK_KEY}{}", s.key);
+        s.key = StageKey::new(format!("{ROLLBACK_KEY}{}", s.key));
     }
     Ok(RollbackPlan {
         adjusted: None,

@@ -12,7 +12,7 @@ use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
 use crate::store::{OperationRow, StoreError};
 use vnfkeeper_core::console::FirstContact;
 use vnfkeeper_core::flavour::{ApplyOutput, MgmtDriver};
-use vnfkeeper_core::model::{LcmOperationType, ProblemDetails, StepState};
+use vnfkeeper_core::model::{LcmOperationType, ProblemDetails, StageKey, StepState};
 use vnfkeeper_core::recipes::{EXIT_NEEDED, EXIT_REFUSED, OutputUse, Step};
 use vnfkeeper_core::wire::Secret;
 
@@ -160,7 +160,7 @@ impl<C: Cloud> Engine<C> {
     pub(super) async fn cloud_step<T, F, Fut, P>(
         &self,
         op: &OperationRow,
-        key: &str,
+        key: &StageKey,
         step_no: i64,
         name: &'static str,
         f: F,
@@ -188,7 +188,7 @@ impl<C: Cloud> Engine<C> {
     async fn cloud_attempts<T, F, Fut, P>(
         &self,
         op: &OperationRow,
-        key: &str,
+        key: &StageKey,
         name: &'static str,
         f: F,
         persist: P,
@@ -246,7 +246,7 @@ impl<C: Cloud> Engine<C> {
     pub(super) async fn fan_out(
         &self,
         op: &OperationRow,
-        stages: Vec<(i64, String, Step, Host)>,
+        stages: Vec<(i64, StageKey, Step, Host)>,
         driver: &dyn MgmtDriver,
     ) -> Result<(), EngineError> {
         let results: Vec<Result<(), EngineError>> = futures::stream::iter(stages)
@@ -266,7 +266,7 @@ impl<C: Cloud> Engine<C> {
     async fn remote_step(
         &self,
         op: &OperationRow,
-        key: &str,
+        key: &StageKey,
         step_no: i64,
         step: &Step,
         host: &Host,

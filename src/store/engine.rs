@@ -6,7 +6,7 @@ use vnfkeeper_core::model::EventKind;
 
 use super::decode::to_json;
 use super::{NewEvent, OperationRow, ReaderRef, Result, StoreError, Tx, VnfcRow, collect_checked};
-use vnfkeeper_core::model::{InstantiationState, OperationState, StepState, Timestamp};
+use vnfkeeper_core::model::{InstantiationState, OperationState, StageKey, StepState, Timestamp};
 use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
 
 // WHERE terms of the partial indexes of migration V6, spelled exactly as there (SQLite uses a
@@ -56,7 +56,7 @@ fn queue_sql() -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalRow {
     /// The stage's stable key in the plan, e.g. `k8s.install@<vnfcInstanceId>`.
-    pub stage_key: String,
+    pub stage_key: StageKey,
     /// 1-based position of the stage in the plan.
     pub step_no: i64,
     /// Step name, e.g. `storage.mount`.
@@ -91,7 +91,7 @@ impl ReaderRef<'_> {
                 return Ok(Err(corrupt_state(op_id, &key, state)));
             };
             Ok(Ok(JournalRow {
-                stage_key: key,
+                stage_key: StageKey::from(key),
                 step_no: r.get(1)?,
                 name: r.get(2)?,
                 host: r.get(3)?,
@@ -105,11 +105,11 @@ impl ReaderRef<'_> {
     }
 
     /// Keys of the stages of `op_id` journaled DONE.
-    pub fn done_stages(&self, op_id: &str) -> Result<std::collections::BTreeSet<String>> {
+    pub fn done_stages(&self, op_id: &str) -> Result<std::collections::BTreeSet<StageKey>> {
         let mut st = self.conn.prepare(
             "SELECT stage_key FROM step_journal WHERE vnf_lcm_op_occ_id = ?1 AND state = 'DONE'",
         )?;
-        let rows = st.query_map([op_id], |r| r.get::<_, String>(0))?;
+        let rows = st.query_map([op_id], |r| r.get::<_, String>(0).map(StageKey::from))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
@@ -258,7 +258,7 @@ impl Tx<'_> {
     pub fn journal_start(
         &mut self,
         op_id: &str,
-        key: &str,
+        key: &StageKey,
         step_no: i64,
         name: &str,
         host: &str,
@@ -270,7 +270,7 @@ impl Tx<'_> {
              ON CONFLICT (vnf_lcm_op_occ_id, stage_key) DO UPDATE
              SET state = 'STARTED', attempts = attempts + 1, step_no = ?3, started_at = ?6,
                  finished_at = NULL",
-            params![op_id, key, step_no, name, host, now.to_rfc3339()],
+            params![op_id, key.as_str(), step_no, name, host, now.to_rfc3339()],
         )?;
         Ok(())
     }
@@ -279,7 +279,7 @@ impl Tx<'_> {
     pub fn journal_finish(
         &mut self,
         op_id: &str,
-        key: &str,
+        key: &StageKey,
         state: StepState,
         exit_status: Option<u32>,
         detail: &str,
@@ -290,7 +290,7 @@ impl Tx<'_> {
              WHERE vnf_lcm_op_occ_id = ?1 AND stage_key = ?2",
             params![
                 op_id,
-                key,
+                key.as_str(),
                 state.as_str(),
                 exit_status,
                 detail,

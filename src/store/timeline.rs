@@ -433,7 +433,7 @@ mod tests {
 
     use super::*;
     use crate::store::{NewEvent, NewIntake, NewOperation, RequestBody, Store};
-    use vnfkeeper_core::model::{MaintenancePause, PauseScope};
+    use vnfkeeper_core::model::{MaintenancePause, PauseScope, StageKey};
 
     fn t(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -557,7 +557,7 @@ mod tests {
                 // 06:03 … 06:05 two steps; the second still runs.
                 tx.journal_start(
                     "op-1",
-                    "heat.create",
+                    &StageKey::from("heat.create"),
                     1,
                     "heat.create",
                     "",
@@ -565,7 +565,7 @@ mod tests {
                 )?;
                 tx.journal_start(
                     "op-1",
-                    "k8s.install@c1",
+                    &StageKey::from("k8s.install@c1"),
                     2,
                     "k8s.install",
                     "c1",
@@ -573,7 +573,7 @@ mod tests {
                 )?;
                 tx.journal_finish(
                     "op-1",
-                    "heat.create",
+                    &StageKey::from("heat.create"),
                     StepState::Done,
                     None,
                     "stack CREATE_COMPLETE",
@@ -581,8 +581,15 @@ mod tests {
                 )?;
                 // 06:06 a step that ends in the same microsecond as the next event.
                 let at = t("2026-11-24T06:06:00Z");
-                tx.journal_start("op-1", "heat.wait", 3, "heat.wait", "", at)?;
-                tx.journal_finish("op-1", "heat.wait", StepState::Done, None, "done", at)?;
+                tx.journal_start("op-1", &StageKey::from("heat.wait"), 3, "heat.wait", "", at)?;
+                tx.journal_finish(
+                    "op-1",
+                    &StageKey::from("heat.wait"),
+                    StepState::Done,
+                    None,
+                    "done",
+                    at,
+                )?;
                 // 06:06 a reconcile decision with its evidence; 06:07 a pause of every instance.
                 tx.append_event(
                     &NewEvent {

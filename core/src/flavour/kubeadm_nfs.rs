@@ -25,7 +25,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role, trust};
-use crate::model::VnfcRow;
+use crate::model::{StageKey, VnfcRow};
 use crate::package::Vnfd;
 use crate::plan::stages::{Stage, StageList};
 use crate::recipes::{self, DrainPolicy, Export, Late, Step, VolumeSetup, pv::PvManifest};
@@ -827,7 +827,7 @@ impl MgmtDriver for KubeadmNfs {
     fn configure(
         &self,
         c: HookContext<'_>,
-        observed: &BTreeMap<String, String>,
+        observed: &BTreeMap<StageKey, String>,
     ) -> Result<Vec<Stage>, FlavourError> {
         let mut rows = Vec::new();
         for role in [Role::Master, Role::Worker] {

@@ -56,7 +56,7 @@ use super::{
 };
 use crate::artifact::Artifact;
 use crate::digest::sha256_hex;
-use crate::model::VnfcRow;
+use crate::model::{StageKey, VnfcRow};
 use crate::plan::stages::{Hook, Stage, StageList};
 use crate::recipes::{DrainPolicy, Late, Step, StepKind, Upload};
 use crate::wire::Secret;
@@ -1231,7 +1231,7 @@ impl MgmtDriver for Kubespray {
     fn configure(
         &self,
         c: HookContext<'_>,
-        observed: &BTreeMap<String, String>,
+        observed: &BTreeMap<StageKey, String>,
     ) -> Result<Vec<Stage>, FlavourError> {
         let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
         let master = nodes
@@ -1250,7 +1250,7 @@ impl MgmtDriver for Kubespray {
         let mut list = StageList::default();
         list.wave(|w| at_all(w, docker.clone()));
         let key = format!("node.nic_mtu@{}", master.vnfc_id);
-        let Some(line) = observed.get(&key) else {
+        let Some(line) = observed.get(key.as_str()) else {
             if !docker.is_empty() {
                 return Ok(list.into_stages());
             }

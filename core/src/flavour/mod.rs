@@ -20,7 +20,7 @@ pub mod trust;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::model::VnfcRow;
+use crate::model::{StageKey, VnfcRow};
 use crate::package::Vnfd;
 use crate::plan::stages::Stage;
 use crate::recipes::{Late, Step};
@@ -216,7 +216,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn configure(
         &self,
         _c: HookContext<'_>,
-        _observed: &BTreeMap<String, String>,
+        _observed: &BTreeMap<StageKey, String>,
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }

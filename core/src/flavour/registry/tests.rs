@@ -72,7 +72,7 @@ fn ctx(v: &[VnfcRow]) -> HookContext<'_> {
 }
 
 fn keys(stages: &[Stage]) -> Vec<String> {
-    stages.iter().map(|s| s.key.clone()).collect()
+    stages.iter().map(|s| s.key.to_string()).collect()
 }
 
 fn volume() -> AttachedVolume {
