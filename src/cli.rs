@@ -671,7 +671,7 @@ fn status_tables(mut fleet: Fleet) -> Result<(), Failure> {
         for c in &vnfcs {
             vnfc_table.add_row([
                 i.id.clone(),
-                c.id.clone(),
+                c.id.to_string(),
                 c.vdu_id.clone(),
                 c.vnfc_index.map(|n| n.to_string()).unwrap_or_default(),
                 c.server_id.clone().unwrap_or_default(),

@@ -135,7 +135,7 @@ async fn decide<C: Cloud>(
         }
         let step = Step {
             kind: StepKind::NodeReach,
-            host: r.id.clone(),
+            host: r.id.to_string(),
             args: Vec::new(),
             uploads: Vec::new(),
             late: Vec::new(),
@@ -147,7 +147,7 @@ async fn decide<C: Cloud>(
     list.wave(|w| {
         reach
             .into_iter()
-            .map(|(id, role, step)| Stage::remote(w, &id, role, step))
+            .map(|(id, role, step)| Stage::remote(w, id.as_str(), role, step))
             .collect()
     });
     Ok(ChangePlan {

@@ -13,7 +13,7 @@ use crate::cloud::{Cloud, ErrorKind, StackCreate, StackRef, StackStatus};
 use crate::remote::{Auth, HostKeyPolicy, Target};
 use crate::store::{OperationRow, VnfcRow};
 use vnfkeeper_core::flavour::{FlavourError, HookContext};
-use vnfkeeper_core::model::{StageKey, StepState};
+use vnfkeeper_core::model::{StageKey, StepState, VnfcId};
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{
     self, Action, CloudAction, Hook, Mark, ReadCheck, StackDocument, Stage,
@@ -43,7 +43,7 @@ pub(super) enum Subjects {
     /// None (INSTANTIATE).
     None,
     /// These VNFC ids (HEAL targets, SCALE_IN victims).
-    Listed(Vec<String>),
+    Listed(Vec<VnfcId>),
     /// The VNFCs created at or after this time (SCALE_OUT: the operation's start).
     CreatedSince(vnfkeeper_core::model::Timestamp),
 }
@@ -112,7 +112,7 @@ impl<C: Cloud> Engine<C> {
             vnfcs: rows,
             pv_wait: self.limits.pv_wait,
         };
-        let subjects: Vec<String> = match &x.subjects {
+        let subjects: Vec<VnfcId> = match &x.subjects {
             Subjects::None => Vec::new(),
             Subjects::Listed(ids) => ids.clone(),
             Subjects::CreatedSince(t) => rows
@@ -294,7 +294,7 @@ impl<C: Cloud> Engine<C> {
                 )
             })?;
         Ok(Host {
-            vnfc_id: row.id.clone(),
+            vnfc_id: row.id.to_string(),
             server_id: row.server_id.clone(),
             target: Target {
                 address,
@@ -306,7 +306,7 @@ impl<C: Cloud> Engine<C> {
                     .clone()
                     .map(HostKeyPolicy::Pinned)
                     .unwrap_or(HostKeyPolicy::TrustOnFirstUse),
-                label: row.id.clone(),
+                label: row.id.to_string(),
             },
             secrets,
             vnf_instance_id: vnf_instance_id.to_owned(),

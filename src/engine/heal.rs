@@ -41,6 +41,7 @@ use crate::cloud::{Cloud, StackRef};
 use crate::store::{OperationRow, VnfcRow};
 use vnfkeeper_core::flavour::HookContext;
 use vnfkeeper_core::heat;
+use vnfkeeper_core::model::VnfcId;
 use vnfkeeper_core::plan;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
@@ -51,7 +52,7 @@ use vnfkeeper_core::wire::sol003::HealVnfRequest;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct HealPlan {
     /// The VNFCs healed (all of the instance's VNFCs for a whole-VNF heal).
-    targets: Vec<String>,
+    targets: Vec<VnfcId>,
     /// Rebuild nothing, only configure the targets again.
     configuration_only: bool,
     /// Replace the targets' volumes too (`additionalParams.all`).
@@ -85,7 +86,7 @@ async fn decide<C: Cloud>(
     let req = request(e, op)?;
     let extra = req.additional_params.as_ref();
     let known = adjusted::known(vnfcs);
-    let targets: Vec<String> = if req.vnfc_instance_id.is_empty() {
+    let targets: Vec<VnfcId> = if req.vnfc_instance_id.is_empty() {
         vnfcs.iter().map(|v| v.id.clone()).collect()
     } else {
         let mut out = Vec::new();

@@ -47,7 +47,7 @@ impl Instance {
             }
         }
         let driver = flavour::select(Inputs {
-            vnf_instance_id: vnf_instance_id.to_owned(),
+            vnf_instance_id: vnf_instance_id.into(),
             req: req.clone(),
             vnfd: pkg.vnfd.clone(),
             files,

@@ -30,7 +30,7 @@ use crate::cloud::{Cloud, StackRef};
 use crate::store::{OperationRow, VnfcRow};
 use vnfkeeper_core::flavour::HookContext;
 use vnfkeeper_core::heat;
-use vnfkeeper_core::model::StageKey;
+use vnfkeeper_core::model::{StageKey, VnfcId};
 use vnfkeeper_core::plan;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{Action, CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
@@ -44,7 +44,7 @@ struct ScalePlan {
     /// `desired_capacity` per VDU for those levels.
     capacities: BTreeMap<String, u32>,
     /// VNFCs to remove (SCALE_IN), newest first (adjusted HOT: highest index first).
-    victims: Vec<String>,
+    victims: Vec<VnfcId>,
     /// The adjusted HOT (individual VNFC management), sent to Heat in full.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     adjusted: Option<AdjustedPlan>,
@@ -66,10 +66,10 @@ struct RollbackPlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     adjusted: Option<AdjustedPlan>,
     /// Row ids of the VNFCs the scale-out created (they must be gone afterwards).
-    victims: Vec<String>,
+    victims: Vec<VnfcId>,
     /// Those of `victims` that a `scale_end` stage ran on: the flavour's `scale_start` undoes
     /// its work on them (drain and delete the node) before Heat deletes them.
-    hooked: Vec<String>,
+    hooked: Vec<VnfcId>,
     /// The stages, keyed `rollback:<key>` so that none is taken for a DONE stage of the
     /// scale-out.
     stages: Vec<Stage>,
@@ -226,7 +226,7 @@ fn stages<C: Cloud>(
 struct TackerScalePlan {
     /// VNFCs Tacker removed (SCALE_IN): rows the stack no longer had when planned.
     #[serde(default)]
-    gone: Vec<String>,
+    gone: Vec<VnfcId>,
     /// The stages (`tacker::tacker_scale_stages`).
     stages: Vec<Stage>,
 }
@@ -440,7 +440,7 @@ fn decide_rollback<C: Cloud>(
     .map_err(|err| StepFailure::input("rollback", err.to_string()))?;
     let rows = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let known = adjusted::known(&rows);
-    let victims: Vec<String> = out
+    let victims: Vec<VnfcId> = out
         .created
         .iter()
         .filter_map(|name| plan::individual::resolve_vnfc(&known, name))
@@ -448,9 +448,9 @@ fn decide_rollback<C: Cloud>(
         .collect();
     // "When they got that far": a VNFC that no stage of the scale-out ran on has nothing to undo.
     let journal = e.db.with(|s| s.reader().journal(&op.id))?;
-    let hooked: Vec<String> = victims
+    let hooked: Vec<VnfcId> = victims
         .iter()
-        .filter(|v| journal.iter().any(|j| &j.host == *v))
+        .filter(|v| journal.iter().any(|j| **v == j.host))
         .cloned()
         .collect();
     let mut list = StageList::default();
@@ -527,15 +527,15 @@ async fn decide_rollback_asg<C: Cloud>(
             resource: o.resource_name.clone(),
         })
         .collect();
-    let victims: Vec<String> = rows
+    let victims: Vec<VnfcId> = rows
         .iter()
         .filter(|r| r.created_at >= op.start_time)
         .map(|r| r.id.clone())
         .collect();
     let journal = e.db.with(|s| s.reader().journal(&op.id))?;
-    let hooked: Vec<String> = victims
+    let hooked: Vec<VnfcId> = victims
         .iter()
-        .filter(|v| journal.iter().any(|j| &j.host == *v))
+        .filter(|v| journal.iter().any(|j| **v == j.host))
         .cloned()
         .collect();
     let level = inst.req.instantiation_level_id.as_deref();

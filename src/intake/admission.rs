@@ -440,7 +440,7 @@ impl BaseVnfd {
             .and_then(|p| p.base_hot(&req.flavour_id).ok())
             .map(|b| b.template);
         vnfkeeper_core::flavour::select(vnfkeeper_core::flavour::Inputs {
-            vnf_instance_id: vnf_instance_id.to_owned(),
+            vnf_instance_id: vnf_instance_id.into(),
             req,
             vnfd: (*self.vnfd).clone(),
             files: BTreeMap::new(),
@@ -858,7 +858,7 @@ fn check_heal_targets(env: &LcmEnvelope, vnfcs: &[VnfcRow]) -> Result<(), Proble
             let name = v
                 .vnfc_index
                 .map(|i| vnfkeeper_core::heat::template::indexed(&v.vdu_id, i as u32));
-            std::iter::once(v.id.clone()).chain(name)
+            std::iter::once(v.id.to_string()).chain(name)
         })
         .collect();
     let wanted = env.request.get("vnfcInstanceId").and_then(|v| v.as_array());
@@ -899,7 +899,7 @@ fn check_heal_flavour(
         return Ok(());
     };
     let wanted = env.request.get("vnfcInstanceId").and_then(|v| v.as_array());
-    let targets: Vec<String> = wanted
+    let targets: Vec<vnfkeeper_core::model::VnfcId> = wanted
         .into_iter()
         .flatten()
         .filter_map(|v| v.as_str())

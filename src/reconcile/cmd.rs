@@ -98,7 +98,10 @@ pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Resul
             outln!(
                 "{} {} {}: {}",
                 o.vnf_instance_id,
-                d.vnfc_id.as_deref().unwrap_or("-"),
+                d.vnfc_id
+                    .as_ref()
+                    .map(vnfkeeper_core::model::VnfcId::as_str)
+                    .unwrap_or("-"),
                 d.kind
                     .event_kind()
                     .as_str()

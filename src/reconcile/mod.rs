@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use vnfkeeper_core::model::EventKind;
+use vnfkeeper_core::model::{EventKind, VnfcId};
 
 use serde_json::{Value, json};
 
@@ -191,7 +191,7 @@ pub struct PassReport {
     pub expired_pauses: Vec<MaintenancePause>,
     /// VNFCs whose registry trust probes (`trust.*`) all found it in place: [`record`] sets
     /// their `node_registry_trust.verified_at` to `at`.
-    pub trust_verified: Vec<String>,
+    pub trust_verified: Vec<VnfcId>,
     /// `tacker.auto_heal`: [`record`] heals Tacker-owned VNFs through Tacker (else it starts
     /// nothing on them).
     pub tacker_auto_heal: bool,
@@ -286,7 +286,7 @@ impl<C: Cloud> Reconciler<C> {
         let index_ref = index.as_ref().map_err(|e| e.as_str());
 
         let clusters = clusters(snap);
-        let roles: HashMap<String, HashMap<String, policy::Role>> = snap
+        let roles: HashMap<String, HashMap<VnfcId, policy::Role>> = snap
             .vnfs
             .iter()
             .map(|v| {
@@ -296,7 +296,7 @@ impl<C: Cloud> Reconciler<C> {
                 )
             })
             .collect();
-        let views: HashMap<String, CloudView> = snap
+        let views: HashMap<VnfcId, CloudView> = snap
             .vnfs
             .iter()
             .flat_map(|v| v.vnfcs.iter())
@@ -326,12 +326,15 @@ impl<C: Cloud> Reconciler<C> {
                 .map(|c| VnfcInput {
                     vnfc_id: c.id.clone(),
                     vdu_id: c.vdu_id.clone(),
-                    role: roles[id].get(&c.id).copied().unwrap_or(policy::Role::Other),
+                    role: roles[id]
+                        .get(c.id.as_str())
+                        .copied()
+                        .unwrap_or(policy::Role::Other),
                     server_id: c.server_id.clone(),
-                    recorded_at: snap.vnfc_updated.get(&c.id).copied().unwrap_or(now),
-                    cloud: views[&c.id].clone(),
-                    probes: findings.findings.remove(&c.id),
-                    memory: memory_of(snap.states.get(&(id.clone(), c.id.clone()))),
+                    recorded_at: snap.vnfc_updated.get(c.id.as_str()).copied().unwrap_or(now),
+                    cloud: views[c.id.as_str()].clone(),
+                    probes: findings.findings.remove(c.id.as_str()),
+                    memory: memory_of(snap.states.get(&(id.clone(), c.id.to_string()))),
                     rebuild_refused: clusters.get(id).and_then(|k| {
                         k.driver
                             .rebuild_refusal(&v.vnfcs, std::slice::from_ref(&c.id))
@@ -379,8 +382,8 @@ impl<C: Cloud> Reconciler<C> {
         &self,
         snap: &Snapshot,
         clusters: &HashMap<String, Cluster>,
-        roles: &HashMap<String, HashMap<String, policy::Role>>,
-        views: &HashMap<String, CloudView>,
+        roles: &HashMap<String, HashMap<VnfcId, policy::Role>>,
+        views: &HashMap<VnfcId, CloudView>,
     ) -> (HashMap<String, probe::VnfProbes>, usize) {
         let mut probed_hosts = 0;
         let targets: Vec<probe::Target1<'_>> = snap
@@ -392,7 +395,7 @@ impl<C: Cloud> Reconciler<C> {
                 let probe: Vec<&str> = v
                     .vnfcs
                     .iter()
-                    .filter(|c| views.get(&c.id) == Some(&CloudView::Healthy))
+                    .filter(|c| views.get(c.id.as_str()) == Some(&CloudView::Healthy))
                     .map(|c| c.id.as_str())
                     .collect();
                 probed_hosts += probe.len();
@@ -447,7 +450,7 @@ fn clusters(snap: &Snapshot) -> HashMap<String, Cluster> {
             .collect();
         let base_hot = pkg.base_hot(&req.flavour_id).ok().map(|b| b.template);
         let driver = flavour::select(flavour::Inputs {
-            vnf_instance_id: v.instance.id.clone(),
+            vnf_instance_id: v.instance.id.as_str().into(),
             req,
             vnfd: pkg.vnfd.clone(),
             files,
@@ -491,12 +494,12 @@ fn pv_view(
 
 /// The VNFCs of `v` whose probes of registry trust ([`StepKind::records_trust`]) ran and were
 /// all in place.
-fn trust_verified_vnfcs(v: &VnfSnapshot, findings: &probe::VnfProbes) -> Vec<String> {
+fn trust_verified_vnfcs(v: &VnfSnapshot, findings: &probe::VnfProbes) -> Vec<VnfcId> {
     let mut out = Vec::new();
     for c in &v.vnfcs {
         let trust: Vec<&policy::Finding> = findings
             .findings
-            .get(&c.id)
+            .get(c.id.as_str())
             .into_iter()
             .flatten()
             .filter(|f| StepKind::of_check(&f.check).is_some_and(StepKind::records_trust))
@@ -527,7 +530,7 @@ pub fn record(
     }
     report.expired_pauses = ended;
     for vnfc in &report.trust_verified {
-        tx.verify_node_trust(vnfc, report.at)?;
+        tx.verify_node_trust(vnfc.as_str(), report.at)?;
     }
     for o in &report.outcomes {
         let vnf = o.vnf_instance_id.clone();
@@ -551,7 +554,7 @@ pub fn record(
                     kind: d.kind.event_kind(),
                     vnf_instance_id: Some(&d.vnf_instance_id),
                     vnf_lcm_op_occ_id: if is_heal { op_id.as_deref() } else { None },
-                    vnfc_id: d.vnfc_id.as_deref(),
+                    vnfc_id: d.vnfc_id.as_ref().map(VnfcId::as_str),
                     message: &d.reason,
                     evidence: Some(&ev),
                 },
@@ -697,7 +700,7 @@ fn write_memory(
     now: Timestamp,
 ) -> crate::store::Result<()> {
     for (vnfc, m) in &o.memory {
-        tx.put_reconcile_state(&state_row(vnf, vnfc, m), now)?;
+        tx.put_reconcile_state(&state_row(vnf, vnfc.as_str(), m), now)?;
     }
     let mut row = state_row(vnf, "", &o.vnf_memory);
     let old = tx.reader().reconcile_state(vnf, "")?;
@@ -730,7 +733,7 @@ pub fn log(report: &PassReport) {
                 .find(|(v, _)| *v == d.vnf_instance_id)
                 .map(|(_, op)| op.as_str())
                 .unwrap_or("");
-            let vnfc = d.vnfc_id.as_deref().unwrap_or("");
+            let vnfc = d.vnfc_id.as_ref().map(VnfcId::as_str).unwrap_or("");
             let kind = d.kind.event_kind().as_str();
             match d.kind {
                 K::HealStarted => {

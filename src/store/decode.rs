@@ -164,7 +164,7 @@ mod tests {
                 tx.sync_vnfcs("vnf-1", &[observed], now())
             })
             .unwrap();
-        let id = vnfcs[0].id.clone();
+        let id = vnfcs[0].id.to_string();
         (dir, store, id)
     }
 

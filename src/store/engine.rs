@@ -6,7 +6,9 @@ use vnfkeeper_core::model::EventKind;
 
 use super::decode::to_json;
 use super::{NewEvent, OperationRow, ReaderRef, Result, StoreError, Tx, VnfcRow, collect_checked};
-use vnfkeeper_core::model::{InstantiationState, OperationState, StageKey, StepState, Timestamp};
+use vnfkeeper_core::model::{
+    InstantiationState, OperationState, StageKey, StepState, Timestamp, VnfcId,
+};
 use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
 
 // WHERE terms of the partial indexes of migration V6, spelled exactly as there (SQLite uses a
@@ -494,16 +496,17 @@ impl Tx<'_> {
                     id
                 }
             };
-            keep.push(id);
+            keep.push(VnfcId::from(id));
         }
-        let all: Vec<String> = self
+        let all: Vec<VnfcId> = self
             .reader()
             .vnfcs(vnf_instance_id)?
             .into_iter()
             .map(|v| v.id)
             .collect();
         for id in all.iter().filter(|id| !keep.contains(id)) {
-            self.tx.execute("DELETE FROM vnfc WHERE id = ?1", [id])?;
+            self.tx
+                .execute("DELETE FROM vnfc WHERE id = ?1", [id.as_str()])?;
         }
         self.reader().vnfcs(vnf_instance_id)
     }

@@ -360,7 +360,9 @@ impl ReaderRef<'_> {
         ))?;
         let mut out = std::collections::BTreeMap::<String, Vec<VnfcRow>>::new();
         for c in collect_checked(st.query_map([], rows::VnfcColumns::from_row)?)? {
-            out.entry(c.vnf_instance_id.clone()).or_default().push(c);
+            out.entry(c.vnf_instance_id.to_string())
+                .or_default()
+                .push(c);
         }
         Ok(out)
     }

@@ -183,7 +183,7 @@ impl VnfcColumns {
         let id: String = r.get(0)?;
         let c = Cells::new("vnfc", &id);
         Ok(VnfcRow {
-            vnf_instance_id: r.get(1)?,
+            vnf_instance_id: r.get::<_, String>(1)?.into(),
             vdu_id: r.get(2)?,
             vnfc_index: r.get(3)?,
             stack_name: r.get(4)?,
@@ -205,7 +205,7 @@ impl VnfcColumns {
             host_key: r.get(12)?,
             created_at: c.time("created_at", &r.get::<_, String>(13)?)?,
             parameters: c.json("parameters", r.get(14)?, "JSON")?,
-            id,
+            id: id.into(),
         })
     }
 }

@@ -150,7 +150,7 @@ fn pins(s: &Setup) -> Vec<(String, Option<String>)> {
     s.db.with(|st| st.reader().vnfcs(&inst[0].id))
         .unwrap()
         .into_iter()
-        .map(|v| (v.id, v.host_key))
+        .map(|v| (v.id.into_string(), v.host_key))
         .collect()
 }
 

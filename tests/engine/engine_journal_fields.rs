@@ -131,7 +131,7 @@ async fn two_concurrent_operations_never_mix_their_journal_fields() {
             .with(|s| s.reader().vnfcs(vnf))
             .unwrap()
             .into_iter()
-            .map(|v| v.id)
+            .map(|v| v.id.into_string())
             .collect()
     };
     let owner: BTreeMap<&str, (&str, Vec<String>)> = [

@@ -275,14 +275,14 @@ async fn kubespray_nodes_pull_from_a_private_registry_after_instantiate_and_scal
     );
 
     // SCALE_OUT (the seed's: two workers): the new workers pull too.
-    let before: Vec<String> = nodes.iter().map(|r| r.id.clone()).collect();
+    let before: Vec<String> = nodes.iter().map(|r| r.id.to_string()).collect();
     let (scale_op, _, state) =
         run(&bed, &fixture("k8s-mgmtdriver-kubespray.20-scale-out.json")).await;
     assert_eq!(state, OperationState::Completed);
     let rows = vnfcs(&bed, &vnf);
     let added: Vec<&VnfcRow> = rows
         .iter()
-        .filter(|r| is_node(r) && !before.contains(&r.id))
+        .filter(|r| is_node(r) && !before.iter().any(|b| r.id == *b))
         .collect();
     assert_eq!(
         added.len(),

@@ -65,7 +65,7 @@ fn of_vdu<'a>(v: &'a [VnfcRow], vdu: &str) -> Vec<&'a VnfcRow> {
 /// vnfc id → server id.
 fn servers(v: &[VnfcRow]) -> BTreeMap<String, String> {
     v.iter()
-        .map(|c| (c.id.clone(), c.server_id.clone().unwrap_or_default()))
+        .map(|c| (c.id.to_string(), c.server_id.clone().unwrap_or_default()))
         .collect()
 }
 
@@ -238,7 +238,7 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
     let (nodes_before, _) = kube(&bed, &vnf);
 
     // Refused before anything is touched: 409 naming the PV.
-    let (op, state) = run(&bed, &heal_of(&[&storage.id], "heal-storage")).await;
+    let (op, state) = run(&bed, &heal_of(&[storage.id.as_str()], "heal-storage")).await;
     assert_eq!(state, OperationState::FailedTemp);
     let problem: Value = serde_json::from_str(&bed.error_of(&op).unwrap()).unwrap();
     assert_eq!(problem["status"], 409, "{problem}");
@@ -303,7 +303,7 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
 
     // HEAL of one worker: only its server is replaced; it joins again.
     let worker = of_vdu(&after, "workerNode")[1].clone();
-    let (op, state) = run(&bed, &heal_of(&[&worker.id], "heal-worker")).await;
+    let (op, state) = run(&bed, &heal_of(&[worker.id.as_str()], "heal-worker")).await;
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
     let last = vnfcs(&bed, &vnf);
     for v in &last {

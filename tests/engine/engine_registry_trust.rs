@@ -679,7 +679,7 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
 
     // A second run of the node step on every node (an operator's configuration-only HEAL):
     // nothing changes — /etc/hosts byte-identical, no restart.
-    let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+    let ids: Vec<String> = rows.iter().map(|r| r.id.to_string()).collect();
     let again = json!({
         "operation": "HEAL", "vnfInstanceId": CLUSTER_VNF, "requestId": "vk-trust-again",
         "request": {"vnfcInstanceId": ids, "additionalParams": {"configuration_only": true}}
@@ -792,12 +792,12 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     );
 
     // SCALE_OUT: the new worker trusts both registries; a whole-VNF HEAL: every rebuilt node.
-    let before: Vec<String> = nodes(&bed).iter().map(|r| r.id.clone()).collect();
+    let before: Vec<String> = nodes(&bed).iter().map(|r| r.id.to_string()).collect();
     let (scale_op, state) = run(&bed, &fixture("cir-k8s-cluster.30-scale-out.json"), &repo).await;
     assert_eq!(state, OperationState::Completed);
     let added: Vec<VnfcRow> = nodes(&bed)
         .into_iter()
-        .filter(|r| !before.contains(&r.id))
+        .filter(|r| !before.iter().any(|b| r.id == *b))
         .collect();
     assert_eq!(added.len(), 1, "{added:?}");
     let new_server = added[0].server_id.clone().unwrap();

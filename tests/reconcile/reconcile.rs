@@ -189,6 +189,7 @@ fn vnfc_of_server(bed: &Bed, server: &str) -> String {
         .find(|v| v.server_id.as_deref() == Some(server))
         .unwrap()
         .id
+        .into_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

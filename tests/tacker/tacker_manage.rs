@@ -416,7 +416,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
         .with(|s| s.reader().vnfcs(&inst))
         .unwrap()
         .into_iter()
-        .map(|v| v.id)
+        .map(|v| v.id.into_string())
         .collect();
     let out_occ = op
         .run(
@@ -458,7 +458,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     let after_out = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
     let new: Vec<_> = after_out
         .iter()
-        .filter(|v| !before.contains(&v.id))
+        .filter(|v| !before.iter().any(|b| v.id == *b))
         .collect();
     assert_eq!(new.len(), 1, "{after_out:?}");
     assert_eq!(new[0].vdu_id, "workerNode");

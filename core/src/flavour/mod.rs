@@ -20,7 +20,7 @@ pub mod trust;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::model::{StageKey, VnfcRow};
+use crate::model::{StageKey, VnfInstanceId, VnfcId, VnfcRow};
 use crate::package::Vnfd;
 use crate::plan::stages::Stage;
 use crate::recipes::{Late, Step};
@@ -93,7 +93,7 @@ pub struct Kept {
 #[derive(Debug, Clone)]
 pub struct Inputs {
     /// vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// The InstantiateVnfRequest as accepted.
     pub req: InstantiateVnfRequest,
     /// The VNF package's VNFD.
@@ -147,7 +147,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn scale_start(
         &self,
         _c: HookContext<'_>,
-        _victims: &[String],
+        _victims: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -160,7 +160,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn scale_in_after_removal(
         &self,
         _c: HookContext<'_>,
-        _gone: &[String],
+        _gone: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -169,7 +169,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn scale_end(
         &self,
         _c: HookContext<'_>,
-        _created: &[String],
+        _created: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -179,7 +179,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn heal_start(
         &self,
         _c: HookContext<'_>,
-        _targets: &[String],
+        _targets: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -189,7 +189,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn heal_end(
         &self,
         _c: HookContext<'_>,
-        _targets: &[String],
+        _targets: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -279,7 +279,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     /// instance's `vnfcs`) in one HEAL, or `None`; intake answers 409 with it and reconcile never
     /// starts it (an alert instead). A configuration-only heal rebuilds nothing and is not
     /// asked. Default: none.
-    fn rebuild_refusal(&self, _vnfcs: &[VnfcRow], _targets: &[String]) -> Option<String> {
+    fn rebuild_refusal(&self, _vnfcs: &[VnfcRow], _targets: &[VnfcId]) -> Option<String> {
         None
     }
 

@@ -111,7 +111,7 @@ pub struct ReadCheck {
     pub capacities: BTreeMap<String, u32>,
     /// VNFCs that must be gone (SCALE_IN victims).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub absent: Vec<String>,
+    pub absent: Vec<crate::model::VnfcId>,
     /// The individually managed VNFCs (`<VDU>-<index>`) the adjusted HOT plans: the rows get
     /// their parameters from the operation's adjusted plan and must be exactly these.
     #[serde(default, skip_serializing_if = "Option::is_none")]

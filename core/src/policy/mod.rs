@@ -37,7 +37,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::model::{MaintenancePause, Timestamp};
+use crate::model::{MaintenancePause, Timestamp, VnfcId};
 use rules::{Candidate, Ruling};
 
 /// Policy settings (from `[reconcile]` in the configuration).
@@ -189,7 +189,7 @@ pub struct Memory {
 #[derive(Debug, Clone, PartialEq)]
 pub struct VnfcInput {
     /// vnfcInstanceId.
-    pub vnfc_id: String,
+    pub vnfc_id: VnfcId,
     /// VDU.
     pub vdu_id: String,
     /// Role in the cluster.
@@ -311,7 +311,7 @@ pub struct Decision {
     /// vnfInstanceId.
     pub vnf_instance_id: String,
     /// The VNFC concerned (`None` for a VNF-level decision).
-    pub vnfc_id: Option<String>,
+    pub vnfc_id: Option<VnfcId>,
     /// Kind.
     pub kind: DecisionKind,
     /// One line for humans.
@@ -328,7 +328,7 @@ pub struct Decision {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HealPlan {
     /// `vnfcInstanceId[]`.
-    pub vnfc_ids: Vec<String>,
+    pub vnfc_ids: Vec<VnfcId>,
     /// `additionalParams.configuration_only`: rerun the configuration steps, no new server.
     pub configuration_only: bool,
     /// `cause`: one line.
@@ -356,7 +356,7 @@ pub struct VnfOutcome {
     /// Decisions, VNF-level first.
     pub decisions: Vec<Decision>,
     /// Updated memory per VNFC (vnfc id, memory); empty when the VNF was skipped (in flight).
-    pub memory: Vec<(String, Memory)>,
+    pub memory: Vec<(VnfcId, Memory)>,
     /// Updated VNF-level memory.
     pub vnf_memory: Memory,
     /// The heal to start, if any.
@@ -560,7 +560,7 @@ fn start_heal(
     out: &mut Vec<(usize, Decision)>,
     now: Timestamp,
 ) -> HealPlan {
-    let ids: Vec<String> = sel
+    let ids: Vec<VnfcId> = sel
         .chosen
         .iter()
         .map(|(i, _)| rows[*i].vnfc.vnfc_id.clone())

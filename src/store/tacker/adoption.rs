@@ -457,7 +457,7 @@ impl Tx<'_> {
         }
         let targets = match vnfkeeper_core::tacker::tacker_heal_targets(tacker_ids, &vnfcs) {
             Ok(t) => t,
-            Err(why) => return refuse(self, 422, why),
+            Err(why) => return refuse(self, 422, why.to_string()),
         };
         let body = RequestBody::split(
             LcmOperationType::Heal,

@@ -472,7 +472,7 @@ fn heal_of_a_worker_removes_it_leniently_then_scales_it_back_under_its_name() {
 fn heal_of_every_vnfc_reads_the_mtu_again_then_configures_as_instantiate_does() {
     let d = driver();
     let r = rows();
-    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    let all: Vec<VnfcId> = r.iter().map(|v| v.id.clone()).collect();
     let end = d.heal_end(ctx(&r), &all).unwrap();
     assert_eq!(
         keys(&end),
@@ -634,7 +634,7 @@ proptest::proptest! {
         }
         r.push(row("lb", "externalLB", "externalLB_CP1", None, "10.0.0.5"));
         let victim = idx.iter().nth(pick % idx.len()).copied().unwrap();
-        let stages = d.scale_start(ctx(&r), &[format!("w{victim}")]).unwrap();
+        let stages = d.scale_start(ctx(&r), &[VnfcId::new(format!("w{victim}"))]).unwrap();
         let inv = stages.iter().find(|s| s.key.as_str().starts_with("ansible.inventory")).unwrap();
         let lb = stages.iter().find(|s| s.key.as_str().starts_with("lb.haproxy")).unwrap();
         let hosts: serde_yaml_ng::Value = serde_yaml_ng::from_str(upload(inv, "hosts.yaml")).unwrap();
@@ -727,7 +727,7 @@ fn observed_absent(vnfcs: &[&str]) -> BTreeMap<StageKey, String> {
 fn without_registries_no_trust_stage_is_planned() {
     let d = driver();
     let r = rows();
-    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    let all: Vec<VnfcId> = r.iter().map(|v| v.id.clone()).collect();
     let mut stages = d.instantiate_end(ctx(&r)).unwrap();
     stages.extend(d.scale_end(ctx(&r), &["w9".into()]).unwrap());
     stages.extend(d.heal_end(ctx(&r), &["w0".into()]).unwrap());
@@ -783,7 +783,7 @@ fn instantiate_trusts_every_node_before_the_mtu_with_one_configure_placeholder()
         "the package's CA is uploaded"
     );
     // The whole-VNF heal plans the same; a healed master alone trusts itself only.
-    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    let all: Vec<VnfcId> = r.iter().map(|v| v.id.clone()).collect();
     assert_eq!(keys(&d.heal_end(ctx(&r), &all).unwrap()), want);
     assert_eq!(
         keys(&d.heal_end(ctx(&r), &["m0".into()]).unwrap()),
@@ -932,7 +932,7 @@ fn rebuilding_a_master_alone_is_refused() {
     let why = d.rebuild_refusal(&r, &["m0".into()]).expect("refused");
     assert!(why.contains("m0") && why.contains("whole VNF"), "{why}");
     assert!(d.rebuild_refusal(&r, &["m0".into(), "w0".into()]).is_some());
-    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    let all: Vec<VnfcId> = r.iter().map(|v| v.id.clone()).collect();
     assert_eq!(d.rebuild_refusal(&r, &all), None);
     assert_eq!(d.rebuild_refusal(&r, &["w0".into()]), None);
     assert_eq!(d.scale_refusal("worker_instance"), None);

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::*;
 use crate::flavour::{self, HookContext, Inputs, MgmtDriver, Probe};
-use crate::model::{Timestamp, VnfcRow};
+use crate::model::{Timestamp, VnfcId, VnfcRow};
 use crate::package::VnfPackage;
 use crate::plan::stages::{Action, Hook, Stage};
 use crate::recipes::Late;
@@ -444,7 +444,7 @@ fn scale_out_and_heal_trust_only_the_new_or_healed_nodes() {
     assert_eq!(keys(d.scale_end(ctx(&v), &["w2".into()]).unwrap()), want);
     assert_eq!(keys(d.heal_end(ctx(&v), &["w2".into()]).unwrap()), want);
     // A whole-VNF heal: every node.
-    let all: Vec<String> = v.iter().map(|r| r.id.clone()).collect();
+    let all: Vec<VnfcId> = v.iter().map(|r| r.id.clone()).collect();
     let healed = keys(d.heal_end(ctx(&v), &all).unwrap());
     assert_eq!(
         healed
