@@ -21,6 +21,8 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use vnfkeeper_core::model::OpOccId;
+use vnfkeeper_core::model::VnfInstanceId;
 
 use serde_json::Value;
 use vnfkeeper::store::{NewOperation, RequestBody, Store};
@@ -63,11 +65,11 @@ fn main() {
                 for i in 0..queued {
                     let vnf = format!("queued-{i:06}");
                     let id = format!("op-queued-{i:06}");
-                    tx.create_instance_if_missing(&vnf, now)?;
+                    tx.create_instance_if_missing(&VnfInstanceId::from(&vnf), now)?;
                     tx.insert_operation(
                         &NewOperation {
-                            id: &id,
-                            vnf_instance_id: &vnf,
+                            id: &OpOccId::from(&id),
+                            vnf_instance_id: &VnfInstanceId::from(&vnf),
                             operation: LcmOperationType::Instantiate,
                             operation_params: &params,
                             vnf_package: None,

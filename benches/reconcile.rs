@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use vnfkeeper_core::model::VnfInstanceId;
 
 use serde_json::json;
 use testbed::cloud::{CloudOptions, Testbed};
@@ -224,9 +225,9 @@ async fn record_vnf(cloud: &OpenStackCloud, db: &Db, i: usize) {
     let now = Timestamp(chrono::Utc::now());
     let vnf = format!("bench-vnf-{i}");
     db.write(|tx| {
-        tx.create_instance_if_missing(&vnf, now)?;
+        tx.create_instance_if_missing(&VnfInstanceId::from(&vnf), now)?;
         tx.set_instance_stack(&vnf, &s.name, Some(&s.id), now)?;
-        tx.sync_vnfcs(&vnf, &observed, now)?;
+        tx.sync_vnfcs(&VnfInstanceId::from(&vnf), &observed, now)?;
         tx.set_instantiation_state(
             &vnf,
             InstantiationState::Instantiated,

@@ -6,6 +6,7 @@
 //! ended ([`exit_code`]).
 
 use std::time::{Duration, Instant};
+use vnfkeeper_core::model::OpOccId;
 
 use anyhow::{Context as _, anyhow, bail};
 use serde_json::{Value, json};
@@ -331,7 +332,7 @@ pub fn run(settings: &Settings, verb: &Verb, wait: WaitArg) -> anyhow::Result<u8
         (Verb::Task(..), IntakeOutcome::Accepted) => Some(intake.committed_at),
         _ => None,
     };
-    let (end, stopped) = follow(settings, &op, since, limit)?;
+    let (end, stopped) = follow(settings, op.as_str(), since, limit)?;
     outln!("{} {}", end.operation_state, op);
     if !stopped {
         eprintln!(
@@ -366,7 +367,7 @@ pub fn follow(
         let db = Store::open_read_only(&settings.database)?;
         let row = db
             .queries()
-            .operation(op)?
+            .operation(&OpOccId::from(op))?
             .with_context(|| format!("operation {op} vanished from the database"))?;
         drop(db);
         let shown = (row.operation_state, row.status_detail.clone());

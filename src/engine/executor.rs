@@ -182,7 +182,7 @@ impl<C: Cloud> Engine<C> {
             match &stage.action {
                 Action::Cloud(action) => self.cloud_stage(op, step_no, stage, action, x).await?,
                 Action::Remote(r) => {
-                    let host = self.host(&op.vnf_instance_id, &rows, &r.step, r.role, x)?;
+                    let host = self.host(op.vnf_instance_id.as_str(), &rows, &r.step, r.role, x)?;
                     remote.push((step_no, stage.key.clone(), r.step.clone(), host));
                 }
                 Action::Expand(_) => {
@@ -329,7 +329,7 @@ impl<C: Cloud> Engine<C> {
 
     /// The instance's stack as recorded. Errors: no stack id recorded yet.
     fn recorded_stack(&self, op: &OperationRow) -> Result<StackRef, EngineError> {
-        Ok(super::instance::instance_stack(self, &op.vnf_instance_id)?.1)
+        Ok(super::instance::instance_stack(self, op.vnf_instance_id.as_str())?.1)
     }
 
     /// One cloud stage: its action carried out as one journaled step (`cloud_step`), each
@@ -394,7 +394,7 @@ impl<C: Cloud> Engine<C> {
     /// creation and recording its id, created otherwise; its id recorded.
     async fn create_stack(&self, at: &At<'_>, doc: &StackDocument) -> Result<(), EngineError> {
         let op = at.op;
-        let stack_name = stack_name(&op.vnf_instance_id);
+        let stack_name = stack_name(op.vnf_instance_id.as_str());
         let create = self.stack_request(&stack_name, doc);
         self.cloud_step(
             op,
@@ -409,7 +409,7 @@ impl<C: Cloud> Engine<C> {
             },
             |s: &StackRef| {
                 Ok(self.db.write(|tx| {
-                    tx.set_instance_stack(&op.vnf_instance_id, &s.name, Some(&s.id), now())
+                    tx.set_instance_stack(op.vnf_instance_id.as_str(), &s.name, Some(&s.id), now())
                 })?)
             },
         )
@@ -527,7 +527,7 @@ impl<C: Cloud> Engine<C> {
             Some(s) => Ok(Some(s.clone())),
             None => {
                 self.cloud
-                    .find_stack(&stack_name(&op.vnf_instance_id))
+                    .find_stack(&stack_name(op.vnf_instance_id.as_str()))
                     .await
             }
         }
@@ -535,11 +535,11 @@ impl<C: Cloud> Engine<C> {
 
     /// The stack recorded for the instance, if an id was recorded.
     fn known_stack(&self, op: &OperationRow) -> Result<Option<StackRef>, EngineError> {
-        let row = instance_row(self, &op.vnf_instance_id)?;
+        let row = instance_row(self, op.vnf_instance_id.as_str())?;
         let name = row
             .stack_name
             .clone()
-            .unwrap_or_else(|| stack_name(&op.vnf_instance_id));
+            .unwrap_or_else(|| stack_name(op.vnf_instance_id.as_str()));
         Ok(row.stack_id.map(|id| StackRef { name, id }))
     }
 

@@ -220,12 +220,12 @@ fn load_hot(op: &OperationRow, inst: &Instance) -> Result<Option<adjusted::Hot>,
 }
 
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
-    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str())?;
     if op.origin == Origin::Tacker {
         // A heal of the whole VNF may have made Tacker re-create its stack: find it by name.
         super::instantiate::adopt_stack(e, op).await?;
     }
-    let (_, stack) = instance_stack(e, &op.vnf_instance_id)?;
+    let (_, stack) = instance_stack(e, op.vnf_instance_id.as_str())?;
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let plan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
         Some(text) => serde_json::from_str::<HealPlan>(&text)

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use vnfkeeper_core::model::VnfInstanceId;
 
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
@@ -63,18 +64,22 @@ impl Instance {
         vnf_instance_id: &str,
     ) -> Result<Self, EngineError> {
         let (params, package) =
-            e.db.with(|s| s.reader().instantiate_request(vnf_instance_id))?
-                .ok_or_else(|| {
-                    StepFailure::input(
-                        "plan",
-                        format!("VNF instance `{vnf_instance_id}` has no completed INSTANTIATE"),
-                    )
-                })?;
+            e.db.with(|s| {
+                s.reader()
+                    .instantiate_request(&VnfInstanceId::from(vnf_instance_id))
+            })?
+            .ok_or_else(|| {
+                StepFailure::input(
+                    "plan",
+                    format!("VNF instance `{vnf_instance_id}` has no completed INSTANTIATE"),
+                )
+            })?;
         let mut inst = Self::load(vnf_instance_id, &params, package.as_deref())?;
         // Completed CHANGE_EXT_CONNs since: the external VLs the instance has now.
-        for body in
-            e.db.with(|s| s.reader().ext_conn_changes(vnf_instance_id))?
-        {
+        for body in e.db.with(|s| {
+            s.reader()
+                .ext_conn_changes(&VnfInstanceId::from(vnf_instance_id))
+        })? {
             let change: ChangeExtVnfConnectivityRequest =
                 serde_json::from_str(&body).map_err(|_| {
                     StepFailure::input(

@@ -45,7 +45,7 @@ fn inputs<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<Instance, Engine
             .map_err(|why| StepFailure::input("plan", why))?;
     }
     Ok(Instance::load(
-        &op.vnf_instance_id,
+        op.vnf_instance_id.as_str(),
         &params,
         package.as_deref(),
     )?)
@@ -161,7 +161,7 @@ pub(super) async fn adopt_stack<C: Cloud>(
     e: &Engine<C>,
     op: &OperationRow,
 ) -> Result<(), EngineError> {
-    let name = stack_name(&op.vnf_instance_id);
+    let name = stack_name(op.vnf_instance_id.as_str());
     let found = e
         .cloud
         .find_stack(&name)
@@ -174,7 +174,12 @@ pub(super) async fn adopt_stack<C: Cloud>(
             )
         })?;
     e.db.write(|tx| {
-        tx.set_instance_stack(&op.vnf_instance_id, &found.name, Some(&found.id), now())
+        tx.set_instance_stack(
+            op.vnf_instance_id.as_str(),
+            &found.name,
+            Some(&found.id),
+            now(),
+        )
     })?;
     Ok(())
 }
@@ -184,9 +189,9 @@ fn finish<C: Cloud>(e: &Engine<C>, op: &OperationRow, inst: &Instance) -> Result
     let package = pkg.root().display().to_string();
     let levels = plan::scale::initial_levels(&pkg.vnfd, req.instantiation_level_id.as_deref());
     e.db.write(|tx| {
-        tx.set_scale_status(&op.vnf_instance_id, Some(&levels), now())?;
+        tx.set_scale_status(op.vnf_instance_id.as_str(), Some(&levels), now())?;
         tx.set_instantiation_state(
-            &op.vnf_instance_id,
+            op.vnf_instance_id.as_str(),
             InstantiationState::Instantiated,
             Some(&req.flavour_id),
             Some(&package),
@@ -205,7 +210,7 @@ pub(super) async fn roll_back<C: Cloud>(
     op: &OperationRow,
 ) -> Result<(), EngineError> {
     undo_outside(e, op).await?;
-    let stack_name = stack_name(&op.vnf_instance_id);
+    let stack_name = stack_name(op.vnf_instance_id.as_str());
     if op.origin == Origin::Tacker {
         // The stack is Tacker's: vnfkeeper never deletes it.
         e.db.write(|tx| {
@@ -242,7 +247,7 @@ pub(super) async fn roll_back<C: Cloud>(
     e.db.write(|tx| {
         tx.delete_vnfcs(&op.vnf_instance_id)?;
         tx.journal_clear(&op.id)?;
-        tx.set_instance_stack(&op.vnf_instance_id, &stack_name, None, now())
+        tx.set_instance_stack(op.vnf_instance_id.as_str(), &stack_name, None, now())
     })?;
     Ok(())
 }

@@ -244,7 +244,7 @@ async fn run_tacker<C: Cloud>(
     req: &ScaleVnfRequest,
 ) -> Result<(), EngineError> {
     super::instantiate::adopt_stack(e, op).await?;
-    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str())?;
     let plan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
         Some(text) => serde_json::from_str::<TackerScalePlan>(&text)
             .map_err(|_| StepFailure::input("plan", "stored scale plan does not parse"))?,
@@ -253,7 +253,7 @@ async fn run_tacker<C: Cloud>(
             let (gone, cleanup) = if out {
                 (Vec::new(), Vec::new())
             } else {
-                let (_, stack) = instance_stack(e, &op.vnf_instance_id)?;
+                let (_, stack) = instance_stack(e, op.vnf_instance_id.as_str())?;
                 let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
                 let cloud = |err: crate::cloud::CloudError| StepFailure::cloud("plan", &err);
                 let resources = e.cloud.stack_resources(&stack, 5).await.map_err(cloud)?;
@@ -301,8 +301,8 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     if op.origin == vnfkeeper_core::tacker::Origin::Tacker {
         return run_tacker(e, op, &req).await;
     }
-    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
-    let (instance, stack) = instance_stack(e, &op.vnf_instance_id)?;
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str())?;
+    let (instance, stack) = instance_stack(e, op.vnf_instance_id.as_str())?;
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let i = Inputs {
         req,
@@ -338,7 +338,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
         subjects: Subjects::CreatedSince(op.start_time),
     };
     e.execute(op, plan.stages.clone(), &x).await?;
-    e.db.write(|tx| tx.set_scale_status(&op.vnf_instance_id, Some(&plan.levels), now()))?;
+    e.db.write(|tx| tx.set_scale_status(op.vnf_instance_id.as_str(), Some(&plan.levels), now()))?;
     Ok(())
 }
 
@@ -376,7 +376,7 @@ pub(super) async fn roll_back<C: Cloud>(
     };
     let mut plan: ScalePlan = serde_json::from_str(&text)
         .map_err(|_| StepFailure::input("rollback", "stored scale plan does not parse"))?;
-    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str())?;
     let rb = match plan.rollback.clone() {
         Some(rb) => rb,
         None => {
@@ -504,7 +504,7 @@ async fn decide_rollback_asg<C: Cloud>(
     op: &OperationRow,
     inst: &Instance,
 ) -> Result<RollbackPlan, EngineError> {
-    let (instance, stack) = instance_stack(e, &op.vnf_instance_id)?;
+    let (instance, stack) = instance_stack(e, op.vnf_instance_id.as_str())?;
     let vnfd = &inst.pkg.vnfd;
     let rows = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let known: Vec<&str> = rows

@@ -2,6 +2,8 @@
 //! the hosts of a wave), each with retries for transient failures.
 
 use std::future::Future;
+use vnfkeeper_core::model::VnfInstanceId;
+use vnfkeeper_core::model::VnfcId;
 
 use futures::StreamExt as _;
 use tracing::Instrument as _;
@@ -342,8 +344,8 @@ impl<C: Cloud> Engine<C> {
                     if !host.registries.is_empty() {
                         let applied = detail.starts_with("applied");
                         tx.record_node_trust(
-                            &host.vnf_instance_id,
-                            &host.vnfc_id,
+                            &VnfInstanceId::from(&host.vnf_instance_id),
+                            &VnfcId::from(&host.vnfc_id),
                             &host.registries,
                             applied,
                             t,
@@ -462,7 +464,7 @@ impl<C: Cloud> Engine<C> {
                 .db
                 .write(|tx| {
                     tx.pin_host_key(
-                        &host.vnfc_id,
+                        &VnfcId::from(&host.vnfc_id),
                         &connected.host_key,
                         &connected.fingerprint,
                         how,

@@ -28,9 +28,9 @@ struct TerminatePlan {
 }
 
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
-    let instance = instance_row(e, &op.vnf_instance_id)?;
+    let instance = instance_row(e, op.vnf_instance_id.as_str())?;
     // A TERMINATE after a failed INSTANTIATE has no flavour to ask: only the stack goes.
-    let inst = Instance::of_instance(e, &op.vnf_instance_id).ok();
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str()).ok();
     let stored: TerminatePlan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
         Some(text) => serde_json::from_str(&text)
             .map_err(|_| StepFailure::input("plan", "stored terminate plan does not parse"))?,
@@ -67,13 +67,13 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     let name = instance
         .stack_name
         .clone()
-        .unwrap_or_else(|| stack_name(&op.vnf_instance_id));
+        .unwrap_or_else(|| stack_name(op.vnf_instance_id.as_str()));
     e.db.write(|tx| {
         tx.delete_vnfcs(&op.vnf_instance_id)?;
-        tx.set_instance_stack(&op.vnf_instance_id, &name, None, now())?;
-        tx.set_scale_status(&op.vnf_instance_id, None, now())?;
+        tx.set_instance_stack(op.vnf_instance_id.as_str(), &name, None, now())?;
+        tx.set_scale_status(op.vnf_instance_id.as_str(), None, now())?;
         tx.set_instantiation_state(
-            &op.vnf_instance_id,
+            op.vnf_instance_id.as_str(),
             InstantiationState::NotInstantiated,
             None,
             None,
@@ -84,7 +84,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     // the flavour's step) pointed at: `vnfkeeper status` shows no endpoint for it.
     if let Some(dir) = e.db.with(|s| s.state_dir()) {
         for artifact in Artifact::ALL {
-            let path = artifact.path(&dir, &op.vnf_instance_id);
+            let path = artifact.path(&dir, op.vnf_instance_id.as_str());
             let label = artifact.label();
             match std::fs::remove_file(&path) {
                 Ok(()) => tracing::info!(path = %path.display(), "{label} removed"),

@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::remote::{Auth, HostKeyPolicy, Remote, RemoteCommand, Target};
 use crate::store::VnfcRow;
 use vnfkeeper_core::flavour::{HookContext, MgmtDriver, Probe};
-use vnfkeeper_core::model::VnfcId;
+use vnfkeeper_core::model::{VnfInstanceId, VnfcId};
 use vnfkeeper_core::plan;
 use vnfkeeper_core::policy::{Finding, Role, Verdict, kubectl};
 use vnfkeeper_core::recipes::{EXIT_NEEDED, Step};
@@ -82,7 +82,7 @@ enum Check {
 /// All probes of one host.
 #[derive(Debug)]
 struct Job {
-    vnf: String,
+    vnf: VnfInstanceId,
     vnfc: VnfcId,
     /// The VNFC the verdicts are about when not the step's host (a probe of a host outside the
     /// VNF on behalf of a VNFC).
@@ -106,7 +106,7 @@ enum Answer {
 #[derive(Debug)]
 pub struct Target1<'a> {
     /// vnfInstanceId.
-    pub vnf_instance_id: &'a str,
+    pub vnf_instance_id: &'a VnfInstanceId,
     /// VNFC rows.
     pub vnfcs: &'a [VnfcRow],
     /// Which of them to probe (cloud healthy).
@@ -126,13 +126,13 @@ pub async fn probe_all(
     remote: &dyn Remote,
     settings: ProbeSettings,
     targets: &[Target1<'_>],
-) -> HashMap<String, VnfProbes> {
-    let mut out: HashMap<String, VnfProbes> = HashMap::new();
+) -> HashMap<VnfInstanceId, VnfProbes> {
+    let mut out: HashMap<VnfInstanceId, VnfProbes> = HashMap::new();
     let mut jobs = Vec::new();
-    let mut nodes_of: HashMap<String, Vec<(VnfcId, Option<IpAddr>)>> = HashMap::new();
-    let mut pv_names: HashMap<String, Vec<String>> = HashMap::new();
+    let mut nodes_of: HashMap<VnfInstanceId, Vec<(VnfcId, Option<IpAddr>)>> = HashMap::new();
+    let mut pv_names: HashMap<VnfInstanceId, Vec<String>> = HashMap::new();
     for t in targets {
-        let entry = out.entry(t.vnf_instance_id.to_owned()).or_default();
+        let entry = out.entry(t.vnf_instance_id.clone()).or_default();
         let (vnf_jobs, unprobed, nodes, pvs) = plan_jobs(t);
         for (vnfc, why) in unprobed {
             entry.findings.insert(
@@ -145,11 +145,11 @@ pub async fn probe_all(
             );
         }
         jobs.extend(vnf_jobs);
-        nodes_of.insert(t.vnf_instance_id.to_owned(), nodes);
-        pv_names.insert(t.vnf_instance_id.to_owned(), pvs);
+        nodes_of.insert(t.vnf_instance_id.clone(), nodes);
+        pv_names.insert(t.vnf_instance_id.clone(), pvs);
     }
     let timeout = settings.timeout;
-    let results: Vec<(String, VnfcId, Vec<Answer>)> = futures::stream::iter(jobs)
+    let results: Vec<(VnfInstanceId, VnfcId, Vec<Answer>)> = futures::stream::iter(jobs)
         .map(|job| async move {
             let answers = run_job(remote, &job, timeout).await;
             (job.vnf, job.vnfc, answers)
@@ -161,7 +161,7 @@ pub async fn probe_all(
     // Findings per VNFC; kubectl answers of the first master become node and PV findings.
     // Per VNF: (`kubectl get nodes`, `kubectl get pv`) of its first master.
     type KubeLists = (Result<Value, String>, Result<Value, String>);
-    let mut kube: HashMap<String, KubeLists> = HashMap::new();
+    let mut kube: HashMap<VnfInstanceId, KubeLists> = HashMap::new();
     for (vnf, vnfc, answers) in results {
         let entry = out.entry(vnf.clone()).or_default();
         entry.findings.entry(vnfc).or_default();
@@ -272,7 +272,7 @@ fn plan_jobs(
         }
         let (user, password) = (access.username, access.password);
         jobs.push(Job {
-            vnf: t.vnf_instance_id.to_owned(),
+            vnf: t.vnf_instance_id.clone(),
             vnfc: v.id.clone(),
             about: None,
             target: Target {
@@ -308,7 +308,7 @@ fn outside_job(t: &Target1<'_>, about: &VnfcId, checks: Vec<Check>) -> Result<Jo
         .cloned()
         .ok_or_else(|| format!("no pinned host key for {address} yet; not probed"))?;
     Ok(Job {
-        vnf: t.vnf_instance_id.to_owned(),
+        vnf: t.vnf_instance_id.clone(),
         vnfc: about.clone(),
         about: Some(about.clone()),
         target: Target {

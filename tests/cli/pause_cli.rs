@@ -3,6 +3,7 @@
 //! bad values.
 
 use std::process::{Command, Output};
+use vnfkeeper_core::model::VnfInstanceId;
 
 use serde_json::Value;
 use vnfkeeper::store::Store;
@@ -46,7 +47,10 @@ fn pause_status_resume_and_the_refusals() {
     let now = Timestamp(chrono::Utc::now());
     Store::open(&db)
         .unwrap()
-        .write(|tx| tx.create_instance_if_missing("vnf-1", now).map(|_| ()))
+        .write(|tx| {
+            tx.create_instance_if_missing(&VnfInstanceId::from("vnf-1"), now)
+                .map(|_| ())
+        })
         .unwrap();
 
     let o = run(

@@ -5,6 +5,7 @@
 //! holds no host key block.
 
 use crate::support;
+use vnfkeeper_core::model::OpOccId;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -52,7 +53,7 @@ struct Setup {
     fake: Arc<FakeRemote>,
     cloud: Arc<OpenStackCloud>,
     db_path: std::path::PathBuf,
-    op: String,
+    op: OpOccId,
     logs: Logs,
     _log_guard: tracing::subscriber::DefaultGuard,
 }

@@ -13,6 +13,7 @@
 //! `additionalParams.nfv.VDU.VDU1-1.vcImageId`.
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
 use std::collections::BTreeMap;
 
@@ -36,7 +37,7 @@ fn fixture(name: &str) -> Value {
 
 /// Submits `envelope`, runs the operation, checks it COMPLETED with `steps_total` = its last
 /// step; returns the op id.
-async fn run(bed: &Bed, envelope: &Value) -> String {
+async fn run(bed: &Bed, envelope: &Value) -> OpOccId {
     let op = match bed.submit(&serde_json::to_vec(envelope).unwrap()) {
         Outcome::Accepted {
             vnf_lcm_op_occ_id, ..
@@ -58,7 +59,7 @@ async fn run(bed: &Bed, envelope: &Value) -> String {
 /// `<VDU>-<index>` → row, for the instance's VNFC rows.
 fn rows(bed: &Bed) -> BTreeMap<String, VnfcRow> {
     bed.db
-        .with(|s| s.reader().vnfcs(VNF))
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(VNF)))
         .unwrap()
         .into_iter()
         .map(|r| {

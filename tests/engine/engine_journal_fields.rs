@@ -5,6 +5,7 @@
 //! that VNF.
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -86,7 +87,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     }
 }
 
-fn instantiate(bed: &Bed, vnf: &str) -> String {
+fn instantiate(bed: &Bed, vnf: &str) -> OpOccId {
     let fixture =
         support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
     let mut env: serde_json::Value =
@@ -128,7 +129,7 @@ async fn two_concurrent_operations_never_mix_their_journal_fields() {
 
     let vnfcs_of = |vnf: &str| -> Vec<String> {
         bed.db
-            .with(|s| s.reader().vnfcs(vnf))
+            .with(|s| s.reader().vnfcs(&VnfInstanceId::from(vnf)))
             .unwrap()
             .into_iter()
             .map(|v| v.id.into_string())

@@ -7,6 +7,7 @@
 //! MgmtDriver edits these lists with `sed` patterns that a name's prefix can match.
 
 use crate::support;
+use vnfkeeper_core::model::OpOccId;
 
 use std::path::Path;
 
@@ -114,7 +115,7 @@ fn request(a: &AnsibleServer) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
 }
 
-fn submit(bed: &Bed, bytes: &[u8], packages: &Path) -> String {
+fn submit(bed: &Bed, bytes: &[u8], packages: &Path) -> OpOccId {
     match bed.submit_in(bytes, packages) {
         Outcome::Accepted {
             vnf_lcm_op_occ_id, ..

@@ -4,6 +4,7 @@
 //! NFS export's data and the mkfs log.
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
 use std::collections::BTreeMap;
 
@@ -22,7 +23,7 @@ fn fixture(name: &str) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-fn accepted(out: Outcome) -> String {
+fn accepted(out: Outcome) -> OpOccId {
     match out {
         Outcome::Accepted {
             vnf_lcm_op_occ_id, ..
@@ -32,7 +33,7 @@ fn accepted(out: Outcome) -> String {
 }
 
 /// Submits `envelope`, runs the operation it creates, and returns (op id, final state).
-async fn run(bed: &Bed, envelope: &Value) -> (String, OperationState) {
+async fn run(bed: &Bed, envelope: &Value) -> (OpOccId, OperationState) {
     let op = accepted(bed.submit(&serde_json::to_vec(envelope).unwrap()));
     let state = bed.engine.run(&op).await.unwrap();
     if state != OperationState::Completed {
@@ -47,7 +48,7 @@ async fn run(bed: &Bed, envelope: &Value) -> (String, OperationState) {
     (op, state)
 }
 
-async fn instantiate(bed: &Bed) -> String {
+async fn instantiate(bed: &Bed) -> VnfInstanceId {
     let (op, vnf) = bed.submit_instantiate();
     let state = bed.engine.run(&op).await.unwrap();
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
@@ -55,7 +56,9 @@ async fn instantiate(bed: &Bed) -> String {
 }
 
 fn vnfcs(bed: &Bed, vnf: &str) -> Vec<VnfcRow> {
-    bed.db.with(|s| s.reader().vnfcs(vnf)).unwrap()
+    bed.db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(vnf)))
+        .unwrap()
 }
 
 fn of_vdu<'a>(v: &'a [VnfcRow], vdu: &str) -> Vec<&'a VnfcRow> {
@@ -118,13 +121,13 @@ fn heal_of(vnfc_ids: &[&str], request_id: &str) -> Value {
 async fn scale_out_and_in_by_one_worker_then_terminate() {
     let bed = Bed::new("vkl", 65, fast_limits()).await;
     let vnf = instantiate(&bed).await;
-    let before = vnfcs(&bed, &vnf);
+    let before = vnfcs(&bed, vnf.as_str());
     assert_eq!(of_vdu(&before, "workerNode").len(), 2);
 
     // SCALE_OUT by one step: one more worker, joined, with the NFS client; others untouched.
     let (op, state) = run(&bed, &fixture("pv-k8s-cluster.20-scale-out.json")).await;
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-    let out = vnfcs(&bed, &vnf);
+    let out = vnfcs(&bed, vnf.as_str());
     let workers = of_vdu(&out, "workerNode");
     assert_eq!(workers.len(), 3);
     for (id, server) in servers(&before) {
@@ -134,7 +137,7 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
         .iter()
         .find(|w| !before.iter().any(|b| b.id == w.id))
         .unwrap();
-    let (nodes, _) = kube(&bed, &vnf);
+    let (nodes, _) = kube(&bed, vnf.as_str());
     assert_eq!(nodes.len(), 4, "{nodes:?}");
     let nfs = bed
         .farm
@@ -171,7 +174,7 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
     // SCALE_IN by one step: the newest worker is drained, deleted from Kubernetes and removed.
     let (op, state) = run(&bed, &fixture("pv-k8s-cluster.50-scale-in.json")).await;
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-    let after = vnfcs(&bed, &vnf);
+    let after = vnfcs(&bed, vnf.as_str());
     assert_eq!(of_vdu(&after, "workerNode").len(), 2);
     assert!(
         !after.iter().any(|v| v.id == new.id),
@@ -179,13 +182,13 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
     );
     assert_eq!(servers(&after), servers(&before), "the original VNFCs stay");
     let new_ip = new.ip_address.clone().unwrap().replace('.', "-");
-    let log = kubectl_log(&bed, &vnf);
+    let log = kubectl_log(&bed, vnf.as_str());
     assert!(
         log.iter()
             .any(|l| l.contains(" kubectl drain ") && l.contains(&new_ip)),
         "drain of the removed worker in the kubectl stand-in's log: {log:#?}"
     );
-    let (nodes, _) = kube(&bed, &vnf);
+    let (nodes, _) = kube(&bed, vnf.as_str());
     assert_eq!(nodes.len(), 3, "{nodes:?}");
     let inst = bed.db.with(|s| s.reader().instances()).unwrap();
     assert_eq!(inst[0].scale_status.get("worker_instance"), Some(&0));
@@ -205,9 +208,12 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
     let inst = bed.db.with(|s| s.reader().instances()).unwrap();
     assert_eq!(inst[0].instantiation_state.as_str(), "NOT_INSTANTIATED");
     assert!(inst[0].stack_id.is_none());
-    assert!(vnfcs(&bed, &vnf).is_empty());
+    assert!(vnfcs(&bed, vnf.as_str()).is_empty());
     assert_eq!(bed.tb.cloud().record_counts(), (0, 0, 0));
-    let ops = bed.db.with(|s| s.reader().operations(Some(&vnf))).unwrap();
+    let ops = bed
+        .db
+        .with(|s| s.reader().operations(Some(vnf.as_str())))
+        .unwrap();
     assert_eq!(ops.len(), 4, "every operation stays in the history");
 }
 
@@ -216,7 +222,7 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
 async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_worker_heal() {
     let bed = Bed::new("vkm", 66, fast_limits()).await;
     let vnf = instantiate(&bed).await;
-    let before = vnfcs(&bed, &vnf);
+    let before = vnfcs(&bed, vnf.as_str());
     let storage = of_vdu(&before, "storage_server")[0].clone();
     let storage_server = storage.server_id.clone().unwrap();
     let out = bed
@@ -229,13 +235,13 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(bed.farm.mkfs_log(&storage_server).await.unwrap().len(), 1);
-    let stack = stack_id(&bed, &vnf);
+    let stack = stack_id(&bed, vnf.as_str());
     bed.tb
         .cloud()
         .inject_bind_pv(&stack, "nfs-pv2", None)
         .await
         .unwrap();
-    let (nodes_before, _) = kube(&bed, &vnf);
+    let (nodes_before, _) = kube(&bed, vnf.as_str());
 
     // Refused before anything is touched: 409 naming the PV.
     let (op, state) = run(&bed, &heal_of(&[storage.id.as_str()], "heal-storage")).await;
@@ -247,11 +253,11 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
         "{problem}"
     );
     assert_eq!(
-        servers(&vnfcs(&bed, &vnf)),
+        servers(&vnfcs(&bed, vnf.as_str())),
         servers(&before),
         "no server replaced"
     );
-    let (nodes, pvs) = kube(&bed, &vnf);
+    let (nodes, pvs) = kube(&bed, vnf.as_str());
     assert_eq!(nodes, nodes_before, "no node removed");
     assert_eq!(pvs.len(), 3, "no PV deleted: {pvs:?}");
     let journal = bed.db.with(|s| s.reader().journal(&op)).unwrap();
@@ -269,7 +275,7 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
     let state = bed.engine.run(&op).await.unwrap();
     bed.print_journal(&op);
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-    let after = vnfcs(&bed, &vnf);
+    let after = vnfcs(&bed, vnf.as_str());
     let healed = after.iter().find(|v| v.id == storage.id).unwrap();
     let new_server = healed.server_id.clone().unwrap();
     assert_ne!(
@@ -297,7 +303,7 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
         bed.farm.mkfs_log(&new_server).await.unwrap().is_empty(),
         "no mkfs on the kept volume"
     );
-    let (_, pvs) = kube(&bed, &vnf);
+    let (_, pvs) = kube(&bed, vnf.as_str());
     assert_eq!(pvs.len(), 3);
     assert!(pvs.values().all(|p| p == "Available"), "{pvs:?}");
 
@@ -305,7 +311,7 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
     let worker = of_vdu(&after, "workerNode")[1].clone();
     let (op, state) = run(&bed, &heal_of(&[worker.id.as_str()], "heal-worker")).await;
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-    let last = vnfcs(&bed, &vnf);
+    let last = vnfcs(&bed, vnf.as_str());
     for v in &last {
         let was = after.iter().find(|a| a.id == v.id).unwrap();
         if v.id == worker.id {
@@ -314,9 +320,9 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
             assert_eq!(v.server_id, was.server_id, "VNFC {} untouched", v.id);
         }
     }
-    let (nodes, _) = kube(&bed, &vnf);
+    let (nodes, _) = kube(&bed, vnf.as_str());
     assert_eq!(nodes.len(), 3, "{nodes:?}");
-    let log = kubectl_log(&bed, &vnf);
+    let log = kubectl_log(&bed, vnf.as_str());
     let ip = worker.ip_address.clone().unwrap().replace('.', "-");
     assert!(
         log.iter()
@@ -330,7 +336,7 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
 async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
     let bed = Bed::new("vkln", 67, fast_limits()).await;
     let vnf = instantiate(&bed).await;
-    let before = vnfcs(&bed, &vnf);
+    let before = vnfcs(&bed, vnf.as_str());
     let storage = of_vdu(&before, "storage_server")[0].clone();
     let out = bed
         .farm
@@ -344,7 +350,7 @@ async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
 
     let (op, state) = run(&bed, &fixture("pv-k8s-cluster.60-heal-entire.json")).await;
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-    let after = vnfcs(&bed, &vnf);
+    let after = vnfcs(&bed, vnf.as_str());
     assert_eq!(after.len(), before.len());
     for v in &after {
         let was = before.iter().find(|b| b.id == v.id).expect("VNFC ids kept");
@@ -359,7 +365,7 @@ async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "whole");
     assert!(bed.farm.mkfs_log(server).await.unwrap().is_empty());
-    let (nodes, pvs) = kube(&bed, &vnf);
+    let (nodes, pvs) = kube(&bed, vnf.as_str());
     assert_eq!(pvs.len(), 3);
     assert!(pvs.values().all(|p| p == "Available"), "{pvs:?}");
     // The stand-in's store outlives the servers: nodes of the new servers are registered.
@@ -379,7 +385,7 @@ async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
 async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
     let bed = Bed::new("vklg", 87, fast_limits()).await;
     let vnf = instantiate(&bed).await;
-    let before = vnfcs(&bed, &vnf);
+    let before = vnfcs(&bed, vnf.as_str());
     let servers_before = servers(&before);
     let nova_before: Vec<String> = {
         use vnfkeeper::cloud::Cloud;
@@ -394,7 +400,7 @@ async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
         v.sort();
         v
     };
-    let (nodes_before, _) = kube(&bed, &vnf);
+    let (nodes_before, _) = kube(&bed, vnf.as_str());
 
     bed.tb.cloud().add_api_fault(
         "compute",
@@ -424,7 +430,7 @@ async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
         bed.print_journal(&op);
     }
     assert_eq!(state, OperationState::RolledBack, "{:?}", bed.error_of(&op));
-    let after = vnfcs(&bed, &vnf);
+    let after = vnfcs(&bed, vnf.as_str());
     assert_eq!(
         servers(&after),
         servers_before,
@@ -446,7 +452,7 @@ async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
     assert_eq!(nova_after, nova_before, "only the added server is gone");
     let inst = bed.db.with(|s| s.reader().instances()).unwrap();
     assert_eq!(inst[0].scale_status.get("worker_instance"), Some(&0));
-    let (nodes, _) = kube(&bed, &vnf);
+    let (nodes, _) = kube(&bed, vnf.as_str());
     assert_eq!(nodes, nodes_before);
     let plan: Value = serde_json::from_str(
         &bed.db
@@ -487,8 +493,8 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
     };
     let bed = Bed::new("vkh", 91, limits).await;
     let vnf = instantiate(&bed).await;
-    let before = vnfcs(&bed, &vnf);
-    let (nodes_before, _) = kube(&bed, &vnf);
+    let before = vnfcs(&bed, vnf.as_str());
+    let (nodes_before, _) = kube(&bed, vnf.as_str());
     let known: Vec<String> = bed
         .cloud
         .servers()
@@ -500,7 +506,7 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
 
     // Once the new worker is a node, its host hangs: the next stage on it times out.
     let farm = bed.farm.clone();
-    let store = bed.farm.kube(&stack_id(&bed, &vnf));
+    let store = bed.farm.kube(&stack_id(&bed, vnf.as_str()));
     let cloud = bed.cloud.clone();
     let want = nodes_before.len() + 1;
     let watcher = tokio::spawn(async move {
@@ -521,11 +527,11 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
     let hung = watcher.await.unwrap().expect("the new worker joined");
     assert_eq!(state, OperationState::FailedTemp);
     assert_eq!(
-        kube(&bed, &vnf).0.len(),
+        kube(&bed, vnf.as_str()).0.len(),
         nodes_before.len() + 1,
         "it had joined"
     );
-    let added = vnfcs(&bed, &vnf)
+    let added = vnfcs(&bed, vnf.as_str())
         .into_iter()
         .find(|r| r.server_id.as_deref() == Some(hung.as_str()))
         .expect("the added worker's row");
@@ -537,12 +543,12 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
         bed.print_journal(&op);
     }
     assert_eq!(state, OperationState::RolledBack, "{:?}", bed.error_of(&op));
-    let (nodes, _) = kube(&bed, &vnf);
+    let (nodes, _) = kube(&bed, vnf.as_str());
     assert_eq!(
         nodes, nodes_before,
         "the added node was deleted from the cluster"
     );
-    assert_eq!(servers(&vnfcs(&bed, &vnf)), servers(&before));
+    assert_eq!(servers(&vnfcs(&bed, vnf.as_str())), servers(&before));
     let plan: Value = serde_json::from_str(
         &bed.db
             .with(|s| s.reader().operation_plan(&op))
@@ -552,7 +558,7 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
     .unwrap();
     assert_eq!(plan["rollback"]["hooked"], json!([added.id]));
     let node = added.ip_address.clone().unwrap().replace('.', "-");
-    let log = kubectl_log(&bed, &vnf);
+    let log = kubectl_log(&bed, vnf.as_str());
     assert!(
         log.iter()
             .any(|l| l.contains(" kubectl drain ") && l.contains(&node)),

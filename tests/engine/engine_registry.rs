@@ -6,6 +6,7 @@
 //! served with the same digest, TERMINATE removes the VNF.
 
 use crate::support;
+use vnfkeeper_core::model::VnfInstanceId;
 
 use std::process::Command;
 use std::time::Duration;
@@ -47,7 +48,10 @@ async fn run(bed: &Bed, bytes: &[u8]) -> OperationState {
 }
 
 fn registry_row(bed: &Bed) -> VnfcRow {
-    let rows = bed.db.with(|s| s.reader().vnfcs(VNF)).unwrap();
+    let rows = bed
+        .db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(VNF)))
+        .unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     rows.into_iter().next().unwrap()
 }
@@ -228,6 +232,11 @@ async fn registry_instantiate_push_heal_keeps_images_then_terminate() {
     )
     .await;
     assert_eq!(state, OperationState::Completed);
-    assert!(bed.db.with(|s| s.reader().vnfcs(VNF)).unwrap().is_empty());
+    assert!(
+        bed.db
+            .with(|s| s.reader().vnfcs(&VnfInstanceId::from(VNF)))
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(catalog(&ip), Value::Null);
 }

@@ -18,6 +18,7 @@
 //! (HTTP) or its certs.d directory (HTTPS).
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
 use std::path::Path;
 use std::process::Command;
@@ -52,7 +53,7 @@ fn fixture(name: &str) -> Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
-async fn run(bed: &Bed, body: &Value, packages: &Path) -> (String, OperationState) {
+async fn run(bed: &Bed, body: &Value, packages: &Path) -> (OpOccId, OperationState) {
     let op = match bed.submit_in(&serde_json::to_vec(body).unwrap(), packages) {
         Outcome::Accepted {
             vnf_lcm_op_occ_id, ..
@@ -215,7 +216,7 @@ async fn start_containerd(bed: &Bed, server: &str) {
 
 fn nodes(bed: &Bed) -> Vec<VnfcRow> {
     bed.db
-        .with(|s| s.reader().vnfcs(CLUSTER_VNF))
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(CLUSTER_VNF)))
         .unwrap()
         .into_iter()
         .filter(|v| v.vdu_id == "masterNode" || v.vdu_id == "workerNode")
@@ -237,7 +238,7 @@ async fn restarts(bed: &Bed, server: &str) -> usize {
 fn trust_of(bed: &Bed) -> Vec<vnfkeeper_core::flavour::trust::NodeTrust> {
     let one = bed
         .db
-        .with(|s| s.reader().registry_trust(CLUSTER_VNF))
+        .with(|s| s.reader().registry_trust(&VnfInstanceId::from(CLUSTER_VNF)))
         .unwrap();
     // `status` reads the whole fleet's at once: the same rows in the same order.
     let mut all = bed.db.with(|s| s.reader().registry_trust_all()).unwrap();
@@ -301,7 +302,7 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     assert_eq!(state, OperationState::Completed);
     let reg = bed
         .db
-        .with(|s| s.reader().vnfcs(REGISTRY_VNF))
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(REGISTRY_VNF)))
         .unwrap()
         .remove(0);
     let ip = reg.ip_address.clone().unwrap();

@@ -9,6 +9,7 @@ use std::fs;
 use std::io::{Cursor, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
+use vnfkeeper_core::model::OpOccId;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -76,7 +77,7 @@ impl Env {
         out.remove(0)
     }
 
-    fn accepted(&self, package: &Path) -> (String, PackageDigest, PathBuf) {
+    fn accepted(&self, package: &Path) -> (OpOccId, PackageDigest, PathBuf) {
         match self.submit(package) {
             Outcome::Accepted {
                 vnf_lcm_op_occ_id, ..

@@ -6,6 +6,8 @@
 //! HealVnfRequest and its audit rows.
 
 use crate::support;
+use vnfkeeper_core::model::OpOccId;
+use vnfkeeper_core::model::VnfInstanceId;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +30,7 @@ struct Bed {
     _dir: tempfile::TempDir,
     tb: Testbed,
     db: Db,
-    vnf: String,
+    vnf: VnfInstanceId,
     rec: Reconciler<OpenStackCloud>,
     engine: Engine<OpenStackCloud>,
 }
@@ -113,7 +115,7 @@ impl Bed {
 
     fn heals(&self) -> Vec<vnfkeeper::store::OperationRow> {
         self.db
-            .with(|s| s.reader().operations(Some(&self.vnf)))
+            .with(|s| s.reader().operations(Some(self.vnf.as_str())))
             .unwrap()
             .into_iter()
             .filter(|o| o.operation == LcmOperationType::Heal)
@@ -155,7 +157,7 @@ impl Bed {
 
 /// Puts envelope `env` through intake (the spool under `dir`, as the daemon would):
 /// (vnfLcmOpOccId, vnfInstanceId) of the accepted operation.
-fn submit(dir: &std::path::Path, db: &Db, env: &Value) -> (String, String) {
+fn submit(dir: &std::path::Path, db: &Db, env: &Value) -> (OpOccId, VnfInstanceId) {
     let spool = Spool::open(&dir.join("spool")).unwrap();
     let path = spool.submit(env.to_string().as_bytes()).unwrap();
     let root = support::repo_root();
@@ -318,7 +320,7 @@ async fn a_server_that_keeps_failing_stops_after_its_retry_budget() {
     // Attempt 1 at once.
     let r = bed.pass(PassKind::Cloud, at(0)).await;
     assert_eq!(r.started.len(), 1);
-    bed.fail_operation(&r.started[0].1);
+    bed.fail_operation(r.started[0].1.as_str());
     // The server is still in ERROR: attempt 2 waits 10 s × 2^1 = 20 s.
     let r = bed.pass(PassKind::Cloud, at(5)).await;
     assert!(r.started.is_empty());
@@ -329,7 +331,7 @@ async fn a_server_that_keeps_failing_stops_after_its_retry_budget() {
     );
     let r = bed.pass(PassKind::Cloud, at(21)).await;
     assert_eq!(r.started.len(), 1, "{:#?}", r.outcomes);
-    bed.fail_operation(&r.started[0].1);
+    bed.fail_operation(r.started[0].1.as_str());
     // Budget of 2 used up: an alert, no third heal, however long we wait.
     let r = bed.pass(PassKind::Cloud, at(10_000)).await;
     assert!(r.started.is_empty());

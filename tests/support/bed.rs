@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
 use super::Cleanup;
 use testbed::cloud::Testbed;
@@ -85,7 +86,7 @@ impl Bed {
     }
 
     /// Submits the seed's instantiate request; returns (op id, vnf instance id).
-    pub fn submit_instantiate(&self) -> (String, String) {
+    pub fn submit_instantiate(&self) -> (OpOccId, VnfInstanceId) {
         let fixture =
             super::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
         match self.submit(&std::fs::read(fixture).unwrap()) {
@@ -98,7 +99,7 @@ impl Bed {
         }
     }
 
-    pub fn print_journal(&self, op: &str) {
+    pub fn print_journal(&self, op: &OpOccId) {
         for j in self.db.with(|s| s.reader().journal(op)).unwrap() {
             eprintln!(
                 "{:>3} {:<18} {:<38} {:<6} x{} {}",
@@ -113,7 +114,7 @@ impl Bed {
     }
 
     /// The operation's ProblemDetails as JSON text, if it has one.
-    pub fn error_of(&self, op: &str) -> Option<String> {
+    pub fn error_of(&self, op: &OpOccId) -> Option<String> {
         self.db
             .with(|s| s.reader().operation(op))
             .unwrap()

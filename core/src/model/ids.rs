@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 macro_rules! string_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
         #[serde(transparent)]
         pub struct $name(String);
 
@@ -31,6 +31,14 @@ macro_rules! string_id {
             /// The id as an owned string.
             pub fn into_string(self) -> String {
                 self.0
+            }
+        }
+
+        /// Debug-formats as the bare string does (`"vnf-1"`), so messages that quote an id
+        /// with `{:?}` read as before.
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(&self.0, f)
             }
         }
 
@@ -150,6 +158,7 @@ mod tests {
         let back: VnfcId = serde_json::from_str("\"master-0\"").unwrap();
         assert_eq!(back, id);
         assert_eq!(id.to_string(), "master-0");
+        assert_eq!(format!("{id:?}"), "\"master-0\"");
         assert_eq!(id, "master-0");
         let set: std::collections::BTreeSet<StageKey> = [StageKey::from("heat.create")].into();
         assert!(set.contains("heat.create"));

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::Timestamp;
+use super::{Timestamp, VnfInstanceId};
 
 /// What a pause covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -15,8 +15,8 @@ pub enum PauseScope {
     /// Every VNF instance (stored as `*`, which no vnfInstanceId can be: those are
     /// `[A-Za-z0-9._-]`).
     All,
-    /// One VNF instance (vnfInstanceId).
-    Vnf(String),
+    /// One VNF instance.
+    Vnf(VnfInstanceId),
 }
 
 impl PauseScope {
@@ -24,7 +24,7 @@ impl PauseScope {
     pub fn as_key(&self) -> &str {
         match self {
             PauseScope::All => "*",
-            PauseScope::Vnf(id) => id,
+            PauseScope::Vnf(id) => id.as_str(),
         }
     }
 
@@ -33,12 +33,12 @@ impl PauseScope {
         if key == "*" {
             PauseScope::All
         } else {
-            PauseScope::Vnf(key.to_owned())
+            PauseScope::Vnf(key.into())
         }
     }
 
     /// The vnfInstanceId, `None` for [`PauseScope::All`].
-    pub fn vnf_instance_id(&self) -> Option<&str> {
+    pub fn vnf_instance_id(&self) -> Option<&VnfInstanceId> {
         match self {
             PauseScope::All => None,
             PauseScope::Vnf(id) => Some(id),
@@ -84,7 +84,7 @@ impl MaintenancePause {
 /// is in force.
 pub fn in_force<'a>(
     pauses: &'a [MaintenancePause],
-    vnf: &str,
+    vnf: &VnfInstanceId,
     now: Timestamp,
 ) -> Option<&'a MaintenancePause> {
     let own = pauses
@@ -177,11 +177,18 @@ mod tests {
         let own = pause(PauseScope::Vnf("v1".into()), Some("2026-11-24T08:00:00Z"));
         let all = pause(PauseScope::All, None);
         let both = [all.clone(), own.clone()];
-        assert_eq!(in_force(&both, "v1", now), Some(&own));
-        assert_eq!(in_force(&both, "v2", now), Some(&all));
+        assert_eq!(in_force(&both, &"v1".into(), now), Some(&own));
+        assert_eq!(in_force(&both, &"v2".into(), now), Some(&all));
         let later = t("2026-11-24T08:00:00Z");
-        assert_eq!(in_force(&both, "v1", later), Some(&all), "own one ended");
-        assert_eq!(in_force(std::slice::from_ref(&own), "v1", later), None);
+        assert_eq!(
+            in_force(&both, &"v1".into(), later),
+            Some(&all),
+            "own one ended"
+        );
+        assert_eq!(
+            in_force(std::slice::from_ref(&own), &"v1".into(), later),
+            None
+        );
         assert_eq!(expired(&both, later), vec![&own]);
         assert!(expired(&both, now).is_empty());
     }

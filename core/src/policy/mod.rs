@@ -37,7 +37,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::model::{MaintenancePause, Timestamp, VnfcId};
+use crate::model::{MaintenancePause, OpOccId, Timestamp, VnfInstanceId, VnfcId};
 use rules::{Candidate, Ruling};
 
 /// Policy settings (from `[reconcile]` in the configuration).
@@ -230,9 +230,9 @@ pub enum PvView {
 #[derive(Debug, Clone, PartialEq)]
 pub struct VnfInput {
     /// vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// Operations of the instance not in a final state (vnfLcmOpOccId), oldest first.
-    pub unfinished_operations: Vec<String>,
+    pub unfinished_operations: Vec<OpOccId>,
     /// Its VNFCs.
     pub vnfcs: Vec<VnfcInput>,
     /// PV phases.
@@ -309,7 +309,7 @@ impl DecisionKind {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
     /// vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// The VNFC concerned (`None` for a VNF-level decision).
     pub vnfc_id: Option<VnfcId>,
     /// Kind.
@@ -352,7 +352,7 @@ impl HealPlan {
 #[derive(Debug, Clone, PartialEq)]
 pub struct VnfOutcome {
     /// vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// Decisions, VNF-level first.
     pub decisions: Vec<Decision>,
     /// Updated memory per VNFC (vnfc id, memory); empty when the VNF was skipped (in flight).
@@ -429,7 +429,7 @@ struct Row<'a> {
 ///
 /// Decisions come VNF-level first, then per VNFC in that order of rules.
 pub fn decide(p: &Policy, vnf: &VnfInput, now: Timestamp) -> VnfOutcome {
-    let vnf_id = vnf.vnf_instance_id.as_str();
+    let vnf_id = &vnf.vnf_instance_id;
     let mut vnf_memory = vnf.memory.clone();
     let mut decisions = Vec::new();
 
@@ -437,7 +437,7 @@ pub fn decide(p: &Policy, vnf: &VnfInput, now: Timestamp) -> VnfOutcome {
     if let Some(skip) = rules::one_operation_per_vnf(vnf) {
         decisions.extend(skip.map(|r| rules::vnf_decision(&mut vnf_memory, vnf_id, r)));
         return VnfOutcome {
-            vnf_instance_id: vnf_id.to_owned(),
+            vnf_instance_id: vnf_id.clone(),
             decisions,
             memory: Vec::new(),
             vnf_memory,
@@ -519,7 +519,7 @@ pub fn decide(p: &Policy, vnf: &VnfInput, now: Timestamp) -> VnfOutcome {
     rules::mark_repeats(&mut per_vnfc, &mut memory);
     decisions.extend(per_vnfc.into_iter().map(|(_, d)| d));
     VnfOutcome {
-        vnf_instance_id: vnf_id.to_owned(),
+        vnf_instance_id: vnf_id.clone(),
         decisions,
         memory: rows
             .iter()
@@ -553,7 +553,7 @@ fn observe<'a>(p: &Policy, v: &'a VnfcInput, pass: &str, now: Timestamp) -> Row<
 /// for each chosen VNFC and `IN_FLIGHT` for each that waits, and returns the HEAL to start.
 fn start_heal(
     p: &Policy,
-    vnf_id: &str,
+    vnf_id: &VnfInstanceId,
     rows: &[Row<'_>],
     sel: &rules::Selection,
     memory: &mut [Memory],
@@ -631,9 +631,9 @@ fn start_heal(
 
 /// A VNFC's decision from a ruling, with the row's evidence (`repeat` is set later by
 /// [`rules::mark_repeats`]).
-fn row_decision(vnf_id: &str, row: &Row<'_>, r: Ruling) -> Decision {
+fn row_decision(vnf_id: &VnfInstanceId, row: &Row<'_>, r: Ruling) -> Decision {
     Decision {
-        vnf_instance_id: vnf_id.to_owned(),
+        vnf_instance_id: vnf_id.clone(),
         vnfc_id: Some(row.vnfc.vnfc_id.clone()),
         kind: r.kind,
         reason: r.reason,

@@ -875,8 +875,8 @@ fn rule_repeats_are_marked_per_vnfc_and_a_started_heal_never_is() {
         ruling: Ruling::new(DecisionKind::ShortCircuit, "3 of 5".into()),
         evidence: Value::Null,
     };
-    assert!(!rules::vnf_decision(&mut vnf_memory, "vnf-1", r.clone()).repeat);
-    assert!(rules::vnf_decision(&mut vnf_memory, "vnf-1", r).repeat);
+    assert!(!rules::vnf_decision(&mut vnf_memory, &VnfInstanceId::from("vnf-1"), r.clone()).repeat);
+    assert!(rules::vnf_decision(&mut vnf_memory, &VnfInstanceId::from("vnf-1"), r).repeat);
 }
 
 #[test]

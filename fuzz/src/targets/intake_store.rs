@@ -12,6 +12,8 @@
 //! request id written (the input's, made unique per write: it is the table's idempotency key).
 
 use std::sync::Mutex;
+use vnfkeeper_core::model::OpOccId;
+use vnfkeeper_core::model::VnfInstanceId;
 
 use serde_json::Value;
 use vnfkeeper::store::{NewOperation, RequestBody, Store};
@@ -77,11 +79,11 @@ pub fn run(data: &[u8]) {
     let now = Timestamp::parse("2026-11-26T00:00:00Z").expect("a time");
     store
         .write(|tx| {
-            tx.create_instance_if_missing(&env.vnf_instance_id, now)?;
+            tx.create_instance_if_missing(&VnfInstanceId::from(&env.vnf_instance_id), now)?;
             tx.insert_operation(
                 &NewOperation {
-                    id: &op_id,
-                    vnf_instance_id: &env.vnf_instance_id,
+                    id: &OpOccId::from(&op_id),
+                    vnf_instance_id: &VnfInstanceId::from(&env.vnf_instance_id),
                     operation,
                     operation_params: &body,
                     vnf_package: env.vnf_package.as_deref(),
@@ -95,14 +97,14 @@ pub fn run(data: &[u8]) {
         .expect("an accepted request is written");
     let reader = store.reader();
     let (text, package) = reader
-        .operation_params(&op_id)
+        .operation_params(&OpOccId::from(&op_id))
         .expect("read back")
         .expect("the operation exists");
     let back: Value = serde_json::from_str(&text).expect("the stored body is JSON");
     assert_eq!(back, env.request, "the body read back differs");
     assert_eq!(package, env.vnf_package);
     let row = reader
-        .operation(&op_id)
+        .operation(&OpOccId::from(&op_id))
         .expect("read back")
         .expect("the operation row exists");
     assert_eq!(row.vnf_instance_id, env.vnf_instance_id);

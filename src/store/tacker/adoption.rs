@@ -5,6 +5,8 @@
 
 use rusqlite::{OptionalExtension as _, params};
 use vnfkeeper_core::model::EventKind;
+use vnfkeeper_core::model::OpOccId;
+use vnfkeeper_core::model::VnfInstanceId;
 
 use crate::store::decode::{Cells, OPERATION_STATES};
 use crate::store::{NewEvent, NewOperation, ReaderRef, RequestBody, Result, Tx, collect_checked};
@@ -364,8 +366,8 @@ impl Tx<'_> {
         let package_text = package.map(|p| p.dir.display().to_string());
         self.insert_operation(
             &NewOperation {
-                id: &op_id,
-                vnf_instance_id: &occ.vnf_instance_id,
+                id: &OpOccId::from(&op_id),
+                vnf_instance_id: &VnfInstanceId::from(&occ.vnf_instance_id),
                 operation: LcmOperationType::Instantiate,
                 operation_params: body,
                 vnf_package: package_text.as_deref(),
@@ -376,7 +378,7 @@ impl Tx<'_> {
             now,
         )?;
         if let Some(p) = package {
-            self.record_package_snapshot(&op_id, p.digest, &p.source)?;
+            self.record_package_snapshot(&OpOccId::from(&op_id), p.digest, &p.source)?;
         }
         let message = format!(
             "Tacker's INSTANTIATE {} COMPLETED: management steps queued as {op_id}",
@@ -418,8 +420,8 @@ impl Tx<'_> {
             self.append_event(
                 &NewEvent {
                     kind: EventKind::TackerHealCompleted,
-                    vnf_instance_id: Some(vnf),
-                    vnf_lcm_op_occ_id: Some(&op_id),
+                    vnf_instance_id: Some(&VnfInstanceId::from(vnf)),
+                    vnf_lcm_op_occ_id: Some(&OpOccId::from(&op_id)),
                     vnfc_id: None,
                     message: &message,
                     evidence: Some(&evidence),
@@ -435,7 +437,7 @@ impl Tx<'_> {
             Ok(HealAdoption::Refused(problem))
         };
         let adopted = self
-            .instance(vnf)?
+            .instance(&VnfInstanceId::from(vnf))?
             .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
         if !adopted {
             return refuse(
@@ -444,9 +446,12 @@ impl Tx<'_> {
                 format!("VNF instance {vnf}: its INSTANTIATE was not adopted by vnfkeeper"),
             );
         }
-        let vnfcs = self.reader().vnfcs(vnf)?;
+        let vnfcs = self.reader().vnfcs(&VnfInstanceId::from(vnf))?;
         if vnfcs.is_empty() {
-            if !self.unfinished_operations(vnf)?.is_empty() {
+            if !self
+                .unfinished_operations(&VnfInstanceId::from(vnf))?
+                .is_empty()
+            {
                 return Ok(HealAdoption::Waiting);
             }
             return refuse(
@@ -466,8 +471,8 @@ impl Tx<'_> {
         let op_id = uuid::Uuid::new_v4().to_string();
         self.insert_operation(
             &NewOperation {
-                id: &op_id,
-                vnf_instance_id: vnf,
+                id: &OpOccId::from(&op_id),
+                vnf_instance_id: &VnfInstanceId::from(vnf),
                 operation: LcmOperationType::Heal,
                 operation_params: &body,
                 vnf_package: None,
@@ -511,7 +516,7 @@ impl Tx<'_> {
         }
         let vnf = occ.vnf_instance_id.as_str();
         let adopted = self
-            .instance(vnf)?
+            .instance(&VnfInstanceId::from(vnf))?
             .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
         if !adopted {
             let problem = ProblemDetails::new(
@@ -522,7 +527,10 @@ impl Tx<'_> {
             self.refuse_tacker_followup(occ, &problem, now)?;
             return Ok(HealAdoption::Refused(problem));
         }
-        if !self.unfinished_operations(vnf)?.is_empty() {
+        if !self
+            .unfinished_operations(&VnfInstanceId::from(vnf))?
+            .is_empty()
+        {
             return Ok(HealAdoption::Waiting);
         }
         let text = serde_json::to_string(request).unwrap_or_default();
@@ -534,8 +542,8 @@ impl Tx<'_> {
         };
         self.insert_operation(
             &NewOperation {
-                id: &op_id,
-                vnf_instance_id: vnf,
+                id: &OpOccId::from(&op_id),
+                vnf_instance_id: &VnfInstanceId::from(vnf),
                 operation: LcmOperationType::Scale,
                 operation_params: &body,
                 vnf_package: None,
@@ -581,8 +589,8 @@ impl Tx<'_> {
         self.append_event(
             &NewEvent {
                 kind: EventKind::TackerOperationAdopted,
-                vnf_instance_id: Some(&occ.vnf_instance_id),
-                vnf_lcm_op_occ_id: Some(op_id),
+                vnf_instance_id: Some(&VnfInstanceId::from(&occ.vnf_instance_id)),
+                vnf_lcm_op_occ_id: Some(&OpOccId::from(op_id)),
                 vnfc_id: None,
                 message,
                 evidence: Some(&evidence),
@@ -618,7 +626,7 @@ impl Tx<'_> {
         self.append_event(
             &NewEvent {
                 kind: EventKind::TackerOperationRefused,
-                vnf_instance_id: Some(&occ.vnf_instance_id),
+                vnf_instance_id: Some(&VnfInstanceId::from(&occ.vnf_instance_id)),
                 vnf_lcm_op_occ_id: None,
                 vnfc_id: None,
                 message: &message,
@@ -644,14 +652,14 @@ impl Tx<'_> {
         let at = now.to_rfc3339();
         let vnf = occ.vnf_instance_id.as_str();
         let adopted = self
-            .instance(vnf)?
+            .instance(&VnfInstanceId::from(vnf))?
             .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
         if !adopted {
             self.mark_followup_handled(&occ.id, &at)?;
             return Ok(Retired::NotAdopted);
         }
         let waiting_for_tacker = self.tacker_heals_of(vnf)?;
-        let unfinished = self.unfinished_operations(vnf)?;
+        let unfinished = self.unfinished_operations(&VnfInstanceId::from(vnf))?;
         if unfinished.iter().any(|o| {
             !waiting_for_tacker.contains(&o.id)
                 && (o.operation_state != OperationState::FailedTemp || o.pending_task.is_some())
@@ -668,7 +676,7 @@ impl Tx<'_> {
             );
             self.fail_tacker_heal(id, &problem, now)?;
         }
-        let unfinished = self.unfinished_operations(vnf)?;
+        let unfinished = self.unfinished_operations(&VnfInstanceId::from(vnf))?;
         // FAILED_TEMP operations waiting for an operator can never be retried: the VNF is gone.
         let reason = ProblemDetails::new(
             409,
@@ -680,10 +688,10 @@ impl Tx<'_> {
         );
         let reason = crate::store::decode::to_json("error", &reason)?;
         for o in &unfinished {
-            self.set_operation_state(&o.id, OperationState::Failed, Some(&reason), now)?;
+            self.set_operation_state(o.id.as_str(), OperationState::Failed, Some(&reason), now)?;
         }
-        self.delete_vnfcs(vnf)?;
-        self.prune_reconcile_state(vnf)?;
+        self.delete_vnfcs(&VnfInstanceId::from(vnf))?;
+        self.prune_reconcile_state(&VnfInstanceId::from(vnf))?;
         self.tx.execute(
             "UPDATE vnf_instance SET stack_id = NULL WHERE id = ?1",
             [vnf],
@@ -698,7 +706,7 @@ impl Tx<'_> {
         self.append_event(
             &NewEvent {
                 kind: EventKind::VnfRetired,
-                vnf_instance_id: Some(vnf),
+                vnf_instance_id: Some(&VnfInstanceId::from(vnf)),
                 vnf_lcm_op_occ_id: None,
                 vnfc_id: None,
                 message: &message,
