@@ -11,13 +11,12 @@
 
 use std::path::Path;
 use std::time::{Duration, Instant};
-use vnfkeeper_core::model::OpOccId;
-use vnfkeeper_core::model::VnfInstanceId;
 
 use serde_json::json;
 use vnfkeeper::store::{NewEvent, NewIntake, NewOperation, RequestBody, Store};
 use vnfkeeper_core::model::{
-    EventKind, InstantiationState, LcmOperationType, OperationState, Timestamp,
+    EventKind, InstantiationState, LcmOperationType, OpOccId, OperationState, Timestamp,
+    VnfInstanceId,
 };
 use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
 
@@ -207,14 +206,14 @@ fn fill(db: &Path, vnfs: usize, ops: usize) {
                     .collect();
                 tx.create_instance_if_missing(&VnfInstanceId::from(&vnf), now)?;
                 tx.set_instance_stack(
-                    &vnf,
+                    &VnfInstanceId::from(&vnf),
                     &format!("vnf-{vnf}"),
                     Some(&format!("stack-{v}")),
                     now,
                 )?;
                 tx.sync_vnfcs(&VnfInstanceId::from(&vnf), &observed, now)?;
                 tx.set_instantiation_state(
-                    &vnf,
+                    &VnfInstanceId::from(&vnf),
                     InstantiationState::Instantiated,
                     Some("simple"),
                     None,

@@ -21,12 +21,10 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use vnfkeeper_core::model::OpOccId;
-use vnfkeeper_core::model::VnfInstanceId;
 
 use serde_json::Value;
 use vnfkeeper::store::{NewOperation, RequestBody, Store};
-use vnfkeeper_core::model::{LcmOperationType, Timestamp};
+use vnfkeeper_core::model::{LcmOperationType, OpOccId, Timestamp, VnfInstanceId};
 
 mod support;
 mod table;

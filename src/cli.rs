@@ -7,8 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use vnfkeeper_core::artifact::Artifact;
-use vnfkeeper_core::model::VnfInstanceId;
-use vnfkeeper_core::model::VnfcId;
+use vnfkeeper_core::model::{VnfInstanceId, VnfcId};
 
 use clap::{Parser, Subcommand};
 use comfy_table::{Table, presets::NOTHING};

@@ -5,11 +5,11 @@
 use anyhow::{anyhow, bail};
 use comfy_table::{Table, presets::NOTHING};
 use serde_json::{Value, json};
-use vnfkeeper_core::model::VnfInstanceId;
 
 use crate::config::Settings;
 use crate::store::{IntakeFacts, StepFacts, Store, TimelineEntry};
-use vnfkeeper_core::model::{Timestamp, pause};
+
+use vnfkeeper_core::model::{Timestamp, VnfInstanceId, pause};
 
 /// Prints the timeline of `vnf_instance_id` read through a read-only connection: entries at or
 /// after `since` (an RFC 3339 time, or a span back from `now` such as `90m`, `2h`, `1d`), as an

@@ -6,7 +6,6 @@
 //! ended ([`exit_code`]).
 
 use std::time::{Duration, Instant};
-use vnfkeeper_core::model::OpOccId;
 
 use anyhow::{Context as _, anyhow, bail};
 use serde_json::{Value, json};
@@ -14,7 +13,8 @@ use serde_json::{Value, json};
 use crate::config::Settings;
 use crate::intake::spool::Spool;
 use crate::store::{OperationRow, Store};
-use vnfkeeper_core::model::{IntakeOutcome, OperationState, Timestamp};
+
+use vnfkeeper_core::model::{IntakeOutcome, OpOccId, OperationState, Timestamp};
 
 /// Exit status when the operation stopped in `FAILED_TEMP` (an operator decides: `retry`,
 /// `fail` or `rollback`).

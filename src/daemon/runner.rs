@@ -7,7 +7,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
 use tokio::sync::{mpsc, watch};
 use tokio::task::{JoinHandle, JoinSet};
@@ -18,7 +17,8 @@ use crate::config::Settings;
 use crate::engine::{Engine, EngineLimits};
 use crate::metrics::Metrics;
 use crate::store::Db;
-use vnfkeeper_core::model::OperationState;
+
+use vnfkeeper_core::model::{OpOccId, OperationState, VnfInstanceId};
 
 /// What an operation task returns: (vnf instance, op id, final state or database error).
 type TaskResult = (VnfInstanceId, OpOccId, Result<OperationState, String>);

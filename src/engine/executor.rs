@@ -409,7 +409,7 @@ impl<C: Cloud> Engine<C> {
             },
             |s: &StackRef| {
                 Ok(self.db.write(|tx| {
-                    tx.set_instance_stack(op.vnf_instance_id.as_str(), &s.name, Some(&s.id), now())
+                    tx.set_instance_stack(&op.vnf_instance_id, &s.name, Some(&s.id), now())
                 })?)
             },
         )

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use vnfkeeper_core::model::VnfInstanceId;
 
 use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
 use crate::store::InstanceRow;
 use vnfkeeper_core::flavour::{self, Inputs, MgmtDriver};
+use vnfkeeper_core::model::VnfInstanceId;
 use vnfkeeper_core::package::VnfPackage;
 use vnfkeeper_core::wire::sol003::{ChangeExtVnfConnectivityRequest, InstantiateVnfRequest};
 

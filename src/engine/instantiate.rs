@@ -174,12 +174,7 @@ pub(super) async fn adopt_stack<C: Cloud>(
             )
         })?;
     e.db.write(|tx| {
-        tx.set_instance_stack(
-            op.vnf_instance_id.as_str(),
-            &found.name,
-            Some(&found.id),
-            now(),
-        )
+        tx.set_instance_stack(&op.vnf_instance_id, &found.name, Some(&found.id), now())
     })?;
     Ok(())
 }
@@ -189,9 +184,9 @@ fn finish<C: Cloud>(e: &Engine<C>, op: &OperationRow, inst: &Instance) -> Result
     let package = pkg.root().display().to_string();
     let levels = plan::scale::initial_levels(&pkg.vnfd, req.instantiation_level_id.as_deref());
     e.db.write(|tx| {
-        tx.set_scale_status(op.vnf_instance_id.as_str(), Some(&levels), now())?;
+        tx.set_scale_status(&op.vnf_instance_id, Some(&levels), now())?;
         tx.set_instantiation_state(
-            op.vnf_instance_id.as_str(),
+            &op.vnf_instance_id,
             InstantiationState::Instantiated,
             Some(&req.flavour_id),
             Some(&package),
@@ -247,7 +242,7 @@ pub(super) async fn roll_back<C: Cloud>(
     e.db.write(|tx| {
         tx.delete_vnfcs(&op.vnf_instance_id)?;
         tx.journal_clear(&op.id)?;
-        tx.set_instance_stack(op.vnf_instance_id.as_str(), &stack_name, None, now())
+        tx.set_instance_stack(&op.vnf_instance_id, &stack_name, None, now())
     })?;
     Ok(())
 }

@@ -19,9 +19,6 @@ mod terminate;
 
 use std::sync::Arc;
 use std::time::Duration;
-use vnfkeeper_core::model::OpOccId;
-
-use vnfkeeper_core::model::EventKind;
 
 use tracing::Instrument as _;
 
@@ -29,9 +26,12 @@ use crate::cloud::Cloud;
 use crate::metrics::Metrics;
 use crate::remote::Remote;
 use crate::store::{Db, NewEvent, OperationRow, StoreError};
-use vnfkeeper_core::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use steps::StepFailure;
+
+use vnfkeeper_core::model::{
+    EventKind, LcmOperationType, OpOccId, OperationState, PendingTask, Timestamp,
+};
 
 /// Tunables of the engine (from the configuration's `[limits]`).
 #[derive(Debug, Clone)]

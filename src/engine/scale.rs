@@ -338,7 +338,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
         subjects: Subjects::CreatedSince(op.start_time),
     };
     e.execute(op, plan.stages.clone(), &x).await?;
-    e.db.write(|tx| tx.set_scale_status(op.vnf_instance_id.as_str(), Some(&plan.levels), now()))?;
+    e.db.write(|tx| tx.set_scale_status(&op.vnf_instance_id, Some(&plan.levels), now()))?;
     Ok(())
 }
 

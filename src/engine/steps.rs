@@ -2,8 +2,6 @@
 //! the hosts of a wave), each with retries for transient failures.
 
 use std::future::Future;
-use vnfkeeper_core::model::VnfInstanceId;
-use vnfkeeper_core::model::VnfcId;
 
 use futures::StreamExt as _;
 use tracing::Instrument as _;
@@ -14,7 +12,9 @@ use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
 use crate::store::{OperationRow, StoreError};
 use vnfkeeper_core::console::FirstContact;
 use vnfkeeper_core::flavour::{ApplyOutput, MgmtDriver};
-use vnfkeeper_core::model::{LcmOperationType, ProblemDetails, StageKey, StepState};
+use vnfkeeper_core::model::{
+    LcmOperationType, ProblemDetails, StageKey, StepState, VnfInstanceId, VnfcId,
+};
 use vnfkeeper_core::recipes::{EXIT_NEEDED, EXIT_REFUSED, OutputUse, Step};
 use vnfkeeper_core::wire::Secret;
 

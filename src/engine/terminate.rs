@@ -70,10 +70,10 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
         .unwrap_or_else(|| stack_name(op.vnf_instance_id.as_str()));
     e.db.write(|tx| {
         tx.delete_vnfcs(&op.vnf_instance_id)?;
-        tx.set_instance_stack(op.vnf_instance_id.as_str(), &name, None, now())?;
-        tx.set_scale_status(op.vnf_instance_id.as_str(), None, now())?;
+        tx.set_instance_stack(&op.vnf_instance_id, &name, None, now())?;
+        tx.set_scale_status(&op.vnf_instance_id, None, now())?;
         tx.set_instantiation_state(
-            op.vnf_instance_id.as_str(),
+            &op.vnf_instance_id,
             InstantiationState::NotInstantiated,
             None,
             None,

@@ -13,10 +13,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
-use vnfkeeper_core::model::OpOccId;
-use vnfkeeper_core::model::VnfInstanceId;
-
-use vnfkeeper_core::model::EventKind;
 
 use super::maildir::{Destination, KeptCopy};
 use super::snapshot::{self, SnapshotError};
@@ -25,8 +21,8 @@ use crate::store::{
     RequestBody, StoreError, Tx, VnfcRow,
 };
 use vnfkeeper_core::model::{
-    FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
-    ProblemDetails, Timestamp,
+    EventKind, FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OpOccId,
+    OperationState, PendingTask, ProblemDetails, Timestamp, VnfInstanceId,
 };
 use vnfkeeper_core::package::Snapshot;
 use vnfkeeper_core::package::Vnfd;
@@ -1541,7 +1537,7 @@ mod tests {
             .write(|tx| {
                 queue(tx, "s1", LcmOperationType::Scale)?;
                 let levels = BTreeMap::from([("worker_instance".to_owned(), 2)]);
-                tx.set_scale_status("vnf-1", Some(&levels), now())
+                tx.set_scale_status(&VnfInstanceId::from("vnf-1"), Some(&levels), now())
             })
             .unwrap();
         let (instance, queued) = instance_and_queue(&store);

@@ -28,10 +28,6 @@ pub mod probe;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use vnfkeeper_core::model::OpOccId;
-use vnfkeeper_core::model::VnfInstanceId;
-
-use vnfkeeper_core::model::{EventKind, VnfcId};
 
 use serde_json::{Value, json};
 
@@ -43,7 +39,8 @@ use crate::store::{
 use probe::{Cluster, ProbeSettings};
 use vnfkeeper_core::flavour;
 use vnfkeeper_core::model::{
-    InstantiationState, LcmOperationType, MaintenancePause, Timestamp, pause,
+    EventKind, InstantiationState, LcmOperationType, MaintenancePause, OpOccId, Timestamp,
+    VnfInstanceId, VnfcId, pause,
 };
 use vnfkeeper_core::package::VnfPackage;
 use vnfkeeper_core::policy::{

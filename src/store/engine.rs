@@ -2,12 +2,13 @@
 //! operations may run now.
 
 use rusqlite::{OptionalExtension, params};
-use vnfkeeper_core::model::EventKind;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId, VnfcId};
 
 use super::decode::to_json;
 use super::{NewEvent, OperationRow, ReaderRef, Result, StoreError, Tx, VnfcRow, collect_checked};
-use vnfkeeper_core::model::{InstantiationState, OperationState, StageKey, StepState, Timestamp};
+use vnfkeeper_core::model::{
+    EventKind, InstantiationState, OpOccId, OperationState, StageKey, StepState, Timestamp,
+    VnfInstanceId, VnfcId,
+};
 use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
 
 // WHERE terms of the partial indexes of migration V6, spelled exactly as there (SQLite uses a
@@ -336,14 +337,14 @@ impl Tx<'_> {
     /// Records the Heat stack of an instance.
     pub fn set_instance_stack(
         &mut self,
-        id: &str,
+        id: &VnfInstanceId,
         stack_name: &str,
         stack_id: Option<&str>,
         now: Timestamp,
     ) -> Result<()> {
         self.tx.execute(
             "UPDATE vnf_instance SET stack_name = ?2, stack_id = ?3, updated_at = ?4 WHERE id = ?1",
-            params![id, stack_name, stack_id, now.to_rfc3339()],
+            params![id.as_str(), stack_name, stack_id, now.to_rfc3339()],
         )?;
         Ok(())
     }
@@ -351,7 +352,7 @@ impl Tx<'_> {
     /// Sets `instantiationState` (and, for INSTANTIATED, the flavour and package).
     pub fn set_instantiation_state(
         &mut self,
-        id: &str,
+        id: &VnfInstanceId,
         state: InstantiationState,
         flavour_id: Option<&str>,
         vnf_package: Option<&str>,
@@ -360,7 +361,7 @@ impl Tx<'_> {
         self.tx.execute(
             "UPDATE vnf_instance SET instantiation_state = ?2, flavour_id = COALESCE(?3, flavour_id),
                  vnf_package = COALESCE(?4, vnf_package), updated_at = ?5 WHERE id = ?1",
-            params![id, state.as_str(), flavour_id, vnf_package, now.to_rfc3339()],
+            params![id.as_str(), state.as_str(), flavour_id, vnf_package, now.to_rfc3339()],
         )?;
         Ok(())
     }
@@ -432,7 +433,7 @@ impl Tx<'_> {
     /// clears it (TERMINATE).
     pub fn set_scale_status(
         &mut self,
-        id: &str,
+        id: &VnfInstanceId,
         scale_status: Option<&std::collections::BTreeMap<String, u32>>,
         now: Timestamp,
     ) -> Result<()> {
@@ -441,7 +442,7 @@ impl Tx<'_> {
             .transpose()?;
         self.tx.execute(
             "UPDATE vnf_instance SET scale_status = ?2, updated_at = ?3 WHERE id = ?1",
-            params![id, text, now.to_rfc3339()],
+            params![id.as_str(), text, now.to_rfc3339()],
         )?;
         Ok(())
     }

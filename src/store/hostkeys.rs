@@ -3,12 +3,10 @@
 
 use rusqlite::{OptionalExtension, params};
 use serde_json::json;
-use vnfkeeper_core::model::EventKind;
-use vnfkeeper_core::model::{VnfInstanceId, VnfcId};
 
 use super::{NewEvent, Result, Tx};
 use vnfkeeper_core::console::FirstContact;
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{EventKind, Timestamp, VnfInstanceId, VnfcId};
 
 /// What `vnfkeeper host-key forget` removed.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,15 +18,10 @@ mod trust;
 
 use std::path::Path;
 use std::time::Duration;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId, VnfcId};
-
-use vnfkeeper_core::model::EventKind;
 
 use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
 };
-
-use vnfkeeper_core::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
@@ -42,6 +37,11 @@ pub use tacker::{
 };
 pub use timeline::{IntakeFacts, StepFacts, TimelineEntry, TimelineSource};
 pub use vnfkeeper_core::model::VnfcRow;
+
+use vnfkeeper_core::model::{
+    EventKind, LcmOperationType, OpOccId, OperationState, PendingTask, Timestamp, VnfInstanceId,
+    VnfcId,
+};
 
 mod embedded {
     refinery::embed_migrations!("migrations");

@@ -2,11 +2,11 @@
 //! operation uses, and which package paths a SCALE check may need.
 
 use std::path::{Path, PathBuf};
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
 use rusqlite::{OptionalExtension, params};
 
 use super::{ReaderRef, Result, StoreError, Tx};
+use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 use vnfkeeper_core::package::PackageDigest;
 
 impl ReaderRef<'_> {

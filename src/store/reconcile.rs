@@ -3,13 +3,12 @@
 //! loop's own memory, table `reconcile_state` (`migrations/V3__reconcile.sql`).
 
 use std::collections::HashMap;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId, VnfcId};
 
 use rusqlite::{OptionalExtension, params};
 
 use super::decode::{Cells, to_json};
 use super::{ReaderRef, Result, Tx, collect_checked};
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{OpOccId, Timestamp, VnfInstanceId, VnfcId};
 use vnfkeeper_core::wire::sol003::InstantiateVnfRequest;
 
 /// One `reconcile_state` row: what the loop remembers about a VNFC (or, with `vnfc_id` empty,

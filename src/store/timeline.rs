@@ -24,7 +24,6 @@
 //! position in the plan), events (by id), intake rows without an event (by id).
 
 use std::collections::HashMap;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId, VnfcId};
 
 use rusqlite::params;
 use serde_json::Value;
@@ -32,8 +31,10 @@ use serde_json::Value;
 use super::decode::Cells;
 use super::rows::IntakeRow;
 use super::{ReaderRef, Result, collect_checked};
+
 use vnfkeeper_core::model::{
-    EventKind, IntakeOutcome, LcmOperationType, ProblemDetails, StepState, Timestamp,
+    EventKind, IntakeOutcome, LcmOperationType, OpOccId, ProblemDetails, StepState, Timestamp,
+    VnfInstanceId, VnfcId,
 };
 
 /// Where a [`TimelineEntry`] comes from.

@@ -2,12 +2,11 @@
 //! `node_registry_trust`, view `registry_nodes`; `migrations/V11__registry_trust.sql`).
 
 use rusqlite::params;
-use vnfkeeper_core::model::{VnfInstanceId, VnfcId};
 
 use super::decode::Cells;
 use super::{ReaderRef, Result, Tx, collect_checked};
 use vnfkeeper_core::flavour::trust::{NodeTrust, RegistryUse};
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{Timestamp, VnfInstanceId, VnfcId};
 use vnfkeeper_core::wire::params::ConnectionType;
 
 fn type_code(t: ConnectionType) -> i64 {

@@ -9,8 +9,6 @@ mod client;
 pub mod notifications;
 pub mod oauth;
 use serde_json::{Value, json};
-use vnfkeeper_core::model::OpOccId;
-use vnfkeeper_core::model::VnfInstanceId;
 
 use std::path::PathBuf;
 
@@ -19,7 +17,7 @@ use crate::config::tacker::{TackerAuth, TackerSettings};
 use crate::store::{
     Db, HealAdoption, PendingFollowup, PollRecord, Retired, StoreError, WaitingHeal,
 };
-use vnfkeeper_core::model::{OperationState, ProblemDetails, Timestamp};
+use vnfkeeper_core::model::{OpOccId, OperationState, ProblemDetails, Timestamp, VnfInstanceId};
 use vnfkeeper_core::tacker::{
     Adoption, Followup, InstanceSeen, OpOccSeen, adoption, filter_in, heal_sent_before,
     instantiate_envelope, plan_subscriptions, tacker_heal_request, tacker_vnfc_instance_ids,

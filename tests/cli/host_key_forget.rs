@@ -2,12 +2,10 @@
 //! prints what it removed; an unknown VNFC is an error with a non-zero exit status.
 
 use std::process::Command;
-use vnfkeeper_core::model::VnfInstanceId;
-use vnfkeeper_core::model::VnfcId;
 
 use vnfkeeper::store::Store;
 use vnfkeeper_core::console::FirstContact;
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{Timestamp, VnfInstanceId, VnfcId};
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGYiNiOOo3XHRcWQS07T3ilpTDJspX52tih3/dP/OhwY";

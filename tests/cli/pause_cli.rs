@@ -3,11 +3,10 @@
 //! bad values.
 
 use std::process::{Command, Output};
-use vnfkeeper_core::model::VnfInstanceId;
 
 use serde_json::Value;
 use vnfkeeper::store::Store;
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{Timestamp, VnfInstanceId};
 
 fn run(config: &std::path::Path, args: &[&str]) -> Output {
     let (cmd, rest) = args.split_first().unwrap();

@@ -6,14 +6,13 @@
 //! address and the port's network change.
 
 use crate::support;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
+use vnfkeeper_core::model::{OpOccId, OperationState, StepState, VnfInstanceId};
 
 use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::cloud::Cloud;
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::{OperationState, StepState};
 
 const VNF: &str = "vnf-cir-registry";
 const NEW_NET: &str = "3c1e0b7a-9f4d-4e62-8a51-7d2f6b0c9e14";

@@ -5,7 +5,7 @@
 //! holds no host key block.
 
 use crate::support;
-use vnfkeeper_core::model::OpOccId;
+use vnfkeeper_core::model::{OpOccId, Timestamp};
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,7 +16,6 @@ use vnfkeeper::engine::{Engine, EngineLimits};
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
 use vnfkeeper::remote::fake::{Call, FAKE_HOST_KEY, FakeRemote};
 use vnfkeeper::store::{Db, Store};
-use vnfkeeper_core::model::Timestamp;
 
 /// Log lines written while a test runs (fmt layer, no colours).
 #[derive(Clone, Default)]

@@ -13,7 +13,7 @@
 //! `additionalParams.nfv.VDU.VDU1-1.vcImageId`.
 
 use crate::support;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
+use vnfkeeper_core::model::{OpOccId, OperationState, VnfInstanceId};
 
 use std::collections::BTreeMap;
 
@@ -23,7 +23,6 @@ use testbed::cloud::FaultRule;
 use vnfkeeper::cloud::{Cloud, Server, StackRef};
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::OperationState;
 
 const VNF: &str = "vnf-individual-vnfc";
 const NEW_IMAGE: &str = "5f0d9c3e-7a41-4b8e-9d2a-0c6f1e2b3a4d";

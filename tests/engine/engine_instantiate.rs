@@ -3,14 +3,13 @@
 //! operation is run again and each check reports "already done".
 
 use crate::support;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
+use vnfkeeper_core::model::{OpOccId, OperationState, StepState, VnfInstanceId};
 
 use std::time::{Duration, Instant};
 
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::engine::EngineLimits;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper_core::model::{OperationState, StepState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs root (network namespaces, loop devices)"]

@@ -5,7 +5,7 @@
 //! that VNF.
 
 use crate::support;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
+use vnfkeeper_core::model::{OpOccId, OperationState, VnfInstanceId};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -18,7 +18,6 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::registry::LookupSpan;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper_core::model::OperationState;
 
 /// Field name → values, collected over an event's span scope and the event itself.
 type Fields = BTreeMap<String, Vec<String>>;

@@ -8,7 +8,7 @@
 //! removes the inventory from the Ansible server.
 
 use crate::support;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
+use vnfkeeper_core::model::{LcmOperationType, OpOccId, OperationState, Timestamp, VnfInstanceId};
 
 use std::io::{BufRead as _, BufReader};
 use std::net::TcpStream;
@@ -21,7 +21,6 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper_core::flavour::kubespray::haproxy_servers;
-use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
 use vnfkeeper_core::policy::Policy;
 
 /// Everything the engine logs (the daemon's journal), as text with span fields.

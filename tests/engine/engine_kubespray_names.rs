@@ -7,7 +7,7 @@
 //! MgmtDriver edits these lists with `sed` patterns that a name's prefix can match.
 
 use crate::support;
-use vnfkeeper_core::model::OpOccId;
+use vnfkeeper_core::model::{OpOccId, OperationState, Role, VnfcRow};
 
 use std::path::Path;
 
@@ -17,7 +17,6 @@ use support::repo_root;
 use testbed::hosts::{ANSIBLE_SERVER_FILE, ANSIBLE_SERVER_ID, AnsibleServer};
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper_core::flavour::kubespray::{haproxy_servers, node_name};
-use vnfkeeper_core::model::{OperationState, Role, VnfcRow};
 
 const PACKAGE: &str = "fixtures/packages/k8s-mgmtdriver-kubespray";
 const INVENTORY: &str = "/home/ansible/kubespray/inventory/vnf-kubespray";

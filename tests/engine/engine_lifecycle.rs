@@ -4,7 +4,7 @@
 //! NFS export's data and the mkfs log.
 
 use crate::support;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
+use vnfkeeper_core::model::{OpOccId, OperationState, VnfInstanceId};
 
 use std::collections::BTreeMap;
 
@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::OperationState;
 
 const FILE_ON_PV: &str = "/volume/nfs/pv1/kept-across-heal.txt";
 

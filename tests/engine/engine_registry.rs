@@ -6,7 +6,7 @@
 //! served with the same digest, TERMINATE removes the VNF.
 
 use crate::support;
-use vnfkeeper_core::model::VnfInstanceId;
+use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp, VnfInstanceId};
 
 use std::process::Command;
 use std::time::Duration;
@@ -18,7 +18,6 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
 use vnfkeeper_core::policy::Policy;
 
 const VNF: &str = "vnf-cir-registry";

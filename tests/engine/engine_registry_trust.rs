@@ -18,7 +18,7 @@
 //! (HTTP) or its certs.d directory (HTTPS).
 
 use crate::support;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
+use vnfkeeper_core::model::{LcmOperationType, OpOccId, OperationState, Timestamp, VnfInstanceId};
 
 use std::path::Path;
 use std::process::Command;
@@ -32,7 +32,6 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, PassReport, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
 use vnfkeeper_core::policy::Policy;
 
 const REGISTRY_VNF: &str = "vnf-cir-registry";

@@ -9,14 +9,13 @@ use std::fs;
 use std::io::{Cursor, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
-use vnfkeeper_core::model::OpOccId;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use vnfkeeper::intake::snapshot;
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
 use vnfkeeper::store::{Db, Store};
-use vnfkeeper_core::model::{ProblemDetails, Timestamp};
+use vnfkeeper_core::model::{OpOccId, ProblemDetails, Timestamp};
 use vnfkeeper_core::package::{PackageDigest, VnfPackage, files::LIMITS};
 use zip::write::SimpleFileOptions;
 

@@ -6,8 +6,10 @@
 //! HealVnfRequest and its audit rows.
 
 use crate::support;
-use vnfkeeper_core::model::OpOccId;
-use vnfkeeper_core::model::VnfInstanceId;
+use vnfkeeper_core::model::{
+    LcmOperationType, MaintenancePause, OpOccId, OperationState, PauseScope, Timestamp,
+    VnfInstanceId,
+};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,9 +23,6 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, PassReport, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
-use vnfkeeper_core::model::{
-    LcmOperationType, MaintenancePause, OperationState, PauseScope, Timestamp,
-};
 use vnfkeeper_core::policy::{MaxUnhealthy, Policy};
 
 struct Bed {

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 use std::time::Duration;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
 use super::Cleanup;
 use testbed::cloud::Testbed;
@@ -13,7 +12,7 @@ use vnfkeeper::engine::{Engine, EngineLimits};
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{OpOccId, Timestamp, VnfInstanceId};
 
 pub fn now() -> Timestamp {
     Timestamp(chrono::Utc::now())

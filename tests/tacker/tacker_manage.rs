@@ -11,8 +11,9 @@
 //! its reason recorded.
 
 use crate::support;
-use vnfkeeper_core::model::OpOccId;
-use vnfkeeper_core::model::VnfInstanceId;
+use vnfkeeper_core::model::{
+    InstantiationState, OpOccId, OperationState, StepState, Timestamp, VnfInstanceId,
+};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,7 +31,6 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::tacker::{Companion, PackagePaths};
-use vnfkeeper_core::model::{InstantiationState, OperationState, StepState, Timestamp};
 use vnfkeeper_core::policy::Policy;
 use vnfkeeper_core::tacker::Origin;
 use vnfkeeper_core::wire::Secret;

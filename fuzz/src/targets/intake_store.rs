@@ -12,12 +12,10 @@
 //! request id written (the input's, made unique per write: it is the table's idempotency key).
 
 use std::sync::Mutex;
-use vnfkeeper_core::model::OpOccId;
-use vnfkeeper_core::model::VnfInstanceId;
 
 use serde_json::Value;
 use vnfkeeper::store::{NewOperation, RequestBody, Store};
-use vnfkeeper_core::model::{LcmOperationType, Timestamp};
+use vnfkeeper_core::model::{LcmOperationType, OpOccId, Timestamp, VnfInstanceId};
 use vnfkeeper_core::wire::{self, Envelope};
 
 /// The process's database, created at its first input and made anew every [`RESET_EVERY`]

@@ -5,12 +5,12 @@
 //! `tacker_vnfc_instance_ids`, `heal_sent_before`).
 
 use rusqlite::{OptionalExtension as _, params};
-use vnfkeeper_core::model::EventKind;
-use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
 use crate::store::decode::{Cells, OPERATION_STATES};
 use crate::store::{NewEvent, ReaderRef, Result, Tx};
-use vnfkeeper_core::model::{OperationState, ProblemDetails, Timestamp};
+use vnfkeeper_core::model::{
+    EventKind, OpOccId, OperationState, ProblemDetails, Timestamp, VnfInstanceId,
+};
 use vnfkeeper_core::tacker::OpOccSeen;
 
 /// A vnfkeeper HEAL waiting for Tacker.
@@ -190,11 +190,11 @@ impl Tx<'_> {
     }
 
     /// Ids of `vnf`'s operations waiting for Tacker's heal. Errors: the store's.
-    pub(super) fn tacker_heals_of(&self, vnf: &str) -> Result<Vec<OpOccId>> {
+    pub(super) fn tacker_heals_of(&self, vnf: &VnfInstanceId) -> Result<Vec<OpOccId>> {
         let mut st = self.tx.prepare(
             "SELECT id FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1 AND tacker_heal IS NOT NULL",
         )?;
-        let rows = st.query_map([vnf], |r| r.get::<_, String>(0).map(OpOccId::from))?;
+        let rows = st.query_map([vnf.as_str()], |r| r.get::<_, String>(0).map(OpOccId::from))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 

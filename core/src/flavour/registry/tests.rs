@@ -5,8 +5,7 @@ use std::path::Path;
 
 use super::*;
 use crate::flavour::{self, HookContext, Inputs};
-use crate::model::AttachedVolume;
-use crate::model::Timestamp;
+use crate::model::{AttachedVolume, Timestamp};
 use crate::package::VnfPackage;
 use crate::plan::stages::Action;
 
