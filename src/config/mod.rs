@@ -186,7 +186,7 @@ impl Settings {
             .clone()
             .unwrap_or_else(|| "*/5 * * * *".into());
         let schedule = parse_schedule(&schedule_text)
-            .map_err(|reason| r.invalid("reconcile.schedule", reason))?;
+            .map_err(|e| r.invalid("reconcile.schedule", e.to_string()))?;
         Ok(Settings {
             spool_dir: r.absolute("spool_dir", file.spool_dir, "/var/spool/vnfkeeper")?,
             database: r.absolute("database", file.database, "/var/lib/vnfkeeper/state.db")?,

@@ -42,7 +42,7 @@ fn inputs<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<Instance, Engine
     // The package is the snapshot taken at intake (`vnf_package`), checked against its digest.
     if let Some((digest, dir)) = e.db.with(|s| s.reader().package_snapshot(&op.id))? {
         crate::intake::snapshot::verify(&dir, digest)
-            .map_err(|why| StepFailure::input("plan", why))?;
+            .map_err(|why| StepFailure::input("plan", why.to_string()))?;
     }
     Ok(Instance::load(
         op.vnf_instance_id.as_str(),

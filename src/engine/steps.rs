@@ -654,9 +654,9 @@ impl<C: Cloud> Engine<C> {
                 stderr_tail: &stderr_tail,
             },
         );
-        verdict.map_err(|reason| Attempt::Failed {
+        verdict.map_err(|e| Attempt::Failed {
             exit_status: out.exit_status,
-            reason,
+            reason: e.reason,
         })
     }
 

@@ -52,7 +52,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{
-    Access, ApplyOutput, FlavourError, HookContext, Inputs, Kept, MgmtDriver, Probe, Role, trust,
+    Access, ApplyFailed, ApplyOutput, FlavourError, HookContext, Inputs, Kept, MgmtDriver, Probe,
+    Role, trust,
 };
 use crate::artifact::Artifact;
 use crate::digest::sha256_hex;
@@ -1523,7 +1524,7 @@ impl MgmtDriver for Kubespray {
 
     /// `ansible.playbook`: success only when it exited 0 and its `PLAY RECAP` has `failed=0
     /// unreachable=0` for every host; otherwise the reason names each failed host and task.
-    fn judge_apply(&self, step: &Step, out: &ApplyOutput<'_>) -> Result<(), String> {
+    fn judge_apply(&self, step: &Step, out: &ApplyOutput<'_>) -> Result<(), ApplyFailed> {
         if step.kind != StepKind::AnsiblePlaybook {
             return Ok(());
         }
@@ -1546,7 +1547,7 @@ impl MgmtDriver for Kubespray {
 
 /// The verdict on an `ansible-playbook` run from its exit status and `PLAY RECAP`; without a
 /// recap the reason carries the tail of standard error (else of standard output).
-fn playbook_verdict(out: &ApplyOutput<'_>) -> Result<(), String> {
+fn playbook_verdict(out: &ApplyOutput<'_>) -> Result<(), ApplyFailed> {
     let recap = parse_recap(out.stdout);
     if out.exit_status == Some(0) && recap.succeeded() {
         return Ok(());
@@ -1564,7 +1565,7 @@ fn playbook_verdict(out: &ApplyOutput<'_>) -> Result<(), String> {
         };
         reason.push_str(&format!(" ({})", tail.trim()));
     }
-    Err(reason)
+    Err(ApplyFailed { reason })
 }
 
 fn at_all(w: u32, stages: Vec<Stage>) -> Vec<Stage> {

@@ -54,6 +54,15 @@ pub struct FlavourError {
     pub reason: String,
 }
 
+/// A flavour's verdict that a streamed apply failed ([`MgmtDriver::judge_apply`]): the step
+/// fails with `reason` (never a secret), shown as it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct ApplyFailed {
+    /// Why, e.g. the hosts and tasks `ansible-playbook` reported failed.
+    pub reason: String,
+}
+
 impl FlavourError {
     fn new(step: &'static str, reason: impl Into<String>) -> Self {
         Self {
@@ -263,9 +272,9 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     }
 
     /// The verdict on the apply of a step whose output is
-    /// [`Streamed`](crate::recipes::OutputUse::Streamed): `Err(reason)` fails the step with that
-    /// reason (never a secret), `Ok` leaves the verdict to the exit status. Default: `Ok`.
-    fn judge_apply(&self, _step: &Step, _out: &ApplyOutput<'_>) -> Result<(), String> {
+    /// [`Streamed`](crate::recipes::OutputUse::Streamed): [`ApplyFailed`] fails the step with its
+    /// reason, `Ok` leaves the verdict to the exit status. Default: `Ok`.
+    fn judge_apply(&self, _step: &Step, _out: &ApplyOutput<'_>) -> Result<(), ApplyFailed> {
         Ok(())
     }
 
