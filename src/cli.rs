@@ -376,15 +376,11 @@ fn config_check(config: &Path) -> Result<(), Failure> {
             })
         })?;
         if let Some(files) = &t.tls {
-            crate::daemon::tls::server_config(files).map_err(|reason| {
+            crate::daemon::tls::server_config(files).map_err(|e| {
                 Failure::Config(crate::config::ConfigError::Invalid {
                     path: config.into(),
-                    key: if reason.starts_with("tacker.tls_cert_file") {
-                        "tacker.tls_cert_file".into()
-                    } else {
-                        "tacker.tls_key_file".into()
-                    },
-                    reason,
+                    key: e.setting().into(),
+                    reason: e.to_string(),
                 })
             })?;
         }

@@ -927,7 +927,9 @@ async fn start_http(
             router = router.merge(oauth::router(&t.token_path, tokens));
         }
         let tls = match &t.tls {
-            Some(files) => Some(tls::server_config(files).map_err(|e| anyhow::anyhow!(e))?),
+            Some(files) => {
+                Some(tls::server_config(files).map_err(|e| anyhow::anyhow!(e.to_string()))?)
+            }
             None => None,
         };
         add(t.listen, router, what, "tacker.listen", tls);
