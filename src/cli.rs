@@ -368,11 +368,11 @@ fn load(config: &Path) -> Result<Settings, Failure> {
 fn config_check(config: &Path) -> Result<(), Failure> {
     let settings = load(config)?;
     if let Some(t) = &settings.tacker {
-        t.read_password().map_err(|reason| {
+        t.read_password().map_err(|e| {
             Failure::Config(crate::config::ConfigError::Invalid {
                 path: config.into(),
                 key: "tacker.password_file".into(),
-                reason,
+                reason: e.to_string(),
             })
         })?;
         if let Some(files) = &t.tls {

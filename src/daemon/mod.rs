@@ -841,7 +841,9 @@ fn start_companion(
     let cloud = t
         .cloud_settings(settings.cloud.as_ref())
         .context("[tacker] callback_uri needs a [cloud] section")?;
-    let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
+    let password = t
+        .read_password()
+        .map_err(|e| anyhow::anyhow!(e.to_string()))?;
     tracing::info!(callback_uri = ?t.callback_uri, vnfd_ids = ?t.vnfd_ids, cloud = %cloud.cloud, "Tacker companion mode on");
     Ok(Some(tacker::spawn(
         t.clone(),
@@ -896,7 +898,9 @@ async fn start_http(
         );
     }
     if let Some(t) = &settings.tacker {
-        let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
+        let password = t
+            .read_password()
+            .map_err(|e| anyhow::anyhow!(e.to_string()))?;
         let check = match t.auth_type {
             crate::config::tacker::TackerAuth::Basic => notifications::Check::Basic {
                 username: t.username.clone(),
