@@ -463,7 +463,7 @@ impl Reader<'_> {
                 Some(MaxUnhealthyFile::Count(n)) => vnfkeeper_core::policy::MaxUnhealthy::Count(*n),
                 Some(MaxUnhealthyFile::Text(t)) => {
                     vnfkeeper_core::policy::MaxUnhealthy::parse(t)
-                        .map_err(|r| self.invalid("reconcile.max_unhealthy", r))?
+                        .map_err(|e| self.invalid("reconcile.max_unhealthy", e.to_string()))?
                 }
             },
             retry_budget: self.count("reconcile.retry_budget", f.retry_budget, 3, 100)?,

@@ -313,7 +313,7 @@ pub(super) fn join(
     };
     let mut doc: serde_json::Value =
         serde_json::from_str(&params).map_err(|_| corrupt("not JSON".into()))?;
-    redact::restore(&mut doc, &secrets).map_err(corrupt)?;
+    redact::restore(&mut doc, &secrets).map_err(|e| corrupt(e.to_string()))?;
     Ok(doc.to_string())
 }
 

@@ -88,22 +88,31 @@ impl MaxUnhealthy {
         }
     }
 
-    /// Parses `"40%"` or `"2"`. Errors: a message naming the accepted forms.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// Parses `"40%"` or `"2"`. Errors: [`MaxUnhealthyError`], naming the accepted forms.
+    pub fn parse(text: &str) -> Result<Self, MaxUnhealthyError> {
         let t = text.trim();
         if let Some(p) = t.strip_suffix('%') {
             match p.trim().parse::<u32>() {
                 Ok(v) if v <= 100 => Ok(MaxUnhealthy::Percent(v)),
-                _ => Err(format!(
-                    "`{text}`: a percentage must be 0% to 100%, e.g. \"40%\""
-                )),
+                _ => Err(MaxUnhealthyError::Percentage(text.to_owned())),
             }
         } else {
-            t.parse::<u32>().map(MaxUnhealthy::Count).map_err(|_| {
-                format!("`{text}`: expected a count (e.g. 2) or a percentage (e.g. \"40%\")")
-            })
+            t.parse::<u32>()
+                .map(MaxUnhealthy::Count)
+                .map_err(|_| MaxUnhealthyError::Neither(text.to_owned()))
         }
     }
+}
+
+/// Why a `max_unhealthy` setting was refused ([`MaxUnhealthy::parse`]); quotes it as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MaxUnhealthyError {
+    /// A percentage outside 0%–100% (or not a whole number).
+    #[error("`{0}`: a percentage must be 0% to 100%, e.g. \"40%\"")]
+    Percentage(String),
+    /// Neither a count nor a percentage.
+    #[error("`{0}`: expected a count (e.g. 2) or a percentage (e.g. \"40%\")")]
+    Neither(String),
 }
 
 impl std::fmt::Display for MaxUnhealthy {
