@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use vnfkeeper::store::{NewEvent, NewIntake, NewOperation, RequestBody, Store};
 use vnfkeeper_core::model::{
-    EventKind, InstantiationState, LcmOperationType, OperationState, Timestamp,
+    EventKind, InstantiationState, LcmOperationType, OpOccId, OperationState, Timestamp,
+    VnfInstanceId,
 };
 use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
 
@@ -203,16 +204,16 @@ fn fill(db: &Path, vnfs: usize, ops: usize) {
                         parameters: None,
                     })
                     .collect();
-                tx.create_instance_if_missing(&vnf, now)?;
+                tx.create_instance_if_missing(&VnfInstanceId::from(&vnf), now)?;
                 tx.set_instance_stack(
-                    &vnf,
+                    &VnfInstanceId::from(&vnf),
                     &format!("vnf-{vnf}"),
                     Some(&format!("stack-{v}")),
                     now,
                 )?;
-                tx.sync_vnfcs(&vnf, &observed, now)?;
+                tx.sync_vnfcs(&VnfInstanceId::from(&vnf), &observed, now)?;
                 tx.set_instantiation_state(
-                    &vnf,
+                    &VnfInstanceId::from(&vnf),
                     InstantiationState::Instantiated,
                     Some("simple"),
                     None,
@@ -230,8 +231,8 @@ fn fill(db: &Path, vnfs: usize, ops: usize) {
                 };
                 tx.insert_operation(
                     &NewOperation {
-                        id: &id,
-                        vnf_instance_id: &vnf,
+                        id: &OpOccId::from(&id),
+                        vnf_instance_id: &VnfInstanceId::from(&vnf),
                         operation: kind,
                         operation_params: params,
                         vnf_package: None,
@@ -264,8 +265,8 @@ fn fill(db: &Path, vnfs: usize, ops: usize) {
                 ] {
                     tx.append_event(
                         &NewEvent {
-                            vnf_instance_id: Some(&vnf),
-                            vnf_lcm_op_occ_id: Some(&id),
+                            vnf_instance_id: Some(&VnfInstanceId::from(&vnf)),
+                            vnf_lcm_op_occ_id: Some(&OpOccId::from(&id)),
                             message: m,
                             ..NewEvent::of(k)
                         },

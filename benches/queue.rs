@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use vnfkeeper::store::{NewOperation, RequestBody, Store};
-use vnfkeeper_core::model::{LcmOperationType, Timestamp};
+use vnfkeeper_core::model::{LcmOperationType, OpOccId, Timestamp, VnfInstanceId};
 
 mod support;
 mod table;
@@ -63,11 +63,11 @@ fn main() {
                 for i in 0..queued {
                     let vnf = format!("queued-{i:06}");
                     let id = format!("op-queued-{i:06}");
-                    tx.create_instance_if_missing(&vnf, now)?;
+                    tx.create_instance_if_missing(&VnfInstanceId::from(&vnf), now)?;
                     tx.insert_operation(
                         &NewOperation {
-                            id: &id,
-                            vnf_instance_id: &vnf,
+                            id: &OpOccId::from(&id),
+                            vnf_instance_id: &VnfInstanceId::from(&vnf),
                             operation: LcmOperationType::Instantiate,
                             operation_params: &params,
                             vnf_package: None,

@@ -19,7 +19,7 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
-use vnfkeeper_core::model::{InstantiationState, Timestamp};
+use vnfkeeper_core::model::{InstantiationState, Timestamp, VnfInstanceId};
 use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
 use vnfkeeper_core::policy::Policy;
 
@@ -224,11 +224,11 @@ async fn record_vnf(cloud: &OpenStackCloud, db: &Db, i: usize) {
     let now = Timestamp(chrono::Utc::now());
     let vnf = format!("bench-vnf-{i}");
     db.write(|tx| {
-        tx.create_instance_if_missing(&vnf, now)?;
-        tx.set_instance_stack(&vnf, &s.name, Some(&s.id), now)?;
-        tx.sync_vnfcs(&vnf, &observed, now)?;
+        tx.create_instance_if_missing(&VnfInstanceId::from(&vnf), now)?;
+        tx.set_instance_stack(&VnfInstanceId::from(&vnf), &s.name, Some(&s.id), now)?;
+        tx.sync_vnfcs(&VnfInstanceId::from(&vnf), &observed, now)?;
         tx.set_instantiation_state(
-            &vnf,
+            &VnfInstanceId::from(&vnf),
             InstantiationState::Instantiated,
             Some("simple"),
             None,

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use vnfkeeper_core::artifact::Artifact;
+use vnfkeeper_core::model::{VnfInstanceId, VnfcId};
 
 use clap::{Parser, Subcommand};
 use comfy_table::{Table, presets::NOTHING};
@@ -511,10 +512,10 @@ fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
     ]);
     for op in &rows {
         t.add_row([
-            op.id.clone(),
+            op.id.to_string(),
             op.operation.as_str().into(),
             op.operation_state.as_str().into(),
-            op.vnf_instance_id.clone(),
+            op.vnf_instance_id.to_string(),
             op.start_time.0.format("%Y-%m-%d %H:%M:%S").to_string(),
             if op.is_automatic_invocation {
                 "yes"
@@ -555,7 +556,7 @@ impl Fleet {
     }
 
     fn paused(&self, id: &str) -> Option<&vnfkeeper_core::model::MaintenancePause> {
-        vnfkeeper_core::model::pause::in_force(&self.pauses, id, self.now)
+        vnfkeeper_core::model::pause::in_force(&self.pauses, &VnfInstanceId::from(id), self.now)
     }
 }
 
@@ -585,7 +586,7 @@ fn status_json(mut fleet: Fleet) -> Result<(), Failure> {
     for i in &fleet.instances {
         let vnfcs: Vec<Value> = fleet
             .vnfcs
-            .remove(&i.id)
+            .remove(i.id.as_str())
             .unwrap_or_default()
             .iter()
             .map(|c| {
@@ -593,8 +594,11 @@ fn status_json(mut fleet: Fleet) -> Result<(), Failure> {
                        "serverId": c.server_id, "ipAddress": c.ip_address})
             })
             .collect();
-        let unfinished = fleet.summaries.get(&i.id).map_or(0, |o| o.unfinished);
-        let registries = registries_json(&fleet.trust.remove(&i.id).unwrap_or_default());
+        let unfinished = fleet
+            .summaries
+            .get(i.id.as_str())
+            .map_or(0, |o| o.unfinished);
+        let registries = registries_json(&fleet.trust.remove(i.id.as_str()).unwrap_or_default());
         list.push(json!({
             "id": i.id,
             "origin": i.origin.as_str(),
@@ -605,8 +609,8 @@ fn status_json(mut fleet: Fleet) -> Result<(), Failure> {
             "createdAt": i.created_at.to_rfc3339(),
             "updatedAt": i.updated_at.to_rfc3339(),
             "unfinishedOperations": unfinished,
-            "clusterEndpoint": fleet.endpoint(&i.id),
-            "maintenancePause": fleet.paused(&i.id).map(vnfkeeper_core::policy::pause_json),
+            "clusterEndpoint": fleet.endpoint(i.id.as_str()),
+            "maintenancePause": fleet.paused(i.id.as_str()).map(vnfkeeper_core::policy::pause_json),
             "vnfcs": vnfcs,
             "registries": registries,
         }));
@@ -639,8 +643,8 @@ fn status_tables(mut fleet: Fleet) -> Result<(), Failure> {
         "VERIFIED",
     ]);
     for i in &fleet.instances {
-        let summary = fleet.summaries.get(&i.id);
-        let vnfcs = fleet.vnfcs.remove(&i.id).unwrap_or_default();
+        let summary = fleet.summaries.get(i.id.as_str());
+        let vnfcs = fleet.vnfcs.remove(i.id.as_str()).unwrap_or_default();
         let last = summary
             .map(|o| {
                 let o = &o.last;
@@ -648,26 +652,26 @@ fn status_tables(mut fleet: Fleet) -> Result<(), Failure> {
             })
             .unwrap_or_default();
         t.add_row([
-            i.id.clone(),
+            i.id.to_string(),
             i.instantiation_state.as_str().into(),
             i.flavour_id.clone().unwrap_or_default(),
             vnfcs.len().to_string(),
             summary.map_or(0, |o| o.unfinished).to_string(),
             last,
-            fleet.endpoint(&i.id).unwrap_or_default(),
+            fleet.endpoint(i.id.as_str()).unwrap_or_default(),
             fleet
-                .paused(&i.id)
+                .paused(i.id.as_str())
                 .map(|p| p.describe())
                 .unwrap_or_default(),
             i.origin.to_string(),
         ]);
-        for n in fleet.trust.remove(&i.id).unwrap_or_default() {
-            trust_table.add_row(trust_row(&i.id, &n));
+        for n in fleet.trust.remove(i.id.as_str()).unwrap_or_default() {
+            trust_table.add_row(trust_row(i.id.as_str(), &n));
         }
         for c in &vnfcs {
             vnfc_table.add_row([
-                i.id.clone(),
-                c.id.clone(),
+                i.id.to_string(),
+                c.id.to_string(),
                 c.vdu_id.clone(),
                 c.vnfc_index.map(|n| n.to_string()).unwrap_or_default(),
                 c.server_id.clone().unwrap_or_default(),
@@ -763,7 +767,8 @@ fn host_key_forget(config: &Path, vnfc_id: &str) -> Result<(), Failure> {
     let mut store = Store::open(&settings.database)?;
     let who = caller();
     let now = vnfkeeper_core::model::Timestamp(chrono::Utc::now());
-    let Some(gone) = store.write(|tx| tx.forget_host_key(vnfc_id, &who, now))? else {
+    let Some(gone) = store.write(|tx| tx.forget_host_key(&VnfcId::from(vnfc_id), &who, now))?
+    else {
         return Err(anyhow::anyhow!(
             "no VNFC {vnfc_id:?} in {} (`vnfkeeper status` lists the VNFCs)",
             settings.database.display()

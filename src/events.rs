@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 
 use crate::config::Settings;
 use crate::store::{IntakeFacts, StepFacts, Store, TimelineEntry};
-use vnfkeeper_core::model::{Timestamp, pause};
+
+use vnfkeeper_core::model::{Timestamp, VnfInstanceId, pause};
 
 /// Prints the timeline of `vnf_instance_id` read through a read-only connection: entries at or
 /// after `since` (an RFC 3339 time, or a span back from `now` such as `90m`, `2h`, `1d`), as an
@@ -26,7 +27,10 @@ pub fn run(
         .map(|s| pause::parse_since(s, now).map_err(|e| anyhow!("--since {e}")))
         .transpose()?;
     let db = Store::open_read_only(&settings.database)?;
-    let Some(entries) = db.queries().timeline(vnf_instance_id, since)? else {
+    let Some(entries) = db
+        .queries()
+        .timeline(&VnfInstanceId::from(vnf_instance_id), since)?
+    else {
         bail!(
             "no VNF instance {vnf_instance_id:?} in {}: no instance, event or request names it \
              (`vnfkeeper status` lists the instances)",
@@ -44,14 +48,17 @@ pub fn run(
     for e in &entries {
         let op = match (&e.operation, &e.operation_id) {
             (Some(o), Some(id)) => format!("{o} {id}"),
-            (None, Some(id)) => id.clone(),
+            (None, Some(id)) => id.to_string(),
             _ => String::new(),
         };
         t.add_row([
             e.at.0.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
             e.kind.clone(),
             op,
-            e.vnfc_id.clone().unwrap_or_default(),
+            e.vnfc_id
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
             human_message(e),
         ]);
     }

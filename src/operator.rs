@@ -31,7 +31,7 @@ impl PauseTarget {
             (Some(id), false) => {
                 vnfkeeper_core::wire::rules::identifier(id)
                     .map_err(|e| anyhow!("VNF instance id {id:?}: {e}"))?;
-                Ok(PauseScope::Vnf(id.clone()))
+                Ok(PauseScope::Vnf(id.into()))
             }
             (None, false) => bail!("name a VNF instance or give --all"),
         }
@@ -138,7 +138,7 @@ pub fn resume(
             "no maintenance pause of {} (pauses stored: {})",
             match &scope {
                 PauseScope::All => "--all".to_owned(),
-                PauseScope::Vnf(id) => id.clone(),
+                PauseScope::Vnf(id) => id.to_string(),
             },
             if there.is_empty() {
                 "none".to_owned()

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use crate::config::Settings;
 use crate::intake::spool::Spool;
 use crate::store::{OperationRow, Store};
-use vnfkeeper_core::model::{IntakeOutcome, OperationState, Timestamp};
+
+use vnfkeeper_core::model::{IntakeOutcome, OpOccId, OperationState, Timestamp};
 
 /// Exit status when the operation stopped in `FAILED_TEMP` (an operator decides: `retry`,
 /// `fail` or `rollback`).
@@ -348,7 +349,7 @@ pub fn run(settings: &Settings, verb: &Verb, wait: WaitArg) -> anyhow::Result<u8
         (Verb::Task(..), IntakeOutcome::Accepted) => Some(intake.committed_at),
         _ => None,
     };
-    let (end, stopped) = follow(settings, &op, since, limit)?;
+    let (end, stopped) = follow(settings, op.as_str(), since, limit)?;
     outln!("{} {}", end.operation_state, op);
     if !stopped {
         eprintln!(
@@ -396,7 +397,7 @@ pub fn follow(
         let db = Store::open_read_only(&settings.database)?;
         let row = db
             .queries()
-            .operation(op)?
+            .operation(&OpOccId::from(op))?
             .with_context(|| format!("operation {op} vanished from the database"))?;
         drop(db);
         let shown = (row.operation_state, row.status_detail.clone());

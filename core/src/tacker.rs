@@ -5,7 +5,7 @@
 //!
 //! Pure: the `vnfkeeper` crate lists, polls and writes, and hands these functions what it saw.
 
-use crate::model::{InstantiationState, OperationState, VnfcRow};
+use crate::model::{InstantiationState, OperationState, VnfcId, VnfcRow};
 use crate::plan::stages::{CloudAction, Hook, ReadCheck, StackDocument, Stage, StageList};
 
 /// Where a VNF instance or an operation came from (stored as `origin`, migration V15).
@@ -83,9 +83,9 @@ pub fn heal_stages() -> Vec<Stage> {
 /// `vnfcInfo` ids, `<vduId>-<vnfcResourceInfo.id>` by default (Tacker v2's OpenStack driver,
 /// the resource info id being the server's physical resource id), matched against the VNFC
 /// rows (`vdu_id`, `server_id` as vnfkeeper last read them, before the heal). Empty: every
-/// VNFC (a heal of the whole VNF). Errors: the first id that names no VNFC (Tacker's
-/// `VDU_VNFc_mapping` ids included: not supported).
-pub fn tacker_heal_targets(ids: &[String], vnfcs: &[VnfcRow]) -> Result<Vec<String>, String> {
+/// VNFC (a heal of the whole VNF). Errors: [`UnknownVnfc`] for the first id that names no VNFC
+/// (Tacker's `VDU_VNFc_mapping` ids included: not supported).
+pub fn tacker_heal_targets(ids: &[String], vnfcs: &[VnfcRow]) -> Result<Vec<VnfcId>, UnknownVnfc> {
     if ids.is_empty() {
         return Ok(vnfcs.iter().map(|v| v.id.clone()).collect());
     }
@@ -101,15 +101,17 @@ pub fn tacker_heal_targets(ids: &[String], vnfcs: &[VnfcRow]) -> Result<Vec<Stri
         match found {
             Some(v) if !out.contains(&v.id) => out.push(v.id.clone()),
             Some(_) => {}
-            None => {
-                return Err(format!(
-                    "vnfcInstanceId `{id}` names no VNFC vnfkeeper knows"
-                ));
-            }
+            None => return Err(UnknownVnfc(id.clone())),
         }
     }
     Ok(out)
 }
+
+/// A Tacker HEAL named a `vnfcInstanceId` (Tacker's spelling, carried as it came) that matches
+/// no VNFC row: [`tacker_heal_targets`] refuses the heal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("vnfcInstanceId `{0}` names no VNFC vnfkeeper knows")]
+pub struct UnknownVnfc(pub String);
 
 /// What vnfkeeper does about a Tacker operation whose follow-up is [`Followup::Manage`]: the
 /// vnfkeeper operation it creates (origin `tacker`), or why none. INSTANTIATE, SCALE and HEAL
@@ -164,7 +166,7 @@ pub fn tacker_scale_stages(scale_out: bool, cleanup: Vec<Stage>) -> Vec<Stage> {
 /// vnfkeeper's ids of the VNFCs in `before` (the rows as vnfkeeper last read them) that the
 /// stack no longer has: `present` lists the `(stack_id, resource_name)` of each VNFC the stack
 /// shows now (the same key `heat.read_vnfcs` matches rows by). In `before`'s order.
-pub fn removed_vnfcs(before: &[VnfcRow], present: &[(String, String)]) -> Vec<String> {
+pub fn removed_vnfcs(before: &[VnfcRow], present: &[(String, String)]) -> Vec<VnfcId> {
     before
         .iter()
         .filter(|v| {
@@ -589,7 +591,7 @@ mod tests {
     }
 
     fn names(stages: &[Stage]) -> Vec<String> {
-        stages.iter().map(|s| s.key.clone()).collect()
+        stages.iter().map(|s| s.key.to_string()).collect()
     }
 
     #[test]
@@ -671,19 +673,23 @@ mod tests {
         ];
         assert_eq!(
             tacker_heal_targets(&["workerNode-s-2".into(), "workerNode-s-2".into()], &rows),
-            Ok(vec!["b".to_string()])
+            Ok(vec![VnfcId::from("b")])
         );
         assert_eq!(tacker_heal_targets(&[], &rows).unwrap(), ["a", "b", "c"]);
         // The VDU must match too, and the whole server id.
-        assert!(tacker_heal_targets(&["masterNode-s-1".into()], &rows).is_err());
+        let e = tacker_heal_targets(&["masterNode-s-1".into()], &rows).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "vnfcInstanceId `masterNode-s-1` names no VNFC vnfkeeper knows"
+        );
         assert!(tacker_heal_targets(&["workerNode-s".into()], &rows).is_err());
-        let names: Vec<String> = heal_stages().iter().map(|s| s.key.clone()).collect();
+        let names: Vec<String> = heal_stages().iter().map(|s| s.key.to_string()).collect();
         assert_eq!(names, ["heat.read_vnfcs", "heal_end"]);
     }
 
     #[test]
     fn a_tacker_scale_reads_the_stack_then_configures_the_new_or_cleans_up_after_the_gone() {
-        let keys = |st: &[Stage]| st.iter().map(|s| s.key.clone()).collect::<Vec<_>>();
+        let keys = |st: &[Stage]| st.iter().map(|s| s.key.to_string()).collect::<Vec<_>>();
         let out = tacker_scale_stages(true, Vec::new());
         assert_eq!(keys(&out), ["heat.read_vnfcs", "scale_end"]);
         crate::plan::stages::check(&out).unwrap();

@@ -186,7 +186,7 @@ impl Settings {
             .clone()
             .unwrap_or_else(|| "*/5 * * * *".into());
         let schedule = parse_schedule(&schedule_text)
-            .map_err(|reason| r.invalid("reconcile.schedule", reason))?;
+            .map_err(|e| r.invalid("reconcile.schedule", e.to_string()))?;
         Ok(Settings {
             spool_dir: r.absolute("spool_dir", file.spool_dir, "/var/spool/vnfkeeper")?,
             database: r.absolute("database", file.database, "/var/lib/vnfkeeper/state.db")?,
@@ -463,7 +463,7 @@ impl Reader<'_> {
                 Some(MaxUnhealthyFile::Count(n)) => vnfkeeper_core::policy::MaxUnhealthy::Count(*n),
                 Some(MaxUnhealthyFile::Text(t)) => {
                     vnfkeeper_core::policy::MaxUnhealthy::parse(t)
-                        .map_err(|r| self.invalid("reconcile.max_unhealthy", r))?
+                        .map_err(|e| self.invalid("reconcile.max_unhealthy", e.to_string()))?
                 }
             },
             retry_budget: self.count("reconcile.retry_budget", f.retry_budget, 3, 100)?,

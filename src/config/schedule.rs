@@ -7,8 +7,8 @@ use std::str::FromStr;
 /// 0 and 7 = Sunday, as in crontab(5)) gets a seconds field of `0` and its day-of-week numbers
 /// are rewritten as names; the 6/7-field form with seconds is the `cron` crate's own, where
 /// day-of-week numbers mean something else (1 = Sunday), so there only names are accepted.
-/// `@hourly`-style aliases work. Errors: a message for the operator.
-pub fn parse_schedule(text: &str) -> Result<cron::Schedule, String> {
+/// `@hourly`-style aliases work. Errors: [`ScheduleError`], a message for the operator.
+pub fn parse_schedule(text: &str) -> Result<cron::Schedule, ScheduleError> {
     let fields: Vec<&str> = text.split_whitespace().collect();
     let normalised = match fields.len() {
         1 if text.trim_start().starts_with('@') => text.trim().to_owned(),
@@ -21,32 +21,53 @@ pub fn parse_schedule(text: &str) -> Result<cron::Schedule, String> {
         }
         6 | 7 => {
             if fields[5].chars().any(|c| c.is_ascii_digit()) {
-                return Err(format!(
-                    "day of week `{}` in a 6-field schedule must use names (MON-FRI), \
-                     because its numbers differ from crontab; or write 5 crontab fields",
-                    fields[5]
-                ));
+                return Err(ScheduleError::NumericWeekday(fields[5].to_owned()));
             }
             fields.join(" ")
         }
-        n => {
-            return Err(format!(
-                "expected 5 crontab fields (min hour dom mon dow) or 6/7 fields starting with seconds, got {n}"
-            ));
-        }
+        n => return Err(ScheduleError::FieldCount(n)),
     };
-    cron::Schedule::from_str(&normalised)
-        .map_err(|e| format!("invalid cron expression `{text}`: {e}"))
+    cron::Schedule::from_str(&normalised).map_err(|e| ScheduleError::Invalid {
+        text: text.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Why `reconcile.schedule` was refused ([`parse_schedule`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    /// Neither 5 crontab fields, 6/7 fields with seconds, nor an `@` alias.
+    #[error(
+        "expected 5 crontab fields (min hour dom mon dow) or 6/7 fields starting with seconds, got {0}"
+    )]
+    FieldCount(usize),
+    /// A 6/7-field schedule numbers its days of week (ambiguous: the `cron` crate's numbers
+    /// differ from crontab's).
+    #[error(
+        "day of week `{0}` in a 6-field schedule must use names (MON-FRI), because its numbers differ from crontab; or write 5 crontab fields"
+    )]
+    NumericWeekday(String),
+    /// A crontab day of week above 7.
+    #[error("day of week {0} is out of range 0-7")]
+    WeekdayOutOfRange(usize),
+    /// The `cron` crate refused the normalised expression.
+    #[error("invalid cron expression `{text}`: {reason}")]
+    Invalid {
+        /// The schedule as written.
+        text: String,
+        /// The `cron` crate's message.
+        reason: String,
+    },
 }
 
 /// Rewrites crontab(5) day-of-week numbers (0–7, 0 and 7 = Sunday) as names, keeping `*`, lists,
 /// ranges and steps: `1-5` → `MON-FRI`, `0,6` → `SUN,SAT`, `*/2` unchanged.
-fn crontab_dow_to_names(field: &str) -> Result<String, String> {
+fn crontab_dow_to_names(field: &str) -> Result<String, ScheduleError> {
     const NAMES: [&str; 8] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"];
-    let name = |tok: &str| -> Result<String, String> {
+    let name = |tok: &str| -> Result<String, ScheduleError> {
         match tok.parse::<usize>() {
             Ok(n) if n < NAMES.len() => Ok(NAMES[n].to_owned()),
-            Ok(n) => Err(format!("day of week {n} is out of range 0-7")),
+            Ok(n) => Err(ScheduleError::WeekdayOutOfRange(n)),
             Err(_) => Ok(tok.to_owned()),
         }
     };

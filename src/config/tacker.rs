@@ -6,6 +6,34 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::file::TackerFile;
+
+/// Why `tacker.password_file` gave no password ([`TackerSettings::read_password`]); each
+/// message names the file, never its content.
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordFileError {
+    /// The file cannot be read.
+    #[error("tacker.password_file {}: {source}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Others may read it.
+    #[error("tacker.password_file {} is readable by others (mode {mode:o}); chmod o-rwx it", path.display())]
+    ReadableByOthers {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// Its first line (the password) is empty.
+    #[error("tacker.password_file {}: the first line (the password) is empty", path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+}
 use super::{CloudSettings, parse_listen, toml_string};
 
 /// Companion mode with OpenStack Tacker (`[tacker]`, off when absent): the endpoint Tacker's
@@ -119,28 +147,27 @@ impl TackerSettings {
         })
     }
 
-    /// The Basic password from `password_file`. Errors: the file cannot be read, is readable by
-    /// others, or its first line is empty — a message naming the file, never its content.
-    pub fn read_password(&self) -> Result<vnfkeeper_core::wire::Secret<String>, String> {
+    /// The Basic password from `password_file`. Errors: [`PasswordFileError`] — the file
+    /// cannot be read, is readable by others, or its first line is empty — naming the file,
+    /// never its content.
+    pub fn read_password(&self) -> Result<vnfkeeper_core::wire::Secret<String>, PasswordFileError> {
         use std::os::unix::fs::PermissionsExt as _;
         let p = &self.password_file;
-        let meta = std::fs::metadata(p)
-            .map_err(|e| format!("tacker.password_file {}: {e}", p.display()))?;
+        let unreadable = |source| PasswordFileError::Unreadable {
+            path: p.clone(),
+            source,
+        };
+        let meta = std::fs::metadata(p).map_err(unreadable)?;
         if meta.permissions().mode() & 0o007 != 0 {
-            return Err(format!(
-                "tacker.password_file {} is readable by others (mode {:o}); chmod o-rwx it",
-                p.display(),
-                meta.permissions().mode() & 0o7777
-            ));
+            return Err(PasswordFileError::ReadableByOthers {
+                path: p.clone(),
+                mode: meta.permissions().mode() & 0o7777,
+            });
         }
-        let text = std::fs::read_to_string(p)
-            .map_err(|e| format!("tacker.password_file {}: {e}", p.display()))?;
+        let text = std::fs::read_to_string(p).map_err(unreadable)?;
         let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
         if line.is_empty() {
-            return Err(format!(
-                "tacker.password_file {}: the first line (the password) is empty",
-                p.display()
-            ));
+            return Err(PasswordFileError::Empty { path: p.clone() });
         }
         Ok(vnfkeeper_core::wire::Secret::new(line.to_owned()))
     }
@@ -617,10 +644,15 @@ mod tests {
         assert!(e.contains("`tacker.password_file`"), "{e}");
 
         use std::os::unix::fs::PermissionsExt as _;
-        assert!(t.read_password().unwrap_err().contains("No such file"));
+        assert!(
+            t.read_password()
+                .unwrap_err()
+                .to_string()
+                .contains("No such file")
+        );
         std::fs::write(&pw, "s3cret\nignored\n").unwrap();
         std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let e = t.read_password().unwrap_err();
+        let e = t.read_password().unwrap_err().to_string();
         assert!(
             e.contains("readable by others") && !e.contains("s3cret"),
             "{e}"
@@ -628,7 +660,7 @@ mod tests {
         std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o640)).unwrap();
         assert_eq!(t.read_password().unwrap().expose(), "s3cret");
         std::fs::write(&pw, "\n").unwrap();
-        assert!(t.read_password().unwrap_err().contains("empty"));
+        assert!(t.read_password().unwrap_err().to_string().contains("empty"));
     }
 
     #[test]

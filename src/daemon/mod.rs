@@ -912,7 +912,9 @@ fn start_companion(
     let cloud = t
         .cloud_settings(settings.cloud.as_ref())
         .context("[tacker] callback_uri needs a [cloud] section")?;
-    let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
+    let password = t
+        .read_password()
+        .map_err(|e| anyhow::anyhow!(e.to_string()))?;
     tracing::info!(callback_uri = ?t.callback_uri, vnfd_ids = ?t.vnfd_ids, cloud = %cloud.cloud, "Tacker companion mode on");
     Ok(Some(tacker::spawn(
         t.clone(),
@@ -970,7 +972,9 @@ async fn start_http(
         );
     }
     if let Some(t) = &settings.tacker {
-        let password = t.read_password().map_err(|e| anyhow::anyhow!(e))?;
+        let password = t
+            .read_password()
+            .map_err(|e| anyhow::anyhow!(e.to_string()))?;
         let creds = notifications::Credentials::new(t.username.clone(), password);
         credentials = Some(creds.clone());
         let check = match t.auth_type {
@@ -996,7 +1000,9 @@ async fn start_http(
             router = router.merge(oauth::router(&t.token_path, tokens));
         }
         let tls = match &t.tls {
-            Some(files) => Some(tls::server_config(files).map_err(|e| anyhow::anyhow!(e))?),
+            Some(files) => {
+                Some(tls::server_config(files).map_err(|e| anyhow::anyhow!(e.to_string()))?)
+            }
             None => None,
         };
         add(t.listen, router, what, "tacker.listen", tls);

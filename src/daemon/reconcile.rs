@@ -26,7 +26,7 @@ use crate::config::Settings;
 use crate::metrics::Metrics;
 use crate::reconcile::{self, PassKind, Reconciler, probe::ProbeSettings};
 use crate::store::Db;
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{Timestamp, VnfInstanceId};
 use vnfkeeper_core::policy::changes::{Changed, ChangesPoll};
 
 use crate::reconcile::cmd::TRIGGER_PREFIX;
@@ -36,7 +36,7 @@ pub(super) struct ReconcileLoop {
     db: Db,
     new_dir: PathBuf,
     /// The running pass; it hands back the VNFs of a named pass whose listing failed.
-    task: Option<JoinHandle<BTreeSet<String>>>,
+    task: Option<JoinHandle<BTreeSet<VnfInstanceId>>>,
     last_cloud_pass: Option<Instant>,
     next_full: Option<chrono::DateTime<chrono::Utc>>,
     /// When the last pass was recorded (for systemd's STATUS line).
@@ -50,12 +50,12 @@ pub(super) struct ReconcileLoop {
     /// When the last poll was due.
     last_poll: Option<Instant>,
     /// VNFs the fast observation named that have not had their pass yet.
-    pending: BTreeSet<String>,
+    pending: BTreeSet<VnfInstanceId>,
     /// When trigger files were last looked for.
     last_trigger_scan: Option<Instant>,
     /// VNFs of a named pass whose listing failed: named once more with the next poll's result
     /// (so at most one retry per poll interval, and only once).
-    retry: BTreeSet<String>,
+    retry: BTreeSet<VnfInstanceId>,
     /// `pending` holds only VNFs being retried.
     pending_is_retry: bool,
     /// The companion task's wake-up (`[tacker]`): notified after a pass started a heal, so a
@@ -66,16 +66,16 @@ pub(super) struct ReconcileLoop {
 /// What a finished poll hands back: the poller, and the VNFs to observe now.
 struct PollDone {
     poller: ChangesPoll,
-    vnfs: BTreeSet<String>,
+    vnfs: BTreeSet<VnfInstanceId>,
 }
 
 /// Which instances a pass looks at.
 #[derive(Debug, Clone)]
 enum Scope {
     /// Every instantiated instance, or only one (`reconcile --now VNF`).
-    Only(Option<String>),
+    Only(Option<VnfInstanceId>),
     /// Those named by the fast observation.
-    Named(BTreeSet<String>),
+    Named(BTreeSet<VnfInstanceId>),
 }
 
 impl ReconcileLoop {
@@ -193,7 +193,7 @@ impl ReconcileLoop {
         }
         if triggered {
             tracing::info!(
-                vnf_instance_id = only.as_deref().unwrap_or("*"),
+                vnf_instance_id = only.as_ref().map_or("*", VnfInstanceId::as_str),
                 "reconcile --now: full pass requested"
             );
         }
@@ -328,7 +328,7 @@ impl ReconcileLoop {
 
     /// Reads and deletes the trigger files; `(any, only)` where `only` is a single VNF named by
     /// every trigger (an empty trigger means all).
-    fn take_triggers(&self) -> (bool, Option<String>) {
+    fn take_triggers(&self) -> (bool, Option<VnfInstanceId>) {
         let Ok(rd) = std::fs::read_dir(&self.new_dir) else {
             return (false, None);
         };
@@ -346,7 +346,7 @@ impl ReconcileLoop {
             match text.trim() {
                 "" => all = true,
                 v => {
-                    vnfs.insert(v.to_owned());
+                    vnfs.insert(VnfInstanceId::from(v));
                 }
             }
         }
@@ -387,7 +387,7 @@ async fn run_pass(
 ) -> (Option<Timestamp>, bool) {
     let started = Instant::now();
     let snap = match db.with(|s| match scope {
-        Scope::Only(only) => reconcile::snapshot(s.reader(), only.as_deref()),
+        Scope::Only(only) => reconcile::snapshot(s.reader(), only.as_ref()),
         Scope::Named(vnfs) => reconcile::snapshot_where(s.reader(), |id| vnfs.contains(id)),
     }) {
         Ok(s) => s,

@@ -36,16 +36,9 @@ pub fn check_outside(
     };
     let password = t
         .read_password()
-        .map_err(|reason| invalid("tacker.password_file", reason))?;
+        .map_err(|e| invalid("tacker.password_file", e.to_string()))?;
     if let Some(files) = &t.tls {
-        super::tls::server_config(files).map_err(|reason| {
-            let key = if reason.starts_with("tacker.tls_cert_file") {
-                "tacker.tls_cert_file"
-            } else {
-                "tacker.tls_key_file"
-            };
-            invalid(key, reason)
-        })?;
+        super::tls::server_config(files).map_err(|e| invalid(e.setting(), e.to_string()))?;
     }
     // Companion mode reaches Tacker through this entry: it must exist now, not at 3 a.m.
     if t.callback_uri.is_some()

@@ -17,10 +17,11 @@ use crate::config::Settings;
 use crate::engine::{Engine, EngineLimits};
 use crate::metrics::Metrics;
 use crate::store::Db;
-use vnfkeeper_core::model::OperationState;
+
+use vnfkeeper_core::model::{OpOccId, OperationState, VnfInstanceId};
 
 /// What an operation task returns: (vnf instance, op id, final state or database error).
-type TaskResult = (String, String, Result<OperationState, String>);
+type TaskResult = (VnfInstanceId, OpOccId, Result<OperationState, String>);
 
 /// The operation scheduler of the daemon.
 struct Runner {
@@ -32,10 +33,10 @@ struct Runner {
     /// Operations in flight; each task returns (vnf instance, op id, outcome).
     running: JoinSet<TaskResult>,
     /// VNF instances with an operation in flight, by task.
-    busy: HashMap<tokio::task::Id, String>,
-    busy_vnfs: HashSet<String>,
+    busy: HashMap<tokio::task::Id, VnfInstanceId>,
+    busy_vnfs: HashSet<VnfInstanceId>,
     /// How to abort the task in flight for a VNF instance (a TERMINATE superseding it).
-    aborts: HashMap<String, tokio::task::AbortHandle>,
+    aborts: HashMap<VnfInstanceId, tokio::task::AbortHandle>,
     /// The daemon's metrics, handed to the engine; superseded operations are counted here.
     metrics: Arc<Metrics>,
 }
@@ -152,10 +153,10 @@ impl Runner {
             else {
                 continue;
             };
-            if let Some(handle) = self.aborts.remove(&term.vnf_instance_id) {
+            if let Some(handle) = self.aborts.remove(term.vnf_instance_id.as_str()) {
                 handle.abort();
             }
-            let ahead: Vec<(String, LcmOperationType)> = queue
+            let ahead: Vec<(OpOccId, LcmOperationType)> = queue
                 .iter()
                 .filter(|o| o.seq < term.seq)
                 .map(|o| (o.id.clone(), o.operation))

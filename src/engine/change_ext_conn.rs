@@ -50,7 +50,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
             "stored ChangeExtVnfConnectivityRequest does not parse",
         )
     })?;
-    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str())?;
     let plan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
         Some(text) => serde_json::from_str::<ChangePlan>(&text)
             .map_err(|_| StepFailure::input("plan", "stored plan does not parse"))?,
@@ -89,7 +89,7 @@ async fn decide<C: Cloud>(
         }
         .into());
     };
-    let (_, stack) = instance_stack(e, &op.vnf_instance_id)?;
+    let (_, stack) = instance_stack(e, op.vnf_instance_id.as_str())?;
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let current = adjusted::current(
         e,
@@ -135,7 +135,7 @@ async fn decide<C: Cloud>(
         }
         let step = Step {
             kind: StepKind::NodeReach,
-            host: r.id.clone(),
+            host: r.id.to_string(),
             args: Vec::new(),
             uploads: Vec::new(),
             late: Vec::new(),
@@ -147,7 +147,7 @@ async fn decide<C: Cloud>(
     list.wave(|w| {
         reach
             .into_iter()
-            .map(|(id, role, step)| Stage::remote(w, &id, role, step))
+            .map(|(id, role, step)| Stage::remote(w, id.as_str(), role, step))
             .collect()
     });
     Ok(ChangePlan {

@@ -14,7 +14,7 @@ use crate::remote::{Auth, HostKeyPolicy, Target};
 use crate::store::{OperationRow, VnfcRow};
 use vnfkeeper_core::artifact::Artifact;
 use vnfkeeper_core::flavour::{FlavourError, HookContext, KeptArtifacts};
-use vnfkeeper_core::model::StepState;
+use vnfkeeper_core::model::{StageKey, StepState, VnfInstanceId, VnfcId};
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{
     self, Action, CloudAction, Hook, Mark, ReadCheck, StackDocument, Stage,
@@ -24,7 +24,7 @@ use vnfkeeper_core::wire::Secret;
 /// Where a cloud stage is journaled: its operation, stage key and number, and the action's name.
 struct At<'a> {
     op: &'a OperationRow,
-    key: &'a str,
+    key: &'a StageKey,
     step_no: i64,
     name: &'static str,
 }
@@ -45,7 +45,7 @@ pub(super) enum Subjects {
     /// None (INSTANTIATE).
     None,
     /// These VNFC ids (HEAL targets, SCALE_IN victims).
-    Listed(Vec<String>),
+    Listed(Vec<VnfcId>),
     /// The VNFCs created at or after this time (SCALE_OUT: the operation's start).
     CreatedSince(vnfkeeper_core::model::Timestamp),
 }
@@ -113,9 +113,9 @@ impl<C: Cloud> Engine<C> {
         let c = HookContext {
             vnfcs: rows,
             pv_wait: self.limits.pv_wait,
-            op_occ_id: &op.id,
+            op_occ_id: op.id.as_str(),
         };
-        let subjects: Vec<String> = match &x.subjects {
+        let subjects: Vec<VnfcId> = match &x.subjects {
             Subjects::None => Vec::new(),
             Subjects::Listed(ids) => ids.clone(),
             Subjects::CreatedSince(t) => rows
@@ -185,7 +185,7 @@ impl<C: Cloud> Engine<C> {
             match &stage.action {
                 Action::Cloud(action) => self.cloud_stage(op, step_no, stage, action, x).await?,
                 Action::Remote(r) => {
-                    let host = self.host(&op.vnf_instance_id, &rows, &r.step, r.role, x)?;
+                    let host = self.host(op.vnf_instance_id.as_str(), &rows, &r.step, r.role, x)?;
                     remote.push((step_no, stage.key.clone(), r.step.clone(), host));
                 }
                 Action::Expand(_) => {
@@ -301,7 +301,7 @@ impl<C: Cloud> Engine<C> {
                 )
             })?;
         Ok(Host {
-            vnfc_id: row.id.clone(),
+            vnfc_id: row.id.to_string(),
             server_id: row.server_id.clone(),
             target: Target {
                 address,
@@ -313,7 +313,7 @@ impl<C: Cloud> Engine<C> {
                     .clone()
                     .map(HostKeyPolicy::Pinned)
                     .unwrap_or(HostKeyPolicy::TrustOnFirstUse),
-                label: row.id.clone(),
+                label: row.id.to_string(),
             },
             secrets,
             vnf_instance_id: vnf_instance_id.to_owned(),
@@ -325,12 +325,16 @@ impl<C: Cloud> Engine<C> {
 
     /// Removes the artifacts of `vnf_instance_id` that `which` selects from the state
     /// directory; one that cannot be removed is logged (WARN) and left.
-    pub(super) fn remove_artifacts(&self, vnf_instance_id: &str, which: impl Fn(Artifact) -> bool) {
+    pub(super) fn remove_artifacts(
+        &self,
+        vnf_instance_id: &VnfInstanceId,
+        which: impl Fn(Artifact) -> bool,
+    ) {
         let Some(dir) = self.db.with(|s| s.state_dir()) else {
             return;
         };
         for artifact in Artifact::ALL.iter().copied().filter(|a| which(*a)) {
-            let path = artifact.path(&dir, vnf_instance_id);
+            let path = artifact.path(&dir, vnf_instance_id.as_str());
             let label = artifact.label();
             match std::fs::remove_file(&path) {
                 Ok(()) => tracing::info!(path = %path.display(), "{label} removed"),
@@ -381,7 +385,7 @@ impl<C: Cloud> Engine<C> {
 
     /// The instance's stack as recorded. Errors: no stack id recorded yet.
     fn recorded_stack(&self, op: &OperationRow) -> Result<StackRef, EngineError> {
-        Ok(super::instance::instance_stack(self, &op.vnf_instance_id)?.1)
+        Ok(super::instance::instance_stack(self, op.vnf_instance_id.as_str())?.1)
     }
 
     /// One cloud stage: its action carried out as one journaled step (`cloud_step`), each
@@ -446,7 +450,7 @@ impl<C: Cloud> Engine<C> {
     /// creation and recording its id, created otherwise; its id recorded.
     async fn create_stack(&self, at: &At<'_>, doc: &StackDocument) -> Result<(), EngineError> {
         let op = at.op;
-        let stack_name = stack_name(&op.vnf_instance_id);
+        let stack_name = stack_name(op.vnf_instance_id.as_str());
         let create = self.stack_request(&stack_name, doc);
         self.cloud_step(
             op,
@@ -579,7 +583,7 @@ impl<C: Cloud> Engine<C> {
             Some(s) => Ok(Some(s.clone())),
             None => {
                 self.cloud
-                    .find_stack(&stack_name(&op.vnf_instance_id))
+                    .find_stack(&stack_name(op.vnf_instance_id.as_str()))
                     .await
             }
         }
@@ -587,11 +591,11 @@ impl<C: Cloud> Engine<C> {
 
     /// The stack recorded for the instance, if an id was recorded.
     fn known_stack(&self, op: &OperationRow) -> Result<Option<StackRef>, EngineError> {
-        let row = instance_row(self, &op.vnf_instance_id)?;
+        let row = instance_row(self, op.vnf_instance_id.as_str())?;
         let name = row
             .stack_name
             .clone()
-            .unwrap_or_else(|| stack_name(&op.vnf_instance_id));
+            .unwrap_or_else(|| stack_name(op.vnf_instance_id.as_str()));
         Ok(row.stack_id.map(|id| StackRef { name, id }))
     }
 
@@ -601,7 +605,7 @@ impl<C: Cloud> Engine<C> {
     async fn read_vnfcs(
         &self,
         op: &OperationRow,
-        key: &str,
+        key: &StageKey,
         step_no: i64,
         stack: &StackRef,
         check: &ReadCheck,

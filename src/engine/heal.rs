@@ -41,6 +41,7 @@ use crate::cloud::{Cloud, StackRef};
 use crate::store::{OperationRow, VnfcRow};
 use vnfkeeper_core::flavour::HookContext;
 use vnfkeeper_core::heat;
+use vnfkeeper_core::model::VnfcId;
 use vnfkeeper_core::plan;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
@@ -51,7 +52,7 @@ use vnfkeeper_core::wire::sol003::HealVnfRequest;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct HealPlan {
     /// The VNFCs healed (all of the instance's VNFCs for a whole-VNF heal).
-    targets: Vec<String>,
+    targets: Vec<VnfcId>,
     /// Rebuild nothing, only configure the targets again.
     configuration_only: bool,
     /// Replace the targets' volumes too (`additionalParams.all`).
@@ -85,7 +86,7 @@ async fn decide<C: Cloud>(
     let req = request(e, op)?;
     let extra = req.additional_params.as_ref();
     let known = adjusted::known(vnfcs);
-    let targets: Vec<String> = if req.vnfc_instance_id.is_empty() {
+    let targets: Vec<VnfcId> = if req.vnfc_instance_id.is_empty() {
         vnfcs.iter().map(|v| v.id.clone()).collect()
     } else {
         let mut out = Vec::new();
@@ -166,7 +167,7 @@ fn stages<C: Cloud>(
         let c = HookContext {
             vnfcs: before,
             pv_wait: e.limits.pv_wait,
-            op_occ_id: &op.id,
+            op_occ_id: op.id.as_str(),
         };
         list.append(inst.driver.heal_start(c, &p.targets)?);
         // Mark the targets' servers (and, if asked, their volumes) unhealthy in the stack that
@@ -220,12 +221,12 @@ fn load_hot(op: &OperationRow, inst: &Instance) -> Result<Option<adjusted::Hot>,
 }
 
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
-    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str())?;
     if op.origin == Origin::Tacker {
         // A heal of the whole VNF may have made Tacker re-create its stack: find it by name.
         super::instantiate::adopt_stack(e, op).await?;
     }
-    let (_, stack) = instance_stack(e, &op.vnf_instance_id)?;
+    let (_, stack) = instance_stack(e, op.vnf_instance_id.as_str())?;
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let plan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
         Some(text) => serde_json::from_str::<HealPlan>(&text)

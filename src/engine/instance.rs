@@ -8,6 +8,7 @@ use super::{Engine, EngineError, StepFailure};
 use crate::cloud::{Cloud, StackRef};
 use crate::store::InstanceRow;
 use vnfkeeper_core::flavour::{self, Inputs, MgmtDriver};
+use vnfkeeper_core::model::VnfInstanceId;
 use vnfkeeper_core::package::VnfPackage;
 use vnfkeeper_core::wire::sol003::{ChangeExtVnfConnectivityRequest, InstantiateVnfRequest};
 
@@ -52,7 +53,7 @@ impl Instance {
             }
         }
         let driver = flavour::select(Inputs {
-            vnf_instance_id: vnf_instance_id.to_owned(),
+            vnf_instance_id: vnf_instance_id.into(),
             req: req.clone(),
             vnfd: pkg.vnfd.clone(),
             files,
@@ -68,18 +69,22 @@ impl Instance {
         vnf_instance_id: &str,
     ) -> Result<Self, EngineError> {
         let (params, package) =
-            e.db.with(|s| s.reader().instantiate_request(vnf_instance_id))?
-                .ok_or_else(|| {
-                    StepFailure::input(
-                        "plan",
-                        format!("VNF instance `{vnf_instance_id}` has no completed INSTANTIATE"),
-                    )
-                })?;
+            e.db.with(|s| {
+                s.reader()
+                    .instantiate_request(&VnfInstanceId::from(vnf_instance_id))
+            })?
+            .ok_or_else(|| {
+                StepFailure::input(
+                    "plan",
+                    format!("VNF instance `{vnf_instance_id}` has no completed INSTANTIATE"),
+                )
+            })?;
         let mut inst = Self::load(vnf_instance_id, &params, package.as_deref())?;
         // Completed CHANGE_EXT_CONNs since: the external VLs the instance has now.
-        for body in
-            e.db.with(|s| s.reader().ext_conn_changes(vnf_instance_id))?
-        {
+        for body in e.db.with(|s| {
+            s.reader()
+                .ext_conn_changes(&VnfInstanceId::from(vnf_instance_id))
+        })? {
             let change: ChangeExtVnfConnectivityRequest =
                 serde_json::from_str(&body).map_err(|_| {
                     StepFailure::input(

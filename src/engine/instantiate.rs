@@ -42,10 +42,10 @@ fn inputs<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<Instance, Engine
     // The package is the snapshot taken at intake (`vnf_package`), checked against its digest.
     if let Some((digest, dir)) = e.db.with(|s| s.reader().package_snapshot(&op.id))? {
         crate::intake::snapshot::verify(&dir, digest)
-            .map_err(|why| StepFailure::input("plan", why))?;
+            .map_err(|why| StepFailure::input("plan", why.to_string()))?;
     }
     Ok(Instance::load(
-        &op.vnf_instance_id,
+        op.vnf_instance_id.as_str(),
         &params,
         package.as_deref(),
     )?)
@@ -161,7 +161,7 @@ pub(super) async fn adopt_stack<C: Cloud>(
     e: &Engine<C>,
     op: &OperationRow,
 ) -> Result<(), EngineError> {
-    let name = stack_name(&op.vnf_instance_id);
+    let name = stack_name(op.vnf_instance_id.as_str());
     let found = e
         .cloud
         .find_stack(&name)
@@ -205,7 +205,7 @@ pub(super) async fn roll_back<C: Cloud>(
     op: &OperationRow,
 ) -> Result<(), EngineError> {
     undo_outside(e, op).await?;
-    let stack_name = stack_name(&op.vnf_instance_id);
+    let stack_name = stack_name(op.vnf_instance_id.as_str());
     if op.origin == Origin::Tacker {
         // The stack is Tacker's: vnfkeeper never deletes it.
         e.db.write(|tx| {
@@ -262,7 +262,7 @@ async fn undo_outside<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), 
     let c = vnfkeeper_core::flavour::HookContext {
         vnfcs: &rows,
         pv_wait: e.limits.pv_wait,
-        op_occ_id: &op.id,
+        op_occ_id: op.id.as_str(),
     };
     let stages = match inst.driver.instantiate_rollback(c) {
         Ok(s) => s,

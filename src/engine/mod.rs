@@ -20,17 +20,18 @@ mod terminate;
 use std::sync::Arc;
 use std::time::Duration;
 
-use vnfkeeper_core::model::EventKind;
-
 use tracing::Instrument as _;
 
 use crate::cloud::Cloud;
 use crate::metrics::Metrics;
 use crate::remote::Remote;
 use crate::store::{Db, NewEvent, OperationRow, StoreError};
-use vnfkeeper_core::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use steps::StepFailure;
+
+use vnfkeeper_core::model::{
+    EventKind, LcmOperationType, OpOccId, OperationState, PendingTask, Timestamp,
+};
 
 /// Tunables of the engine (from the configuration's `[limits]`).
 #[derive(Debug, Clone)]
@@ -131,7 +132,7 @@ impl<C: Cloud> Engine<C> {
     /// Runs (or resumes) the operation `op_id` until it reaches `COMPLETED`, `FAILED_TEMP` or
     /// `ROLLED_BACK`, and returns that state. Errors: only database errors (the operation is
     /// then left where it was and resumes on the next call).
-    pub async fn run(&self, op_id: &str) -> Result<OperationState, StoreError> {
+    pub async fn run(&self, op_id: &OpOccId) -> Result<OperationState, StoreError> {
         let Some(op) = self.db.with(|s| s.reader().operation(op_id))? else {
             return Ok(OperationState::Failed);
         };
@@ -247,7 +248,7 @@ impl<C: Cloud> Engine<C> {
     ) -> Result<(), StoreError> {
         let t = now();
         self.db.write(|tx| {
-            let from = tx.set_operation_state(&op.id, to, error, t)?;
+            let from = tx.set_operation_state(op.id.as_str(), to, error, t)?;
             tx.set_status_detail(&op.id, detail)?;
             let message = format!("{} {} → {}: {detail}", op.operation, from, to);
             tx.append_event(

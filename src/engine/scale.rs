@@ -30,6 +30,7 @@ use crate::cloud::{Cloud, StackRef};
 use crate::store::{OperationRow, VnfcRow};
 use vnfkeeper_core::flavour::HookContext;
 use vnfkeeper_core::heat;
+use vnfkeeper_core::model::{StageKey, VnfcId};
 use vnfkeeper_core::plan;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
 use vnfkeeper_core::plan::stages::{Action, CloudAction, Hook, Mark, ReadCheck, Stage, StageList};
@@ -43,7 +44,7 @@ struct ScalePlan {
     /// `desired_capacity` per VDU for those levels.
     capacities: BTreeMap<String, u32>,
     /// VNFCs to remove (SCALE_IN), newest first (adjusted HOT: highest index first).
-    victims: Vec<String>,
+    victims: Vec<VnfcId>,
     /// The adjusted HOT (individual VNFC management), sent to Heat in full.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     adjusted: Option<AdjustedPlan>,
@@ -65,10 +66,10 @@ struct RollbackPlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     adjusted: Option<AdjustedPlan>,
     /// Row ids of the VNFCs the scale-out created (they must be gone afterwards).
-    victims: Vec<String>,
+    victims: Vec<VnfcId>,
     /// Those of `victims` that a `scale_end` stage ran on: the flavour's `scale_start` undoes
     /// its work on them (drain and delete the node) before Heat deletes them.
-    hooked: Vec<String>,
+    hooked: Vec<VnfcId>,
     /// The stages, keyed `rollback:<key>` so that none is taken for a DONE stage of the
     /// scale-out.
     stages: Vec<Stage>,
@@ -171,7 +172,7 @@ fn stages<C: Cloud>(
         let c = HookContext {
             vnfcs: &i.before,
             pv_wait: e.limits.pv_wait,
-            op_occ_id: &op.id,
+            op_occ_id: op.id.as_str(),
         };
         let drain = i.inst.driver.scale_start(c, &p.victims)?;
         list.append(drain);
@@ -226,7 +227,7 @@ fn stages<C: Cloud>(
 struct TackerScalePlan {
     /// VNFCs Tacker removed (SCALE_IN): rows the stack no longer had when planned.
     #[serde(default)]
-    gone: Vec<String>,
+    gone: Vec<VnfcId>,
     /// The stages (`tacker::tacker_scale_stages`).
     stages: Vec<Stage>,
 }
@@ -244,7 +245,7 @@ async fn run_tacker<C: Cloud>(
     req: &ScaleVnfRequest,
 ) -> Result<(), EngineError> {
     super::instantiate::adopt_stack(e, op).await?;
-    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str())?;
     let plan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
         Some(text) => serde_json::from_str::<TackerScalePlan>(&text)
             .map_err(|_| StepFailure::input("plan", "stored scale plan does not parse"))?,
@@ -253,7 +254,7 @@ async fn run_tacker<C: Cloud>(
             let (gone, cleanup) = if out {
                 (Vec::new(), Vec::new())
             } else {
-                let (_, stack) = instance_stack(e, &op.vnf_instance_id)?;
+                let (_, stack) = instance_stack(e, op.vnf_instance_id.as_str())?;
                 let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
                 let cloud = |err: crate::cloud::CloudError| StepFailure::cloud("plan", &err);
                 let resources = e.cloud.stack_resources(&stack, 5).await.map_err(cloud)?;
@@ -269,7 +270,7 @@ async fn run_tacker<C: Cloud>(
                 let c = HookContext {
                     vnfcs: &before,
                     pv_wait: e.limits.pv_wait,
-                    op_occ_id: &op.id,
+                    op_occ_id: op.id.as_str(),
                 };
                 let cleanup = inst.driver.scale_in_after_removal(c, &gone)?;
                 (gone, cleanup)
@@ -302,8 +303,8 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     if op.origin == vnfkeeper_core::tacker::Origin::Tacker {
         return run_tacker(e, op, &req).await;
     }
-    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
-    let (instance, stack) = instance_stack(e, &op.vnf_instance_id)?;
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str())?;
+    let (instance, stack) = instance_stack(e, op.vnf_instance_id.as_str())?;
     let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let i = Inputs {
         req,
@@ -377,7 +378,7 @@ pub(super) async fn roll_back<C: Cloud>(
     };
     let mut plan: ScalePlan = serde_json::from_str(&text)
         .map_err(|_| StepFailure::input("rollback", "stored scale plan does not parse"))?;
-    let inst = Instance::of_instance(e, &op.vnf_instance_id)?;
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str())?;
     let rb = match plan.rollback.clone() {
         Some(rb) => rb,
         None => {
@@ -441,7 +442,7 @@ fn decide_rollback<C: Cloud>(
     .map_err(|err| StepFailure::input("rollback", err.to_string()))?;
     let rows = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let known = adjusted::known(&rows);
-    let victims: Vec<String> = out
+    let victims: Vec<VnfcId> = out
         .created
         .iter()
         .filter_map(|name| plan::individual::resolve_vnfc(&known, name))
@@ -449,9 +450,9 @@ fn decide_rollback<C: Cloud>(
         .collect();
     // "When they got that far": a VNFC that no stage of the scale-out ran on has nothing to undo.
     let journal = e.db.with(|s| s.reader().journal(&op.id))?;
-    let hooked: Vec<String> = victims
+    let hooked: Vec<VnfcId> = victims
         .iter()
-        .filter(|v| journal.iter().any(|j| &j.host == *v))
+        .filter(|v| journal.iter().any(|j| **v == j.host))
         .cloned()
         .collect();
     let mut list = StageList::default();
@@ -459,7 +460,7 @@ fn decide_rollback<C: Cloud>(
         let c = HookContext {
             vnfcs: &rows,
             pv_wait: e.limits.pv_wait,
-            op_occ_id: &op.id,
+            op_occ_id: op.id.as_str(),
         };
         list.append(inst.driver.scale_start(c, &hooked)?);
     }
@@ -486,7 +487,7 @@ fn decide_rollback<C: Cloud>(
         .into());
     }
     for s in &mut stages {
-        s.key = format!("{ROLLBACK_KEY}{}", s.key);
+        s.key = StageKey::new(format!("{ROLLBACK_KEY}{}", s.key));
     }
     Ok(RollbackPlan {
         adjusted: Some(a),
@@ -506,7 +507,7 @@ async fn decide_rollback_asg<C: Cloud>(
     op: &OperationRow,
     inst: &Instance,
 ) -> Result<RollbackPlan, EngineError> {
-    let (instance, stack) = instance_stack(e, &op.vnf_instance_id)?;
+    let (instance, stack) = instance_stack(e, op.vnf_instance_id.as_str())?;
     let vnfd = &inst.pkg.vnfd;
     let rows = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
     let known: Vec<&str> = rows
@@ -529,15 +530,15 @@ async fn decide_rollback_asg<C: Cloud>(
             resource: o.resource_name.clone(),
         })
         .collect();
-    let victims: Vec<String> = rows
+    let victims: Vec<VnfcId> = rows
         .iter()
         .filter(|r| r.created_at >= op.start_time)
         .map(|r| r.id.clone())
         .collect();
     let journal = e.db.with(|s| s.reader().journal(&op.id))?;
-    let hooked: Vec<String> = victims
+    let hooked: Vec<VnfcId> = victims
         .iter()
-        .filter(|v| journal.iter().any(|j| &j.host == *v))
+        .filter(|v| journal.iter().any(|j| **v == j.host))
         .cloned()
         .collect();
     let level = inst.req.instantiation_level_id.as_deref();
@@ -556,7 +557,7 @@ async fn decide_rollback_asg<C: Cloud>(
         let c = HookContext {
             vnfcs: &rows,
             pv_wait: e.limits.pv_wait,
-            op_occ_id: &op.id,
+            op_occ_id: op.id.as_str(),
         };
         list.append(inst.driver.scale_start(c, &hooked)?);
     }
@@ -582,7 +583,7 @@ async fn decide_rollback_asg<C: Cloud>(
         .into());
     }
     for s in &mut stages {
-        s.key = format!("{ROLLBACK_KEY}{}", s.key);
+        s.key = StageKey::new(format!("{ROLLBACK_KEY}{}", s.key));
     }
     Ok(RollbackPlan {
         adjusted: None,

@@ -12,7 +12,9 @@ use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
 use crate::store::{OperationRow, StoreError};
 use vnfkeeper_core::console::FirstContact;
 use vnfkeeper_core::flavour::{ApplyOutput, MgmtDriver};
-use vnfkeeper_core::model::{LcmOperationType, ProblemDetails, StepState};
+use vnfkeeper_core::model::{
+    LcmOperationType, ProblemDetails, StageKey, StepState, VnfInstanceId, VnfcId,
+};
 use vnfkeeper_core::recipes::{EXIT_NEEDED, EXIT_REFUSED, OutputUse, Step};
 use vnfkeeper_core::wire::Secret;
 
@@ -160,7 +162,7 @@ impl<C: Cloud> Engine<C> {
     pub(super) async fn cloud_step<T, F, Fut, P>(
         &self,
         op: &OperationRow,
-        key: &str,
+        key: &StageKey,
         step_no: i64,
         name: &'static str,
         f: F,
@@ -188,7 +190,7 @@ impl<C: Cloud> Engine<C> {
     async fn cloud_attempts<T, F, Fut, P>(
         &self,
         op: &OperationRow,
-        key: &str,
+        key: &StageKey,
         name: &'static str,
         f: F,
         persist: P,
@@ -246,7 +248,7 @@ impl<C: Cloud> Engine<C> {
     pub(super) async fn fan_out(
         &self,
         op: &OperationRow,
-        stages: Vec<(i64, String, Step, Host)>,
+        stages: Vec<(i64, StageKey, Step, Host)>,
         driver: &dyn MgmtDriver,
     ) -> Result<(), EngineError> {
         let results: Vec<Result<(), EngineError>> = futures::stream::iter(stages)
@@ -266,7 +268,7 @@ impl<C: Cloud> Engine<C> {
     async fn remote_step(
         &self,
         op: &OperationRow,
-        key: &str,
+        key: &StageKey,
         step_no: i64,
         step: &Step,
         host: &Host,
@@ -342,8 +344,8 @@ impl<C: Cloud> Engine<C> {
                     if !host.registries.is_empty() {
                         let applied = detail.starts_with("applied");
                         tx.record_node_trust(
-                            &host.vnf_instance_id,
-                            &host.vnfc_id,
+                            &VnfInstanceId::from(&host.vnf_instance_id),
+                            &VnfcId::from(&host.vnfc_id),
                             &host.registries,
                             applied,
                             t,
@@ -462,7 +464,7 @@ impl<C: Cloud> Engine<C> {
                 .db
                 .write(|tx| {
                     tx.pin_host_key(
-                        &host.vnfc_id,
+                        &VnfcId::from(&host.vnfc_id),
                         &connected.host_key,
                         &connected.fingerprint,
                         how,
@@ -653,9 +655,9 @@ impl<C: Cloud> Engine<C> {
                 stderr_tail: &stderr_tail,
             },
         );
-        verdict.map_err(|reason| Attempt::Failed {
+        verdict.map_err(|e| Attempt::Failed {
             exit_status: out.exit_status,
-            reason,
+            reason: e.reason,
         })
     }
 

@@ -27,9 +27,9 @@ struct TerminatePlan {
 }
 
 pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<(), EngineError> {
-    let instance = instance_row(e, &op.vnf_instance_id)?;
+    let instance = instance_row(e, op.vnf_instance_id.as_str())?;
     // A TERMINATE after a failed INSTANTIATE has no flavour to ask: only the stack goes.
-    let inst = Instance::of_instance(e, &op.vnf_instance_id).ok();
+    let inst = Instance::of_instance(e, op.vnf_instance_id.as_str()).ok();
     let stored: TerminatePlan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
         Some(text) => serde_json::from_str(&text)
             .map_err(|_| StepFailure::input("plan", "stored terminate plan does not parse"))?,
@@ -40,7 +40,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
         let c = HookContext {
             vnfcs: &rows,
             pv_wait: e.limits.pv_wait,
-            op_occ_id: &op.id,
+            op_occ_id: op.id.as_str(),
         };
         let mut list = StageList::default();
         if let Some(inst) = &inst {
@@ -67,7 +67,7 @@ pub(super) async fn run<C: Cloud>(e: &Engine<C>, op: &OperationRow) -> Result<()
     let name = instance
         .stack_name
         .clone()
-        .unwrap_or_else(|| stack_name(&op.vnf_instance_id));
+        .unwrap_or_else(|| stack_name(op.vnf_instance_id.as_str()));
     e.db.write(|tx| {
         tx.delete_vnfcs(&op.vnf_instance_id)?;
         tx.set_instance_stack(&op.vnf_instance_id, &name, None, now())?;

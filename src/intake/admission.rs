@@ -16,8 +16,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use sha2::{Digest as _, Sha256};
 
-use vnfkeeper_core::model::EventKind;
-
 use super::maildir::{Destination, KeptCopy};
 use super::snapshot::{self, SnapshotError};
 use crate::store::{
@@ -25,8 +23,8 @@ use crate::store::{
     RequestBody, StoreError, Tx, VnfcRow,
 };
 use vnfkeeper_core::model::{
-    FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
-    ProblemDetails, Timestamp,
+    EventKind, FieldProblem, InstantiationState, IntakeOutcome, LcmOperationType, OpOccId,
+    OperationState, PendingTask, ProblemDetails, Timestamp, VnfInstanceId,
 };
 use vnfkeeper_core::package::Snapshot;
 use vnfkeeper_core::package::Vnfd;
@@ -40,9 +38,9 @@ pub enum Outcome {
         /// File name in `new/`.
         file: String,
         /// The new vnfLcmOpOccId.
-        vnf_lcm_op_occ_id: String,
+        vnf_lcm_op_occ_id: OpOccId,
         /// vnfInstanceId.
-        vnf_instance_id: String,
+        vnf_instance_id: VnfInstanceId,
         /// The operation (or task) requested, e.g. `INSTANTIATE`, `RETRY`.
         operation: String,
         /// Why it waits, if it does.
@@ -58,7 +56,7 @@ pub enum Outcome {
         /// File name in `new/`.
         file: String,
         /// The operation the earlier copy created.
-        vnf_lcm_op_occ_id: String,
+        vnf_lcm_op_occ_id: OpOccId,
     },
     /// Refused; `<name>.error.json` explains why.
     Rejected {
@@ -454,7 +452,7 @@ impl BaseVnfd {
             .map(|b| b.template);
         let vnfd = self.vnfd.for_flavour(&req.flavour_id).unwrap_or(&self.vnfd);
         vnfkeeper_core::flavour::select(vnfkeeper_core::flavour::Inputs {
-            vnf_instance_id: vnf_instance_id.to_owned(),
+            vnf_instance_id: vnf_instance_id.into(),
             vnfd: vnfd.clone(),
             req,
             files: BTreeMap::new(),
@@ -489,7 +487,7 @@ pub(super) fn load_base_vnfds<'e>(
         ) {
             continue;
         }
-        for path in reader.scale_base_packages(&lcm.env.vnf_instance_id)? {
+        for path in reader.scale_base_packages(&VnfInstanceId::from(&lcm.env.vnf_instance_id))? {
             if bases.contains_key(&path) {
                 continue;
             }
@@ -518,7 +516,10 @@ pub(super) fn committed_destination(earlier: &[IntakeRow], req: &Examined) -> Op
     let prev = earlier
         .iter()
         .find(|r| r.file_name.as_deref() == Some(req.name.as_str()))?;
-    match (prev.outcome, prev.vnf_lcm_op_occ_id.as_deref()) {
+    match (
+        prev.outcome,
+        prev.vnf_lcm_op_occ_id.as_ref().map(OpOccId::as_str),
+    ) {
         (IntakeOutcome::Accepted | IntakeOutcome::Duplicate, Some(op)) => {
             let op = op.to_owned();
             Some(match &req.verdict {
@@ -565,7 +566,9 @@ pub(super) fn decide(
             problem: problem.clone(),
         },
         Verdict::Task(env) => {
-            let op = tx.reader().operation(&env.vnf_lcm_op_occ_id)?;
+            let op = tx
+                .reader()
+                .operation(&OpOccId::from(&env.vnf_lcm_op_occ_id))?;
             match check_task(env, op.as_ref()) {
                 Ok(op) => Admission::Task {
                     env,
@@ -672,7 +675,7 @@ impl LcmFacts {
             Some(rid) => tx.operation_by_request_id(rid)?,
             None => None,
         };
-        let Some(instance) = tx.instance(&env.vnf_instance_id)? else {
+        let Some(instance) = tx.instance(&VnfInstanceId::from(&env.vnf_instance_id))? else {
             return Ok(Self {
                 request_id_user,
                 instance: None,
@@ -699,11 +702,11 @@ impl LcmFacts {
             let start = scale_start(&instance, &queued);
             scale.base = match start.base {
                 ScaleBase::Completed => reader.instantiate_request(&instance.id)?,
-                ScaleBase::Queued(id) => reader.operation_params(id)?,
+                ScaleBase::Queued(id) => reader.operation_params(&OpOccId::from(id))?,
                 ScaleBase::Terminated => None,
             };
             for id in &start.pending {
-                if let Some((p, _)) = reader.operation_params(id)? {
+                if let Some((p, _)) = reader.operation_params(&OpOccId::from(*id))? {
                     scale.pending.push(p);
                 }
             }
@@ -762,7 +765,12 @@ fn duplicate_of(earlier: &[IntakeRow]) -> Option<String> {
     earlier
         .iter()
         .find(|r| r.outcome == IntakeOutcome::Accepted)
-        .map(|r| r.vnf_lcm_op_occ_id.clone().unwrap_or_default())
+        .map(|r| {
+            r.vnf_lcm_op_occ_id
+                .as_ref()
+                .map(OpOccId::to_string)
+                .unwrap_or_default()
+        })
 }
 
 /// 409: the `requestId` was already used by `op` for a request with different content.
@@ -803,7 +811,7 @@ fn check_task<'r>(
             ),
         };
         let problem = conflict(409, "/vnfLcmOpOccId", why);
-        return Err((Some(&op.vnf_instance_id), problem));
+        return Err((Some(op.vnf_instance_id.as_str()), problem));
     }
     Ok(op)
 }
@@ -872,7 +880,7 @@ fn check_heal_targets(env: &LcmEnvelope, vnfcs: &[VnfcRow]) -> Result<(), Proble
             let name = v
                 .vnfc_index
                 .map(|i| vnfkeeper_core::heat::template::indexed(&v.vdu_id, i as u32));
-            std::iter::once(v.id.clone()).chain(name)
+            std::iter::once(v.id.to_string()).chain(name)
         })
         .collect();
     let wanted = env.request.get("vnfcInstanceId").and_then(|v| v.as_array());
@@ -913,7 +921,7 @@ fn check_heal_flavour(
         return Ok(());
     };
     let wanted = env.request.get("vnfcInstanceId").and_then(|v| v.as_array());
-    let targets: Vec<String> = wanted
+    let targets: Vec<vnfkeeper_core::model::VnfcId> = wanted
         .into_iter()
         .flatten()
         .filter_map(|v| v.as_str())
@@ -975,7 +983,7 @@ fn scale_start<'a>(instance: &InstanceRow, queued: &'a [OperationRow]) -> ScaleS
     for q in queued {
         match q.operation {
             LcmOperationType::Instantiate => {
-                start.base = ScaleBase::Queued(&q.id);
+                start.base = ScaleBase::Queued(q.id.as_str());
                 start.levels.clear();
                 start.pending.clear();
             }
@@ -983,7 +991,7 @@ fn scale_start<'a>(instance: &InstanceRow, queued: &'a [OperationRow]) -> ScaleS
                 start.base = ScaleBase::Terminated;
                 start.pending.clear();
             }
-            LcmOperationType::Scale => start.pending.push(&q.id),
+            LcmOperationType::Scale => start.pending.push(q.id.as_str()),
             LcmOperationType::Heal | LcmOperationType::ChangeExtConn => {}
         }
     }
@@ -1134,15 +1142,16 @@ fn record_acceptance(
         warnings,
         ..
     } = lcm;
-    let op_id = uuid::Uuid::new_v4().to_string();
+    let op_id = OpOccId::new(uuid::Uuid::new_v4().to_string());
+    let vnf = VnfInstanceId::from(&env.vnf_instance_id);
     let operation = LcmOperationType::from(env.operation);
-    tx.create_instance_if_missing(&env.vnf_instance_id, now)?;
+    tx.create_instance_if_missing(&vnf, now)?;
     let status_detail = waiting_reason(ahead, ctx.cloud_configured);
     let package_text = package.as_ref().map(|p| p.dir.display().to_string());
     tx.insert_operation(
         &NewOperation {
             id: &op_id,
-            vnf_instance_id: &env.vnf_instance_id,
+            vnf_instance_id: &vnf,
             operation,
             operation_params: body,
             vnf_package: package_text.as_deref(),
@@ -1155,7 +1164,7 @@ fn record_acceptance(
     if let Some(snap) = package {
         tx.record_package_snapshot(&op_id, snap.digest, &snap.source)?;
     }
-    if let Some(p) = instantiate_pause(env, &op_id, now) {
+    if let Some(p) = instantiate_pause(env, op_id.as_str(), now) {
         tx.set_maintenance_pause(&p, now)?;
     }
     let warnings_json = (!warnings.is_empty()).then(|| json(&warnings));
@@ -1166,7 +1175,7 @@ fn record_acceptance(
             request_id: env.request_id.as_deref(),
             outcome: "ACCEPTED",
             vnf_instance_id: Some(&env.vnf_instance_id),
-            vnf_lcm_op_occ_id: Some(&op_id),
+            vnf_lcm_op_occ_id: Some(op_id.as_str()),
             problem: None,
             warnings: warnings_json.as_deref(),
         },
@@ -1178,7 +1187,7 @@ fn record_acceptance(
     tx.append_event(
         &NewEvent {
             kind: EventKind::RequestAccepted,
-            vnf_instance_id: Some(&env.vnf_instance_id),
+            vnf_instance_id: Some(&vnf),
             vnf_lcm_op_occ_id: Some(&op_id),
             vnfc_id: None,
             message: &message,
@@ -1190,13 +1199,15 @@ fn record_acceptance(
         Outcome::Accepted {
             file: req.name.clone(),
             vnf_lcm_op_occ_id: op_id.clone(),
-            vnf_instance_id: env.vnf_instance_id.clone(),
+            vnf_instance_id: vnf.clone(),
             operation: operation.as_str().to_owned(),
             status_detail: Some(status_detail),
             warnings: warnings.to_vec(),
             ended: None,
         },
-        Destination::Accepted { op: op_id },
+        Destination::Accepted {
+            op: op_id.into_string(),
+        },
     ))
 }
 
@@ -1213,7 +1224,7 @@ fn instantiate_pause(
     };
     let mp = req.additional_params?.maintenance_pause?;
     Some(vnfkeeper_core::model::MaintenancePause {
-        scope: vnfkeeper_core::model::PauseScope::Vnf(env.vnf_instance_id.clone()),
+        scope: vnfkeeper_core::model::PauseScope::Vnf(VnfInstanceId::from(&env.vnf_instance_id)),
         paused_by: format!("INSTANTIATE request {op_id}"),
         reason: mp.reason,
         since: now,
@@ -1235,7 +1246,7 @@ fn record_task(
 ) -> Result<(Outcome, Destination), StoreError> {
     match env.operation {
         TaskOperation::Fail => {
-            tx.set_operation_state(&op.id, OperationState::Failed, None, now)?;
+            tx.set_operation_state(op.id.as_str(), OperationState::Failed, None, now)?;
         }
         TaskOperation::Retry => tx.set_pending_task(&op.id, PendingTask::Retry)?,
         TaskOperation::Rollback => tx.set_pending_task(&op.id, PendingTask::Rollback)?,
@@ -1247,8 +1258,8 @@ fn record_task(
             content_sha256: &req.digest,
             request_id: env.request_id.as_deref(),
             outcome: "ACCEPTED",
-            vnf_instance_id: Some(&op.vnf_instance_id),
-            vnf_lcm_op_occ_id: Some(&op.id),
+            vnf_instance_id: Some(op.vnf_instance_id.as_str()),
+            vnf_lcm_op_occ_id: Some(op.id.as_str()),
             problem: None,
             warnings: None,
         },
@@ -1283,7 +1294,7 @@ fn record_task(
             ended: (env.operation == TaskOperation::Fail).then_some(op.operation),
         },
         Destination::Task {
-            op: op.id.clone(),
+            op: op.id.to_string(),
             task: env.operation,
             intake_id,
         },
@@ -1319,8 +1330,8 @@ fn record_duplicate(
     tx.append_event(
         &NewEvent {
             kind: EventKind::RequestDuplicate,
-            vnf_instance_id: Some(vnf_instance_id),
-            vnf_lcm_op_occ_id: Some(op_id),
+            vnf_instance_id: Some(&VnfInstanceId::from(vnf_instance_id)),
+            vnf_lcm_op_occ_id: Some(&OpOccId::from(op_id)),
             vnfc_id: None,
             message: &message,
             evidence: Some(
@@ -1332,7 +1343,7 @@ fn record_duplicate(
     Ok((
         Outcome::Duplicate {
             file: req.name.clone(),
-            vnf_lcm_op_occ_id: op_id.to_owned(),
+            vnf_lcm_op_occ_id: OpOccId::from(op_id),
         },
         Destination::Duplicate {
             op: op_id.to_owned(),
@@ -1364,10 +1375,11 @@ fn record_rejection(
         now,
     )?;
     let message = format!("spool file {} rejected: {}", req.name, problem.detail);
+    let vnf = vnf_instance_id.map(VnfInstanceId::from);
     tx.append_event(
         &NewEvent {
             kind: EventKind::RequestRejected,
-            vnf_instance_id,
+            vnf_instance_id: vnf.as_ref(),
             vnf_lcm_op_occ_id: None,
             vnfc_id: None,
             message: &message,
@@ -1426,11 +1438,11 @@ mod tests {
     }
 
     fn queue(tx: &mut Tx<'_>, id: &str, operation: LcmOperationType) -> Result<(), StoreError> {
-        tx.create_instance_if_missing("vnf-1", now())?;
+        tx.create_instance_if_missing(&VnfInstanceId::from("vnf-1"), now())?;
         tx.insert_operation(
             &NewOperation {
-                id,
-                vnf_instance_id: "vnf-1",
+                id: &OpOccId::from(id),
+                vnf_instance_id: &VnfInstanceId::from("vnf-1"),
                 operation,
                 operation_params: &RequestBody::split(operation, "{}"),
                 vnf_package: None,
@@ -1542,7 +1554,7 @@ mod tests {
             .write(|tx| {
                 queue(tx, "s1", LcmOperationType::Scale)?;
                 let levels = BTreeMap::from([("worker_instance".to_owned(), 2)]);
-                tx.set_scale_status("vnf-1", Some(&levels), now())
+                tx.set_scale_status(&VnfInstanceId::from("vnf-1"), Some(&levels), now())
             })
             .unwrap();
         let (instance, queued) = instance_and_queue(&store);
@@ -1610,7 +1622,11 @@ mod tests {
         store
             .write(|tx| queue(tx, "op-1", LcmOperationType::Instantiate))
             .unwrap();
-        let op = store.reader().operation("op-1").unwrap().unwrap();
+        let op = store
+            .reader()
+            .operation(&OpOccId::from("op-1"))
+            .unwrap()
+            .unwrap();
         let (vnf, starting) = check_task(&retry, Some(&op)).unwrap_err();
         assert_eq!((vnf, starting.status), (Some("vnf-1"), 409));
         assert!(
@@ -1628,13 +1644,21 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        let op = store.reader().operation("op-1").unwrap().unwrap();
+        let op = store
+            .reader()
+            .operation(&OpOccId::from("op-1"))
+            .unwrap()
+            .unwrap();
         assert_eq!(check_task(&retry, Some(&op)).unwrap().id, "op-1");
 
         store
-            .write(|tx| tx.set_pending_task("op-1", PendingTask::Rollback))
+            .write(|tx| tx.set_pending_task(&OpOccId::from("op-1"), PendingTask::Rollback))
             .unwrap();
-        let op = store.reader().operation("op-1").unwrap().unwrap();
+        let op = store
+            .reader()
+            .operation(&OpOccId::from("op-1"))
+            .unwrap()
+            .unwrap();
         let fail = task(TaskOperation::Fail, "op-1");
         let (_, pending) = check_task(&fail, Some(&op)).unwrap_err();
         assert!(pending.detail.contains("already has a pending ROLLBACK"));

@@ -19,7 +19,7 @@ use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
 use vnfkeeper_core::model::{
-    EventKind, LcmOperationType, OperationState, ProblemDetails, Timestamp,
+    EventKind, LcmOperationType, OpOccId, OperationState, ProblemDetails, Timestamp, VnfInstanceId,
 };
 
 use super::maildir::{self, Spool};
@@ -280,12 +280,28 @@ pub fn recover(
                     record_again(tx, f, &doc, "ACCEPTED", op.as_deref(), None, now)?;
                 }
                 Some(AcceptedName::Duplicate(op)) => {
-                    let op = tx.reader().operation(op)?.map(|o| o.id);
-                    record_again(tx, f, &doc, "DUPLICATE", op.as_deref(), None, now)?;
+                    let op = tx.reader().operation(&op.into())?.map(|o| o.id);
+                    record_again(
+                        tx,
+                        f,
+                        &doc,
+                        "DUPLICATE",
+                        op.as_ref().map(|o| o.as_str()),
+                        None,
+                        now,
+                    )?;
                 }
                 Some(AcceptedName::Task(op)) => {
-                    let op = tx.reader().operation(op)?.map(|o| o.id);
-                    record_again(tx, f, &doc, "ACCEPTED", op.as_deref(), None, now)?;
+                    let op = tx.reader().operation(&op.into())?.map(|o| o.id);
+                    record_again(
+                        tx,
+                        f,
+                        &doc,
+                        "ACCEPTED",
+                        op.as_ref().map(|o| o.as_str()),
+                        None,
+                        now,
+                    )?;
                 }
                 None => record_again(tx, f, &doc, "ACCEPTED", None, None, now)?,
             }
@@ -305,8 +321,9 @@ fn recreate_operation(
     doc: &serde_json::Value,
     now: Timestamp,
 ) -> Result<Option<String>, StoreError> {
-    if tx.reader().operation(op)?.is_some() {
-        return Ok(Some(op.to_owned()));
+    let op = OpOccId::from(op);
+    if tx.reader().operation(&op)?.is_some() {
+        return Ok(Some(op.as_str().to_owned()));
     }
     let (Some(operation), Some(instance), Some(request)) = (
         text(doc, "operation").and_then(LcmOperationType::parse),
@@ -315,12 +332,13 @@ fn recreate_operation(
     ) else {
         return Ok(None);
     };
-    tx.create_instance_if_missing(instance, now)?;
+    let instance = VnfInstanceId::from(instance);
+    tx.create_instance_if_missing(&instance, now)?;
     let body = RequestBody::redacted(request, &[]);
     tx.insert_operation(
         &NewOperation {
-            id: op,
-            vnf_instance_id: instance,
+            id: &op,
+            vnf_instance_id: &instance,
             operation,
             operation_params: &body,
             vnf_package: None,
@@ -344,9 +362,9 @@ fn recreate_operation(
         column: "error",
         reason: e.to_string(),
     })?;
-    tx.set_operation_state(op, OperationState::FailedTemp, Some(&error), now)?;
-    tx.set_operation_state(op, OperationState::Failed, None, now)?;
-    Ok(Some(op.to_owned()))
+    tx.set_operation_state(op.as_str(), OperationState::FailedTemp, Some(&error), now)?;
+    tx.set_operation_state(op.as_str(), OperationState::Failed, None, now)?;
+    Ok(Some(op.as_str().to_owned()))
 }
 
 /// The `intake` row and event of a copy recorded again.
@@ -385,11 +403,13 @@ fn record_again(
          lost its record); not run"
     );
     let evidence = serde_json::json!({"file": shown, "intakeId": id, "recovered": true});
+    let instance = instance.map(VnfInstanceId::from);
+    let op = op.map(OpOccId::from);
     tx.append_event(
         &NewEvent {
             kind,
-            vnf_instance_id: instance,
-            vnf_lcm_op_occ_id: op,
+            vnf_instance_id: instance.as_ref(),
+            vnf_lcm_op_occ_id: op.as_ref(),
             vnfc_id: None,
             message: &message,
             evidence: Some(&evidence.to_string()),

@@ -76,6 +76,32 @@ pub enum SnapshotError {
     },
 }
 
+/// Why a snapshot the engine is about to use is refused ([`verify`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerifyError {
+    /// The snapshot directory cannot be read as a package (missing, unsafe entry, too large).
+    #[error("VNF package snapshot {}: {reason}", dir.display())]
+    Unreadable {
+        /// The snapshot directory.
+        dir: PathBuf,
+        /// Why it cannot be read.
+        reason: String,
+    },
+    /// Its files are not those accepted: a file was edited, added or removed since.
+    #[error(
+        "VNF package snapshot {} changed since acceptance: its files have digest {actual}, the operation recorded {recorded}",
+        dir.display()
+    )]
+    Changed {
+        /// The snapshot directory.
+        dir: PathBuf,
+        /// The digest of its files now.
+        actual: PackageDigest,
+        /// The digest the operation recorded at acceptance.
+        recorded: PackageDigest,
+    },
+}
+
 /// Reads the package at `source` (a directory, or a regular file ending in `.zip`), checks its
 /// manifest and VNFD, copies it into `store` (unless a snapshot with the same digest exists) and
 /// returns the snapshot with the files read (for checking the paths a request references).
@@ -112,18 +138,23 @@ pub fn take(
 
 /// Checks that the snapshot `dir` still holds exactly the files named by `digest` (the engine
 /// calls this before it uses a snapshot: a file edited, added or removed in the package store
-/// since acceptance is refused, never used). Errors: the reason, naming the snapshot.
-pub fn verify(dir: &Path, digest: PackageDigest) -> Result<(), String> {
-    let files = read_package(dir, &vnfkeeper_core::package::files::LIMITS)
-        .map_err(|e| format!("VNF package snapshot {}: {e}", dir.display()))?;
+/// since acceptance is refused, never used). Errors: [`VerifyError`], naming the snapshot.
+pub fn verify(dir: &Path, digest: PackageDigest) -> Result<(), VerifyError> {
+    let files = read_package(dir, &vnfkeeper_core::package::files::LIMITS).map_err(|e| {
+        VerifyError::Unreadable {
+            dir: dir.to_path_buf(),
+            reason: e.to_string(),
+        }
+    })?;
     let actual = files.digest();
     if actual == digest {
         Ok(())
     } else {
-        Err(format!(
-            "VNF package snapshot {} changed since acceptance: its files have digest {actual}, the operation recorded {digest}",
-            dir.display()
-        ))
+        Err(VerifyError::Changed {
+            dir: dir.to_path_buf(),
+            actual,
+            recorded: digest,
+        })
     }
 }
 

@@ -11,7 +11,7 @@ use crate::cloud::OpenStackCloud;
 use crate::config::Settings;
 use crate::remote::{SshConfig, SshRemote};
 use crate::store::Store;
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{Timestamp, VnfInstanceId};
 
 /// Prefix of trigger files in `new/`.
 pub const TRIGGER_PREFIX: &str = ".reconcile-now.";
@@ -45,7 +45,8 @@ pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Resul
         .clone()
         .context("no [cloud] section in the configuration: nothing to observe")?;
     let db = Store::open_read_only(&settings.database)?;
-    let snap = super::snapshot(db.queries(), vnf)?;
+    let vnf = vnf.map(VnfInstanceId::from);
+    let snap = super::snapshot(db.queries(), vnf.as_ref())?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -98,7 +99,10 @@ pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Resul
             outln!(
                 "{} {} {}: {}",
                 o.vnf_instance_id,
-                d.vnfc_id.as_deref().unwrap_or("-"),
+                d.vnfc_id
+                    .as_ref()
+                    .map(vnfkeeper_core::model::VnfcId::as_str)
+                    .unwrap_or("-"),
                 d.kind
                     .event_kind()
                     .as_str()

@@ -29,8 +29,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use vnfkeeper_core::model::EventKind;
-
 use serde_json::{Value, json};
 
 use crate::cloud::Cloud;
@@ -41,7 +39,8 @@ use crate::store::{
 use probe::{Cluster, ProbeSettings};
 use vnfkeeper_core::flavour;
 use vnfkeeper_core::model::{
-    InstantiationState, LcmOperationType, MaintenancePause, Timestamp, pause,
+    EventKind, InstantiationState, LcmOperationType, MaintenancePause, OpOccId, Timestamp,
+    VnfInstanceId, VnfcId, pause,
 };
 use vnfkeeper_core::package::VnfPackage;
 use vnfkeeper_core::policy::{
@@ -77,7 +76,7 @@ pub struct VnfSnapshot {
     /// Its VNFCs (store order).
     pub vnfcs: Vec<VnfcRow>,
     /// Unfinished operations (vnfLcmOpOccId), oldest first.
-    pub unfinished: Vec<String>,
+    pub unfinished: Vec<OpOccId>,
     /// The last completed InstantiateVnfRequest.
     pub instantiate: Option<InstantiateVnfRequest>,
 }
@@ -100,7 +99,7 @@ pub struct Snapshot {
 /// Reads what a pass needs: every `INSTANTIATED` instance (or only `only`), its VNFCs,
 /// unfinished operations and INSTANTIATE request, the loop's memory, and the maintenance
 /// pauses. Errors: the store's.
-pub fn snapshot(q: ReaderRef<'_>, only: Option<&str>) -> crate::store::Result<Snapshot> {
+pub fn snapshot(q: ReaderRef<'_>, only: Option<&VnfInstanceId>) -> crate::store::Result<Snapshot> {
     snapshot_where(q, |id| only.is_none_or(|o| o == id))
 }
 
@@ -108,7 +107,7 @@ pub fn snapshot(q: ReaderRef<'_>, only: Option<&str>) -> crate::store::Result<Sn
 /// observation's pass over the VNFs it named). Errors: the store's.
 pub fn snapshot_where(
     q: ReaderRef<'_>,
-    keep: impl Fn(&str) -> bool,
+    keep: impl Fn(&VnfInstanceId) -> bool,
 ) -> crate::store::Result<Snapshot> {
     let unfinished = q.unfinished_operations_by_instance()?;
     let mut vnfs = Vec::new();
@@ -145,7 +144,9 @@ pub fn recorded_servers(
         if instance.instantiation_state != InstantiationState::Instantiated {
             continue;
         }
-        let busy = unfinished.get(&instance.id).is_some_and(|u| !u.is_empty());
+        let busy = unfinished
+            .get(instance.id.as_str())
+            .is_some_and(|u| !u.is_empty());
         for c in q.vnfcs(&instance.id)? {
             if let Some(server) = c.server_id.filter(|s| !s.is_empty()) {
                 out.insert(
@@ -181,17 +182,17 @@ pub struct PassReport {
     /// Per VNF: the policy's outcome.
     pub outcomes: Vec<VnfOutcome>,
     /// Per VNF with PVs: Bound PV names read by this pass's probes.
-    pub pv_bound: HashMap<String, Vec<String>>,
+    pub pv_bound: HashMap<VnfInstanceId, Vec<String>>,
     /// Wall time of observation, probes and policy.
     pub elapsed: Duration,
     /// HEAL operations started by [`record`]: (vnfInstanceId, vnfLcmOpOccId).
-    pub started: Vec<(String, String)>,
+    pub started: Vec<(VnfInstanceId, OpOccId)>,
     /// Pauses whose `until` has passed at `at`: [`record`] removes them (if unchanged since the
     /// snapshot) with a `MAINTENANCE_RESUMED` event, and keeps only those it removed.
     pub expired_pauses: Vec<MaintenancePause>,
     /// VNFCs whose registry trust probes (`trust.*`) all found it in place: [`record`] sets
     /// their `node_registry_trust.verified_at` to `at`.
-    pub trust_verified: Vec<String>,
+    pub trust_verified: Vec<VnfcId>,
     /// `tacker.auto_heal`: [`record`] heals Tacker-owned VNFs through Tacker (else it starts
     /// nothing on them).
     pub tacker_auto_heal: bool,
@@ -286,7 +287,7 @@ impl<C: Cloud> Reconciler<C> {
         let index_ref = index.as_ref().map_err(|e| e.as_str());
 
         let clusters = clusters(snap);
-        let roles: HashMap<String, HashMap<String, policy::Role>> = snap
+        let roles: HashMap<VnfInstanceId, HashMap<VnfcId, policy::Role>> = snap
             .vnfs
             .iter()
             .map(|v| {
@@ -296,7 +297,7 @@ impl<C: Cloud> Reconciler<C> {
                 )
             })
             .collect();
-        let views: HashMap<String, CloudView> = snap
+        let views: HashMap<VnfcId, CloudView> = snap
             .vnfs
             .iter()
             .flat_map(|v| v.vnfcs.iter())
@@ -315,7 +316,7 @@ impl<C: Cloud> Reconciler<C> {
         for v in &snap.vnfs {
             let id = &v.instance.id;
             let mut findings = probed.remove(id).unwrap_or_default();
-            let (pvs, probed_now) = pv_view(snap, v, clusters.get(id), &mut findings, now);
+            let (pvs, probed_now) = pv_view(snap, v, clusters.get(id.as_str()), &mut findings, now);
             if let (true, PvView::Known { bound, .. }) = (probed_now, &pvs) {
                 pv_bound.insert(id.clone(), bound.clone());
             }
@@ -326,13 +327,16 @@ impl<C: Cloud> Reconciler<C> {
                 .map(|c| VnfcInput {
                     vnfc_id: c.id.clone(),
                     vdu_id: c.vdu_id.clone(),
-                    role: roles[id].get(&c.id).copied().unwrap_or(policy::Role::Other),
+                    role: roles[id.as_str()]
+                        .get(c.id.as_str())
+                        .copied()
+                        .unwrap_or(policy::Role::Other),
                     server_id: c.server_id.clone(),
-                    recorded_at: snap.vnfc_updated.get(&c.id).copied().unwrap_or(now),
-                    cloud: views[&c.id].clone(),
-                    probes: findings.findings.remove(&c.id),
-                    memory: memory_of(snap.states.get(&(id.clone(), c.id.clone()))),
-                    rebuild_refused: clusters.get(id).and_then(|k| {
+                    recorded_at: snap.vnfc_updated.get(c.id.as_str()).copied().unwrap_or(now),
+                    cloud: views[c.id.as_str()].clone(),
+                    probes: findings.findings.remove(c.id.as_str()),
+                    memory: memory_of(snap.states.get(&(id.to_string(), c.id.to_string()))),
+                    rebuild_refused: clusters.get(id.as_str()).and_then(|k| {
                         k.driver
                             .rebuild_refusal(&v.vnfcs, std::slice::from_ref(&c.id))
                     }),
@@ -344,7 +348,7 @@ impl<C: Cloud> Reconciler<C> {
                 unfinished_operations: v.unfinished.clone(),
                 vnfcs,
                 pvs,
-                memory: memory_of(snap.states.get(&(id.clone(), String::new()))),
+                memory: memory_of(snap.states.get(&(id.to_string(), String::new()))),
                 pass: kind.as_str(),
                 pause: pause::in_force(&snap.pauses, id, now).cloned(),
             };
@@ -378,10 +382,10 @@ impl<C: Cloud> Reconciler<C> {
     async fn probe(
         &self,
         snap: &Snapshot,
-        clusters: &HashMap<String, Cluster>,
-        roles: &HashMap<String, HashMap<String, policy::Role>>,
-        views: &HashMap<String, CloudView>,
-    ) -> (HashMap<String, probe::VnfProbes>, usize) {
+        clusters: &HashMap<VnfInstanceId, Cluster>,
+        roles: &HashMap<VnfInstanceId, HashMap<VnfcId, policy::Role>>,
+        views: &HashMap<VnfcId, CloudView>,
+    ) -> (HashMap<VnfInstanceId, probe::VnfProbes>, usize) {
         let mut probed_hosts = 0;
         let targets: Vec<probe::Target1<'_>> = snap
             .vnfs
@@ -392,7 +396,7 @@ impl<C: Cloud> Reconciler<C> {
                 let probe: Vec<&str> = v
                     .vnfcs
                     .iter()
-                    .filter(|c| views.get(&c.id) == Some(&CloudView::Healthy))
+                    .filter(|c| views.get(c.id.as_str()) == Some(&CloudView::Healthy))
                     .map(|c| c.id.as_str())
                     .collect();
                 probed_hosts += probe.len();
@@ -400,7 +404,7 @@ impl<C: Cloud> Reconciler<C> {
                     vnf_instance_id: &v.instance.id,
                     vnfcs: &v.vnfcs,
                     probe,
-                    roles: &roles[&v.instance.id],
+                    roles: &roles[v.instance.id.as_str()],
                     cluster,
                     external_host_keys: &snap.external_host_keys,
                 })
@@ -414,9 +418,9 @@ impl<C: Cloud> Reconciler<C> {
 /// The flavour drivers of the snapshot's VNFs that vnfkeeper configures, by vnfInstanceId (their
 /// intended configuration); each package is loaded once per path and pass. A VNF whose package
 /// cannot be loaded is left out (not probed), with a warning.
-fn clusters(snap: &Snapshot) -> HashMap<String, Cluster> {
+fn clusters(snap: &Snapshot) -> HashMap<VnfInstanceId, Cluster> {
     let mut packages: HashMap<String, Option<Arc<VnfPackage>>> = HashMap::new();
-    let mut clusters: HashMap<String, Cluster> = HashMap::new();
+    let mut clusters: HashMap<VnfInstanceId, Cluster> = HashMap::new();
     for v in &snap.vnfs {
         let Some(req) = v.instantiate.clone() else {
             continue;
@@ -487,7 +491,7 @@ fn pv_view(
         };
         return (known, true);
     }
-    let vnf_state = snap.states.get(&(v.instance.id.clone(), String::new()));
+    let vnf_state = snap.states.get(&(v.instance.id.to_string(), String::new()));
     let remembered = vnf_state.and_then(|s| Some((s.pv_bound.clone()?, s.pv_observed_at?)));
     let view = match remembered {
         Some((bound, observed_at)) => PvView::Known { bound, observed_at },
@@ -498,12 +502,12 @@ fn pv_view(
 
 /// The VNFCs of `v` whose probes of registry trust ([`StepKind::records_trust`]) ran and were
 /// all in place.
-fn trust_verified_vnfcs(v: &VnfSnapshot, findings: &probe::VnfProbes) -> Vec<String> {
+fn trust_verified_vnfcs(v: &VnfSnapshot, findings: &probe::VnfProbes) -> Vec<VnfcId> {
     let mut out = Vec::new();
     for c in &v.vnfcs {
         let trust: Vec<&policy::Finding> = findings
             .findings
-            .get(&c.id)
+            .get(c.id.as_str())
             .into_iter()
             .flatten()
             .filter(|f| StepKind::of_check(&f.check).is_some_and(StepKind::records_trust))
@@ -557,8 +561,8 @@ pub fn record(
                 &NewEvent {
                     kind: d.kind.event_kind(),
                     vnf_instance_id: Some(&d.vnf_instance_id),
-                    vnf_lcm_op_occ_id: if is_heal { op_id.as_deref() } else { None },
-                    vnfc_id: d.vnfc_id.as_deref(),
+                    vnf_lcm_op_occ_id: if is_heal { op_id.as_ref() } else { None },
+                    vnfc_id: d.vnfc_id.as_ref(),
                     message: &d.reason,
                     evidence: Some(&ev),
                 },
@@ -590,7 +594,7 @@ enum HealAdmission {
 fn admit_heal(
     heal: &policy::HealPlan,
     route: Option<&vnfkeeper_core::tacker::TackerHealRoute>,
-    arrived: Option<&str>,
+    arrived: Option<&OpOccId>,
 ) -> HealAdmission {
     use vnfkeeper_core::tacker::TackerHealRoute as R;
     let not_started = |kind, message| HealAdmission::NotStarted { kind, message };
@@ -639,16 +643,16 @@ fn admit_heal(
 fn record_heal(
     tx: &mut Tx<'_>,
     report: &PassReport,
-    vnf: &str,
+    vnf: &VnfInstanceId,
     heal: &policy::HealPlan,
     now: Timestamp,
-) -> crate::store::Result<Option<String>> {
+) -> crate::store::Result<Option<OpOccId>> {
     let tacker_owned = tx
         .instance(vnf)?
         .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
     // Tacker owns the stack: never a Heat call of vnfkeeper's on it.
     let route = if tacker_owned {
-        let occs = tx.reader().tacker_occ_states(vnf)?;
+        let occs = tx.reader().tacker_occ_states(vnf.as_str())?;
         Some(vnfkeeper_core::tacker::tacker_heal_route(
             report.tacker_auto_heal,
             &occs,
@@ -658,7 +662,7 @@ fn record_heal(
         None
     };
     let arrived = tx.unfinished_operations(vnf)?.first().map(|o| o.id.clone());
-    match admit_heal(heal, route.as_ref(), arrived.as_deref()) {
+    match admit_heal(heal, route.as_ref(), arrived.as_ref()) {
         HealAdmission::NotStarted { kind, message } => {
             let ev = json!({"pass": report.kind.as_str(), "heal": heal});
             tx.append_event(
@@ -673,7 +677,7 @@ fn record_heal(
             Ok(None)
         }
         HealAdmission::Start { detail, tacker } => {
-            let id = uuid::Uuid::new_v4().to_string();
+            let id = OpOccId::new(uuid::Uuid::new_v4().to_string());
             let params = RequestBody::split(LcmOperationType::Heal, &heal.request().to_string());
             tx.insert_operation(
                 &NewOperation {
@@ -698,16 +702,16 @@ fn record_heal(
 
 fn write_memory(
     tx: &mut Tx<'_>,
-    vnf: &str,
+    vnf: &VnfInstanceId,
     o: &VnfOutcome,
     report: &PassReport,
     now: Timestamp,
 ) -> crate::store::Result<()> {
     for (vnfc, m) in &o.memory {
-        tx.put_reconcile_state(&state_row(vnf, vnfc, m), now)?;
+        tx.put_reconcile_state(&state_row(vnf.as_str(), vnfc.as_str(), m), now)?;
     }
-    let mut row = state_row(vnf, "", &o.vnf_memory);
-    let old = tx.reader().reconcile_state(vnf, "")?;
+    let mut row = state_row(vnf.as_str(), "", &o.vnf_memory);
+    let old = tx.reader().reconcile_state(vnf, None)?;
     if let Some(b) = report.pv_bound.get(vnf) {
         row.pv_bound = Some(b.clone());
         row.pv_observed_at = Some(report.at);
@@ -737,7 +741,7 @@ pub fn log(report: &PassReport) {
                 .find(|(v, _)| *v == d.vnf_instance_id)
                 .map(|(_, op)| op.as_str())
                 .unwrap_or("");
-            let vnfc = d.vnfc_id.as_deref().unwrap_or("");
+            let vnfc = d.vnfc_id.as_ref().map(VnfcId::as_str).unwrap_or("");
             let kind = d.kind.event_kind().as_str();
             match d.kind {
                 K::HealStarted => {
@@ -841,9 +845,13 @@ mod tests {
             occ_id: "occ-1".into(),
             state: vnfkeeper_core::model::OperationState::Processing,
         };
-        let (_, msg) = not_started(admit_heal(&heal(false), Some(&blocked), Some("op-9")));
+        let (_, msg) = not_started(admit_heal(
+            &heal(false),
+            Some(&blocked),
+            Some(&OpOccId::from("op-9")),
+        ));
         assert!(msg.contains("occ-1") && msg.contains("PROCESSING"), "{msg}");
-        let (kind, msg) = not_started(admit_heal(&heal(true), None, Some("op-9")));
+        let (kind, msg) = not_started(admit_heal(&heal(true), None, Some(&OpOccId::from("op-9"))));
         assert_eq!(kind, policy::DecisionKind::InFlight.event_kind());
         assert!(msg.contains("operation op-9 arrived"), "{msg}");
 

@@ -26,6 +26,7 @@ use serde_json::Value;
 use crate::remote::{Auth, HostKeyPolicy, Remote, RemoteCommand, Target};
 use crate::store::VnfcRow;
 use vnfkeeper_core::flavour::{HookContext, MgmtDriver, Probe};
+use vnfkeeper_core::model::{VnfInstanceId, VnfcId};
 use vnfkeeper_core::plan;
 use vnfkeeper_core::policy::{Finding, Role, Verdict, kubectl};
 use vnfkeeper_core::recipes::{EXIT_NEEDED, Step};
@@ -49,7 +50,7 @@ pub struct Cluster {
 }
 
 /// Roles of the VNFCs (vnfc id → role) as the flavour assigns them.
-pub fn roles(vnfcs: &[VnfcRow], cluster: Option<&Cluster>) -> HashMap<String, Role> {
+pub fn roles(vnfcs: &[VnfcRow], cluster: Option<&Cluster>) -> HashMap<VnfcId, Role> {
     vnfcs
         .iter()
         .map(|v| {
@@ -66,7 +67,7 @@ pub fn roles(vnfcs: &[VnfcRow], cluster: Option<&Cluster>) -> HashMap<String, Ro
 #[derive(Debug, Default)]
 pub struct VnfProbes {
     /// Findings per probed VNFC (absent: not probed).
-    pub findings: HashMap<String, Vec<Finding>>,
+    pub findings: HashMap<VnfcId, Vec<Finding>>,
     /// Bound PersistentVolumes among the VNF's, when `kubectl get pv` could be read.
     pub pv_bound: Option<Vec<String>>,
 }
@@ -81,11 +82,11 @@ enum Check {
 /// All probes of one host.
 #[derive(Debug)]
 struct Job {
-    vnf: String,
-    vnfc: String,
+    vnf: VnfInstanceId,
+    vnfc: VnfcId,
     /// The VNFC the verdicts are about when not the step's host (a probe of a host outside the
     /// VNF on behalf of a VNFC).
-    about: Option<String>,
+    about: Option<VnfcId>,
     target: Target,
     secrets: Vec<Secret<String>>,
     checks: Vec<Check>,
@@ -96,7 +97,7 @@ struct Job {
 enum Answer {
     /// A finding about the VNFC named first (a PV check run on the first master is about the
     /// storage server).
-    Verdict(String, Finding),
+    Verdict(VnfcId, Finding),
     Json(&'static str, Result<Value, String>),
 }
 
@@ -105,13 +106,13 @@ enum Answer {
 #[derive(Debug)]
 pub struct Target1<'a> {
     /// vnfInstanceId.
-    pub vnf_instance_id: &'a str,
+    pub vnf_instance_id: &'a VnfInstanceId,
     /// VNFC rows.
     pub vnfcs: &'a [VnfcRow],
     /// Which of them to probe (cloud healthy).
     pub probe: Vec<&'a str>,
     /// Roles.
-    pub roles: &'a HashMap<String, Role>,
+    pub roles: &'a HashMap<VnfcId, Role>,
     /// Intended configuration.
     pub cluster: &'a Cluster,
     /// Pinned host keys of hosts outside any VNF (address → OpenSSH line), for
@@ -125,13 +126,13 @@ pub async fn probe_all(
     remote: &dyn Remote,
     settings: ProbeSettings,
     targets: &[Target1<'_>],
-) -> HashMap<String, VnfProbes> {
-    let mut out: HashMap<String, VnfProbes> = HashMap::new();
+) -> HashMap<VnfInstanceId, VnfProbes> {
+    let mut out: HashMap<VnfInstanceId, VnfProbes> = HashMap::new();
     let mut jobs = Vec::new();
-    let mut nodes_of: HashMap<String, Vec<(String, Option<IpAddr>)>> = HashMap::new();
-    let mut pv_names: HashMap<String, Vec<String>> = HashMap::new();
+    let mut nodes_of: HashMap<VnfInstanceId, Vec<(VnfcId, Option<IpAddr>)>> = HashMap::new();
+    let mut pv_names: HashMap<VnfInstanceId, Vec<String>> = HashMap::new();
     for t in targets {
-        let entry = out.entry(t.vnf_instance_id.to_owned()).or_default();
+        let entry = out.entry(t.vnf_instance_id.clone()).or_default();
         let (vnf_jobs, unprobed, nodes, pvs) = plan_jobs(t);
         for (vnfc, why) in unprobed {
             entry.findings.insert(
@@ -144,11 +145,11 @@ pub async fn probe_all(
             );
         }
         jobs.extend(vnf_jobs);
-        nodes_of.insert(t.vnf_instance_id.to_owned(), nodes);
-        pv_names.insert(t.vnf_instance_id.to_owned(), pvs);
+        nodes_of.insert(t.vnf_instance_id.clone(), nodes);
+        pv_names.insert(t.vnf_instance_id.clone(), pvs);
     }
     let timeout = settings.timeout;
-    let results: Vec<(String, String, Vec<Answer>)> = futures::stream::iter(jobs)
+    let results: Vec<(VnfInstanceId, VnfcId, Vec<Answer>)> = futures::stream::iter(jobs)
         .map(|job| async move {
             let answers = run_job(remote, &job, timeout).await;
             (job.vnf, job.vnfc, answers)
@@ -160,7 +161,7 @@ pub async fn probe_all(
     // Findings per VNFC; kubectl answers of the first master become node and PV findings.
     // Per VNF: (`kubectl get nodes`, `kubectl get pv`) of its first master.
     type KubeLists = (Result<Value, String>, Result<Value, String>);
-    let mut kube: HashMap<String, KubeLists> = HashMap::new();
+    let mut kube: HashMap<VnfInstanceId, KubeLists> = HashMap::new();
     for (vnf, vnfc, answers) in results {
         let entry = out.entry(vnf.clone()).or_default();
         entry.findings.entry(vnfc).or_default();
@@ -207,8 +208,8 @@ fn plan_jobs(
     t: &Target1<'_>,
 ) -> (
     Vec<Job>,
-    Vec<(String, String)>,
-    Vec<(String, Option<IpAddr>)>,
+    Vec<(VnfcId, String)>,
+    Vec<(VnfcId, Option<IpAddr>)>,
     Vec<String>,
 ) {
     let driver = &t.cluster.driver;
@@ -226,10 +227,10 @@ fn plan_jobs(
     let first_master = t
         .vnfcs
         .iter()
-        .find(|v| t.roles.get(&v.id).is_some_and(|r| r.runs_kubectl()))
+        .find(|v| t.roles.get(v.id.as_str()).is_some_and(|r| r.runs_kubectl()))
         .map(|v| v.id.as_str());
     for v in t.vnfcs {
-        let flavour_role = t.roles.get(&v.id).copied().unwrap_or(Role::Other);
+        let flavour_role = t.roles.get(v.id.as_str()).copied().unwrap_or(Role::Other);
         if flavour_role == Role::Other {
             continue;
         }
@@ -272,7 +273,7 @@ fn plan_jobs(
         }
         let (user, password) = (access.username, access.password);
         jobs.push(Job {
-            vnf: t.vnf_instance_id.to_owned(),
+            vnf: t.vnf_instance_id.clone(),
             vnfc: v.id.clone(),
             about: None,
             target: Target {
@@ -281,7 +282,7 @@ fn plan_jobs(
                 username: user,
                 auth: Auth::Password(password.clone()),
                 host_key: HostKeyPolicy::Pinned(key),
-                label: v.id.clone(),
+                label: v.id.to_string(),
             },
             secrets: vec![password],
             checks,
@@ -293,7 +294,7 @@ fn plan_jobs(
 /// The job that runs `checks` on the host outside the VNF (the flavour's
 /// [`Role::AnsibleServer`]) on behalf of VNFC `about`, with that host's pinned key. Errors (why
 /// it is not probed): the flavour reaches no such host, or its key is not pinned yet.
-fn outside_job(t: &Target1<'_>, about: &str, checks: Vec<Check>) -> Result<Job, String> {
+fn outside_job(t: &Target1<'_>, about: &VnfcId, checks: Vec<Check>) -> Result<Job, String> {
     let access = t
         .cluster
         .driver
@@ -308,9 +309,9 @@ fn outside_job(t: &Target1<'_>, about: &str, checks: Vec<Check>) -> Result<Job, 
         .cloned()
         .ok_or_else(|| format!("no pinned host key for {address} yet; not probed"))?;
     Ok(Job {
-        vnf: t.vnf_instance_id.to_owned(),
-        vnfc: about.to_owned(),
-        about: Some(about.to_owned()),
+        vnf: t.vnf_instance_id.clone(),
+        vnfc: about.clone(),
+        about: Some(about.clone()),
         target: Target {
             address,
             port: 22,
@@ -406,7 +407,9 @@ async fn run_job(remote: &dyn Remote, job: &Job, timeout: Duration) -> Vec<Answe
                 // A PV check is about the storage server (step.host, see plan_jobs); a check
                 // of a host outside the VNF about the VNFC it was planned for.
                 out.push(Answer::Verdict(
-                    job.about.clone().unwrap_or_else(|| step.host.clone()),
+                    job.about
+                        .clone()
+                        .unwrap_or_else(|| VnfcId::new(step.host.clone())),
                     Finding {
                         check,
                         verdict,

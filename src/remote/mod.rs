@@ -557,12 +557,18 @@ pub trait Remote: Send + Sync {
     }
 }
 
+/// An OpenSSH public key line that does not parse ([`parse_public_key`], [`fingerprint`]):
+/// the parser's message (the key is public; the message holds no secret).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadPublicKey(pub String);
+
 /// Parses an OpenSSH public key line (`ALGORITHM BASE64 [comment]`).
 ///
 /// # Errors
-/// The parser's message when the line is not a valid key.
-pub fn parse_public_key(line: &str) -> Result<russh::keys::PublicKey, String> {
-    russh::keys::PublicKey::from_openssh(line.trim()).map_err(|e| e.to_string())
+/// [`BadPublicKey`] when the line is not a valid key.
+pub fn parse_public_key(line: &str) -> Result<russh::keys::PublicKey, BadPublicKey> {
+    russh::keys::PublicKey::from_openssh(line.trim()).map_err(|e| BadPublicKey(e.to_string()))
 }
 
 /// SHA256 fingerprint of an OpenSSH public key line, formatted like `ssh-keygen -l`:
@@ -570,8 +576,8 @@ pub fn parse_public_key(line: &str) -> Result<russh::keys::PublicKey, String> {
 /// encoding).
 ///
 /// # Errors
-/// The parser's message when the line is not a valid key.
-pub fn fingerprint(line: &str) -> Result<String, String> {
+/// [`BadPublicKey`] when the line is not a valid key.
+pub fn fingerprint(line: &str) -> Result<String, BadPublicKey> {
     parse_public_key(line).map(|k| key_fingerprint(&k))
 }
 

@@ -87,9 +87,9 @@ impl Session {
             return check_listed(target, server_id, keys, &self.host_key);
         }
         if let HostKeyPolicy::Pinned(line) = &target.host_key {
-            let pinned = parse_public_key(line).map_err(|reason| RemoteError::BadPinnedKey {
+            let pinned = parse_public_key(line).map_err(|e| RemoteError::BadPinnedKey {
                 label: target.label.clone(),
-                reason,
+                reason: e.0,
             })?;
             if pinned.key_data() != self.host_key.key_data() {
                 return Err(RemoteError::HostKeyChanged {
@@ -203,18 +203,17 @@ pub(crate) async fn connect(
     target: &Target,
 ) -> Result<Session, RemoteError> {
     let address = target.socket_addr();
-    let expected = match &target.host_key {
-        HostKeyPolicy::Pinned(line) => {
-            Expected::Pinned(parse_public_key(line).map_err(|reason| {
-                RemoteError::BadPinnedKey {
+    let expected =
+        match &target.host_key {
+            HostKeyPolicy::Pinned(line) => Expected::Pinned(parse_public_key(line).map_err(
+                |e| RemoteError::BadPinnedKey {
                     label: target.label.clone(),
-                    reason,
-                }
-            })?)
-        }
-        HostKeyPolicy::TrustOnFirstUse => Expected::Any,
-        HostKeyPolicy::Listed { keys, .. } => Expected::Listed(keys.clone()),
-    };
+                    reason: e.0,
+                },
+            )?),
+            HostKeyPolicy::TrustOnFirstUse => Expected::Any,
+            HostKeyPolicy::Listed { keys, .. } => Expected::Listed(keys.clone()),
+        };
     let seen = Arc::new(Mutex::new(None::<PublicKey>));
     let started = Instant::now();
     let attempt = async {

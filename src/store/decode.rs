@@ -94,6 +94,7 @@ pub(super) fn to_json(column: &'static str, value: &impl serde::Serialize) -> Re
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+    use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
     use serde_json::json;
 
@@ -132,11 +133,11 @@ mod tests {
         };
         let vnfcs = store
             .write(|tx| {
-                tx.create_instance_if_missing("vnf-1", now())?;
+                tx.create_instance_if_missing(&VnfInstanceId::from("vnf-1"), now())?;
                 tx.insert_operation(
                     &NewOperation {
-                        id: "op-1",
-                        vnf_instance_id: "vnf-1",
+                        id: &OpOccId::from("op-1"),
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
                         operation: LcmOperationType::Instantiate,
                         operation_params: &RequestBody::split(LcmOperationType::Instantiate, "{}"),
                         vnf_package: None,
@@ -147,7 +148,7 @@ mod tests {
                     now(),
                 )?;
                 tx.set_operation_state("op-1", OperationState::FailedTemp, None, now())?;
-                tx.set_pending_task("op-1", PendingTask::Retry)?;
+                tx.set_pending_task(&OpOccId::from("op-1"), PendingTask::Retry)?;
                 tx.insert_intake(
                     &NewIntake {
                         file_name: "a.json",
@@ -161,10 +162,10 @@ mod tests {
                     },
                     now(),
                 )?;
-                tx.sync_vnfcs("vnf-1", &[observed], now())
+                tx.sync_vnfcs(&VnfInstanceId::from("vnf-1"), &[observed], now())
             })
             .unwrap();
-        let id = vnfcs[0].id.clone();
+        let id = vnfcs[0].id.to_string();
         (dir, store, id)
     }
 
@@ -181,7 +182,7 @@ mod tests {
     #[test]
     fn rows_come_back_as_the_types_that_were_written() {
         let (_dir, store, id) = store();
-        let v = &store.reader().vnfcs("vnf-1").unwrap()[0];
+        let v = &store.reader().vnfcs(&VnfInstanceId::from("vnf-1")).unwrap()[0];
         assert_eq!(v.id, id);
         assert_eq!(v.cp_addresses["workerNode_CP2"], "10.0.0.5");
         assert_eq!(v.volumes[0].volume_id, "vol-1");
@@ -190,7 +191,11 @@ mod tests {
             v.parameters.as_ref().unwrap()["VDU"]["workerNode-0"]["computeName"],
             "workerNode-0"
         );
-        let op = store.reader().operation("op-1").unwrap().unwrap();
+        let op = store
+            .reader()
+            .operation(&OpOccId::from("op-1"))
+            .unwrap()
+            .unwrap();
         assert_eq!(op.pending_task, Some(PendingTask::Retry));
         assert_eq!((op.start_time, op.state_entered_time), (now(), now()));
         let intake = store.reader().intake().unwrap();
@@ -208,7 +213,7 @@ mod tests {
             .conn
             .execute("UPDATE vnfc SET cp_addresses = '{not json'", [])
             .unwrap();
-        let err = store.reader().vnfcs("vnf-1");
+        let err = store.reader().vnfcs(&VnfInstanceId::from("vnf-1"));
         let shown = err.as_ref().unwrap_err().to_string();
         assert_eq!(corrupt(err), ("vnfc", id.clone(), "cp_addresses"));
         assert!(
@@ -227,7 +232,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(
-            corrupt(store.reader().vnfcs("vnf-1")),
+            corrupt(store.reader().vnfcs(&VnfInstanceId::from("vnf-1"))),
             ("vnfc", id, "volumes")
         );
         store
@@ -255,7 +260,7 @@ mod tests {
             .conn
             .execute("UPDATE vnfc SET created_at = 'yesterday'", [])
             .unwrap();
-        let err = store.reader().vnfcs("vnf-1");
+        let err = store.reader().vnfcs(&VnfInstanceId::from("vnf-1"));
         assert!(
             err.as_ref()
                 .unwrap_err()
@@ -277,7 +282,7 @@ mod tests {
             .execute("UPDATE vnf_lcm_op_occ SET start_time = ''", [])
             .unwrap();
         assert_eq!(
-            corrupt(store.reader().operation("op-1")),
+            corrupt(store.reader().operation(&OpOccId::from("op-1"))),
             ("vnf_lcm_op_occ", "op-1".into(), "start_time")
         );
         store
@@ -343,11 +348,26 @@ mod tests {
         assert_eq!(states[&("vnf-1".to_owned(), String::new())], row);
         // The keyed read finds the same row, and nothing under another key.
         assert_eq!(
-            store.reader().reconcile_state("vnf-1", "").unwrap(),
+            store
+                .reader()
+                .reconcile_state(&"vnf-1".into(), None)
+                .unwrap(),
             Some(row.clone())
         );
-        assert_eq!(store.reader().reconcile_state("vnf-1", "x").unwrap(), None);
-        assert_eq!(store.reader().reconcile_state("vnf-2", "").unwrap(), None);
+        assert_eq!(
+            store
+                .reader()
+                .reconcile_state(&"vnf-1".into(), Some(&"x".into()))
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            store
+                .reader()
+                .reconcile_state(&"vnf-2".into(), None)
+                .unwrap(),
+            None
+        );
         store
             .conn
             .execute(

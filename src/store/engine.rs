@@ -2,11 +2,13 @@
 //! operations may run now.
 
 use rusqlite::{OptionalExtension, params};
-use vnfkeeper_core::model::EventKind;
 
 use super::decode::to_json;
 use super::{NewEvent, OperationRow, ReaderRef, Result, StoreError, Tx, VnfcRow, collect_checked};
-use vnfkeeper_core::model::{InstantiationState, OperationState, StepState, Timestamp};
+use vnfkeeper_core::model::{
+    EventKind, InstantiationState, OpOccId, OperationState, StageKey, StepState, Timestamp,
+    VnfInstanceId, VnfcId,
+};
 use vnfkeeper_core::plan::vnfcs::ObservedVnfc;
 
 // WHERE terms of the partial indexes of migration V6, spelled exactly as there (SQLite uses a
@@ -56,7 +58,7 @@ fn queue_sql() -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalRow {
     /// The stage's stable key in the plan, e.g. `k8s.install@<vnfcInstanceId>`.
-    pub stage_key: String,
+    pub stage_key: StageKey,
     /// 1-based position of the stage in the plan.
     pub step_no: i64,
     /// Step name, e.g. `storage.mount`.
@@ -79,19 +81,19 @@ type StoredRequest = (String, String, Option<String>, Option<Vec<u8>>);
 impl ReaderRef<'_> {
     /// The journal of an operation, in plan order. Errors: [`super::StoreError::Corrupt`] for a
     /// state outside the schema's list.
-    pub fn journal(&self, op_id: &str) -> Result<Vec<JournalRow>> {
+    pub fn journal(&self, op_id: &OpOccId) -> Result<Vec<JournalRow>> {
         let mut st = self.conn.prepare(
             "SELECT stage_key, step_no, name, host, state, attempts, exit_status, detail
              FROM step_journal WHERE vnf_lcm_op_occ_id = ?1 ORDER BY step_no, stage_key",
         )?;
-        let rows = st.query_map([op_id], |r| {
+        let rows = st.query_map([op_id.as_str()], |r| {
             let key: String = r.get(0)?;
             let state: String = r.get(4)?;
             let Some(state) = StepState::parse(&state) else {
-                return Ok(Err(corrupt_state(op_id, &key, state)));
+                return Ok(Err(corrupt_state(op_id.as_str(), &key, state)));
             };
             Ok(Ok(JournalRow {
-                stage_key: key,
+                stage_key: StageKey::from(key),
                 step_no: r.get(1)?,
                 name: r.get(2)?,
                 host: r.get(3)?,
@@ -105,11 +107,13 @@ impl ReaderRef<'_> {
     }
 
     /// Keys of the stages of `op_id` journaled DONE.
-    pub fn done_stages(&self, op_id: &str) -> Result<std::collections::BTreeSet<String>> {
+    pub fn done_stages(&self, op_id: &OpOccId) -> Result<std::collections::BTreeSet<StageKey>> {
         let mut st = self.conn.prepare(
             "SELECT stage_key FROM step_journal WHERE vnf_lcm_op_occ_id = ?1 AND state = 'DONE'",
         )?;
-        let rows = st.query_map([op_id], |r| r.get::<_, String>(0))?;
+        let rows = st.query_map([op_id.as_str()], |r| {
+            r.get::<_, String>(0).map(StageKey::from)
+        })?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
@@ -122,7 +126,7 @@ impl ReaderRef<'_> {
     pub fn runnable_heads(
         &self,
         limit: usize,
-        busy: &std::collections::HashSet<String>,
+        busy: &std::collections::HashSet<VnfInstanceId>,
     ) -> Result<Vec<OperationRow>> {
         let mut out = Vec::new();
         if limit == 0 {
@@ -132,7 +136,7 @@ impl ReaderRef<'_> {
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
             let vnf: String = r.get("vnf_instance_id")?;
-            if busy.contains(&vnf) {
+            if busy.contains(vnf.as_str()) {
                 continue;
             }
             out.push(OperationRow::from_row(r)??);
@@ -154,37 +158,40 @@ impl ReaderRef<'_> {
 
     /// The queue of a VNF instance: its operations not in a final state, oldest first (the
     /// first is the head). Served by the partial index `op_unfinished`.
-    pub fn queue(&self, vnf_instance_id: &str) -> Result<Vec<OperationRow>> {
+    pub fn queue(&self, vnf_instance_id: &VnfInstanceId) -> Result<Vec<OperationRow>> {
         let mut st = self.conn.prepare_cached(&queue_sql())?;
-        let rows = st.query_map([vnf_instance_id], OperationRow::from_row)?;
+        let rows = st.query_map([vnf_instance_id.as_str()], OperationRow::from_row)?;
         collect_checked(rows)
     }
 
     /// The request body (JSON text, with its secrets decrypted and put back) and package path
     /// of an operation. Errors: [`StoreError::SecretsKey`] when the body holds secrets and this
     /// reader has no key (the CLI's read-only connection).
-    pub fn operation_params(&self, op_id: &str) -> Result<Option<(String, Option<String>)>> {
+    pub fn operation_params(&self, op_id: &OpOccId) -> Result<Option<(String, Option<String>)>> {
         let row: Option<(String, Option<String>, Option<Vec<u8>>)> = self
             .conn
             .query_row(
                 "SELECT operation_params, vnf_package, operation_secrets FROM vnf_lcm_op_occ WHERE id = ?1",
-                [op_id],
+                [op_id.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
         row.map(|(params, pkg, sealed)| {
-            Ok((super::secrets::join(self.key, op_id, params, sealed)?, pkg))
+            Ok((
+                super::secrets::join(self.key, op_id.as_str(), params, sealed)?,
+                pkg,
+            ))
         })
         .transpose()
     }
 
     /// The plan an operation recorded with [`Tx::set_operation_plan`], if any.
-    pub fn operation_plan(&self, op_id: &str) -> Result<Option<String>> {
+    pub fn operation_plan(&self, op_id: &OpOccId) -> Result<Option<String>> {
         Ok(self
             .conn
             .query_row(
                 "SELECT plan FROM vnf_lcm_op_occ WHERE id = ?1",
-                [op_id],
+                [op_id.as_str()],
                 |r| r.get(0),
             )
             .optional()?
@@ -194,7 +201,7 @@ impl ReaderRef<'_> {
     /// The request bodies of the instance's COMPLETED CHANGE_EXT_CONN operations that came after
     /// its last COMPLETED INSTANTIATE, in arrival order (secrets put back as in
     /// [`Self::operation_params`]): the changes to apply to that INSTANTIATE's external VLs.
-    pub fn ext_conn_changes(&self, vnf_instance_id: &str) -> Result<Vec<String>> {
+    pub fn ext_conn_changes(&self, vnf_instance_id: &VnfInstanceId) -> Result<Vec<String>> {
         let mut st = self.conn.prepare(
             "SELECT id, operation_params, vnf_package, operation_secrets FROM vnf_lcm_op_occ
              WHERE vnf_instance_id = ?1 AND operation = 'CHANGE_EXT_CONN'
@@ -204,7 +211,7 @@ impl ReaderRef<'_> {
                             AND operation_state = 'COMPLETED')
              ORDER BY seq",
         )?;
-        let rows = st.query_map([vnf_instance_id], |r| {
+        let rows = st.query_map([vnf_instance_id.as_str()], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?;
         let mut out = Vec::new();
@@ -220,7 +227,7 @@ impl ReaderRef<'_> {
     /// as in [`Self::operation_params`].
     pub fn instantiate_request(
         &self,
-        vnf_instance_id: &str,
+        vnf_instance_id: &VnfInstanceId,
     ) -> Result<Option<(String, Option<String>)>> {
         let row: Option<StoredRequest> = self
             .conn
@@ -228,7 +235,7 @@ impl ReaderRef<'_> {
                 "SELECT id, operation_params, vnf_package, operation_secrets FROM vnf_lcm_op_occ
                  WHERE vnf_instance_id = ?1 AND operation = 'INSTANTIATE' AND operation_state = 'COMPLETED'
                  ORDER BY seq DESC LIMIT 1",
-                [vnf_instance_id],
+                [vnf_instance_id.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )
             .optional()?;
@@ -239,12 +246,12 @@ impl ReaderRef<'_> {
     }
 
     /// N of "step k/N" for an operation, once planned.
-    pub fn steps_total(&self, op_id: &str) -> Result<Option<i64>> {
+    pub fn steps_total(&self, op_id: &OpOccId) -> Result<Option<i64>> {
         Ok(self
             .conn
             .query_row(
                 "SELECT steps_total FROM vnf_lcm_op_occ WHERE id = ?1",
-                [op_id],
+                [op_id.as_str()],
                 |r| r.get(0),
             )
             .optional()?
@@ -257,8 +264,8 @@ impl Tx<'_> {
     /// (attempt + 1).
     pub fn journal_start(
         &mut self,
-        op_id: &str,
-        key: &str,
+        op_id: &OpOccId,
+        key: &StageKey,
         step_no: i64,
         name: &str,
         host: &str,
@@ -270,7 +277,7 @@ impl Tx<'_> {
              ON CONFLICT (vnf_lcm_op_occ_id, stage_key) DO UPDATE
              SET state = 'STARTED', attempts = attempts + 1, step_no = ?3, started_at = ?6,
                  finished_at = NULL",
-            params![op_id, key, step_no, name, host, now.to_rfc3339()],
+            params![op_id.as_str(), key.as_str(), step_no, name, host, now.to_rfc3339()],
         )?;
         Ok(())
     }
@@ -278,8 +285,8 @@ impl Tx<'_> {
     /// Journals how the stage `key` ended, with exit status and detail.
     pub fn journal_finish(
         &mut self,
-        op_id: &str,
-        key: &str,
+        op_id: &OpOccId,
+        key: &StageKey,
         state: StepState,
         exit_status: Option<u32>,
         detail: &str,
@@ -289,8 +296,8 @@ impl Tx<'_> {
             "UPDATE step_journal SET state = ?3, exit_status = ?4, detail = ?5, finished_at = ?6
              WHERE vnf_lcm_op_occ_id = ?1 AND stage_key = ?2",
             params![
-                op_id,
-                key,
+                op_id.as_str(),
+                key.as_str(),
                 state.as_str(),
                 exit_status,
                 detail,
@@ -301,28 +308,28 @@ impl Tx<'_> {
     }
 
     /// Forgets the journal of an operation (ROLLBACK, or a RETRY that must re-plan).
-    pub fn journal_clear(&mut self, op_id: &str) -> Result<()> {
+    pub fn journal_clear(&mut self, op_id: &OpOccId) -> Result<()> {
         self.tx.execute(
             "DELETE FROM step_journal WHERE vnf_lcm_op_occ_id = ?1",
-            [op_id],
+            [op_id.as_str()],
         )?;
         Ok(())
     }
 
     /// Records how many steps the operation's plan has (the N of "step k/N").
-    pub fn set_steps_total(&mut self, op_id: &str, total: i64) -> Result<()> {
+    pub fn set_steps_total(&mut self, op_id: &OpOccId, total: i64) -> Result<()> {
         self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET steps_total = ?2 WHERE id = ?1",
-            params![op_id, total],
+            params![op_id.as_str(), total],
         )?;
         Ok(())
     }
 
     /// What the operation is doing now (shown by `vnfkeeper ops`).
-    pub fn set_status_detail(&mut self, op_id: &str, detail: &str) -> Result<()> {
+    pub fn set_status_detail(&mut self, op_id: &OpOccId, detail: &str) -> Result<()> {
         self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET status_detail = ?2 WHERE id = ?1",
-            params![op_id, detail],
+            params![op_id.as_str(), detail],
         )?;
         Ok(())
     }
@@ -330,14 +337,14 @@ impl Tx<'_> {
     /// Records the Heat stack of an instance.
     pub fn set_instance_stack(
         &mut self,
-        id: &str,
+        id: &VnfInstanceId,
         stack_name: &str,
         stack_id: Option<&str>,
         now: Timestamp,
     ) -> Result<()> {
         self.tx.execute(
             "UPDATE vnf_instance SET stack_name = ?2, stack_id = ?3, updated_at = ?4 WHERE id = ?1",
-            params![id, stack_name, stack_id, now.to_rfc3339()],
+            params![id.as_str(), stack_name, stack_id, now.to_rfc3339()],
         )?;
         Ok(())
     }
@@ -345,7 +352,7 @@ impl Tx<'_> {
     /// Sets `instantiationState` (and, for INSTANTIATED, the flavour and package).
     pub fn set_instantiation_state(
         &mut self,
-        id: &str,
+        id: &VnfInstanceId,
         state: InstantiationState,
         flavour_id: Option<&str>,
         vnf_package: Option<&str>,
@@ -354,7 +361,7 @@ impl Tx<'_> {
         self.tx.execute(
             "UPDATE vnf_instance SET instantiation_state = ?2, flavour_id = COALESCE(?3, flavour_id),
                  vnf_package = COALESCE(?4, vnf_package), updated_at = ?5 WHERE id = ?1",
-            params![id, state.as_str(), flavour_id, vnf_package, now.to_rfc3339()],
+            params![id.as_str(), state.as_str(), flavour_id, vnf_package, now.to_rfc3339()],
         )?;
         Ok(())
     }
@@ -364,8 +371,8 @@ impl Tx<'_> {
     /// with a ProblemDetails (409) naming the TERMINATE and an audit event. Other states: nothing.
     pub fn supersede(
         &mut self,
-        op_id: &str,
-        terminate_id: &str,
+        op_id: &OpOccId,
+        terminate_id: &OpOccId,
         why: &str,
         now: Timestamp,
     ) -> Result<()> {
@@ -383,7 +390,7 @@ impl Tx<'_> {
             _ => &[],
         };
         for to in path {
-            let from = self.set_operation_state(op_id, *to, Some(&json), now)?;
+            let from = self.set_operation_state(op_id.as_str(), *to, Some(&json), now)?;
             self.set_status_detail(op_id, &detail)?;
             let message = format!("{} {from} → {to}: {detail}", op.operation);
             self.append_event(
@@ -403,10 +410,10 @@ impl Tx<'_> {
 
     /// Records the operation's plan (JSON) once; a later call keeps the first (resume and RETRY
     /// must follow the same plan).
-    pub fn set_operation_plan(&mut self, op_id: &str, plan: &str) -> Result<()> {
+    pub fn set_operation_plan(&mut self, op_id: &OpOccId, plan: &str) -> Result<()> {
         self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET plan = ?2 WHERE id = ?1 AND plan IS NULL",
-            params![op_id, plan],
+            params![op_id.as_str(), plan],
         )?;
         Ok(())
     }
@@ -414,10 +421,10 @@ impl Tx<'_> {
     /// Replaces the operation's plan (JSON). Only for a plan that grows: the executor storing
     /// the expansion of a flavour hook's placeholder, and a plan stored by an earlier version
     /// without stages getting them. Every decision already in the plan is kept by the caller.
-    pub fn replace_operation_plan(&mut self, op_id: &str, plan: &str) -> Result<()> {
+    pub fn replace_operation_plan(&mut self, op_id: &OpOccId, plan: &str) -> Result<()> {
         self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET plan = ?2 WHERE id = ?1",
-            params![op_id, plan],
+            params![op_id.as_str(), plan],
         )?;
         Ok(())
     }
@@ -426,7 +433,7 @@ impl Tx<'_> {
     /// clears it (TERMINATE).
     pub fn set_scale_status(
         &mut self,
-        id: &str,
+        id: &VnfInstanceId,
         scale_status: Option<&std::collections::BTreeMap<String, u32>>,
         now: Timestamp,
     ) -> Result<()> {
@@ -435,7 +442,7 @@ impl Tx<'_> {
             .transpose()?;
         self.tx.execute(
             "UPDATE vnf_instance SET scale_status = ?2, updated_at = ?3 WHERE id = ?1",
-            params![id, text, now.to_rfc3339()],
+            params![id.as_str(), text, now.to_rfc3339()],
         )?;
         Ok(())
     }
@@ -446,7 +453,7 @@ impl Tx<'_> {
     /// observed (individual VNFC management; `NULL` otherwise). Returns the rows as stored.
     pub fn sync_vnfcs(
         &mut self,
-        vnf_instance_id: &str,
+        vnf_instance_id: &VnfInstanceId,
         observed: &[ObservedVnfc],
         now: Timestamp,
     ) -> Result<Vec<VnfcRow>> {
@@ -457,7 +464,7 @@ impl Tx<'_> {
                 .tx
                 .query_row(
                     "SELECT id, server_id FROM vnfc WHERE vnf_instance_id = ?1 AND stack_id = ?2 AND resource_name = ?3",
-                    params![vnf_instance_id, o.stack_id, o.resource_name],
+                    params![vnf_instance_id.as_str(), o.stack_id, o.resource_name],
                     |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .optional()?;
@@ -487,32 +494,33 @@ impl Tx<'_> {
                              vnfc_index, parameters)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)",
                         params![
-                            id, vnf_instance_id, o.vdu_id, o.stack_name, o.stack_id, o.resource_name,
+                            id.as_str(), vnf_instance_id.as_str(), o.vdu_id, o.stack_name, o.stack_id, o.resource_name,
                             o.server_id, o.server_status, ip, cps, vols, now, index, parameters
                         ],
                     )?;
                     id
                 }
             };
-            keep.push(id);
+            keep.push(VnfcId::from(id));
         }
-        let all: Vec<String> = self
+        let all: Vec<VnfcId> = self
             .reader()
             .vnfcs(vnf_instance_id)?
             .into_iter()
             .map(|v| v.id)
             .collect();
         for id in all.iter().filter(|id| !keep.contains(id)) {
-            self.tx.execute("DELETE FROM vnfc WHERE id = ?1", [id])?;
+            self.tx
+                .execute("DELETE FROM vnfc WHERE id = ?1", [id.as_str()])?;
         }
         self.reader().vnfcs(vnf_instance_id)
     }
 
     /// Deletes every VNFC row of an instance (terminate, rollback).
-    pub fn delete_vnfcs(&mut self, vnf_instance_id: &str) -> Result<()> {
+    pub fn delete_vnfcs(&mut self, vnf_instance_id: &VnfInstanceId) -> Result<()> {
         self.tx.execute(
             "DELETE FROM vnfc WHERE vnf_instance_id = ?1",
-            [vnf_instance_id],
+            [vnf_instance_id.as_str()],
         )?;
         Ok(())
     }
@@ -542,11 +550,11 @@ mod scheduler_tests {
     fn add(store: &mut Store, vnf: &str, id: &str, op: LcmOperationType) {
         store
             .write(|tx| {
-                tx.create_instance_if_missing(vnf, now())?;
+                tx.create_instance_if_missing(&VnfInstanceId::from(vnf), now())?;
                 tx.insert_operation(
                     &NewOperation {
-                        id,
-                        vnf_instance_id: vnf,
+                        id: &OpOccId::from(id),
+                        vnf_instance_id: &VnfInstanceId::from(vnf),
                         operation: op,
                         operation_params: &RequestBody::split(op, "{}"),
                         vnf_package: None,
@@ -651,7 +659,7 @@ mod scheduler_tests {
         add(&mut store, "b", "b1", Instantiate);
         to(&mut store, "b1", &[Processing, Completed]);
         store
-            .write(|tx| tx.create_instance_if_missing("c", now()))
+            .write(|tx| tx.create_instance_if_missing(&VnfInstanceId::from("c"), now()))
             .unwrap();
         store.conn.execute_batch("ANALYZE").unwrap();
         for sql in [
@@ -693,7 +701,7 @@ mod scheduler_tests {
         add(&mut store, "c", "c1", Instantiate); // FAILED_TEMP with RETRY pending: runnable
         to(&mut store, "c1", &[Processing, FailedTemp]);
         store
-            .write(|tx| tx.set_pending_task("c1", PendingTask::Retry))
+            .write(|tx| tx.set_pending_task(&OpOccId::from("c1"), PendingTask::Retry))
             .unwrap();
         add(&mut store, "d", "d1", Instantiate); // PROCESSING (interrupted): runnable
         to(&mut store, "d1", &[Processing]);
@@ -712,14 +720,17 @@ mod scheduler_tests {
         );
         assert_eq!(ids(&r.runnable_heads(2, &none).unwrap()), ["a1", "c1"]);
         assert!(r.runnable_heads(0, &none).unwrap().is_empty());
-        let busy: HashSet<String> = ["a".to_owned(), "d".to_owned()].into();
+        let busy: HashSet<VnfInstanceId> = ["a".into(), "d".into()].into();
         assert_eq!(
             ids(&r.runnable_heads(3, &busy).unwrap()),
             ["c1", "e2", "f1"]
         );
         assert_eq!(ids(&r.terminations_waiting().unwrap()), ["f2"]);
-        assert_eq!(ids(&r.queue("b").unwrap()), ["b1", "b2"]);
-        assert_eq!(ids(&r.queue("e").unwrap()), ["e2"]);
+        assert_eq!(
+            ids(&r.queue(&VnfInstanceId::from("b")).unwrap()),
+            ["b1", "b2"]
+        );
+        assert_eq!(ids(&r.queue(&VnfInstanceId::from("e")).unwrap()), ["e2"]);
         assert_eq!(r.counts().unwrap(), (7, 9));
     }
 }

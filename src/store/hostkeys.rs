@@ -3,19 +3,18 @@
 
 use rusqlite::{OptionalExtension, params};
 use serde_json::json;
-use vnfkeeper_core::model::EventKind;
 
 use super::{NewEvent, Result, Tx};
 use vnfkeeper_core::console::FirstContact;
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{EventKind, Timestamp, VnfInstanceId, VnfcId};
 
 /// What `vnfkeeper host-key forget` removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForgottenHostKey {
     /// vnfcInstanceId.
-    pub vnfc_id: String,
+    pub vnfc_id: VnfcId,
     /// The VNF instance it belongs to.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// Nova server id, if known.
     pub server_id: Option<String>,
     /// The key that was pinned (OpenSSH line), `None` when none was.
@@ -29,7 +28,7 @@ impl Tx<'_> {
     /// Returns whether the key was pinned (false: already pinned, or no such VNFC).
     pub fn pin_host_key(
         &mut self,
-        vnfc_id: &str,
+        vnfc_id: &VnfcId,
         key: &str,
         fingerprint: &str,
         how: FirstContact,
@@ -37,14 +36,14 @@ impl Tx<'_> {
     ) -> Result<bool> {
         let changed = self.tx.execute(
             "UPDATE vnfc SET host_key = ?2, updated_at = ?3 WHERE id = ?1 AND host_key IS NULL",
-            params![vnfc_id, key, now.to_rfc3339()],
+            params![vnfc_id.as_str(), key, now.to_rfc3339()],
         )?;
         if changed == 0 {
             return Ok(false);
         }
         let (instance, server): (String, Option<String>) = self.tx.query_row(
             "SELECT vnf_instance_id, server_id FROM vnfc WHERE id = ?1",
-            [vnfc_id],
+            [vnfc_id.as_str()],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )?;
         let message = match how {
@@ -61,7 +60,7 @@ impl Tx<'_> {
         self.append_event(
             &NewEvent {
                 kind: EventKind::HostKeyPinned,
-                vnf_instance_id: Some(&instance),
+                vnf_instance_id: Some(&VnfInstanceId::from(&instance)),
                 vnf_lcm_op_occ_id: None,
                 vnfc_id: Some(vnfc_id),
                 message: &message,
@@ -78,7 +77,7 @@ impl Tx<'_> {
     /// evidence — also when none was pinned. `None` when there is no such VNFC.
     pub fn forget_host_key(
         &mut self,
-        vnfc_id: &str,
+        vnfc_id: &VnfcId,
         by: &str,
         now: Timestamp,
     ) -> Result<Option<ForgottenHostKey>> {
@@ -86,7 +85,7 @@ impl Tx<'_> {
             .tx
             .query_row(
                 "SELECT vnf_instance_id, server_id, host_key FROM vnfc WHERE id = ?1",
-                [vnfc_id],
+                [vnfc_id.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
@@ -95,7 +94,7 @@ impl Tx<'_> {
         };
         self.tx.execute(
             "UPDATE vnfc SET host_key = NULL, updated_at = ?2 WHERE id = ?1",
-            params![vnfc_id, now.to_rfc3339()],
+            params![vnfc_id.as_str(), now.to_rfc3339()],
         )?;
         let message = match &host_key {
             Some(_) => format!("pinned host key forgotten by {by}"),
@@ -105,7 +104,7 @@ impl Tx<'_> {
         self.append_event(
             &NewEvent {
                 kind: EventKind::HostKeyForgotten,
-                vnf_instance_id: Some(&vnf_instance_id),
+                vnf_instance_id: Some(&VnfInstanceId::from(&vnf_instance_id)),
                 vnf_lcm_op_occ_id: None,
                 vnfc_id: Some(vnfc_id),
                 message: &message,
@@ -114,8 +113,8 @@ impl Tx<'_> {
             now,
         )?;
         Ok(Some(ForgottenHostKey {
-            vnfc_id: vnfc_id.to_owned(),
-            vnf_instance_id,
+            vnfc_id: vnfc_id.clone(),
+            vnf_instance_id: vnf_instance_id.into(),
             server_id,
             host_key,
         }))

@@ -19,13 +19,9 @@ mod trust;
 use std::path::Path;
 use std::time::Duration;
 
-use vnfkeeper_core::model::EventKind;
-
 use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
 };
-
-use vnfkeeper_core::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
 pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
@@ -41,6 +37,11 @@ pub use tacker::{
 };
 pub use timeline::{IntakeFacts, StepFacts, TimelineEntry, TimelineSource};
 pub use vnfkeeper_core::model::VnfcRow;
+
+use vnfkeeper_core::model::{
+    EventKind, LcmOperationType, OpOccId, OperationState, PendingTask, Timestamp, VnfInstanceId,
+    VnfcId,
+};
 
 mod embedded {
     refinery::embed_migrations!("migrations");
@@ -307,9 +308,12 @@ impl ReaderRef<'_> {
         Ok(last
             .into_iter()
             .map(|op| {
-                let n = unfinished.get(&op.vnf_instance_id).copied().unwrap_or(0);
+                let n = unfinished
+                    .get(op.vnf_instance_id.as_str())
+                    .copied()
+                    .unwrap_or(0);
                 (
-                    op.vnf_instance_id.clone(),
+                    op.vnf_instance_id.to_string(),
                     OperationSummary {
                         unfinished: n,
                         last: op,
@@ -332,14 +336,14 @@ impl ReaderRef<'_> {
     }
 
     /// One operation occurrence by id.
-    pub fn operation(&self, id: &str) -> Result<Option<OperationRow>> {
+    pub fn operation(&self, id: &OpOccId) -> Result<Option<OperationRow>> {
         let sql = format!(
             "SELECT {} FROM vnf_lcm_op_occ WHERE id = ?1",
             OperationRow::COLUMNS
         );
         let row = self
             .conn
-            .query_row(&sql, [id], OperationRow::from_row)
+            .query_row(&sql, [id.as_str()], OperationRow::from_row)
             .optional()?;
         row.transpose()
     }
@@ -355,12 +359,12 @@ impl ReaderRef<'_> {
     }
 
     /// VNFCs of one instance ordered by VDU and index.
-    pub fn vnfcs(&self, vnf_instance_id: &str) -> Result<Vec<VnfcRow>> {
+    pub fn vnfcs(&self, vnf_instance_id: &VnfInstanceId) -> Result<Vec<VnfcRow>> {
         let mut st = self.conn.prepare_cached(&format!(
             "SELECT {} FROM vnfc WHERE vnf_instance_id = ?1 ORDER BY vdu_id, vnfc_index, created_at, id",
             rows::VnfcColumns::COLUMNS
         ))?;
-        let rows = st.query_map([vnf_instance_id], rows::VnfcColumns::from_row)?;
+        let rows = st.query_map([vnf_instance_id.as_str()], rows::VnfcColumns::from_row)?;
         collect_checked(rows)
     }
 
@@ -373,7 +377,9 @@ impl ReaderRef<'_> {
         ))?;
         let mut out = std::collections::BTreeMap::<String, Vec<VnfcRow>>::new();
         for c in collect_checked(st.query_map([], rows::VnfcColumns::from_row)?)? {
-            out.entry(c.vnf_instance_id.clone()).or_default().push(c);
+            out.entry(c.vnf_instance_id.to_string())
+                .or_default()
+                .push(c);
         }
         Ok(out)
     }
@@ -436,9 +442,9 @@ const STATEMENT_CACHE: usize = 256;
 #[derive(Debug, Clone)]
 pub struct NewOperation<'a> {
     /// vnfLcmOpOccId.
-    pub id: &'a str,
+    pub id: &'a OpOccId,
     /// The instance it applies to (must exist).
-    pub vnf_instance_id: &'a str,
+    pub vnf_instance_id: &'a VnfInstanceId,
     /// Operation type.
     pub operation: LcmOperationType,
     /// The SOL003 request body, split into the text stored and its secrets.
@@ -514,11 +520,11 @@ pub struct NewEvent<'a> {
     /// Event kind, stored as its upper-case name (e.g. `REQUEST_ACCEPTED`).
     pub kind: EventKind,
     /// Instance concerned.
-    pub vnf_instance_id: Option<&'a str>,
+    pub vnf_instance_id: Option<&'a VnfInstanceId>,
     /// Operation concerned.
-    pub vnf_lcm_op_occ_id: Option<&'a str>,
+    pub vnf_lcm_op_occ_id: Option<&'a OpOccId>,
     /// VNFC concerned.
-    pub vnfc_id: Option<&'a str>,
+    pub vnfc_id: Option<&'a VnfcId>,
     /// One line for humans.
     pub message: &'a str,
     /// JSON evidence.
@@ -550,39 +556,46 @@ impl Tx<'_> {
     }
 
     /// The instance's row, if known.
-    pub fn instance(&self, id: &str) -> Result<Option<InstanceRow>> {
+    pub fn instance(&self, id: &VnfInstanceId) -> Result<Option<InstanceRow>> {
         let sql = format!(
             "SELECT {} FROM vnf_instance WHERE id = ?1",
             InstanceRow::COLUMNS
         );
         self.tx
             .prepare_cached(&sql)?
-            .query_row([id], InstanceRow::from_row)
+            .query_row([id.as_str()], InstanceRow::from_row)
             .optional()?
             .transpose()
     }
 
     /// Creates the instance in `NOT_INSTANTIATED` unless it exists. Returns whether it was created.
     /// Flavour, package and stack are filled in by the INSTANTIATE operation when it runs.
-    pub fn create_instance_if_missing(&mut self, id: &str, now: Timestamp) -> Result<bool> {
+    pub fn create_instance_if_missing(
+        &mut self,
+        id: &VnfInstanceId,
+        now: Timestamp,
+    ) -> Result<bool> {
         let n = self
             .tx
             .prepare_cached(
                 "INSERT INTO vnf_instance (id, created_at, updated_at) VALUES (?1, ?2, ?2)
              ON CONFLICT (id) DO NOTHING",
             )?
-            .execute(params![id, now.to_rfc3339()])?;
+            .execute(params![id.as_str(), now.to_rfc3339()])?;
         Ok(n == 1)
     }
 
     /// Operations of an instance that are not in a final state, oldest first.
-    pub fn unfinished_operations(&self, vnf_instance_id: &str) -> Result<Vec<OperationRow>> {
+    pub fn unfinished_operations(
+        &self,
+        vnf_instance_id: &VnfInstanceId,
+    ) -> Result<Vec<OperationRow>> {
         let mut st = self.tx.prepare_cached(&format!(
             "SELECT {} FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1
              AND operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK') ORDER BY seq",
             OperationRow::COLUMNS
         ))?;
-        let rows = st.query_map([vnf_instance_id], OperationRow::from_row)?;
+        let rows = st.query_map([vnf_instance_id.as_str()], OperationRow::from_row)?;
         collect_checked(rows)
     }
 
@@ -618,7 +631,7 @@ impl Tx<'_> {
         let body = op.operation_params;
         let sealed = match (body.secrets(), self.key) {
             (None, _) => None,
-            (Some(s), Some(key)) => Some(key.seal(op.id, s)?),
+            (Some(s), Some(key)) => Some(key.seal(op.id.as_str(), s)?),
             (Some(_), None) => {
                 return Err(StoreError::SecretsKey(
                     "no key loaded to encrypt the request's secrets".into(),
@@ -633,8 +646,8 @@ impl Tx<'_> {
              VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?
             .execute(params![
-                op.id,
-                op.vnf_instance_id,
+                op.id.as_str(),
+                op.vnf_instance_id.as_str(),
                 op.operation.as_str(),
                 now,
                 op.is_automatic_invocation,
@@ -680,10 +693,10 @@ impl Tx<'_> {
     }
 
     /// Records a RETRY or ROLLBACK for the engine to carry out.
-    pub fn set_pending_task(&mut self, id: &str, task: PendingTask) -> Result<()> {
+    pub fn set_pending_task(&mut self, id: &OpOccId, task: PendingTask) -> Result<()> {
         self.tx
             .prepare_cached("UPDATE vnf_lcm_op_occ SET pending_task = ?2 WHERE id = ?1")?
-            .execute(params![id, task.as_str()])?;
+            .execute(params![id.as_str(), task.as_str()])?;
         Ok(())
     }
 
@@ -718,9 +731,9 @@ impl Tx<'_> {
             params![
                 now.to_rfc3339(),
                 ev.kind.as_str(),
-                ev.vnf_instance_id,
-                ev.vnf_lcm_op_occ_id,
-                ev.vnfc_id,
+                ev.vnf_instance_id.map(VnfInstanceId::as_str),
+                ev.vnf_lcm_op_occ_id.map(OpOccId::as_str),
+                ev.vnfc_id.map(VnfcId::as_str),
                 ev.message,
                 ev.evidence
             ],
@@ -840,8 +853,8 @@ mod tests {
             .write(|tx| {
                 tx.insert_operation(
                     &NewOperation {
-                        id: "op-2",
-                        vnf_instance_id: "vnf-1",
+                        id: &OpOccId::from("op-2"),
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
                         operation: LcmOperationType::ChangeExtConn,
                         operation_params: &RequestBody::split(
                             LcmOperationType::ChangeExtConn,
@@ -862,7 +875,13 @@ mod tests {
         let ops = store.reader().operations(Some("vnf-1")).unwrap();
         assert_eq!(ops[1].operation, LcmOperationType::ChangeExtConn);
         assert_eq!(ops[1].seq, 42, "the counter went on from 41");
-        assert_eq!(store.reader().ext_conn_changes("vnf-1").unwrap(), [body]);
+        assert_eq!(
+            store
+                .reader()
+                .ext_conn_changes(&VnfInstanceId::from("vnf-1"))
+                .unwrap(),
+            [body]
+        );
     }
 
     #[test]
@@ -872,11 +891,11 @@ mod tests {
         let mut store = Store::open(&path).unwrap();
         store
             .write(|tx| {
-                tx.create_instance_if_missing("vnf-1", now())?;
+                tx.create_instance_if_missing(&VnfInstanceId::from("vnf-1"), now())?;
                 tx.insert_operation(
                     &NewOperation {
-                        id: "op-1",
-                        vnf_instance_id: "vnf-1",
+                        id: &OpOccId::from("op-1"),
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
                         operation: LcmOperationType::Instantiate,
                         operation_params: &RequestBody::split(LcmOperationType::Instantiate, "{}"),
                         vnf_package: Some("/pkg"),
@@ -923,7 +942,7 @@ mod tests {
         let ro = Store::open_read_only(&path).unwrap();
         assert_eq!(
             ro.queries()
-                .operation("op-1")
+                .operation(&OpOccId::from("op-1"))
                 .unwrap()
                 .unwrap()
                 .request_id

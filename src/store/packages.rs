@@ -6,18 +6,19 @@ use std::path::{Path, PathBuf};
 use rusqlite::{OptionalExtension, params};
 
 use super::{ReaderRef, Result, StoreError, Tx};
+use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 use vnfkeeper_core::package::PackageDigest;
 
 impl ReaderRef<'_> {
     /// The snapshot an operation uses: its digest and the snapshot directory (`vnf_package`),
     /// or `None` for an operation without one (no package, or accepted before V7). Errors:
     /// [`StoreError::Corrupt`] for a digest that does not parse.
-    pub fn package_snapshot(&self, op_id: &str) -> Result<Option<(PackageDigest, PathBuf)>> {
+    pub fn package_snapshot(&self, op_id: &OpOccId) -> Result<Option<(PackageDigest, PathBuf)>> {
         let row: Option<(Option<String>, Option<String>)> = self
             .conn
             .query_row(
                 "SELECT package_sha256, vnf_package FROM vnf_lcm_op_occ WHERE id = ?1",
-                [op_id],
+                [op_id.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
@@ -26,7 +27,7 @@ impl ReaderRef<'_> {
         };
         let digest = digest.parse().map_err(|e| StoreError::Corrupt {
             table: "vnf_lcm_op_occ",
-            row: op_id.to_owned(),
+            row: op_id.to_string(),
             column: "package_sha256",
             reason: format!("{e}"),
         })?;
@@ -36,7 +37,7 @@ impl ReaderRef<'_> {
     /// The package paths a SCALE of `vnf_instance_id` may be checked against: that of the
     /// instance's last COMPLETED INSTANTIATE and those of its unfinished INSTANTIATEs
     /// (distinct). Intake loads them before its write transaction.
-    pub fn scale_base_packages(&self, vnf_instance_id: &str) -> Result<Vec<String>> {
+    pub fn scale_base_packages(&self, vnf_instance_id: &VnfInstanceId) -> Result<Vec<String>> {
         let mut st = self.conn.prepare(
             "SELECT DISTINCT vnf_package FROM vnf_lcm_op_occ
              WHERE vnf_instance_id = ?1 AND operation = 'INSTANTIATE' AND vnf_package IS NOT NULL
@@ -45,7 +46,7 @@ impl ReaderRef<'_> {
                               WHERE vnf_instance_id = ?1 AND operation = 'INSTANTIATE'
                                 AND operation_state = 'COMPLETED'))",
         )?;
-        let rows = st.query_map([vnf_instance_id], |r| r.get(0))?;
+        let rows = st.query_map([vnf_instance_id.as_str()], |r| r.get(0))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 }
@@ -55,7 +56,7 @@ impl Tx<'_> {
     /// path it was copied from (`source`, audit only).
     pub fn record_package_snapshot(
         &mut self,
-        op_id: &str,
+        op_id: &OpOccId,
         digest: PackageDigest,
         source: &Path,
     ) -> Result<()> {
@@ -63,7 +64,11 @@ impl Tx<'_> {
             .prepare_cached(
                 "UPDATE vnf_lcm_op_occ SET package_sha256 = ?2, package_source = ?3 WHERE id = ?1",
             )?
-            .execute(params![op_id, digest.to_string(), source.to_string_lossy()])?;
+            .execute(params![
+                op_id.as_str(),
+                digest.to_string(),
+                source.to_string_lossy()
+            ])?;
         Ok(())
     }
 }

@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::decode::{Cells, to_json};
 use super::{ReaderRef, Result, Tx, collect_checked};
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{OpOccId, Timestamp, VnfInstanceId, VnfcId};
 use vnfkeeper_core::wire::sol003::InstantiateVnfRequest;
 
 /// One `reconcile_state` row: what the loop remembers about a VNFC (or, with `vnfc_id` empty,
@@ -90,30 +90,38 @@ impl ReaderRef<'_> {
             .collect())
     }
 
-    /// The reconcile memory row of one VNFC (`vnfc_id` `""`: the VNF's own row), if recorded.
-    /// A keyed read (primary key `(vnf_instance_id, vnfc_id)`), so recording a pass stays linear
-    /// in the fleet.
+    /// The reconcile memory row of one VNFC (`vnfc_id` `None`: the VNF's own row, stored under
+    /// `""`), if recorded. A keyed read (primary key `(vnf_instance_id, vnfc_id)`), so recording
+    /// a pass stays linear in the fleet.
     pub fn reconcile_state(
         &self,
-        vnf_instance_id: &str,
-        vnfc_id: &str,
+        vnf_instance_id: &VnfInstanceId,
+        vnfc_id: Option<&VnfcId>,
     ) -> Result<Option<ReconcileStateRow>> {
+        let vnfc_id = vnfc_id.map_or("", VnfcId::as_str);
         let mut st = self.conn.prepare_cached(&format!(
             "SELECT {STATE_COLUMNS} FROM reconcile_state WHERE vnf_instance_id = ?1 AND vnfc_id = ?2"
         ))?;
-        let rows = st.query_map(params![vnf_instance_id, vnfc_id], state_from_row)?;
+        let rows = st.query_map(params![vnf_instance_id.as_str(), vnfc_id], state_from_row)?;
         Ok(collect_checked(rows)?.into_iter().next())
     }
 
     /// Ids of operations not in a final state (`COMPLETED`, `FAILED`, `ROLLED_BACK`), by VNF
     /// instance, in arrival order. One query for all instances.
-    pub fn unfinished_operations_by_instance(&self) -> Result<HashMap<String, Vec<String>>> {
+    pub fn unfinished_operations_by_instance(
+        &self,
+    ) -> Result<HashMap<VnfInstanceId, Vec<OpOccId>>> {
         let mut st = self.conn.prepare(
             "SELECT vnf_instance_id, id FROM vnf_lcm_op_occ
              WHERE operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK') ORDER BY seq",
         )?;
-        let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
-        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        let rows = st.query_map([], |r| {
+            Ok((
+                VnfInstanceId::from(r.get::<_, String>(0)?),
+                OpOccId::from(r.get::<_, String>(1)?),
+            ))
+        })?;
+        let mut out: HashMap<VnfInstanceId, Vec<OpOccId>> = HashMap::new();
         for r in rows {
             let (vnf, op) = r?;
             out.entry(vnf).or_default().push(op);
@@ -127,7 +135,7 @@ impl ReaderRef<'_> {
     /// InstantiateVnfRequest (SOL003 §5.5.2.4).
     pub fn last_completed_instantiate(
         &self,
-        vnf_instance_id: &str,
+        vnf_instance_id: &VnfInstanceId,
     ) -> Result<Option<InstantiateVnfRequest>> {
         let row: Option<(String, String, Option<Vec<u8>>)> = self
             .conn
@@ -135,7 +143,7 @@ impl ReaderRef<'_> {
                 "SELECT id, operation_params, operation_secrets FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1
                  AND operation = 'INSTANTIATE' AND operation_state = 'COMPLETED'
                  ORDER BY seq DESC LIMIT 1",
-                [vnf_instance_id],
+                [vnf_instance_id.as_str()],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()?;
@@ -164,13 +172,13 @@ impl ReaderRef<'_> {
     }
 
     /// Id of the instance's most recent automatic HEAL (`is_automatic_invocation = 1`), if any.
-    pub fn last_automatic_heal(&self, vnf_instance_id: &str) -> Result<Option<String>> {
+    pub fn last_automatic_heal(&self, vnf_instance_id: &VnfInstanceId) -> Result<Option<String>> {
         Ok(self
             .conn
             .query_row(
                 "SELECT id FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1 AND operation = 'HEAL'
                  AND is_automatic_invocation = 1 ORDER BY seq DESC LIMIT 1",
-                [vnf_instance_id],
+                [vnf_instance_id.as_str()],
                 |r| r.get(0),
             )
             .optional()?)
@@ -213,11 +221,11 @@ impl Tx<'_> {
     }
 
     /// Removes the memory of VNFCs of `vnf_instance_id` that no longer exist (keeps the VNF row).
-    pub fn prune_reconcile_state(&mut self, vnf_instance_id: &str) -> Result<()> {
+    pub fn prune_reconcile_state(&mut self, vnf_instance_id: &VnfInstanceId) -> Result<()> {
         self.tx.execute(
             "DELETE FROM reconcile_state WHERE vnf_instance_id = ?1 AND vnfc_id <> ''
              AND vnfc_id NOT IN (SELECT id FROM vnfc WHERE vnf_instance_id = ?1)",
-            [vnf_instance_id],
+            [vnf_instance_id.as_str()],
         )?;
         Ok(())
     }

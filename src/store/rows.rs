@@ -8,8 +8,8 @@ use rusqlite::Row;
 use super::Result;
 use super::decode::{Cells, OPERATION_STATES};
 use vnfkeeper_core::model::{
-    InstantiationState, IntakeOutcome, LcmOperationType, OperationState, PendingTask,
-    ProblemDetails, Timestamp, VnfcRow,
+    InstantiationState, IntakeOutcome, LcmOperationType, OpOccId, OperationState, PendingTask,
+    ProblemDetails, Timestamp, VnfInstanceId, VnfcRow,
 };
 use vnfkeeper_core::tacker::Origin;
 
@@ -25,9 +25,9 @@ pub struct OperationRow {
     /// Arrival order.
     pub seq: i64,
     /// vnfLcmOpOccId.
-    pub id: String,
+    pub id: OpOccId,
     /// vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// Operation type.
     pub operation: LcmOperationType,
     /// operationState.
@@ -85,7 +85,7 @@ impl OperationRow {
             .transpose()?;
         Ok(Self {
             seq: r.get(0)?,
-            vnf_instance_id: r.get(2)?,
+            vnf_instance_id: r.get::<_, String>(2)?.into(),
             operation,
             operation_state,
             state_entered_time: c.time("state_entered_time", &r.get::<_, String>(5)?)?,
@@ -97,7 +97,7 @@ impl OperationRow {
             error: c.json("error", r.get(11)?, PROBLEM_DETAILS)?,
             origin: c.spelling("origin", &r.get::<_, String>(12)?, Origin::parse, ORIGINS)?,
             tacker_op_occ_id: r.get(13)?,
-            id,
+            id: id.into(),
         })
     }
 }
@@ -106,7 +106,7 @@ impl OperationRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceRow {
     /// vnfInstanceId.
-    pub id: String,
+    pub id: VnfInstanceId,
     /// instantiationState.
     pub instantiation_state: InstantiationState,
     /// flavourId of the accepted instantiate.
@@ -161,7 +161,7 @@ impl InstanceRow {
                 )?
                 .unwrap_or_default(),
             origin: c.spelling("origin", &r.get::<_, String>(9)?, Origin::parse, ORIGINS)?,
-            id,
+            id: id.into(),
         })
     }
 }
@@ -183,7 +183,7 @@ impl VnfcColumns {
         let id: String = r.get(0)?;
         let c = Cells::new("vnfc", &id);
         Ok(VnfcRow {
-            vnf_instance_id: r.get(1)?,
+            vnf_instance_id: r.get::<_, String>(1)?.into(),
             vdu_id: r.get(2)?,
             vnfc_index: r.get(3)?,
             stack_name: r.get(4)?,
@@ -205,7 +205,7 @@ impl VnfcColumns {
             host_key: r.get(12)?,
             created_at: c.time("created_at", &r.get::<_, String>(13)?)?,
             parameters: c.json("parameters", r.get(14)?, "JSON")?,
-            id,
+            id: id.into(),
         })
     }
 }
@@ -225,9 +225,9 @@ pub struct IntakeRow {
     /// What intake decided.
     pub outcome: IntakeOutcome,
     /// Instance named by the request.
-    pub vnf_instance_id: Option<String>,
+    pub vnf_instance_id: Option<VnfInstanceId>,
     /// Operation created or matched.
-    pub vnf_lcm_op_occ_id: Option<String>,
+    pub vnf_lcm_op_occ_id: Option<OpOccId>,
     /// Why it was rejected.
     pub problem: Option<ProblemDetails>,
     /// Commit time.
@@ -259,8 +259,8 @@ impl IntakeRow {
                 IntakeOutcome::parse,
                 "ACCEPTED, DUPLICATE or REJECTED",
             )?,
-            vnf_instance_id: r.get(5)?,
-            vnf_lcm_op_occ_id: r.get(6)?,
+            vnf_instance_id: r.get::<_, Option<String>>(5)?.map(VnfInstanceId::from),
+            vnf_lcm_op_occ_id: r.get::<_, Option<String>>(6)?.map(OpOccId::from),
             problem: c.json("problem", r.get(7)?, PROBLEM_DETAILS)?,
             committed_at: c.time("committed_at", &r.get::<_, String>(8)?)?,
         })

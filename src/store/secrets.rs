@@ -383,7 +383,7 @@ pub(super) fn join(
     };
     let mut doc: serde_json::Value =
         serde_json::from_str(&params).map_err(|_| corrupt("not JSON".into()))?;
-    redact::restore(&mut doc, &secrets).map_err(corrupt)?;
+    redact::restore(&mut doc, &secrets).map_err(|e| corrupt(e.to_string()))?;
     Ok(doc.to_string())
 }
 
@@ -412,6 +412,7 @@ mod tests {
     use super::*;
     use crate::store::{NewOperation, Store};
     use vnfkeeper_core::model::Timestamp;
+    use vnfkeeper_core::model::{OpOccId, VnfInstanceId};
 
     const PARAMS: &str = r#"{"flavourId":"simple","vimConnectionInfo":[{"id":"v","vimType":"openstack","accessInfo":{"password":"hunter2"}}]}"#;
 
@@ -425,11 +426,11 @@ mod tests {
         let mut store = Store::open(&db).unwrap();
         store
             .write(|tx| {
-                tx.create_instance_if_missing("vnf-1", now)?;
+                tx.create_instance_if_missing(&VnfInstanceId::from("vnf-1"), now)?;
                 tx.insert_operation(
                     &NewOperation {
-                        id: "op-1",
-                        vnf_instance_id: "vnf-1",
+                        id: &OpOccId::from("op-1"),
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
                         operation: LcmOperationType::Instantiate,
                         operation_params: &RequestBody::split(
                             LcmOperationType::Instantiate,
@@ -468,16 +469,27 @@ mod tests {
         let (text, sealed) = stored(&store);
         assert!(!text.contains("hunter2") && text.contains("***"), "{text}");
         assert!(sealed.len() > NONCE_LEN);
-        let (back, _) = store.reader().operation_params("op-1").unwrap().unwrap();
+        let (back, _) = store
+            .reader()
+            .operation_params(&OpOccId::from("op-1"))
+            .unwrap()
+            .unwrap();
         assert!(back.contains("hunter2"));
         // The read-only reader opens them too when it can read the key, and not without it.
         let ro = Store::open_read_only(&db).unwrap();
-        let (back, _) = ro.queries().operation_params("op-1").unwrap().unwrap();
+        let (back, _) = ro
+            .queries()
+            .operation_params(&OpOccId::from("op-1"))
+            .unwrap()
+            .unwrap();
         assert!(back.contains("hunter2"));
         drop((store, ro));
         std::fs::remove_file(dir.path().join(KEY_FILE)).unwrap();
         let ro = Store::open_read_only(&db).unwrap();
-        let e = ro.queries().operation_params("op-1").unwrap_err();
+        let e = ro
+            .queries()
+            .operation_params(&OpOccId::from("op-1"))
+            .unwrap_err();
         assert!(matches!(e, StoreError::SecretsKey(_)), "{e}");
         let e = Store::open(&db).unwrap_err();
         assert!(e.to_string().contains("restore the key"), "{e}");

@@ -31,8 +31,10 @@ use serde_json::Value;
 use super::decode::Cells;
 use super::rows::IntakeRow;
 use super::{ReaderRef, Result, collect_checked};
+
 use vnfkeeper_core::model::{
-    EventKind, IntakeOutcome, LcmOperationType, ProblemDetails, StepState, Timestamp,
+    EventKind, IntakeOutcome, LcmOperationType, OpOccId, ProblemDetails, StepState, Timestamp,
+    VnfInstanceId, VnfcId,
 };
 
 /// Where a [`TimelineEntry`] comes from.
@@ -123,13 +125,13 @@ pub struct TimelineEntry {
     /// `REQUEST_<OUTCOME>` for an intake row without event, `STEP_<STATE>` for a step.
     pub kind: String,
     /// The instance; `None` for a pause of every instance (`pause --all`).
-    pub vnf_instance_id: Option<String>,
+    pub vnf_instance_id: Option<VnfInstanceId>,
     /// vnfLcmOpOccId concerned, if any.
-    pub operation_id: Option<String>,
+    pub operation_id: Option<OpOccId>,
     /// Its operation type (when the operation is known).
     pub operation: Option<LcmOperationType>,
     /// vnfcInstanceId concerned (reconcile decisions, host keys).
-    pub vnfc_id: Option<String>,
+    pub vnfc_id: Option<VnfcId>,
     /// One line for humans (a step's detail may add lines).
     pub message: String,
     /// The event's evidence, as JSON.
@@ -183,10 +185,10 @@ type Order = (Timestamp, TimelineSource, i64, i64);
 impl ReaderRef<'_> {
     /// Whether anything names `vnf_instance_id`: its `vnf_instance` row, an event or an intake
     /// record (a rejected INSTANTIATE names an instance that never existed).
-    pub fn vnf_known(&self, vnf_instance_id: &str) -> Result<bool> {
+    pub fn vnf_known(&self, vnf_instance_id: &VnfInstanceId) -> Result<bool> {
         Ok(self
             .conn
-            .query_row(KNOWN_SQL, [vnf_instance_id], |r| r.get(0))?)
+            .query_row(KNOWN_SQL, [vnf_instance_id.as_str()], |r| r.get(0))?)
     }
 
     /// The timeline of `vnf_instance_id` (see the module documentation for its sources and
@@ -196,7 +198,7 @@ impl ReaderRef<'_> {
     /// unknown step state).
     pub fn timeline(
         &self,
-        vnf_instance_id: &str,
+        vnf_instance_id: &VnfInstanceId,
         since: Option<Timestamp>,
     ) -> Result<Option<Vec<TimelineEntry>>> {
         if !self.vnf_known(vnf_instance_id)? {
@@ -206,13 +208,16 @@ impl ReaderRef<'_> {
         let mut entries: Vec<(Order, TimelineEntry)> = Vec::new();
 
         let mut st = self.conn.prepare(EVENTS_SQL)?;
-        let rows = st.query_map(params![vnf_instance_id, since], event_entry)?;
+        let rows = st.query_map(params![vnf_instance_id.as_str(), since], event_entry)?;
         let mut events = collect_checked(rows)?;
         events.sort_by_key(|e| e.event_id);
 
         // Intake rows of this instance, keyed by id; each event of a request claims its own.
         let mut st = self.conn.prepare(&intake_sql())?;
-        let rows = st.query_map(params![vnf_instance_id, since], IntakeRow::from_row)?;
+        let rows = st.query_map(
+            params![vnf_instance_id.as_str(), since],
+            IntakeRow::from_row,
+        )?;
         let mut intake: HashMap<i64, IntakeRow> = collect_checked(rows)?
             .into_iter()
             .map(|r| (r.id, r))
@@ -256,9 +261,9 @@ impl ReaderRef<'_> {
         }
 
         let mut st = self.conn.prepare(STEPS_SQL)?;
-        let rows = st.query_map(params![vnf_instance_id, since], step_entry)?;
+        let rows = st.query_map(params![vnf_instance_id.as_str(), since], step_entry)?;
         for (order, mut s) in collect_checked(rows)? {
-            s.vnf_instance_id = Some(vnf_instance_id.to_owned());
+            s.vnf_instance_id = Some(vnf_instance_id.clone());
             entries.push((order, s));
         }
 
@@ -275,7 +280,8 @@ fn event_entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TimelineEntry>>
     let operation: Option<String> = r.get(5)?;
     let evidence: Option<String> = r.get(8)?;
     let op_id: Option<String> = r.get(4)?;
-    let (kind, vnf, vnfc, message) = (r.get(2)?, r.get(3)?, r.get(6)?, r.get(7)?);
+    let (kind, message) = (r.get(2)?, r.get(7)?);
+    let (vnf, vnfc): (Option<String>, Option<String>) = (r.get(3)?, r.get(6)?);
     Ok((|| {
         let op_key = op_id.as_deref().unwrap_or_default();
         Ok(TimelineEntry {
@@ -283,7 +289,7 @@ fn event_entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TimelineEntry>>
             source: TimelineSource::Event,
             event_id: Some(id),
             kind,
-            vnf_instance_id: vnf,
+            vnf_instance_id: vnf.map(VnfInstanceId::from),
             operation: operation
                 .map(|o| {
                     Cells::new("vnf_lcm_op_occ", op_key).spelling(
@@ -294,8 +300,8 @@ fn event_entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TimelineEntry>>
                     )
                 })
                 .transpose()?,
-            operation_id: op_id.clone(),
-            vnfc_id: vnfc,
+            operation_id: op_id.clone().map(OpOccId::from),
+            vnfc_id: vnfc.map(VnfcId::from),
             message,
             evidence: c.json("evidence", evidence, "JSON")?,
             intake: None,
@@ -304,7 +310,7 @@ fn event_entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<TimelineEntry>>
     })())
 }
 
-fn orphan_intake_entry(vnf_instance_id: &str, r: IntakeRow) -> TimelineEntry {
+fn orphan_intake_entry(vnf_instance_id: &VnfInstanceId, r: IntakeRow) -> TimelineEntry {
     let file = r.file_name.as_deref().unwrap_or("(no name)");
     let message = match &r.problem {
         Some(p) => format!("spool file {file} rejected: {}", p.detail),
@@ -315,7 +321,7 @@ fn orphan_intake_entry(vnf_instance_id: &str, r: IntakeRow) -> TimelineEntry {
         source: TimelineSource::Intake,
         event_id: None,
         kind: format!("REQUEST_{}", r.outcome.as_str()),
-        vnf_instance_id: Some(vnf_instance_id.to_owned()),
+        vnf_instance_id: Some(vnf_instance_id.clone()),
         operation_id: r.vnf_lcm_op_occ_id.clone(),
         operation: None,
         vnfc_id: None,
@@ -385,9 +391,9 @@ fn step_entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<(Order, Timeline
             event_id: None,
             kind: format!("STEP_{}", state.as_str()),
             vnf_instance_id: None,
-            operation_id: Some(op_id.clone()),
+            operation_id: Some(OpOccId::from(&op_id)),
             operation: Some(operation),
-            vnfc_id: (!step.host.is_empty()).then(|| step.host.clone()),
+            vnfc_id: (!step.host.is_empty()).then(|| VnfcId::from(&step.host)),
             message: step_message(&step),
             evidence: None,
             intake: None,
@@ -433,7 +439,7 @@ mod tests {
 
     use super::*;
     use crate::store::{NewEvent, NewIntake, NewOperation, RequestBody, Store};
-    use vnfkeeper_core::model::{MaintenancePause, PauseScope};
+    use vnfkeeper_core::model::{MaintenancePause, PauseScope, StageKey, VnfcId};
 
     fn t(s: &str) -> Timestamp {
         Timestamp::parse(s).unwrap()
@@ -502,17 +508,17 @@ mod tests {
                 )?;
                 tx.append_event(
                     &NewEvent {
-                        vnf_instance_id: Some("vnf-1"),
+                        vnf_instance_id: Some(&VnfInstanceId::from("vnf-1")),
                         message: "spool file bad.json rejected: flavourId: unknown",
                         evidence: Some(&problem),
                         ..NewEvent::of(EventKind::RequestRejected)
                     },
                     at,
                 )?;
-                tx.create_instance_if_missing("vnf-2", at)?;
+                tx.create_instance_if_missing(&VnfInstanceId::from("vnf-2"), at)?;
                 tx.append_event(
                     &NewEvent {
-                        vnf_instance_id: Some("vnf-2"),
+                        vnf_instance_id: Some(&VnfInstanceId::from("vnf-2")),
                         message: "other",
                         ..NewEvent::of(EventKind::RequestAccepted)
                     },
@@ -520,11 +526,11 @@ mod tests {
                 )?;
                 // 06:01 the accepted one.
                 let at = t("2026-11-24T06:01:00Z");
-                tx.create_instance_if_missing("vnf-1", at)?;
+                tx.create_instance_if_missing(&VnfInstanceId::from("vnf-1"), at)?;
                 tx.insert_operation(
                     &NewOperation {
-                        id: "op-1",
-                        vnf_instance_id: "vnf-1",
+                        id: &OpOccId::from("op-1"),
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
                         operation: LcmOperationType::Instantiate,
                         operation_params: &RequestBody::split(LcmOperationType::Instantiate, "{}"),
                         vnf_package: None,
@@ -541,8 +547,8 @@ mod tests {
                 let ev = json!({"file": "good.json", "intakeId": id}).to_string();
                 tx.append_event(
                     &NewEvent {
-                        vnf_instance_id: Some("vnf-1"),
-                        vnf_lcm_op_occ_id: Some("op-1"),
+                        vnf_instance_id: Some(&VnfInstanceId::from("vnf-1")),
+                        vnf_lcm_op_occ_id: Some(&OpOccId::from("op-1")),
                         message: "INSTANTIATE request accepted from spool file good.json",
                         evidence: Some(&ev),
                         ..NewEvent::of(EventKind::RequestAccepted)
@@ -556,24 +562,24 @@ mod tests {
                 )?;
                 // 06:03 … 06:05 two steps; the second still runs.
                 tx.journal_start(
-                    "op-1",
-                    "heat.create",
+                    &OpOccId::from("op-1"),
+                    &StageKey::from("heat.create"),
                     1,
                     "heat.create",
                     "",
                     t("2026-11-24T06:03:00Z"),
                 )?;
                 tx.journal_start(
-                    "op-1",
-                    "k8s.install@c1",
+                    &OpOccId::from("op-1"),
+                    &StageKey::from("k8s.install@c1"),
                     2,
                     "k8s.install",
                     "c1",
                     t("2026-11-24T06:04:00Z"),
                 )?;
                 tx.journal_finish(
-                    "op-1",
-                    "heat.create",
+                    &OpOccId::from("op-1"),
+                    &StageKey::from("heat.create"),
                     StepState::Done,
                     None,
                     "stack CREATE_COMPLETE",
@@ -581,13 +587,27 @@ mod tests {
                 )?;
                 // 06:06 a step that ends in the same microsecond as the next event.
                 let at = t("2026-11-24T06:06:00Z");
-                tx.journal_start("op-1", "heat.wait", 3, "heat.wait", "", at)?;
-                tx.journal_finish("op-1", "heat.wait", StepState::Done, None, "done", at)?;
+                tx.journal_start(
+                    &OpOccId::from("op-1"),
+                    &StageKey::from("heat.wait"),
+                    3,
+                    "heat.wait",
+                    "",
+                    at,
+                )?;
+                tx.journal_finish(
+                    &OpOccId::from("op-1"),
+                    &StageKey::from("heat.wait"),
+                    StepState::Done,
+                    None,
+                    "done",
+                    at,
+                )?;
                 // 06:06 a reconcile decision with its evidence; 06:07 a pause of every instance.
                 tx.append_event(
                     &NewEvent {
-                        vnf_instance_id: Some("vnf-1"),
-                        vnfc_id: Some("c1"),
+                        vnf_instance_id: Some(&VnfInstanceId::from("vnf-1")),
+                        vnfc_id: Some(&VnfcId::from("c1")),
                         message: "server SHUTOFF, first seen",
                         evidence: Some(r#"{"pass": 7, "server": {"status": "SHUTOFF"}}"#),
                         ..NewEvent::of(EventKind::ReconcileDeferredGrace)
@@ -614,7 +634,10 @@ mod tests {
     fn the_timeline_merges_events_intake_and_steps_in_time_order() {
         let (_dir, store) = store();
         let q = store.reader();
-        let tl = q.timeline("vnf-1", None).unwrap().unwrap();
+        let tl = q
+            .timeline(&VnfInstanceId::from("vnf-1"), None)
+            .unwrap()
+            .unwrap();
         let kinds: Vec<(&str, &str)> = tl
             .iter()
             .map(|e| (e.source.as_str(), e.kind.as_str()))
@@ -652,7 +675,7 @@ mod tests {
             (running.name.as_str(), running.finished_at),
             ("k8s.install", None)
         );
-        assert_eq!(tl[3].vnfc_id.as_deref(), Some("c1"));
+        assert_eq!(tl[3].vnfc_id.as_ref().map(VnfcId::as_str), Some("c1"));
         assert_eq!(tl[4].at, t("2026-11-24T06:05:00Z"));
         assert_eq!(
             tl[4].step.as_ref().unwrap().started_at,
@@ -673,7 +696,10 @@ mod tests {
 
         // --since: from 06:04 on (the running step started then).
         let tl = q
-            .timeline("vnf-1", Some(t("2026-11-24T06:04:00Z")))
+            .timeline(
+                &VnfInstanceId::from("vnf-1"),
+                Some(t("2026-11-24T06:04:00Z")),
+            )
             .unwrap()
             .unwrap();
         let kinds: Vec<&str> = tl.iter().map(|e| e.kind.as_str()).collect();
@@ -688,15 +714,21 @@ mod tests {
             ]
         );
         assert!(
-            q.timeline("vnf-1", Some(t("2026-11-25T00:00:00Z")))
-                .unwrap()
-                .unwrap()
-                .is_empty()
+            q.timeline(
+                &VnfInstanceId::from("vnf-1"),
+                Some(t("2026-11-25T00:00:00Z"))
+            )
+            .unwrap()
+            .unwrap()
+            .is_empty()
         );
 
         // Unknown: nothing names it. A pause of every instance does not make one known.
-        assert_eq!(q.timeline("vnf-9", None).unwrap(), None);
-        assert!(q.vnf_known("vnf-2").unwrap());
+        assert_eq!(
+            q.timeline(&VnfInstanceId::from("vnf-9"), None).unwrap(),
+            None
+        );
+        assert!(q.vnf_known(&VnfInstanceId::from("vnf-2")).unwrap());
     }
 
     #[test]
@@ -706,7 +738,7 @@ mod tests {
             .write(|tx| {
                 tx.append_event(
                     &NewEvent {
-                        vnf_instance_id: Some("vnf-1"),
+                        vnf_instance_id: Some(&VnfInstanceId::from("vnf-1")),
                         message: "m",
                         evidence: Some("{not json"),
                         ..NewEvent::of(EventKind::StateChanged)
@@ -715,7 +747,7 @@ mod tests {
                 )
             })
             .unwrap();
-        match store.reader().timeline("vnf-1", None) {
+        match store.reader().timeline(&VnfInstanceId::from("vnf-1"), None) {
             Err(crate::store::StoreError::Corrupt {
                 table: "event",
                 column: "evidence",

@@ -6,7 +6,7 @@ use rusqlite::params;
 use super::decode::Cells;
 use super::{ReaderRef, Result, Tx, collect_checked};
 use vnfkeeper_core::flavour::trust::{NodeTrust, RegistryUse};
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{Timestamp, VnfInstanceId, VnfcId};
 use vnfkeeper_core::wire::params::ConnectionType;
 
 fn type_code(t: ConnectionType) -> i64 {
@@ -23,8 +23,8 @@ impl Tx<'_> {
     /// the foreign key).
     pub fn record_node_trust(
         &mut self,
-        vnf_instance_id: &str,
-        vnfc_instance_id: &str,
+        vnf_instance_id: &VnfInstanceId,
+        vnfc_instance_id: &VnfcId,
         registries: &[RegistryUse],
         applied: bool,
         now: Timestamp,
@@ -37,7 +37,7 @@ impl Tx<'_> {
                  ON CONFLICT (vnf_instance_id, server) DO UPDATE
                  SET connection_type = ?3, ca_sha256 = ?4, updated_at = ?5",
                 params![
-                    vnf_instance_id,
+                    vnf_instance_id.as_str(),
                     r.server,
                     type_code(r.connection_type),
                     r.ca_sha256,
@@ -51,7 +51,7 @@ impl Tx<'_> {
              VALUES (?1, ?2, ?3, ?4)
              ON CONFLICT (vnfc_instance_id) DO UPDATE
              SET vnf_instance_id = ?2, applied_at = COALESCE(?3, applied_at), verified_at = ?4",
-            params![vnfc_instance_id, vnf_instance_id, applied_at, at],
+            params![vnfc_instance_id.as_str(), vnf_instance_id.as_str(), applied_at, at],
         )?;
         Ok(())
     }
@@ -60,10 +60,10 @@ impl Tx<'_> {
 impl Tx<'_> {
     /// Sets `verified_at` of node `vnfc_instance_id` to `now` (a reconcile pass whose trust
     /// probes all found it in place). Nothing when the node has no trust row yet.
-    pub fn verify_node_trust(&mut self, vnfc_instance_id: &str, now: Timestamp) -> Result<()> {
+    pub fn verify_node_trust(&mut self, vnfc_instance_id: &VnfcId, now: Timestamp) -> Result<()> {
         self.tx.execute(
             "UPDATE node_registry_trust SET verified_at = ?2 WHERE vnfc_instance_id = ?1",
-            params![vnfc_instance_id, now.to_rfc3339()],
+            params![vnfc_instance_id.as_str(), now.to_rfc3339()],
         )?;
         Ok(())
     }
@@ -112,11 +112,11 @@ impl ReaderRef<'_> {
     /// The registries of `vnf_instance_id` with every node that recorded trust of them (one
     /// item per registry and node; a registry without nodes once, with `vnfc_instance_id`
     /// `None`), ordered by server and node. Errors: the store's; a row that does not decode.
-    pub fn registry_trust(&self, vnf_instance_id: &str) -> Result<Vec<NodeTrust>> {
+    pub fn registry_trust(&self, vnf_instance_id: &VnfInstanceId) -> Result<Vec<NodeTrust>> {
         let mut st = self.conn.prepare_cached(&format!(
             "{TRUST_SELECT} WHERE r.vnf_instance_id = ?1 ORDER BY r.server, t.vnfc_instance_id"
         ))?;
-        collect_checked(st.query_map([vnf_instance_id], node_trust_from_row)?)
+        collect_checked(st.query_map([vnf_instance_id.as_str()], node_trust_from_row)?)
     }
 
     /// [`ReaderRef::registry_trust`] of every VNF instance in one query (what `status` lists),

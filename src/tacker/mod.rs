@@ -17,7 +17,7 @@ use crate::config::tacker::{TackerAuth, TackerSettings};
 use crate::store::{
     Db, HealAdoption, PendingFollowup, PollRecord, Retired, StoreError, WaitingHeal,
 };
-use vnfkeeper_core::model::{OperationState, ProblemDetails, Timestamp};
+use vnfkeeper_core::model::{OpOccId, OperationState, ProblemDetails, Timestamp, VnfInstanceId};
 use vnfkeeper_core::tacker::{
     Adoption, Followup, InstanceSeen, OpOccSeen, adoption, filter_in, heal_sent_before,
     instantiate_envelope, plan_subscriptions, tacker_heal_request, tacker_vnfc_instance_ids,
@@ -331,8 +331,9 @@ impl Companion {
                             .unwrap_or("no error given")
                     );
                     let problem = ProblemDetails::new(500, detail, vec![]);
-                    self.db
-                        .write(|tx| tx.fail_tacker_heal(&w.op_id, &problem, now()))?;
+                    self.db.write(|tx| {
+                        tx.fail_tacker_heal(&OpOccId::from(&w.op_id), &problem, now())
+                    })?;
                     tracing::warn!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, tacker_op_occ_id = %occ_id, reason = %problem.detail, "heal through Tacker failed");
                     out.heals_failed += 1;
                 }
@@ -353,8 +354,9 @@ impl Companion {
                         continue;
                     }
                     Err(problem) => {
-                        self.db
-                            .write(|tx| tx.fail_tacker_heal(&w.op_id, &problem, now()))?;
+                        self.db.write(|tx| {
+                            tx.fail_tacker_heal(&OpOccId::from(&w.op_id), &problem, now())
+                        })?;
                         tracing::warn!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, reason = %problem.detail, "heal through Tacker not sent");
                         out.heals_failed += 1;
                         continue;
@@ -369,7 +371,7 @@ impl Companion {
                 is_automatic_invocation: true,
             };
             self.db
-                .write(|tx| tx.mark_tacker_heal_sent(&w.op_id, &occ, now()))?;
+                .write(|tx| tx.mark_tacker_heal_sent(&OpOccId::from(&w.op_id), &occ, now()))?;
             tracing::info!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, tacker_op_occ_id = %occ_id, "heal sent to Tacker");
             out.heals_sent += 1;
         }
@@ -386,7 +388,10 @@ impl Companion {
     ) -> Result<Result<String, ProblemDetails>, SyncError> {
         let (params, vnfcs) = self.db.with(|s| {
             let r = s.reader();
-            Ok::<_, StoreError>((r.operation_params(&w.op_id)?, r.vnfcs(&w.vnf_instance_id)?))
+            Ok::<_, StoreError>((
+                r.operation_params(&OpOccId::from(&w.op_id))?,
+                r.vnfcs(&VnfInstanceId::from(&w.vnf_instance_id))?,
+            ))
         })?;
         let params: Value = params
             .and_then(|(p, _)| serde_json::from_str(&p).ok())

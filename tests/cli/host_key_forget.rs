@@ -5,7 +5,7 @@ use std::process::Command;
 
 use vnfkeeper::store::Store;
 use vnfkeeper_core::console::FirstContact;
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{Timestamp, VnfInstanceId, VnfcId};
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGYiNiOOo3XHRcWQS07T3ilpTDJspX52tih3/dP/OhwY";
@@ -54,7 +54,10 @@ fn forget_clears_the_pin_records_who_and_refuses_unknown_vnfcs() {
     {
         let mut store = Store::open(&db).unwrap();
         store
-            .write(|tx| tx.create_instance_if_missing("vnf-1", now()).map(|_| ()))
+            .write(|tx| {
+                tx.create_instance_if_missing(&VnfInstanceId::from("vnf-1"), now())
+                    .map(|_| ())
+            })
             .unwrap();
         let c = rusqlite::Connection::open(&db).unwrap();
         c.execute(
@@ -65,14 +68,22 @@ fn forget_clears_the_pin_records_who_and_refuses_unknown_vnfcs() {
         .unwrap();
         drop(c);
         let pinned = store
-            .write(|tx| tx.pin_host_key("vnfc-a", KEY, FP, FirstContact::Console, now()))
+            .write(|tx| {
+                tx.pin_host_key(
+                    &VnfcId::from("vnfc-a"),
+                    KEY,
+                    FP,
+                    FirstContact::Console,
+                    now(),
+                )
+            })
             .unwrap();
         assert!(pinned);
         // A second pin does not replace the first.
         let again = store
             .write(|tx| {
                 tx.pin_host_key(
-                    "vnfc-a",
+                    &VnfcId::from("vnfc-a"),
                     "ssh-ed25519 AAAAother",
                     "SHA256:x",
                     FirstContact::TrustOnFirstUse,
@@ -96,7 +107,7 @@ fn forget_clears_the_pin_records_who_and_refuses_unknown_vnfcs() {
     );
 
     let store = Store::open(&db).unwrap();
-    let vnfcs = store.reader().vnfcs("vnf-1").unwrap();
+    let vnfcs = store.reader().vnfcs(&VnfInstanceId::from("vnf-1")).unwrap();
     assert_eq!(vnfcs[0].host_key, None);
     let ev = events(&db);
     assert_eq!(ev.len(), 2, "{ev:?}");

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use vnfkeeper::store::Store;
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{Timestamp, VnfInstanceId};
 
 fn run(config: &std::path::Path, args: &[&str]) -> Output {
     let (cmd, rest) = args.split_first().unwrap();
@@ -46,7 +46,10 @@ fn pause_status_resume_and_the_refusals() {
     let now = Timestamp(chrono::Utc::now());
     Store::open(&db)
         .unwrap()
-        .write(|tx| tx.create_instance_if_missing("vnf-1", now).map(|_| ()))
+        .write(|tx| {
+            tx.create_instance_if_missing(&VnfInstanceId::from("vnf-1"), now)
+                .map(|_| ())
+        })
         .unwrap();
 
     let o = run(

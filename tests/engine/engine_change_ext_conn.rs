@@ -6,19 +6,19 @@
 //! address and the port's network change.
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, OperationState, StepState, VnfInstanceId};
 
 use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::cloud::Cloud;
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::{OperationState, StepState};
 
 const VNF: &str = "vnf-cir-registry";
 const NEW_NET: &str = "3c1e0b7a-9f4d-4e62-8a51-7d2f6b0c9e14";
 const OTHER_NET: &str = "9a0f4c2e-51b7-4d3a-b6e8-0c7d2f1a3b95";
 
-async fn run(bed: &Bed, bytes: &[u8]) -> String {
+async fn run(bed: &Bed, bytes: &[u8]) -> OpOccId {
     let op = match bed.submit(bytes) {
         Outcome::Accepted {
             vnf_lcm_op_occ_id, ..
@@ -34,7 +34,10 @@ async fn run(bed: &Bed, bytes: &[u8]) -> String {
 }
 
 fn only_row(bed: &Bed) -> VnfcRow {
-    let rows = bed.db.with(|s| s.reader().vnfcs(VNF)).unwrap();
+    let rows = bed
+        .db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(VNF)))
+        .unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     rows.into_iter().next().unwrap()
 }
@@ -177,7 +180,10 @@ async fn scale_out_after_change_ext_conn_uses_the_new_network() {
     run(&bed, &serde_json::to_vec(&change).unwrap()).await;
     let rows = bed
         .db
-        .with(|s| s.reader().vnfcs("vnf-individual-vnfc"))
+        .with(|s| {
+            s.reader()
+                .vnfcs(&VnfInstanceId::from("vnf-individual-vnfc"))
+        })
         .unwrap();
     assert_eq!(rows.len(), 2);
     let ports = bed.cloud.ports().await.unwrap();
@@ -191,7 +197,10 @@ async fn scale_out_after_change_ext_conn_uses_the_new_network() {
     run(&bed, &file("individual-vnfc-management.20-scale-out.json")).await;
     let rows = bed
         .db
-        .with(|s| s.reader().vnfcs("vnf-individual-vnfc"))
+        .with(|s| {
+            s.reader()
+                .vnfcs(&VnfInstanceId::from("vnf-individual-vnfc"))
+        })
         .unwrap();
     assert_eq!(rows.len(), 3);
     let new = rows.iter().find(|r| r.vnfc_index == Some(2)).unwrap();

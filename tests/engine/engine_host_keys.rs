@@ -5,6 +5,7 @@
 //! holds no host key block.
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, Timestamp};
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,7 +16,6 @@ use vnfkeeper::engine::{Engine, EngineLimits};
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
 use vnfkeeper::remote::fake::{Call, FAKE_HOST_KEY, FakeRemote};
 use vnfkeeper::store::{Db, Store};
-use vnfkeeper_core::model::Timestamp;
 
 /// Log lines written while a test runs (fmt layer, no colours).
 #[derive(Clone, Default)]
@@ -52,7 +52,7 @@ struct Setup {
     fake: Arc<FakeRemote>,
     cloud: Arc<OpenStackCloud>,
     db_path: std::path::PathBuf,
-    op: String,
+    op: OpOccId,
     logs: Logs,
     _log_guard: tracing::subscriber::DefaultGuard,
 }
@@ -150,7 +150,7 @@ fn pins(s: &Setup) -> Vec<(String, Option<String>)> {
     s.db.with(|st| st.reader().vnfcs(&inst[0].id))
         .unwrap()
         .into_iter()
-        .map(|v| (v.id, v.host_key))
+        .map(|v| (v.id.into_string(), v.host_key))
         .collect()
 }
 

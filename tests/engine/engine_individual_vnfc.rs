@@ -13,6 +13,7 @@
 //! `additionalParams.nfv.VDU.VDU1-1.vcImageId`.
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, OperationState, VnfInstanceId};
 
 use std::collections::BTreeMap;
 
@@ -22,7 +23,6 @@ use testbed::cloud::FaultRule;
 use vnfkeeper::cloud::{Cloud, Server, StackRef};
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::OperationState;
 
 const VNF: &str = "vnf-individual-vnfc";
 const NEW_IMAGE: &str = "5f0d9c3e-7a41-4b8e-9d2a-0c6f1e2b3a4d";
@@ -36,7 +36,7 @@ fn fixture(name: &str) -> Value {
 
 /// Submits `envelope`, runs the operation, checks it COMPLETED with `steps_total` = its last
 /// step; returns the op id.
-async fn run(bed: &Bed, envelope: &Value) -> String {
+async fn run(bed: &Bed, envelope: &Value) -> OpOccId {
     let op = match bed.submit(&serde_json::to_vec(envelope).unwrap()) {
         Outcome::Accepted {
             vnf_lcm_op_occ_id, ..
@@ -58,7 +58,7 @@ async fn run(bed: &Bed, envelope: &Value) -> String {
 /// `<VDU>-<index>` → row, for the instance's VNFC rows.
 fn rows(bed: &Bed) -> BTreeMap<String, VnfcRow> {
     bed.db
-        .with(|s| s.reader().vnfcs(VNF))
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(VNF)))
         .unwrap()
         .into_iter()
         .map(|r| {

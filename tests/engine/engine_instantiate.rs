@@ -3,13 +3,13 @@
 //! operation is run again and each check reports "already done".
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, OperationState, StepState, VnfInstanceId};
 
 use std::time::{Duration, Instant};
 
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::engine::EngineLimits;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper_core::model::{OperationState, StepState};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs root (network namespaces, loop devices)"]
@@ -163,12 +163,12 @@ async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {
     let conn = rusqlite::Connection::open(dir.path().join("state.db")).unwrap();
     conn.execute(
         "UPDATE vnf_lcm_op_occ SET operation_state = 'PROCESSING' WHERE id = ?1",
-        [op],
+        [op.as_str()],
     )
     .unwrap();
     conn.execute(
         "DELETE FROM step_journal WHERE vnf_lcm_op_occ_id = ?1",
-        [op],
+        [op.as_str()],
     )
     .unwrap();
     drop(conn);
@@ -200,7 +200,7 @@ async fn instantiate_pv_cluster_on_the_testbed_then_rerun_changes_nothing() {
 /// The storage server's sshd is stopped before the run: the first storage step (`nfs.server`,
 /// beside the first master's cluster install) fails after its retry budget (connection refused
 /// is transient) → FAILED_TEMP.
-async fn fail_at_storage(bed: &Bed) -> (String, String, String) {
+async fn fail_at_storage(bed: &Bed) -> (OpOccId, VnfInstanceId, String) {
     let (op, vnf) = bed.submit_instantiate();
     // Stop sshd on the storage server as soon as it exists, before the engine reaches it.
     let farm = bed.farm.clone();

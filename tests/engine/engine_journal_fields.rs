@@ -5,6 +5,7 @@
 //! that VNF.
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, OperationState, VnfInstanceId};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -17,7 +18,6 @@ use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::registry::LookupSpan;
 use vnfkeeper::intake::spool::Outcome;
-use vnfkeeper_core::model::OperationState;
 
 /// Field name → values, collected over an event's span scope and the event itself.
 type Fields = BTreeMap<String, Vec<String>>;
@@ -86,7 +86,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
     }
 }
 
-fn instantiate(bed: &Bed, vnf: &str) -> String {
+fn instantiate(bed: &Bed, vnf: &str) -> OpOccId {
     let fixture =
         support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
     let mut env: serde_json::Value =
@@ -128,10 +128,10 @@ async fn two_concurrent_operations_never_mix_their_journal_fields() {
 
     let vnfcs_of = |vnf: &str| -> Vec<String> {
         bed.db
-            .with(|s| s.reader().vnfcs(vnf))
+            .with(|s| s.reader().vnfcs(&VnfInstanceId::from(vnf)))
             .unwrap()
             .into_iter()
-            .map(|v| v.id)
+            .map(|v| v.id.into_string())
             .collect()
     };
     let owner: BTreeMap<&str, (&str, Vec<String>)> = [

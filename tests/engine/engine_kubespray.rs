@@ -8,6 +8,7 @@
 //! removes the inventory from the Ansible server.
 
 use crate::support;
+use vnfkeeper_core::model::{LcmOperationType, OpOccId, OperationState, Timestamp, VnfInstanceId};
 
 use std::io::{BufRead as _, BufReader};
 use std::net::TcpStream;
@@ -20,7 +21,6 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper_core::flavour::kubespray::haproxy_servers;
-use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
 use vnfkeeper_core::policy::Policy;
 
 /// Everything the engine logs (the daemon's journal), as text with span fields.
@@ -92,7 +92,7 @@ fn request(a: &AnsibleServer) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
 }
 
-fn submit(bed: &Bed, bytes: &[u8]) -> (String, String) {
+fn submit(bed: &Bed, bytes: &[u8]) -> (OpOccId, VnfInstanceId) {
     match bed.submit(bytes) {
         Outcome::Accepted {
             vnf_lcm_op_occ_id,
@@ -474,7 +474,7 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     assert_eq!(r.started.len(), 1, "{r:?}");
     let lb_heal = bed
         .db
-        .with(|s| s.reader().operations(Some(&vnf)))
+        .with(|s| s.reader().operations(Some(vnf.as_str())))
         .unwrap()
         .into_iter()
         .find(|o| o.operation == LcmOperationType::Heal)
@@ -523,7 +523,7 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
     assert_eq!(r.started.len(), 1, "{r:?}");
     let inv_heal = bed
         .db
-        .with(|s| s.reader().operations(Some(&vnf)))
+        .with(|s| s.reader().operations(Some(vnf.as_str())))
         .unwrap()
         .into_iter()
         .find(|o| o.operation == LcmOperationType::Heal && o.id != lb_heal.id)
@@ -749,10 +749,10 @@ async fn rollback_of_a_failed_instantiate_removes_the_inventory_unless_the_ansib
         bed.error_of(&op)
     );
     assert!(exists(&bed, &hosts_yaml).await, "the inventory was written");
-    let stack = stack_of(&bed, &vnf).expect("a stack");
+    let stack = stack_of(&bed, vnf.as_str()).expect("a stack");
 
     // 2. ROLLBACK: the inventory goes, then the stack.
-    rollback(&bed, &op, "rb.1.rollback");
+    rollback(&bed, op.as_str(), "rb.1.rollback");
     assert_eq!(
         bed.engine.run(&op).await.unwrap(),
         OperationState::RolledBack,
@@ -764,7 +764,7 @@ async fn rollback_of_a_failed_instantiate_removes_the_inventory_unless_the_ansib
         "the inventory was removed"
     );
     assert!(!exists(&bed, INVENTORY).await, "its directory too");
-    assert!(stack_of(&bed, &vnf).is_none());
+    assert!(stack_of(&bed, vnf.as_str()).is_none());
     assert!(
         bed.farm.hosts().iter().all(|h| h.cluster != stack),
         "the stack's servers are gone"
@@ -778,7 +778,7 @@ async fn rollback_of_a_failed_instantiate_removes_the_inventory_unless_the_ansib
         bed.engine.run(&op2).await.unwrap(),
         OperationState::FailedTemp
     );
-    let stack2 = stack_of(&bed, &vnf).expect("a stack");
+    let stack2 = stack_of(&bed, vnf.as_str()).expect("a stack");
     bed.farm.stop_sshd(ANSIBLE_SERVER_ID).await.unwrap();
     let restarted = vnfkeeper::engine::Engine::new(
         bed.db.clone(),
@@ -786,7 +786,7 @@ async fn rollback_of_a_failed_instantiate_removes_the_inventory_unless_the_ansib
         std::sync::Arc::new(SshRemote::new(SshConfig::default())),
         fast_limits(),
     );
-    rollback(&bed, &op2, "rb.2.rollback");
+    rollback(&bed, op2.as_str(), "rb.2.rollback");
     let state = restarted.run(&op2).await.unwrap();
     bed.farm.start_sshd(ANSIBLE_SERVER_ID).await.unwrap();
     assert_eq!(
@@ -795,7 +795,7 @@ async fn rollback_of_a_failed_instantiate_removes_the_inventory_unless_the_ansib
         "{:?}",
         bed.error_of(&op2)
     );
-    assert!(stack_of(&bed, &vnf).is_none());
+    assert!(stack_of(&bed, vnf.as_str()).is_none());
     assert!(bed.farm.hosts().iter().all(|h| h.cluster != stack2));
     assert!(exists(&bed, &hosts_yaml).await, "left behind, and said so");
 }

@@ -7,6 +7,7 @@
 //! MgmtDriver edits these lists with `sed` patterns that a name's prefix can match.
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, OperationState, Role, VnfcRow};
 
 use std::path::Path;
 
@@ -16,7 +17,6 @@ use support::repo_root;
 use testbed::hosts::{ANSIBLE_SERVER_FILE, ANSIBLE_SERVER_ID, AnsibleServer};
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper_core::flavour::kubespray::{haproxy_servers, node_name};
-use vnfkeeper_core::model::{OperationState, Role, VnfcRow};
 
 const PACKAGE: &str = "fixtures/packages/k8s-mgmtdriver-kubespray";
 const INVENTORY: &str = "/home/ansible/kubespray/inventory/vnf-kubespray";
@@ -114,7 +114,7 @@ fn request(a: &AnsibleServer) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap()
 }
 
-fn submit(bed: &Bed, bytes: &[u8], packages: &Path) -> String {
+fn submit(bed: &Bed, bytes: &[u8], packages: &Path) -> OpOccId {
     match bed.submit_in(bytes, packages) {
         Outcome::Accepted {
             vnf_lcm_op_occ_id, ..

@@ -9,6 +9,7 @@
 //! configuration-only HEAL repairs it; the registry password is in no remote command line and no journal row.
 
 use crate::support;
+use vnfkeeper_core::model::{LcmOperationType, OpOccId, OperationState, Timestamp, VnfInstanceId};
 
 use std::process::Command;
 use std::sync::Arc;
@@ -22,7 +23,6 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
 use vnfkeeper_core::policy::Policy;
 
 const NET: u8 = 83;
@@ -42,7 +42,7 @@ fn fixture(name: &str) -> Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
-async fn run(bed: &Bed, body: &Value) -> (String, String, OperationState) {
+async fn run(bed: &Bed, body: &Value) -> (OpOccId, VnfInstanceId, OperationState) {
     let (op, vnf) = match bed.submit(&serde_json::to_vec(body).unwrap()) {
         Outcome::Accepted {
             vnf_lcm_op_occ_id,
@@ -115,7 +115,9 @@ rm -rf "$conf" "$dest""#
 }
 
 fn vnfcs(bed: &Bed, vnf: &str) -> Vec<VnfcRow> {
-    bed.db.with(|s| s.reader().vnfcs(vnf)).unwrap()
+    bed.db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(vnf)))
+        .unwrap()
 }
 
 fn is_node(r: &VnfcRow) -> bool {
@@ -178,7 +180,7 @@ async fn kubespray_nodes_pull_from_a_private_registry_after_instantiate_and_scal
     ]);
     let (inst_op, vnf, state) = run(&bed, &req).await;
     assert_eq!(state, OperationState::Completed);
-    let rows = vnfcs(&bed, &vnf);
+    let rows = vnfcs(&bed, vnf.as_str());
     let nodes: Vec<&VnfcRow> = rows.iter().filter(|r| is_node(r)).collect();
     assert!(nodes.len() >= 2, "{rows:?}");
     for r in &nodes {
@@ -237,7 +239,7 @@ async fn kubespray_nodes_pull_from_a_private_registry_after_instantiate_and_scal
     assert_eq!(report.started.len(), 1, "{report:?}");
     let heal = bed
         .db
-        .with(|s| s.reader().operations(Some(&vnf)))
+        .with(|s| s.reader().operations(Some(vnf.as_str())))
         .unwrap()
         .into_iter()
         .find(|o| o.operation == LcmOperationType::Heal)
@@ -275,14 +277,14 @@ async fn kubespray_nodes_pull_from_a_private_registry_after_instantiate_and_scal
     );
 
     // SCALE_OUT (the seed's: two workers): the new workers pull too.
-    let before: Vec<String> = nodes.iter().map(|r| r.id.clone()).collect();
+    let before: Vec<String> = nodes.iter().map(|r| r.id.to_string()).collect();
     let (scale_op, _, state) =
         run(&bed, &fixture("k8s-mgmtdriver-kubespray.20-scale-out.json")).await;
     assert_eq!(state, OperationState::Completed);
-    let rows = vnfcs(&bed, &vnf);
+    let rows = vnfcs(&bed, vnf.as_str());
     let added: Vec<&VnfcRow> = rows
         .iter()
-        .filter(|r| is_node(r) && !before.contains(&r.id))
+        .filter(|r| is_node(r) && !before.iter().any(|b| r.id == *b))
         .collect();
     assert_eq!(
         added.len(),

@@ -4,6 +4,7 @@
 //! NFS export's data and the mkfs log.
 
 use crate::support;
+use vnfkeeper_core::model::{OpOccId, OperationState, VnfInstanceId};
 
 use std::collections::BTreeMap;
 
@@ -11,7 +12,6 @@ use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::OperationState;
 
 const FILE_ON_PV: &str = "/volume/nfs/pv1/kept-across-heal.txt";
 
@@ -22,7 +22,7 @@ fn fixture(name: &str) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-fn accepted(out: Outcome) -> String {
+fn accepted(out: Outcome) -> OpOccId {
     match out {
         Outcome::Accepted {
             vnf_lcm_op_occ_id, ..
@@ -32,7 +32,7 @@ fn accepted(out: Outcome) -> String {
 }
 
 /// Submits `envelope`, runs the operation it creates, and returns (op id, final state).
-async fn run(bed: &Bed, envelope: &Value) -> (String, OperationState) {
+async fn run(bed: &Bed, envelope: &Value) -> (OpOccId, OperationState) {
     let op = accepted(bed.submit(&serde_json::to_vec(envelope).unwrap()));
     let state = bed.engine.run(&op).await.unwrap();
     if state != OperationState::Completed {
@@ -47,7 +47,7 @@ async fn run(bed: &Bed, envelope: &Value) -> (String, OperationState) {
     (op, state)
 }
 
-async fn instantiate(bed: &Bed) -> String {
+async fn instantiate(bed: &Bed) -> VnfInstanceId {
     let (op, vnf) = bed.submit_instantiate();
     let state = bed.engine.run(&op).await.unwrap();
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
@@ -55,7 +55,9 @@ async fn instantiate(bed: &Bed) -> String {
 }
 
 fn vnfcs(bed: &Bed, vnf: &str) -> Vec<VnfcRow> {
-    bed.db.with(|s| s.reader().vnfcs(vnf)).unwrap()
+    bed.db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(vnf)))
+        .unwrap()
 }
 
 fn of_vdu<'a>(v: &'a [VnfcRow], vdu: &str) -> Vec<&'a VnfcRow> {
@@ -65,7 +67,7 @@ fn of_vdu<'a>(v: &'a [VnfcRow], vdu: &str) -> Vec<&'a VnfcRow> {
 /// vnfc id → server id.
 fn servers(v: &[VnfcRow]) -> BTreeMap<String, String> {
     v.iter()
-        .map(|c| (c.id.clone(), c.server_id.clone().unwrap_or_default()))
+        .map(|c| (c.id.to_string(), c.server_id.clone().unwrap_or_default()))
         .collect()
 }
 
@@ -174,20 +176,20 @@ fn heal_of(vnfc_ids: &[&str], request_id: &str) -> Value {
 async fn scale_out_and_in_by_one_worker_then_terminate() {
     let bed = Bed::new("vkl", 65, fast_limits()).await;
     let vnf = instantiate(&bed).await;
-    let before = vnfcs(&bed, &vnf);
+    let before = vnfcs(&bed, vnf.as_str());
     assert_eq!(of_vdu(&before, "workerNode").len(), 2);
-    let (tokens_before, key_before) = join_secrets(&bed, &vnf);
-    assert_no_join_secret_kept(&bed, &vnf);
+    let (tokens_before, key_before) = join_secrets(&bed, vnf.as_str());
+    assert_no_join_secret_kept(&bed, vnf.as_str());
 
     // SCALE_OUT by one step: one more worker, joined with join material made for this
     // operation, with the NFS client; others untouched.
     let (op, state) = run(&bed, &fixture("pv-k8s-cluster.20-scale-out.json")).await;
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-    let (tokens, key) = join_secrets(&bed, &vnf);
+    let (tokens, key) = join_secrets(&bed, vnf.as_str());
     assert_eq!(tokens.len(), tokens_before.len() + 1, "a fresh token");
     assert!(key != key_before, "a fresh certificate key");
-    assert_no_join_secret_kept(&bed, &vnf);
-    let out = vnfcs(&bed, &vnf);
+    assert_no_join_secret_kept(&bed, vnf.as_str());
+    let out = vnfcs(&bed, vnf.as_str());
     let workers = of_vdu(&out, "workerNode");
     assert_eq!(workers.len(), 3);
     for (id, server) in servers(&before) {
@@ -197,7 +199,7 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
         .iter()
         .find(|w| !before.iter().any(|b| b.id == w.id))
         .unwrap();
-    let (nodes, _) = kube(&bed, &vnf);
+    let (nodes, _) = kube(&bed, vnf.as_str());
     assert_eq!(nodes.len(), 4, "{nodes:?}");
     let nfs = bed
         .farm
@@ -234,7 +236,7 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
     // SCALE_IN by one step: the newest worker is drained, deleted from Kubernetes and removed.
     let (op, state) = run(&bed, &fixture("pv-k8s-cluster.50-scale-in.json")).await;
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-    let after = vnfcs(&bed, &vnf);
+    let after = vnfcs(&bed, vnf.as_str());
     assert_eq!(of_vdu(&after, "workerNode").len(), 2);
     assert!(
         !after.iter().any(|v| v.id == new.id),
@@ -242,13 +244,13 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
     );
     assert_eq!(servers(&after), servers(&before), "the original VNFCs stay");
     let new_ip = new.ip_address.clone().unwrap().replace('.', "-");
-    let log = kubectl_log(&bed, &vnf);
+    let log = kubectl_log(&bed, vnf.as_str());
     assert!(
         log.iter()
             .any(|l| l.contains(" kubectl drain ") && l.contains(&new_ip)),
         "drain of the removed worker in the kubectl stand-in's log: {log:#?}"
     );
-    let (nodes, _) = kube(&bed, &vnf);
+    let (nodes, _) = kube(&bed, vnf.as_str());
     assert_eq!(nodes.len(), 3, "{nodes:?}");
     let inst = bed.db.with(|s| s.reader().instances()).unwrap();
     assert_eq!(inst[0].scale_status.get("worker_instance"), Some(&0));
@@ -268,9 +270,12 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
     let inst = bed.db.with(|s| s.reader().instances()).unwrap();
     assert_eq!(inst[0].instantiation_state.as_str(), "NOT_INSTANTIATED");
     assert!(inst[0].stack_id.is_none());
-    assert!(vnfcs(&bed, &vnf).is_empty());
+    assert!(vnfcs(&bed, vnf.as_str()).is_empty());
     assert_eq!(bed.tb.cloud().record_counts(), (0, 0, 0));
-    let ops = bed.db.with(|s| s.reader().operations(Some(&vnf))).unwrap();
+    let ops = bed
+        .db
+        .with(|s| s.reader().operations(Some(vnf.as_str())))
+        .unwrap();
     assert_eq!(ops.len(), 4, "every operation stays in the history");
 }
 
@@ -279,7 +284,7 @@ async fn scale_out_and_in_by_one_worker_then_terminate() {
 async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_worker_heal() {
     let bed = Bed::new("vkm", 66, fast_limits()).await;
     let vnf = instantiate(&bed).await;
-    let before = vnfcs(&bed, &vnf);
+    let before = vnfcs(&bed, vnf.as_str());
     let storage = of_vdu(&before, "storage_server")[0].clone();
     let storage_server = storage.server_id.clone().unwrap();
     let out = bed
@@ -292,16 +297,16 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(bed.farm.mkfs_log(&storage_server).await.unwrap().len(), 1);
-    let stack = stack_id(&bed, &vnf);
+    let stack = stack_id(&bed, vnf.as_str());
     bed.tb
         .cloud()
         .inject_bind_pv(&stack, "nfs-pv2", None)
         .await
         .unwrap();
-    let (nodes_before, _) = kube(&bed, &vnf);
+    let (nodes_before, _) = kube(&bed, vnf.as_str());
 
     // Refused before anything is touched: 409 naming the PV.
-    let (op, state) = run(&bed, &heal_of(&[&storage.id], "heal-storage")).await;
+    let (op, state) = run(&bed, &heal_of(&[storage.id.as_str()], "heal-storage")).await;
     assert_eq!(state, OperationState::FailedTemp);
     let problem: Value = serde_json::from_str(&bed.error_of(&op).unwrap()).unwrap();
     assert_eq!(problem["status"], 409, "{problem}");
@@ -310,11 +315,11 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
         "{problem}"
     );
     assert_eq!(
-        servers(&vnfcs(&bed, &vnf)),
+        servers(&vnfcs(&bed, vnf.as_str())),
         servers(&before),
         "no server replaced"
     );
-    let (nodes, pvs) = kube(&bed, &vnf);
+    let (nodes, pvs) = kube(&bed, vnf.as_str());
     assert_eq!(nodes, nodes_before, "no node removed");
     assert_eq!(pvs.len(), 3, "no PV deleted: {pvs:?}");
     let journal = bed.db.with(|s| s.reader().journal(&op)).unwrap();
@@ -332,7 +337,7 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
     let state = bed.engine.run(&op).await.unwrap();
     bed.print_journal(&op);
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-    let after = vnfcs(&bed, &vnf);
+    let after = vnfcs(&bed, vnf.as_str());
     let healed = after.iter().find(|v| v.id == storage.id).unwrap();
     let new_server = healed.server_id.clone().unwrap();
     assert_ne!(
@@ -360,15 +365,15 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
         bed.farm.mkfs_log(&new_server).await.unwrap().is_empty(),
         "no mkfs on the kept volume"
     );
-    let (_, pvs) = kube(&bed, &vnf);
+    let (_, pvs) = kube(&bed, vnf.as_str());
     assert_eq!(pvs.len(), 3);
     assert!(pvs.values().all(|p| p == "Available"), "{pvs:?}");
 
     // HEAL of one worker: only its server is replaced; it joins again.
     let worker = of_vdu(&after, "workerNode")[1].clone();
-    let (op, state) = run(&bed, &heal_of(&[&worker.id], "heal-worker")).await;
+    let (op, state) = run(&bed, &heal_of(&[worker.id.as_str()], "heal-worker")).await;
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-    let last = vnfcs(&bed, &vnf);
+    let last = vnfcs(&bed, vnf.as_str());
     for v in &last {
         let was = after.iter().find(|a| a.id == v.id).unwrap();
         if v.id == worker.id {
@@ -377,9 +382,9 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
             assert_eq!(v.server_id, was.server_id, "VNFC {} untouched", v.id);
         }
     }
-    let (nodes, _) = kube(&bed, &vnf);
+    let (nodes, _) = kube(&bed, vnf.as_str());
     assert_eq!(nodes.len(), 3, "{nodes:?}");
-    let log = kubectl_log(&bed, &vnf);
+    let log = kubectl_log(&bed, vnf.as_str());
     let ip = worker.ip_address.clone().unwrap().replace('.', "-");
     assert!(
         log.iter()
@@ -393,7 +398,7 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
 async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
     let bed = Bed::new("vkln", 67, fast_limits()).await;
     let vnf = instantiate(&bed).await;
-    let before = vnfcs(&bed, &vnf);
+    let before = vnfcs(&bed, vnf.as_str());
     let storage = of_vdu(&before, "storage_server")[0].clone();
     let out = bed
         .farm
@@ -407,7 +412,7 @@ async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
 
     let (op, state) = run(&bed, &fixture("pv-k8s-cluster.60-heal-entire.json")).await;
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-    let after = vnfcs(&bed, &vnf);
+    let after = vnfcs(&bed, vnf.as_str());
     assert_eq!(after.len(), before.len());
     for v in &after {
         let was = before.iter().find(|b| b.id == v.id).expect("VNFC ids kept");
@@ -422,7 +427,7 @@ async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&read.stdout).trim(), "whole");
     assert!(bed.farm.mkfs_log(server).await.unwrap().is_empty());
-    let (nodes, pvs) = kube(&bed, &vnf);
+    let (nodes, pvs) = kube(&bed, vnf.as_str());
     assert_eq!(pvs.len(), 3);
     assert!(pvs.values().all(|p| p == "Available"), "{pvs:?}");
     // The cluster went with its master and was made again: the nodes of the new servers,
@@ -444,7 +449,7 @@ async fn whole_vnf_heal_replaces_every_server_and_keeps_the_data() {
 async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
     let bed = Bed::new("vklg", 87, fast_limits()).await;
     let vnf = instantiate(&bed).await;
-    let before = vnfcs(&bed, &vnf);
+    let before = vnfcs(&bed, vnf.as_str());
     let servers_before = servers(&before);
     let nova_before: Vec<String> = {
         use vnfkeeper::cloud::Cloud;
@@ -459,7 +464,7 @@ async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
         v.sort();
         v
     };
-    let (nodes_before, _) = kube(&bed, &vnf);
+    let (nodes_before, _) = kube(&bed, vnf.as_str());
 
     bed.tb.cloud().add_api_fault(
         "compute",
@@ -489,7 +494,7 @@ async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
         bed.print_journal(&op);
     }
     assert_eq!(state, OperationState::RolledBack, "{:?}", bed.error_of(&op));
-    let after = vnfcs(&bed, &vnf);
+    let after = vnfcs(&bed, vnf.as_str());
     assert_eq!(
         servers(&after),
         servers_before,
@@ -511,7 +516,7 @@ async fn rollback_of_a_failed_scale_out_removes_the_added_group_member() {
     assert_eq!(nova_after, nova_before, "only the added server is gone");
     let inst = bed.db.with(|s| s.reader().instances()).unwrap();
     assert_eq!(inst[0].scale_status.get("worker_instance"), Some(&0));
-    let (nodes, _) = kube(&bed, &vnf);
+    let (nodes, _) = kube(&bed, vnf.as_str());
     assert_eq!(nodes, nodes_before);
     let plan: Value = serde_json::from_str(
         &bed.db
@@ -552,8 +557,8 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
     };
     let bed = Bed::new("vkh", 91, limits).await;
     let vnf = instantiate(&bed).await;
-    let before = vnfcs(&bed, &vnf);
-    let (nodes_before, _) = kube(&bed, &vnf);
+    let before = vnfcs(&bed, vnf.as_str());
+    let (nodes_before, _) = kube(&bed, vnf.as_str());
     let known: Vec<String> = bed
         .cloud
         .servers()
@@ -565,7 +570,7 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
 
     // Once the new worker is a node, its host hangs: the next stage on it times out.
     let farm = bed.farm.clone();
-    let store = bed.farm.kube(&stack_id(&bed, &vnf));
+    let store = bed.farm.kube(&stack_id(&bed, vnf.as_str()));
     let cloud = bed.cloud.clone();
     let want = nodes_before.len() + 1;
     let watcher = tokio::spawn(async move {
@@ -586,11 +591,11 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
     let hung = watcher.await.unwrap().expect("the new worker joined");
     assert_eq!(state, OperationState::FailedTemp);
     assert_eq!(
-        kube(&bed, &vnf).0.len(),
+        kube(&bed, vnf.as_str()).0.len(),
         nodes_before.len() + 1,
         "it had joined"
     );
-    let added = vnfcs(&bed, &vnf)
+    let added = vnfcs(&bed, vnf.as_str())
         .into_iter()
         .find(|r| r.server_id.as_deref() == Some(hung.as_str()))
         .expect("the added worker's row");
@@ -602,12 +607,12 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
         bed.print_journal(&op);
     }
     assert_eq!(state, OperationState::RolledBack, "{:?}", bed.error_of(&op));
-    let (nodes, _) = kube(&bed, &vnf);
+    let (nodes, _) = kube(&bed, vnf.as_str());
     assert_eq!(
         nodes, nodes_before,
         "the added node was deleted from the cluster"
     );
-    assert_eq!(servers(&vnfcs(&bed, &vnf)), servers(&before));
+    assert_eq!(servers(&vnfcs(&bed, vnf.as_str())), servers(&before));
     let plan: Value = serde_json::from_str(
         &bed.db
             .with(|s| s.reader().operation_plan(&op))
@@ -617,7 +622,7 @@ async fn rollback_of_a_scale_out_undoes_the_join_of_the_added_worker() {
     .unwrap();
     assert_eq!(plan["rollback"]["hooked"], json!([added.id]));
     let node = added.ip_address.clone().unwrap().replace('.', "-");
-    let log = kubectl_log(&bed, &vnf);
+    let log = kubectl_log(&bed, vnf.as_str());
     assert!(
         log.iter()
             .any(|l| l.contains(" kubectl drain ") && l.contains(&node)),
@@ -674,7 +679,10 @@ async fn a_master_of_three_is_healed_through_etcd_and_unsafe_heals_are_refused()
     assert!(members.iter().all(|m| m.2), "{members:?}");
 
     // Two of three at once: refused before anything changes.
-    let two = heal_of(&[&masters[1].id, &masters[2].id], "heal-two-masters");
+    let two = heal_of(
+        &[masters[1].id.as_str(), masters[2].id.as_str()],
+        "heal-two-masters",
+    );
     match bed.submit(&serde_json::to_vec(&two).unwrap()) {
         Outcome::Rejected { problem, .. } => {
             assert_eq!(problem.status, 409);
@@ -685,7 +693,7 @@ async fn a_master_of_three_is_healed_through_etcd_and_unsafe_heals_are_refused()
 
     // The first master owns cluster_cp_name, the API endpoint (no VIP in this package):
     // refused too.
-    let first = heal_of(&[&masters[0].id], "heal-endpoint-master");
+    let first = heal_of(&[masters[0].id.as_str()], "heal-endpoint-master");
     match bed.submit(&serde_json::to_vec(&first).unwrap()) {
         Outcome::Rejected { problem, .. } => {
             assert_eq!(problem.status, 409);
@@ -700,7 +708,11 @@ async fn a_master_of_three_is_healed_through_etcd_and_unsafe_heals_are_refused()
 
     // One at a time, each of the other two.
     for (i, m) in [&masters[1], &masters[2]].into_iter().enumerate() {
-        let (op, state) = run(&bed, &heal_of(&[&m.id], &format!("heal-master-{i}"))).await;
+        let (op, state) = run(
+            &bed,
+            &heal_of(&[m.id.as_str()], &format!("heal-master-{i}")),
+        )
+        .await;
         assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
         let journal = bed.db.with(|s| s.reader().journal(&op)).unwrap();
         let at = |name: &str| journal.iter().position(|j| j.name == name);

@@ -6,6 +6,7 @@
 //! served with the same digest, TERMINATE removes the VNF.
 
 use crate::support;
+use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp, VnfInstanceId};
 
 use std::process::Command;
 use std::time::Duration;
@@ -17,7 +18,6 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
 use vnfkeeper_core::policy::Policy;
 
 const VNF: &str = "vnf-cir-registry";
@@ -47,7 +47,10 @@ async fn run(bed: &Bed, bytes: &[u8]) -> OperationState {
 }
 
 fn registry_row(bed: &Bed) -> VnfcRow {
-    let rows = bed.db.with(|s| s.reader().vnfcs(VNF)).unwrap();
+    let rows = bed
+        .db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(VNF)))
+        .unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");
     rows.into_iter().next().unwrap()
 }
@@ -228,6 +231,11 @@ async fn registry_instantiate_push_heal_keeps_images_then_terminate() {
     )
     .await;
     assert_eq!(state, OperationState::Completed);
-    assert!(bed.db.with(|s| s.reader().vnfcs(VNF)).unwrap().is_empty());
+    assert!(
+        bed.db
+            .with(|s| s.reader().vnfcs(&VnfInstanceId::from(VNF)))
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(catalog(&ip), Value::Null);
 }

@@ -18,6 +18,7 @@
 //! (HTTP) or its certs.d directory (HTTPS).
 
 use crate::support;
+use vnfkeeper_core::model::{LcmOperationType, OpOccId, OperationState, Timestamp, VnfInstanceId};
 
 use std::path::Path;
 use std::process::Command;
@@ -31,7 +32,6 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, PassReport, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::VnfcRow;
-use vnfkeeper_core::model::{LcmOperationType, OperationState, Timestamp};
 use vnfkeeper_core::policy::Policy;
 
 const REGISTRY_VNF: &str = "vnf-cir-registry";
@@ -52,7 +52,7 @@ fn fixture(name: &str) -> Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
-async fn run(bed: &Bed, body: &Value, packages: &Path) -> (String, OperationState) {
+async fn run(bed: &Bed, body: &Value, packages: &Path) -> (OpOccId, OperationState) {
     let op = match bed.submit_in(&serde_json::to_vec(body).unwrap(), packages) {
         Outcome::Accepted {
             vnf_lcm_op_occ_id, ..
@@ -215,7 +215,7 @@ async fn start_containerd(bed: &Bed, server: &str) {
 
 fn nodes(bed: &Bed) -> Vec<VnfcRow> {
     bed.db
-        .with(|s| s.reader().vnfcs(CLUSTER_VNF))
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(CLUSTER_VNF)))
         .unwrap()
         .into_iter()
         .filter(|v| v.vdu_id == "masterNode" || v.vdu_id == "workerNode")
@@ -237,7 +237,7 @@ async fn restarts(bed: &Bed, server: &str) -> usize {
 fn trust_of(bed: &Bed) -> Vec<vnfkeeper_core::flavour::trust::NodeTrust> {
     let one = bed
         .db
-        .with(|s| s.reader().registry_trust(CLUSTER_VNF))
+        .with(|s| s.reader().registry_trust(&VnfInstanceId::from(CLUSTER_VNF)))
         .unwrap();
     // `status` reads the whole fleet's at once: the same rows in the same order.
     let mut all = bed.db.with(|s| s.reader().registry_trust_all()).unwrap();
@@ -301,7 +301,7 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     assert_eq!(state, OperationState::Completed);
     let reg = bed
         .db
-        .with(|s| s.reader().vnfcs(REGISTRY_VNF))
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(REGISTRY_VNF)))
         .unwrap()
         .remove(0);
     let ip = reg.ip_address.clone().unwrap();
@@ -679,7 +679,7 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
 
     // A second run of the node step on every node (an operator's configuration-only HEAL):
     // nothing changes — /etc/hosts byte-identical, no restart.
-    let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+    let ids: Vec<String> = rows.iter().map(|r| r.id.to_string()).collect();
     let again = json!({
         "operation": "HEAL", "vnfInstanceId": CLUSTER_VNF, "requestId": "vk-trust-again",
         "request": {"vnfcInstanceId": ids, "additionalParams": {"configuration_only": true}}
@@ -792,12 +792,12 @@ async fn nodes_pull_from_http_and_https_registries_and_trust_drift_is_repaired()
     );
 
     // SCALE_OUT: the new worker trusts both registries; a whole-VNF HEAL: every rebuilt node.
-    let before: Vec<String> = nodes(&bed).iter().map(|r| r.id.clone()).collect();
+    let before: Vec<String> = nodes(&bed).iter().map(|r| r.id.to_string()).collect();
     let (scale_op, state) = run(&bed, &fixture("cir-k8s-cluster.30-scale-out.json"), &repo).await;
     assert_eq!(state, OperationState::Completed);
     let added: Vec<VnfcRow> = nodes(&bed)
         .into_iter()
-        .filter(|r| !before.contains(&r.id))
+        .filter(|r| !before.iter().any(|b| r.id == *b))
         .collect();
     assert_eq!(added.len(), 1, "{added:?}");
     let new_server = added[0].server_id.clone().unwrap();

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use vnfkeeper::intake::snapshot;
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
 use vnfkeeper::store::{Db, Store};
-use vnfkeeper_core::model::{ProblemDetails, Timestamp};
+use vnfkeeper_core::model::{OpOccId, ProblemDetails, Timestamp};
 use vnfkeeper_core::package::{PackageDigest, VnfPackage, files::LIMITS};
 use zip::write::SimpleFileOptions;
 
@@ -76,7 +76,7 @@ impl Env {
         out.remove(0)
     }
 
-    fn accepted(&self, package: &Path) -> (String, PackageDigest, PathBuf) {
+    fn accepted(&self, package: &Path) -> (OpOccId, PackageDigest, PathBuf) {
         match self.submit(package) {
             Outcome::Accepted {
                 vnf_lcm_op_occ_id, ..
@@ -472,9 +472,11 @@ fn a_snapshot_edited_in_the_store_no_longer_verifies() {
     let script = dir.join("Scripts/install_k8s_cluster.sh");
     fs::write(&script, "#!/bin/sh\nexit 1\n").unwrap();
     let e = snapshot::verify(&dir, digest).unwrap_err();
-    assert!(e.contains("changed since acceptance"), "{e}");
+    assert!(matches!(e, snapshot::VerifyError::Changed { .. }), "{e}");
+    assert!(e.to_string().contains("changed since acceptance"), "{e}");
     fs::remove_file(&script).unwrap();
     symlink("/etc/passwd", &script).unwrap();
     let e = snapshot::verify(&dir, digest).unwrap_err();
-    assert!(e.contains("symbolic link"), "{e}");
+    assert!(matches!(e, snapshot::VerifyError::Unreadable { .. }), "{e}");
+    assert!(e.to_string().contains("symbolic link"), "{e}");
 }

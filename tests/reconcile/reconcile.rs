@@ -6,6 +6,10 @@
 //! HealVnfRequest and its audit rows.
 
 use crate::support;
+use vnfkeeper_core::model::{
+    LcmOperationType, MaintenancePause, OpOccId, OperationState, PauseScope, Timestamp,
+    VnfInstanceId,
+};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,16 +23,13 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, PassReport, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
-use vnfkeeper_core::model::{
-    LcmOperationType, MaintenancePause, OperationState, PauseScope, Timestamp,
-};
 use vnfkeeper_core::policy::{MaxUnhealthy, Policy};
 
 struct Bed {
     _dir: tempfile::TempDir,
     tb: Testbed,
     db: Db,
-    vnf: String,
+    vnf: VnfInstanceId,
     rec: Reconciler<OpenStackCloud>,
     engine: Engine<OpenStackCloud>,
 }
@@ -113,7 +114,7 @@ impl Bed {
 
     fn heals(&self) -> Vec<vnfkeeper::store::OperationRow> {
         self.db
-            .with(|s| s.reader().operations(Some(&self.vnf)))
+            .with(|s| s.reader().operations(Some(self.vnf.as_str())))
             .unwrap()
             .into_iter()
             .filter(|o| o.operation == LcmOperationType::Heal)
@@ -155,7 +156,7 @@ impl Bed {
 
 /// Puts envelope `env` through intake (the spool under `dir`, as the daemon would):
 /// (vnfLcmOpOccId, vnfInstanceId) of the accepted operation.
-fn submit(dir: &std::path::Path, db: &Db, env: &Value) -> (String, String) {
+fn submit(dir: &std::path::Path, db: &Db, env: &Value) -> (OpOccId, VnfInstanceId) {
     let spool = Spool::open(&dir.join("spool")).unwrap();
     let path = spool.submit(env.to_string().as_bytes()).unwrap();
     let root = support::repo_root();
@@ -189,6 +190,7 @@ fn vnfc_of_server(bed: &Bed, server: &str) -> String {
         .find(|v| v.server_id.as_deref() == Some(server))
         .unwrap()
         .id
+        .into_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -317,7 +319,7 @@ async fn a_server_that_keeps_failing_stops_after_its_retry_budget() {
     // Attempt 1 at once.
     let r = bed.pass(PassKind::Cloud, at(0)).await;
     assert_eq!(r.started.len(), 1);
-    bed.fail_operation(&r.started[0].1);
+    bed.fail_operation(r.started[0].1.as_str());
     // The server is still in ERROR: attempt 2 waits 10 s × 2^1 = 20 s.
     let r = bed.pass(PassKind::Cloud, at(5)).await;
     assert!(r.started.is_empty());
@@ -328,7 +330,7 @@ async fn a_server_that_keeps_failing_stops_after_its_retry_budget() {
     );
     let r = bed.pass(PassKind::Cloud, at(21)).await;
     assert_eq!(r.started.len(), 1, "{:#?}", r.outcomes);
-    bed.fail_operation(&r.started[0].1);
+    bed.fail_operation(r.started[0].1.as_str());
     // Budget of 2 used up: an alert, no third heal, however long we wait.
     let r = bed.pass(PassKind::Cloud, at(10_000)).await;
     assert!(r.started.is_empty());

@@ -78,7 +78,7 @@ async fn a_deleted_export_line_is_repaired_without_rebuilding_the_server() {
     assert_eq!(r.started.len(), 1, "{r:?}");
     let heal = bed
         .db
-        .with(|s| s.reader().operations(Some(&vnf)))
+        .with(|s| s.reader().operations(Some(vnf.as_str())))
         .unwrap()
         .into_iter()
         .find(|o| o.operation == LcmOperationType::Heal)

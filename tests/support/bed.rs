@@ -12,7 +12,7 @@ use vnfkeeper::engine::{Engine, EngineLimits};
 use vnfkeeper::intake::spool::{self, IntakeContext, Outcome, Spool};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::store::{Db, Store};
-use vnfkeeper_core::model::Timestamp;
+use vnfkeeper_core::model::{OpOccId, Timestamp, VnfInstanceId};
 
 pub fn now() -> Timestamp {
     Timestamp(chrono::Utc::now())
@@ -85,7 +85,7 @@ impl Bed {
     }
 
     /// Submits the seed's instantiate request; returns (op id, vnf instance id).
-    pub fn submit_instantiate(&self) -> (String, String) {
+    pub fn submit_instantiate(&self) -> (OpOccId, VnfInstanceId) {
         let fixture =
             super::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
         match self.submit(&std::fs::read(fixture).unwrap()) {
@@ -98,7 +98,7 @@ impl Bed {
         }
     }
 
-    pub fn print_journal(&self, op: &str) {
+    pub fn print_journal(&self, op: &OpOccId) {
         for j in self.db.with(|s| s.reader().journal(op)).unwrap() {
             eprintln!(
                 "{:>3} {:<18} {:<38} {:<6} x{} {}",
@@ -113,7 +113,7 @@ impl Bed {
     }
 
     /// The operation's ProblemDetails as JSON text, if it has one.
-    pub fn error_of(&self, op: &str) -> Option<String> {
+    pub fn error_of(&self, op: &OpOccId) -> Option<String> {
         self.db
             .with(|s| s.reader().operation(op))
             .unwrap()

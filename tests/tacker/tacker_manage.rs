@@ -11,6 +11,9 @@
 //! its reason recorded.
 
 use crate::support;
+use vnfkeeper_core::model::{
+    InstantiationState, OpOccId, OperationState, StepState, Timestamp, VnfInstanceId,
+};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,7 +31,6 @@ use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
 use vnfkeeper::tacker::{Companion, PackagePaths};
-use vnfkeeper_core::model::{InstantiationState, OperationState, StepState, Timestamp};
 use vnfkeeper_core::policy::Policy;
 use vnfkeeper_core::tacker::Origin;
 use vnfkeeper_core::wire::Secret;
@@ -168,16 +170,19 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
 
     // The engine runs the management steps on Tacker's stack: no stack created.
     let servers_before = bed.tb.cloud().record_counts().0;
-    let state = bed.engine.run(&op_id).await.unwrap();
-    bed.print_journal(&op_id);
+    let state = bed.engine.run(&OpOccId::from(&op_id)).await.unwrap();
+    bed.print_journal(&OpOccId::from(&op_id));
     assert_eq!(
         state,
         OperationState::Completed,
         "{:?}",
-        bed.error_of(&op_id)
+        bed.error_of(&OpOccId::from(&op_id))
     );
     assert_eq!(bed.tb.cloud().record_counts().0, servers_before);
-    let journal = bed.db.with(|s| s.reader().journal(&op_id)).unwrap();
+    let journal = bed
+        .db
+        .with(|s| s.reader().journal(&OpOccId::from(&op_id)))
+        .unwrap();
     assert!(
         journal
             .iter()
@@ -199,7 +204,10 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     ] {
         assert!(done_on_hosts(step) >= 1, "{step} not DONE on a host");
     }
-    let vnfcs = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let vnfcs = bed
+        .db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(&inst)))
+        .unwrap();
     assert_eq!(vnfcs.len(), 4, "{vnfcs:?}");
     let master = vnfcs.iter().find(|c| c.vdu_id == "masterNode").unwrap();
     let out = bed
@@ -252,15 +260,18 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     let ops = bed.db.with(|s| s.reader().operations(Some(&inst))).unwrap();
     assert_eq!(ops.len(), 2);
     assert_eq!(ops[1].tacker_op_occ_id.as_deref(), Some(heal_occ.as_str()));
-    let state = bed.engine.run(&heal_op).await.unwrap();
-    bed.print_journal(&heal_op);
+    let state = bed.engine.run(&OpOccId::from(&heal_op)).await.unwrap();
+    bed.print_journal(&OpOccId::from(&heal_op));
     assert_eq!(
         state,
         OperationState::Completed,
         "{:?}",
-        bed.error_of(&heal_op)
+        bed.error_of(&OpOccId::from(&heal_op))
     );
-    let heal_journal = bed.db.with(|s| s.reader().journal(&heal_op)).unwrap();
+    let heal_journal = bed
+        .db
+        .with(|s| s.reader().journal(&OpOccId::from(&heal_op)))
+        .unwrap();
     assert!(
         heal_journal
             .iter()
@@ -280,7 +291,10 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
             .all(|j| j.host == target),
         "only the healed VNFC is configured"
     );
-    let healed = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let healed = bed
+        .db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(&inst)))
+        .unwrap();
     let row = healed.iter().find(|c| c.id == target).unwrap();
     assert_ne!(row.server_id.as_deref(), Some(old_server.as_str()));
 
@@ -288,7 +302,10 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     // a pass records one vnfkeeper HEAL waiting for Tacker (the engine does not run it), the
     // companion sends exactly one `POST …/heal`, a second pass while it runs starts nothing,
     // and Tacker's COMPLETED releases that same operation: heal_end on that worker only.
-    let vnfcs = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let vnfcs = bed
+        .db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(&inst)))
+        .unwrap();
     let sick = vnfcs
         .iter()
         .find(|c| c.vdu_id == "workerNode")
@@ -401,7 +418,10 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
             .all(|j| j.host == sick.id || j.name == "k8s.join_material"),
         "only the healed VNFC is configured"
     );
-    let row = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let row = bed
+        .db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(&inst)))
+        .unwrap();
     let row = row.iter().find(|c| c.id == sick.id).unwrap();
     assert_ne!(row.server_id.as_deref(), Some(sick_server.as_str()));
     // Healthy: a later pass (probes too) starts nothing.
@@ -413,10 +433,10 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     // flavour's scale_end for the new worker only (it joins the cluster), no Heat write.
     let before: Vec<String> = bed
         .db
-        .with(|s| s.reader().vnfcs(&inst))
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(&inst)))
         .unwrap()
         .into_iter()
-        .map(|v| v.id)
+        .map(|v| v.id.into_string())
         .collect();
     let out_occ = op
         .run(
@@ -440,25 +460,31 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     let o = ops.iter().find(|o| o.id == out_op).unwrap();
     assert_eq!(o.origin, Origin::Tacker);
     assert_eq!(o.tacker_op_occ_id.as_deref(), Some(out_occ.as_str()));
-    let state = bed.engine.run(&out_op).await.unwrap();
-    bed.print_journal(&out_op);
+    let state = bed.engine.run(&OpOccId::from(&out_op)).await.unwrap();
+    bed.print_journal(&OpOccId::from(&out_op));
     assert_eq!(
         state,
         OperationState::Completed,
         "{:?}",
-        bed.error_of(&out_op)
+        bed.error_of(&OpOccId::from(&out_op))
     );
-    let out_journal = bed.db.with(|s| s.reader().journal(&out_op)).unwrap();
+    let out_journal = bed
+        .db
+        .with(|s| s.reader().journal(&OpOccId::from(&out_op)))
+        .unwrap();
     assert!(
         out_journal
             .iter()
             .all(|j| !j.name.starts_with("heat.") || j.name == "heat.read_vnfcs"),
         "a Tacker SCALE makes no Heat call of vnfkeeper's but the read"
     );
-    let after_out = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let after_out = bed
+        .db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(&inst)))
+        .unwrap();
     let new: Vec<_> = after_out
         .iter()
-        .filter(|v| !before.contains(&v.id))
+        .filter(|v| !before.iter().any(|b| v.id == *b))
         .collect();
     assert_eq!(new.len(), 1, "{after_out:?}");
     assert_eq!(new[0].vdu_id, "workerNode");
@@ -522,15 +548,18 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     let in_op = f.adopted[0].clone();
     c.poll().await.unwrap();
     assert!(c.follow_up().await.unwrap().adopted.is_empty(), "once");
-    let state = bed.engine.run(&in_op).await.unwrap();
-    bed.print_journal(&in_op);
+    let state = bed.engine.run(&OpOccId::from(&in_op)).await.unwrap();
+    bed.print_journal(&OpOccId::from(&in_op));
     assert_eq!(
         state,
         OperationState::Completed,
         "{:?}",
-        bed.error_of(&in_op)
+        bed.error_of(&OpOccId::from(&in_op))
     );
-    let after_in = bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap();
+    let after_in = bed
+        .db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(&inst)))
+        .unwrap();
     let gone: Vec<_> = after_out
         .iter()
         .filter(|v| !after_in.iter().any(|w| w.id == v.id))
@@ -538,7 +567,10 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     assert_eq!(gone.len(), 1, "{after_in:?}");
     assert_eq!(gone[0].vdu_id, "workerNode");
     assert_eq!(after_in.len(), 4);
-    let in_journal = bed.db.with(|s| s.reader().journal(&in_op)).unwrap();
+    let in_journal = bed
+        .db
+        .with(|s| s.reader().journal(&OpOccId::from(&in_op)))
+        .unwrap();
     let removed: Vec<_> = in_journal
         .iter()
         .filter(|j| j.name == "k8s.remove_node" && j.state == StepState::Done)
@@ -577,7 +609,12 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
         row[0].instantiation_state,
         InstantiationState::NotInstantiated
     );
-    assert!(bed.db.with(|s| s.reader().vnfcs(&inst)).unwrap().is_empty());
+    assert!(
+        bed.db
+            .with(|s| s.reader().vnfcs(&VnfInstanceId::from(&inst)))
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         bed.db
             .with(|s| s.reader().operations(Some(&inst)))

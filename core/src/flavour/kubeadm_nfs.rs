@@ -28,7 +28,7 @@ use super::{
     Access, FlavourError, HookContext, Inputs, Kept, KeptArtifacts, MgmtDriver, Probe, Role, trust,
 };
 use crate::artifact::{Artifact, JoinMaterial};
-use crate::model::VnfcRow;
+use crate::model::{StageKey, VnfcId, VnfcRow};
 use crate::package::Vnfd;
 use crate::plan::stages::{Stage, StageList};
 use crate::recipes::{
@@ -307,14 +307,14 @@ impl KubeadmNfs {
             ),
         };
         let step = recipes::k8s_install(
-            &node.row.id,
+            node.row.id.as_str(),
             &install_script_path(&self.k8s.script_path),
             body,
             args,
             ha_flag,
             join,
         );
-        Ok(Stage::remote(0, &node.row.id, node.role, step))
+        Ok(Stage::remote(0, node.row.id.as_str(), node.role, step))
     }
 
     /// The install script's environment file ([`Late::InstallEnv`]): the join material of a
@@ -402,8 +402,8 @@ impl KubeadmNfs {
         Ok(on
             .iter()
             .map(|n| {
-                let step = recipes::k8s_hosts(&n.row.id, &owner, &block);
-                Stage::remote(0, &n.row.id, n.role, step)
+                let step = recipes::k8s_hosts(n.row.id.as_str(), &owner, &block);
+                Stage::remote(0, n.row.id.as_str(), n.role, step)
             })
             .collect())
     }
@@ -415,8 +415,8 @@ impl KubeadmNfs {
             "/var/lib/vnfkeeper/join/{}.env",
             self.inputs.vnf_instance_id
         );
-        let step = recipes::k8s_join_material(&anchor.row.id, &file, op_occ_id);
-        Stage::remote(0, &anchor.row.id, anchor.role, step)
+        let step = recipes::k8s_join_material(anchor.row.id.as_str(), &file, op_occ_id);
+        Stage::remote(0, anchor.row.id.as_str(), anchor.role, step)
     }
 
     fn has_storage(&self) -> bool {
@@ -437,9 +437,12 @@ impl KubeadmNfs {
                 format!("volume resource `{missing}` is not attached to the storage server"),
             ));
         }
-        let mut nfs =
-            recipes::nfs_server(&server.row.id, &self.inputs.vnf_instance_id, &setup.exports)
-                .into_iter();
+        let mut nfs = recipes::nfs_server(
+            server.row.id.as_str(),
+            self.inputs.vnf_instance_id.as_str(),
+            &setup.exports,
+        )
+        .into_iter();
         // The NFS server's package first: it needs no volume, and its install is the longest
         // of these steps, so it overlaps the first master's cluster install instead of
         // following the joins (the waves are barriers).
@@ -447,13 +450,13 @@ impl KubeadmNfs {
             list.wave(|w| {
                 vec![Stage::remote(
                     w,
-                    &server.row.id,
+                    server.row.id.as_str(),
                     Role::StorageServer,
                     install,
                 )]
             });
         }
-        let volume_steps = recipes::storage_volumes(&server.row.id, &setup.volumes);
+        let volume_steps = recipes::storage_volumes(server.row.id.as_str(), &setup.volumes);
         for (step, v) in volume_steps
             .into_iter()
             .zip(setup.volumes.iter().flat_map(|v| [v, v]))
@@ -461,7 +464,14 @@ impl KubeadmNfs {
             list.wave(|w| vec![Stage::remote(w, &v.volume_id, Role::StorageServer, step)]);
         }
         for step in nfs {
-            list.wave(|w| vec![Stage::remote(w, &server.row.id, Role::StorageServer, step)]);
+            list.wave(|w| {
+                vec![Stage::remote(
+                    w,
+                    server.row.id.as_str(),
+                    Role::StorageServer,
+                    step,
+                )]
+            });
         }
         Ok(())
     }
@@ -509,7 +519,7 @@ impl KubeadmNfs {
         let dir = format!("/tmp/vnfkeeper-{}", self.inputs.vnf_instance_id);
         for pv in self.pv_manifests(vnfcs)? {
             let server = pv.server.clone();
-            for step in recipes::pv::register(&master.row.id, &dir, &pv, &server, wait) {
+            for step in recipes::pv::register(master.row.id.as_str(), &dir, &pv, &server, wait) {
                 list.wave(|w| vec![Stage::remote(w, &pv.name, Role::Master, step)]);
             }
         }
@@ -521,7 +531,7 @@ impl KubeadmNfs {
         let nodes: Vec<trust::TrustNode<'_>> = nodes
             .iter()
             .map(|n| trust::TrustNode {
-                vnfc_id: &n.row.id,
+                vnfc_id: n.row.id.as_str(),
                 role: n.role,
             })
             .collect();
@@ -532,7 +542,7 @@ impl KubeadmNfs {
         trust::TrustInputs {
             registries: &self.k8s.private_registry_connection_info,
             files: &self.inputs.files,
-            owner: &self.inputs.vnf_instance_id,
+            owner: self.inputs.vnf_instance_id.as_str(),
         }
     }
 
@@ -542,7 +552,14 @@ impl KubeadmNfs {
         }
         nodes
             .iter()
-            .map(|n| Stage::remote(0, &n.row.id, n.role, recipes::nfs_client(&n.row.id)))
+            .map(|n| {
+                Stage::remote(
+                    0,
+                    n.row.id.as_str(),
+                    n.role,
+                    recipes::nfs_client(n.row.id.as_str()),
+                )
+            })
             .collect()
     }
 
@@ -553,7 +570,7 @@ impl KubeadmNfs {
     fn leave(
         &self,
         c: HookContext<'_>,
-        victims: &[String],
+        victims: &[VnfcId],
         drain: Duration,
         policy: DrainPolicy,
     ) -> Result<Vec<Stage>, FlavourError> {
@@ -592,14 +609,14 @@ impl KubeadmNfs {
         for n in leaving {
             // The node's address in the cluster: its nic_cp_name's (kubeadm advertises it).
             let address = self.nic(n).unwrap_or(n.address).to_string();
-            let step = recipes::k8s_remove_node(&master.row.id, &address, drain, policy);
-            list.wave(|w| vec![Stage::remote(w, &n.row.id, Role::Master, step)]);
+            let step = recipes::k8s_remove_node(master.row.id.as_str(), &address, drain, policy);
+            list.wave(|w| vec![Stage::remote(w, n.row.id.as_str(), Role::Master, step)]);
             // A master also leaves the stacked etcd (Tacker: `_delete_master_node`), so that
             // the dead member neither counts against the quorum nor blocks its address's
             // re-join.
             if n.role == Role::Master {
-                let step = recipes::k8s_etcd_remove_member(&master.row.id, &address);
-                list.wave(|w| vec![Stage::remote(w, &n.row.id, Role::Master, step)]);
+                let step = recipes::k8s_etcd_remove_member(master.row.id.as_str(), &address);
+                list.wave(|w| vec![Stage::remote(w, n.row.id.as_str(), Role::Master, step)]);
             }
         }
     }
@@ -616,8 +633,8 @@ fn at(w: u32, stages: Vec<Stage>) -> Vec<Stage> {
         .collect()
 }
 
-fn targeted(targets: &[String]) -> BTreeSet<&str> {
-    targets.iter().map(String::as_str).collect()
+fn targeted(targets: &[VnfcId]) -> BTreeSet<&str> {
+    targets.iter().map(VnfcId::as_str).collect()
 }
 
 impl MgmtDriver for KubeadmNfs {
@@ -641,7 +658,7 @@ impl MgmtDriver for KubeadmNfs {
     /// Tacker's install script does not do). So the last masters are rebuilt only with every
     /// other node of the cluster (a whole-VNF heal); the storage server need not be. Some of
     /// the masters are rebuilt only while the others keep the etcd quorum.
-    fn rebuild_refusal(&self, vnfcs: &[VnfcRow], targets: &[String]) -> Option<String> {
+    fn rebuild_refusal(&self, vnfcs: &[VnfcRow], targets: &[VnfcId]) -> Option<String> {
         let healed = targeted(targets);
         let of = |role| {
             vnfcs
@@ -789,7 +806,7 @@ impl MgmtDriver for KubeadmNfs {
     fn scale_start(
         &self,
         c: HookContext<'_>,
-        victims: &[String],
+        victims: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         self.leave(c, victims, SCALE_IN_DRAIN, DrainPolicy::Strict)
     }
@@ -799,7 +816,7 @@ impl MgmtDriver for KubeadmNfs {
     fn scale_in_after_removal(
         &self,
         c: HookContext<'_>,
-        gone: &[String],
+        gone: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         self.leave(c, gone, Duration::ZERO, DrainPolicy::Lenient)
     }
@@ -807,7 +824,7 @@ impl MgmtDriver for KubeadmNfs {
     fn scale_end(
         &self,
         c: HookContext<'_>,
-        created: &[String],
+        created: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         let new = targeted(created);
         let masters = self.nodes(c.vnfcs, Role::Master)?;
@@ -843,7 +860,7 @@ impl MgmtDriver for KubeadmNfs {
     fn heal_start(
         &self,
         c: HookContext<'_>,
-        targets: &[String],
+        targets: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         let healed = targeted(targets);
         let masters = self.nodes(c.vnfcs, Role::Master)?;
@@ -858,10 +875,17 @@ impl MgmtDriver for KubeadmNfs {
                 let master = surviving.or(masters.first()).ok_or_else(|| {
                     FlavourError::new("plan", "no master to check PersistentVolumes on")
                 })?;
-                let check = recipes::pv::not_bound(&master.row.id, &names);
-                list.wave(|w| vec![Stage::remote(w, &server.row.id, Role::Master, check)]);
+                let check = recipes::pv::not_bound(master.row.id.as_str(), &names);
+                list.wave(|w| {
+                    vec![Stage::remote(
+                        w,
+                        server.row.id.as_str(),
+                        Role::Master,
+                        check,
+                    )]
+                });
                 for name in &names {
-                    let step = recipes::pv::unregister(&master.row.id, name, c.pv_wait);
+                    let step = recipes::pv::unregister(master.row.id.as_str(), name, c.pv_wait);
                     list.wave(|w| vec![Stage::remote(w, name, Role::Master, step)]);
                 }
             }
@@ -889,7 +913,7 @@ impl MgmtDriver for KubeadmNfs {
         Ok(list.into_stages())
     }
 
-    fn heal_end(&self, c: HookContext<'_>, targets: &[String]) -> Result<Vec<Stage>, FlavourError> {
+    fn heal_end(&self, c: HookContext<'_>, targets: &[VnfcId]) -> Result<Vec<Stage>, FlavourError> {
         let healed = targeted(targets);
         let masters = self.nodes(c.vnfcs, Role::Master)?;
         let workers = self.nodes(c.vnfcs, Role::Worker)?;
@@ -944,7 +968,7 @@ impl MgmtDriver for KubeadmNfs {
     fn configure(
         &self,
         c: HookContext<'_>,
-        observed: &BTreeMap<String, String>,
+        observed: &BTreeMap<StageKey, String>,
     ) -> Result<Vec<Stage>, FlavourError> {
         let mut rows = Vec::new();
         for role in [Role::Master, Role::Worker] {
@@ -953,7 +977,7 @@ impl MgmtDriver for KubeadmNfs {
         let nodes: Vec<trust::TrustNode<'_>> = rows
             .iter()
             .map(|n| trust::TrustNode {
-                vnfc_id: &n.row.id,
+                vnfc_id: n.row.id.as_str(),
                 role: n.role,
             })
             .collect();
@@ -1042,21 +1066,25 @@ impl MgmtDriver for KubeadmNfs {
                 };
                 let setup = storage_setup(ss, vnfc);
                 out.extend(
-                    recipes::storage_volumes(&vnfc.id, &setup.volumes)
+                    recipes::storage_volumes(vnfc.id.as_str(), &setup.volumes)
                         .into_iter()
                         .filter(|s| s.kind == recipes::StepKind::StorageMount)
                         .map(Probe::Script),
                 );
                 out.extend(
-                    recipes::nfs_server(&vnfc.id, &self.inputs.vnf_instance_id, &setup.exports)
-                        .into_iter()
-                        .map(Probe::Script),
+                    recipes::nfs_server(
+                        vnfc.id.as_str(),
+                        self.inputs.vnf_instance_id.as_str(),
+                        &setup.exports,
+                    )
+                    .into_iter()
+                    .map(Probe::Script),
                 );
             }
             Role::Master | Role::Worker => {
                 let script = install_script_path(&self.k8s.script_path);
                 out.push(Probe::Script(recipes::k8s_install(
-                    &vnfc.id,
+                    vnfc.id.as_str(),
                     &script,
                     Vec::new(),
                     Vec::new(),
@@ -1064,11 +1092,11 @@ impl MgmtDriver for KubeadmNfs {
                     false,
                 )));
                 if self.has_storage() {
-                    out.push(Probe::Script(recipes::nfs_client(&vnfc.id)));
+                    out.push(Probe::Script(recipes::nfs_client(vnfc.id.as_str())));
                 }
                 // Node trust drift: registry files, hosts block, auths, insecure registries.
                 out.extend(
-                    trust::probes(&self.trust_inputs(), &vnfc.id)
+                    trust::probes(&self.trust_inputs(), vnfc.id.as_str())
                         .into_iter()
                         .map(Probe::Script),
                 );
@@ -1116,8 +1144,12 @@ impl KubeadmNfs {
                 continue;
             };
             let mut step: Step =
-                recipes::pv::register(&master.id, &dir, &pv, server, Duration::ZERO).remove(0);
-            step.host = storage_vnfc.clone().unwrap_or_else(|| master.id.clone());
+                recipes::pv::register(master.id.as_str(), &dir, &pv, server, Duration::ZERO)
+                    .remove(0);
+            step.host = storage_vnfc
+                .clone()
+                .unwrap_or_else(|| master.id.clone())
+                .into_string();
             out.push(Probe::Script(step));
         }
         out

@@ -52,12 +52,12 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{
-    Access, ApplyOutput, FlavourError, HookContext, Inputs, Kept, KeptArtifacts, MgmtDriver, Probe,
-    Role, trust,
+    Access, ApplyFailed, ApplyOutput, FlavourError, HookContext, Inputs, Kept, KeptArtifacts,
+    MgmtDriver, Probe, Role, trust,
 };
 use crate::artifact::Artifact;
 use crate::digest::sha256_hex;
-use crate::model::VnfcRow;
+use crate::model::{StageKey, VnfcId, VnfcRow};
 use crate::plan::stages::{Hook, Stage, StageList};
 use crate::recipes::{DrainPolicy, Late, Step, StepKind, Upload};
 use crate::wire::Secret;
@@ -113,7 +113,7 @@ pub struct ClusterNode {
     /// its id and index).
     pub name: String,
     /// vnfcInstanceId.
-    pub vnfc_id: String,
+    pub vnfc_id: VnfcId,
     /// Master, worker or load balancer.
     pub role: Role,
     /// Address on the role's `ssh_cp_name`.
@@ -146,6 +146,7 @@ pub fn node_name(row: &VnfcRow, role: Role) -> String {
         _ => {
             let tag: String = row
                 .id
+                .as_str()
                 .chars()
                 .filter(char::is_ascii_alphanumeric)
                 .take(8)
@@ -785,7 +786,7 @@ impl Kubespray {
         trust::TrustInputs {
             registries: &self.k8s.private_registry_connection_info,
             files: &self.inputs.files,
-            owner: &self.inputs.vnf_instance_id,
+            owner: self.inputs.vnf_instance_id.as_str(),
         }
     }
 
@@ -795,7 +796,7 @@ impl Kubespray {
             .iter()
             .filter(|n| n.role.is_node())
             .map(|n| trust::TrustNode {
-                vnfc_id: &n.vnfc_id,
+                vnfc_id: n.vnfc_id.as_str(),
                 role: n.role,
             })
             .collect()
@@ -823,11 +824,11 @@ impl Kubespray {
             .map(|n| {
                 Stage::remote(
                     0,
-                    &n.vnfc_id,
+                    n.vnfc_id.as_str(),
                     n.role,
                     step(
                         StepKind::NodeReach,
-                        &n.vnfc_id,
+                        n.vnfc_id.as_str(),
                         Vec::new(),
                         false,
                         Duration::from_secs(60),
@@ -937,7 +938,7 @@ impl Kubespray {
     pub fn lb_script_step(
         &self,
         nodes: &[ClusterNode],
-    ) -> Result<Option<(String, Step)>, FlavourError> {
+    ) -> Result<Option<(VnfcId, Step)>, FlavourError> {
         let (Some(lb), Some(param)) = (Self::lb(nodes), self.k8s.external_lb_param.as_ref()) else {
             return Ok(None);
         };
@@ -962,7 +963,7 @@ impl Kubespray {
         };
         let mut s = step(
             StepKind::LbScript,
-            &lb.vnfc_id,
+            lb.vnfc_id.as_str(),
             vec![
                 path.clone(),
                 sha256_hex(body),
@@ -982,13 +983,13 @@ impl Kubespray {
     }
 
     /// `lb.haproxy` on the LB for `nodes`, if there is an LB.
-    pub fn haproxy_step(&self, nodes: &[ClusterNode]) -> Option<(String, Step)> {
+    pub fn haproxy_step(&self, nodes: &[ClusterNode]) -> Option<(VnfcId, Step)> {
         let lb = Self::lb(nodes)?;
-        let cfg = haproxy_cfg(&self.inputs.vnf_instance_id, nodes);
+        let cfg = haproxy_cfg(self.inputs.vnf_instance_id.as_str(), nodes);
         let new = format!("{HAPROXY_CFG}.vnfkeeper-new");
         let mut s = step(
             StepKind::LbHaproxy,
-            &lb.vnfc_id,
+            lb.vnfc_id.as_str(),
             vec![
                 HAPROXY_CFG.to_owned(),
                 new.clone(),
@@ -1026,10 +1027,10 @@ impl Kubespray {
     /// script wrote). Nothing without an LB.
     fn lb_routes(&self, nodes: &[ClusterNode], list: &mut StageList) -> Result<(), FlavourError> {
         if let Some((lb, s)) = self.lb_script_step(nodes)? {
-            list.wave(|w| vec![Stage::remote(w, &lb, Role::LoadBalancer, s)]);
+            list.wave(|w| vec![Stage::remote(w, lb.as_str(), Role::LoadBalancer, s)]);
         }
         if let Some((lb, s)) = self.haproxy_step(nodes) {
-            list.wave(|w| vec![Stage::remote(w, &lb, Role::LoadBalancer, s)]);
+            list.wave(|w| vec![Stage::remote(w, lb.as_str(), Role::LoadBalancer, s)]);
         }
         Ok(())
     }
@@ -1044,12 +1045,12 @@ impl Kubespray {
         };
         let s = step(
             StepKind::K8sKubeconfig,
-            &m.vnfc_id,
+            m.vnfc_id.as_str(),
             vec![endpoint(lb.address)],
             true,
             Duration::from_secs(60),
         );
-        list.wave(|w| vec![Stage::remote(w, &m.vnfc_id, Role::Master, s)]);
+        list.wave(|w| vec![Stage::remote(w, m.vnfc_id.as_str(), Role::Master, s)]);
     }
 
     /// The node trust of `trusting` without its placeholder
@@ -1079,12 +1080,19 @@ impl Kubespray {
             .unwrap_or(master.address);
         let probe = step(
             StepKind::NodeNicMtu,
-            &master.vnfc_id,
+            master.vnfc_id.as_str(),
             vec![nic.to_string()],
             false,
             Duration::from_secs(60),
         );
-        list.wave(|w| vec![Stage::remote(w, &master.vnfc_id, Role::Master, probe)]);
+        list.wave(|w| {
+            vec![Stage::remote(
+                w,
+                master.vnfc_id.as_str(),
+                Role::Master,
+                probe,
+            )]
+        });
         list.wave(|w| vec![Stage::expand(w, Hook::Configure)]);
         Ok(())
     }
@@ -1101,7 +1109,7 @@ impl Kubespray {
         for n in leaving.iter().filter(|n| n.role.is_node()) {
             let d = step(
                 StepKind::K8sDrain,
-                &master.vnfc_id,
+                master.vnfc_id.as_str(),
                 vec![
                     n.name.clone(),
                     drain.as_secs().to_string(),
@@ -1140,8 +1148,8 @@ fn at(w: u32, mut s: Stage) -> Stage {
     s
 }
 
-fn targeted(targets: &[String]) -> BTreeSet<&str> {
-    targets.iter().map(String::as_str).collect()
+fn targeted(targets: &[VnfcId]) -> BTreeSet<&str> {
+    targets.iter().map(VnfcId::as_str).collect()
 }
 
 impl MgmtDriver for Kubespray {
@@ -1232,7 +1240,7 @@ impl MgmtDriver for Kubespray {
     fn configure(
         &self,
         c: HookContext<'_>,
-        observed: &BTreeMap<String, String>,
+        observed: &BTreeMap<StageKey, String>,
     ) -> Result<Vec<Stage>, FlavourError> {
         let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
         let master = nodes
@@ -1251,7 +1259,7 @@ impl MgmtDriver for Kubespray {
         let mut list = StageList::default();
         list.wave(|w| at_all(w, docker.clone()));
         let key = format!("node.nic_mtu@{}", master.vnfc_id);
-        let Some(line) = observed.get(&key) else {
+        let Some(line) = observed.get(key.as_str()) else {
             if !docker.is_empty() {
                 return Ok(list.into_stages());
             }
@@ -1276,7 +1284,7 @@ impl MgmtDriver for Kubespray {
     fn scale_start(
         &self,
         c: HookContext<'_>,
-        victims: &[String],
+        victims: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         let leaving_ids = targeted(victims);
         let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
@@ -1314,7 +1322,7 @@ impl MgmtDriver for Kubespray {
     fn scale_end(
         &self,
         c: HookContext<'_>,
-        created: &[String],
+        created: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         let new = targeted(created);
         let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
@@ -1342,7 +1350,7 @@ impl MgmtDriver for Kubespray {
     /// kubespray spec: "Heal operation for Master node is not supported because kubespray
     /// doesn't provide a playbook for it": a master's server is rebuilt only with the whole VNF
     /// (every VNFC a target), whose heal runs `cluster.yml` as INSTANTIATE does.
-    fn rebuild_refusal(&self, vnfcs: &[VnfcRow], targets: &[String]) -> Option<String> {
+    fn rebuild_refusal(&self, vnfcs: &[VnfcRow], targets: &[VnfcId]) -> Option<String> {
         if vnfcs.iter().all(|v| targets.contains(&v.id)) {
             return None;
         }
@@ -1359,7 +1367,7 @@ impl MgmtDriver for Kubespray {
     fn heal_start(
         &self,
         c: HookContext<'_>,
-        targets: &[String],
+        targets: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         let healed = targeted(targets);
         let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
@@ -1384,7 +1392,7 @@ impl MgmtDriver for Kubespray {
         Ok(list.into_stages())
     }
 
-    fn heal_end(&self, c: HookContext<'_>, targets: &[String]) -> Result<Vec<Stage>, FlavourError> {
+    fn heal_end(&self, c: HookContext<'_>, targets: &[VnfcId]) -> Result<Vec<Stage>, FlavourError> {
         let healed = targeted(targets);
         let nodes = self.nodes(c.vnfcs, &BTreeSet::new())?;
         let back: Vec<&ClusterNode> = nodes
@@ -1471,7 +1479,7 @@ impl MgmtDriver for Kubespray {
                 probes
             }
             // Node trust drift: registry files, hosts block, auths, insecure registries.
-            Role::Master | Role::Worker => trust::probes(&self.trust_inputs(), &vnfc.id)
+            Role::Master | Role::Worker => trust::probes(&self.trust_inputs(), vnfc.id.as_str())
                 .into_iter()
                 .map(Probe::Script)
                 .collect(),
@@ -1521,7 +1529,7 @@ impl MgmtDriver for Kubespray {
 
     /// `ansible.playbook`: success only when it exited 0 and its `PLAY RECAP` has `failed=0
     /// unreachable=0` for every host; otherwise the reason names each failed host and task.
-    fn judge_apply(&self, step: &Step, out: &ApplyOutput<'_>) -> Result<(), String> {
+    fn judge_apply(&self, step: &Step, out: &ApplyOutput<'_>) -> Result<(), ApplyFailed> {
         if step.kind != StepKind::AnsiblePlaybook {
             return Ok(());
         }
@@ -1544,7 +1552,7 @@ impl MgmtDriver for Kubespray {
 
 /// The verdict on an `ansible-playbook` run from its exit status and `PLAY RECAP`; without a
 /// recap the reason carries the tail of standard error (else of standard output).
-fn playbook_verdict(out: &ApplyOutput<'_>) -> Result<(), String> {
+fn playbook_verdict(out: &ApplyOutput<'_>) -> Result<(), ApplyFailed> {
     let recap = parse_recap(out.stdout);
     if out.exit_status == Some(0) && recap.succeeded() {
         return Ok(());
@@ -1562,7 +1570,7 @@ fn playbook_verdict(out: &ApplyOutput<'_>) -> Result<(), String> {
         };
         reason.push_str(&format!(" ({})", tail.trim()));
     }
-    Err(reason)
+    Err(ApplyFailed { reason })
 }
 
 fn at_all(w: u32, stages: Vec<Stage>) -> Vec<Stage> {

@@ -20,7 +20,7 @@ pub mod trust;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::model::VnfcRow;
+use crate::model::{StageKey, VnfInstanceId, VnfcId, VnfcRow};
 use crate::package::Vnfd;
 use crate::plan::stages::Stage;
 use crate::recipes::{Late, Step};
@@ -51,6 +51,15 @@ pub struct FlavourError {
     /// Step name or `plan`.
     pub step: &'static str,
     /// What is wrong (never a secret).
+    pub reason: String,
+}
+
+/// A flavour's verdict that a streamed apply failed ([`MgmtDriver::judge_apply`]): the step
+/// fails with `reason` (never a secret), shown as it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct ApplyFailed {
+    /// Why, e.g. the hosts and tasks `ansible-playbook` reported failed.
     pub reason: String,
 }
 
@@ -96,7 +105,7 @@ pub struct Kept {
 #[derive(Debug, Clone)]
 pub struct Inputs {
     /// vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// The InstantiateVnfRequest as accepted.
     pub req: InstantiateVnfRequest,
     /// The VNF package's VNFD.
@@ -154,7 +163,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn scale_start(
         &self,
         _c: HookContext<'_>,
-        _victims: &[String],
+        _victims: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -167,7 +176,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn scale_in_after_removal(
         &self,
         _c: HookContext<'_>,
-        _gone: &[String],
+        _gone: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -176,7 +185,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn scale_end(
         &self,
         _c: HookContext<'_>,
-        _created: &[String],
+        _created: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -186,7 +195,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn heal_start(
         &self,
         _c: HookContext<'_>,
-        _targets: &[String],
+        _targets: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -196,7 +205,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn heal_end(
         &self,
         _c: HookContext<'_>,
-        _targets: &[String],
+        _targets: &[VnfcId],
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -223,7 +232,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     fn configure(
         &self,
         _c: HookContext<'_>,
-        _observed: &BTreeMap<String, String>,
+        _observed: &BTreeMap<StageKey, String>,
     ) -> Result<Vec<Stage>, FlavourError> {
         Ok(Vec::new())
     }
@@ -276,9 +285,9 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     }
 
     /// The verdict on the apply of a step whose output is
-    /// [`Streamed`](crate::recipes::OutputUse::Streamed): `Err(reason)` fails the step with that
-    /// reason (never a secret), `Ok` leaves the verdict to the exit status. Default: `Ok`.
-    fn judge_apply(&self, _step: &Step, _out: &ApplyOutput<'_>) -> Result<(), String> {
+    /// [`Streamed`](crate::recipes::OutputUse::Streamed): [`ApplyFailed`] fails the step with its
+    /// reason, `Ok` leaves the verdict to the exit status. Default: `Ok`.
+    fn judge_apply(&self, _step: &Step, _out: &ApplyOutput<'_>) -> Result<(), ApplyFailed> {
         Ok(())
     }
 
@@ -292,7 +301,7 @@ pub trait MgmtDriver: Send + Sync + std::fmt::Debug {
     /// instance's `vnfcs`) in one HEAL, or `None`; intake answers 409 with it and reconcile never
     /// starts it (an alert instead). A configuration-only heal rebuilds nothing and is not
     /// asked. Default: none.
-    fn rebuild_refusal(&self, _vnfcs: &[VnfcRow], _targets: &[String]) -> Option<String> {
+    fn rebuild_refusal(&self, _vnfcs: &[VnfcRow], _targets: &[VnfcId]) -> Option<String> {
         None
     }
 

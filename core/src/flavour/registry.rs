@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use super::{Access, FlavourError, HookContext, Inputs, MgmtDriver, Probe, Role};
-use crate::model::VnfcRow;
+use crate::model::{VnfcId, VnfcRow};
 use crate::plan::stages::{Stage, StageList};
 use crate::recipes::{self, Registry, Step, VolumeSetup};
 use crate::wire::params::PrivateRegistryInstallationParam;
@@ -93,12 +93,12 @@ impl PrivateRegistry {
     /// (filesystem only if none, persistent mount at [`DATA_DIR`]), then [`recipes::registry`].
     fn configure(&self, vnfc: &VnfcRow, list: &mut StageList) -> Result<(), FlavourError> {
         if let Some(v) = data_volume(vnfc) {
-            for step in recipes::storage_volumes(&vnfc.id, std::slice::from_ref(&v)) {
+            for step in recipes::storage_volumes(vnfc.id.as_str(), std::slice::from_ref(&v)) {
                 list.wave(|w| vec![Stage::remote(w, &v.volume_id, Role::Registry, step)]);
             }
         }
-        for step in recipes::registry(&vnfc.id, &self.registry()?) {
-            list.wave(|w| vec![Stage::remote(w, &vnfc.id, Role::Registry, step)]);
+        for step in recipes::registry(vnfc.id.as_str(), &self.registry()?) {
+            list.wave(|w| vec![Stage::remote(w, vnfc.id.as_str(), Role::Registry, step)]);
         }
         Ok(())
     }
@@ -165,7 +165,7 @@ impl MgmtDriver for PrivateRegistry {
         Ok(list.into_stages())
     }
 
-    fn heal_end(&self, c: HookContext<'_>, targets: &[String]) -> Result<Vec<Stage>, FlavourError> {
+    fn heal_end(&self, c: HookContext<'_>, targets: &[VnfcId]) -> Result<Vec<Stage>, FlavourError> {
         let mut list = StageList::default();
         for s in self.servers(c.vnfcs)? {
             if targets.contains(&s.id) {
@@ -186,7 +186,7 @@ impl MgmtDriver for PrivateRegistry {
             return Vec::new();
         }
         let mut out: Vec<Probe> = data_volume(vnfc)
-            .map(|v| recipes::storage_volumes(&vnfc.id, &[v]))
+            .map(|v| recipes::storage_volumes(vnfc.id.as_str(), &[v]))
             .unwrap_or_default()
             .into_iter()
             .filter(|s| s.kind == recipes::StepKind::StorageMount)
@@ -194,7 +194,7 @@ impl MgmtDriver for PrivateRegistry {
             .collect();
         if let Ok(r) = self.registry() {
             out.extend(
-                recipes::registry(&vnfc.id, &r)
+                recipes::registry(vnfc.id.as_str(), &r)
                     .into_iter()
                     .filter(|s: &Step| {
                         matches!(

@@ -37,6 +37,7 @@ use sha2::Sha256;
 
 use super::{FlavourError, Role};
 use crate::digest::{hex, sha256_hex};
+use crate::model::StageKey;
 use crate::plan::stages::{Hook, Stage, StageList};
 use crate::recipes::{self, Step, trust::RegistryFiles};
 use crate::wire::Secret;
@@ -485,12 +486,12 @@ pub fn node_stages_without_configure(
 pub fn configure_stages(
     registries: &[PrivateRegistryConnectionInfo],
     nodes: &[TrustNode<'_>],
-    observed: &BTreeMap<String, String>,
+    observed: &BTreeMap<StageKey, String>,
 ) -> Result<Vec<Stage>, FlavourError> {
     let insecure = insecure_servers(registries);
     let mut wave = Vec::new();
     for n in nodes {
-        let Some(line) = observed.get(&format!("trust.observe@{}", n.vnfc_id)) else {
+        let Some(line) = observed.get(format!("trust.observe@{}", n.vnfc_id).as_str()) else {
             continue;
         };
         let seen = parse_observed(line).map_err(|reason| {

@@ -422,7 +422,7 @@ fn resolve(
         let c = current
             .vnfcs
             .iter()
-            .find(|c| c.id.as_deref() == Some(id.as_str()))
+            .find(|c| c.id.as_ref().map(crate::model::VnfcId::as_str) == Some(id.as_str()))
             .or_else(|| current.vnfcs.iter().find(|c| c.name() == *id))
             .ok_or_else(|| {
                 req_err(

@@ -151,7 +151,7 @@ pub struct Vnfc {
     pub index: u32,
     /// `vnfcInstanceId` when it differs from `<vduId>-<index>` (heal requests may name either).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub id: Option<crate::model::VnfcId>,
     /// Its `nfv` entries (see above).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Value>,

@@ -3,6 +3,7 @@
 //! No I/O, not async, never reads the clock (the caller passes `now`).
 
 mod event;
+mod ids;
 mod instance;
 mod intake;
 mod operation;
@@ -14,6 +15,7 @@ mod time;
 mod vnfc;
 
 pub use event::EventKind;
+pub use ids::{OpOccId, StageKey, VnfInstanceId, VnfcId};
 pub use instance::InstantiationState;
 pub use intake::IntakeOutcome;
 pub use operation::{IllegalTransition, LcmOperationType, OperationState, PendingTask};

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::Timestamp;
+use super::{Timestamp, VnfInstanceId};
 
 /// What a pause covers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -15,8 +15,8 @@ pub enum PauseScope {
     /// Every VNF instance (stored as `*`, which no vnfInstanceId can be: those are
     /// `[A-Za-z0-9._-]`).
     All,
-    /// One VNF instance (vnfInstanceId).
-    Vnf(String),
+    /// One VNF instance.
+    Vnf(VnfInstanceId),
 }
 
 impl PauseScope {
@@ -24,7 +24,7 @@ impl PauseScope {
     pub fn as_key(&self) -> &str {
         match self {
             PauseScope::All => "*",
-            PauseScope::Vnf(id) => id,
+            PauseScope::Vnf(id) => id.as_str(),
         }
     }
 
@@ -33,12 +33,12 @@ impl PauseScope {
         if key == "*" {
             PauseScope::All
         } else {
-            PauseScope::Vnf(key.to_owned())
+            PauseScope::Vnf(key.into())
         }
     }
 
     /// The vnfInstanceId, `None` for [`PauseScope::All`].
-    pub fn vnf_instance_id(&self) -> Option<&str> {
+    pub fn vnf_instance_id(&self) -> Option<&VnfInstanceId> {
         match self {
             PauseScope::All => None,
             PauseScope::Vnf(id) => Some(id),
@@ -84,7 +84,7 @@ impl MaintenancePause {
 /// is in force.
 pub fn in_force<'a>(
     pauses: &'a [MaintenancePause],
-    vnf: &str,
+    vnf: &VnfInstanceId,
     now: Timestamp,
 ) -> Option<&'a MaintenancePause> {
     let own = pauses
@@ -103,18 +103,41 @@ pub fn expired(pauses: &[MaintenancePause], now: Timestamp) -> Vec<&MaintenanceP
     pauses.iter().filter(|p| !p.active_at(now)).collect()
 }
 
-/// The form both `--until` and `--since` accept, for their errors.
-const TIME_OR_SPAN: &str =
-    "expected an RFC 3339 time (e.g. 2026-11-24T18:00:00Z) or a span such as 90m, 2h, 1d";
+/// Why a `--until` or `--since` argument was refused ([`parse_until`], [`parse_since`]); each
+/// message quotes the argument as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimeArgError {
+    /// Neither an RFC 3339 time nor a span.
+    #[error(
+        "`{0}`: expected an RFC 3339 time (e.g. 2026-11-24T18:00:00Z) or a span such as 90m, 2h, 1d"
+    )]
+    NotTimeOrSpan(String),
+    /// A span of zero, or of more than 366 days.
+    #[error(
+        "`{0}`: expected an RFC 3339 time (e.g. 2026-11-24T18:00:00Z) or a span such as 90m, 2h, 1d (at most 366d)"
+    )]
+    SpanOutOfRange(String),
+    /// A span the clock cannot represent.
+    #[error("`{0}`: too long")]
+    TooLong(String),
+    /// `--until` names a time not after now.
+    #[error("`{text}`: {at} is not in the future")]
+    NotInFuture {
+        /// The argument as given.
+        text: String,
+        /// The time it names.
+        at: Timestamp,
+    },
+}
 
 /// Parses a span: a positive whole number followed by `s`, `m`, `h` or `d` (`90m`, `2h`), at
-/// most 366 days. Errors: a message naming both accepted forms.
-fn parse_span(text: &str, t: &str) -> Result<chrono::Duration, String> {
+/// most 366 days. Errors: [`TimeArgError`] quoting `text`.
+fn parse_span(text: &str, t: &str) -> Result<chrono::Duration, TimeArgError> {
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (digits, unit) = t.split_at(split);
     let n: u64 = digits
         .parse()
-        .map_err(|_| format!("`{text}`: {TIME_OR_SPAN}"))?;
+        .map_err(|_| TimeArgError::NotTimeOrSpan(text.to_owned()))?;
     let secs = match unit {
         "s" => Some(n),
         "m" => n.checked_mul(60),
@@ -123,29 +146,34 @@ fn parse_span(text: &str, t: &str) -> Result<chrono::Duration, String> {
         _ => None,
     }
     .filter(|s| *s > 0 && *s <= 366 * 86_400)
-    .ok_or_else(|| format!("`{text}`: {TIME_OR_SPAN} (at most 366d)"))?;
-    chrono::Duration::from_std(Duration::from_secs(secs)).map_err(|_| format!("`{text}`: too long"))
+    .ok_or_else(|| TimeArgError::SpanOutOfRange(text.to_owned()))?;
+    chrono::Duration::from_std(Duration::from_secs(secs))
+        .map_err(|_| TimeArgError::TooLong(text.to_owned()))
 }
 
 /// Parses `--until`: an RFC 3339 time (`2026-11-24T18:00:00Z`) or a span from `now` — a
-/// positive whole number followed by `s`, `m`, `h` or `d` (`90m`, `2h`). Errors: a message
-/// naming both forms; a time not after `now`.
-pub fn parse_until(text: &str, now: Timestamp) -> Result<Timestamp, String> {
+/// positive whole number followed by `s`, `m`, `h` or `d` (`90m`, `2h`). Errors:
+/// [`TimeArgError`], naming both forms, or a time not after `now`.
+pub fn parse_until(text: &str, now: Timestamp) -> Result<Timestamp, TimeArgError> {
     let t = text.trim();
     let at = match Timestamp::parse(t) {
         Ok(at) => at,
         Err(_) => Timestamp(now.0 + parse_span(text, t)?),
     };
     if at <= now {
-        return Err(format!("`{text}`: {at} is not in the future"));
+        return Err(TimeArgError::NotInFuture {
+            text: text.to_owned(),
+            at,
+        });
     }
     Ok(at)
 }
 
 /// Parses `vnfkeeper events --since`: an RFC 3339 time (`2026-11-24T18:00:00Z`, any offset) or
 /// a span back from `now` in the form `--until` takes (`90m`: the last 90 minutes; `1d`).
-/// A time in the future is accepted (it selects nothing). Errors: a message naming both forms.
-pub fn parse_since(text: &str, now: Timestamp) -> Result<Timestamp, String> {
+/// A time in the future is accepted (it selects nothing). Errors: [`TimeArgError`], naming
+/// both forms.
+pub fn parse_since(text: &str, now: Timestamp) -> Result<Timestamp, TimeArgError> {
     let t = text.trim();
     match Timestamp::parse(t) {
         Ok(at) => Ok(at),
@@ -177,11 +205,18 @@ mod tests {
         let own = pause(PauseScope::Vnf("v1".into()), Some("2026-11-24T08:00:00Z"));
         let all = pause(PauseScope::All, None);
         let both = [all.clone(), own.clone()];
-        assert_eq!(in_force(&both, "v1", now), Some(&own));
-        assert_eq!(in_force(&both, "v2", now), Some(&all));
+        assert_eq!(in_force(&both, &"v1".into(), now), Some(&own));
+        assert_eq!(in_force(&both, &"v2".into(), now), Some(&all));
         let later = t("2026-11-24T08:00:00Z");
-        assert_eq!(in_force(&both, "v1", later), Some(&all), "own one ended");
-        assert_eq!(in_force(std::slice::from_ref(&own), "v1", later), None);
+        assert_eq!(
+            in_force(&both, &"v1".into(), later),
+            Some(&all),
+            "own one ended"
+        );
+        assert_eq!(
+            in_force(std::slice::from_ref(&own), &"v1".into(), later),
+            None
+        );
         assert_eq!(expired(&both, later), vec![&own]);
         assert!(expired(&both, now).is_empty());
     }
@@ -220,7 +255,7 @@ mod tests {
         );
         for bad in ["", "0m", "5", "2w", "-1h", "h", "400d", "yesterday"] {
             let e = parse_since(bad, now).unwrap_err();
-            assert!(e.contains("RFC 3339"), "{bad}: {e}");
+            assert!(e.to_string().contains("RFC 3339"), "{bad}: {e}");
         }
     }
 

@@ -2,15 +2,15 @@
 
 use std::collections::BTreeMap;
 
-use super::Timestamp;
+use super::{Timestamp, VnfInstanceId, VnfcId};
 
 /// A `vnfc` row (one VNFC: one server of a VDU), decoded by the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VnfcRow {
     /// vnfcInstanceId.
-    pub id: String,
+    pub id: VnfcId,
     /// vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// VDU the VNFC belongs to.
     pub vdu_id: String,
     /// Index in `<VDU>-<index>`.

@@ -38,7 +38,7 @@ pub fn uses_adjusted_hot(analysis: &Analysis) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Known {
     /// vnfcInstanceId (the row id).
-    pub id: String,
+    pub id: crate::model::VnfcId,
     /// The VDU.
     pub vdu_id: String,
     /// `vnfc_index`: set for individually managed VNFCs.
@@ -350,7 +350,7 @@ mod tests {
         plan.vnfcs
             .iter()
             .map(|c| Known {
-                id: format!("row-{}", c.name()),
+                id: format!("row-{}", c.name()).into(),
                 vdu_id: c.vdu_id.clone(),
                 index: Some(c.index),
                 parameters: c.parameters.clone(),

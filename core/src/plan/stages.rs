@@ -15,13 +15,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::model::StageKey;
 use crate::recipes::Step;
 
 /// One stage of an operation's plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
     /// Stable key, unique within the plan; the step journal's key.
-    pub key: String,
+    pub key: StageKey,
     /// Stages of one wave run concurrently; waves run in ascending order.
     pub wave: u32,
     /// What the stage does.
@@ -110,7 +111,7 @@ pub struct ReadCheck {
     pub capacities: BTreeMap<String, u32>,
     /// VNFCs that must be gone (SCALE_IN victims).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub absent: Vec<String>,
+    pub absent: Vec<crate::model::VnfcId>,
     /// The individually managed VNFCs (`<VDU>-<index>`) the adjusted HOT plans: the rows get
     /// their parameters from the operation's adjusted plan and must be exactly these.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -180,7 +181,7 @@ impl Stage {
     /// A cloud stage in its own wave; its key is the action's name.
     pub fn cloud(wave: u32, action: CloudAction) -> Self {
         Self {
-            key: action.name().to_owned(),
+            key: StageKey::from(action.name()),
             wave,
             action: Action::Cloud(action),
         }
@@ -190,7 +191,7 @@ impl Stage {
     /// step is about).
     pub fn remote(wave: u32, subject: &str, role: crate::model::Role, step: Step) -> Self {
         Self {
-            key: format!("{}@{subject}", step.name()),
+            key: StageKey::new(format!("{}@{subject}", step.name())),
             wave,
             action: Action::Remote(RemoteStage { role, step }),
         }
@@ -199,7 +200,7 @@ impl Stage {
     /// The placeholder for `hook`'s stages.
     pub fn expand(wave: u32, hook: Hook) -> Self {
         Self {
-            key: hook.key().to_owned(),
+            key: StageKey::from(hook.key()),
             wave,
             action: Action::Expand(hook),
         }
@@ -280,10 +281,10 @@ impl StageList {
 pub enum StagesError {
     /// Two stages share a key (the journal could not tell them apart).
     #[error("stage key `{0}` appears twice in the plan")]
-    DuplicateKey(String),
+    DuplicateKey(StageKey),
     /// Waves must not decrease along the list.
     #[error("stage `{0}` is out of wave order")]
-    WaveOrder(String),
+    WaveOrder(StageKey),
 }
 
 /// Checks that keys are unique and waves ascend.
@@ -381,10 +382,13 @@ mod tests {
 
         for s in &stages {
             if let Action::Remote(r) = &s.action {
-                let (_, subject) = s.key.split_once('@').unwrap();
+                let (_, subject) = s.key.as_str().split_once('@').unwrap();
                 let now = Stage::remote(s.wave, subject, r.role, r.step.clone());
                 assert_eq!(now.key, s.key);
-                assert_eq!(now.key.split_once('@').unwrap().0, r.step.kind.name());
+                assert_eq!(
+                    now.key.as_str().split_once('@').unwrap().0,
+                    r.step.kind.name()
+                );
             }
         }
     }

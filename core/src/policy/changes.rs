@@ -85,7 +85,7 @@ pub struct Changed {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recorded {
     /// Its vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: crate::model::VnfInstanceId,
     /// The VNF has an unfinished operation (the pass would skip it: one operation per VNF).
     pub busy: bool,
 }
@@ -155,7 +155,10 @@ impl ChangesPoll {
     /// The VNFs to observe now: those of `fresh` servers recorded for a VNFC, skipping VNFs with
     /// an unfinished operation (the pass leaves them alone anyway). Empty when nothing new
     /// failed: the poll was the only request.
-    pub fn plan(fresh: &[Changed], recorded: &HashMap<String, Recorded>) -> BTreeSet<String> {
+    pub fn plan(
+        fresh: &[Changed],
+        recorded: &HashMap<String, Recorded>,
+    ) -> BTreeSet<crate::model::VnfInstanceId> {
         fresh
             .iter()
             .filter_map(|c| recorded.get(&c.server_id))
@@ -258,7 +261,7 @@ mod tests {
         );
         assert_eq!(
             ChangesPoll::plan(&fresh, &recorded()),
-            ["vnf-1".to_string()].into()
+            [crate::model::VnfInstanceId::from("vnf-1")].into()
         );
         // The next poll overlaps the last one and lists it again, unchanged: no second pass,
         // so it stays one observation.
@@ -298,7 +301,7 @@ mod tests {
         assert_eq!(fresh.len(), 4);
         assert_eq!(
             ChangesPoll::plan(&fresh, &recorded()),
-            ["vnf-1".to_string(), "vnf-2".to_string()].into()
+            ["vnf-1".into(), "vnf-2".into()].into()
         );
     }
 

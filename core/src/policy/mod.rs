@@ -37,7 +37,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::model::{MaintenancePause, Timestamp};
+use crate::model::{MaintenancePause, OpOccId, Timestamp, VnfInstanceId, VnfcId};
 use rules::{Candidate, Ruling};
 
 /// Policy settings (from `[reconcile]` in the configuration).
@@ -88,22 +88,31 @@ impl MaxUnhealthy {
         }
     }
 
-    /// Parses `"40%"` or `"2"`. Errors: a message naming the accepted forms.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// Parses `"40%"` or `"2"`. Errors: [`MaxUnhealthyError`], naming the accepted forms.
+    pub fn parse(text: &str) -> Result<Self, MaxUnhealthyError> {
         let t = text.trim();
         if let Some(p) = t.strip_suffix('%') {
             match p.trim().parse::<u32>() {
                 Ok(v) if v <= 100 => Ok(MaxUnhealthy::Percent(v)),
-                _ => Err(format!(
-                    "`{text}`: a percentage must be 0% to 100%, e.g. \"40%\""
-                )),
+                _ => Err(MaxUnhealthyError::Percentage(text.to_owned())),
             }
         } else {
-            t.parse::<u32>().map(MaxUnhealthy::Count).map_err(|_| {
-                format!("`{text}`: expected a count (e.g. 2) or a percentage (e.g. \"40%\")")
-            })
+            t.parse::<u32>()
+                .map(MaxUnhealthy::Count)
+                .map_err(|_| MaxUnhealthyError::Neither(text.to_owned()))
         }
     }
+}
+
+/// Why a `max_unhealthy` setting was refused ([`MaxUnhealthy::parse`]); quotes it as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MaxUnhealthyError {
+    /// A percentage outside 0%–100% (or not a whole number).
+    #[error("`{0}`: a percentage must be 0% to 100%, e.g. \"40%\"")]
+    Percentage(String),
+    /// Neither a count nor a percentage.
+    #[error("`{0}`: expected a count (e.g. 2) or a percentage (e.g. \"40%\")")]
+    Neither(String),
 }
 
 impl std::fmt::Display for MaxUnhealthy {
@@ -189,7 +198,7 @@ pub struct Memory {
 #[derive(Debug, Clone, PartialEq)]
 pub struct VnfcInput {
     /// vnfcInstanceId.
-    pub vnfc_id: String,
+    pub vnfc_id: VnfcId,
     /// VDU.
     pub vdu_id: String,
     /// Role in the cluster.
@@ -230,9 +239,9 @@ pub enum PvView {
 #[derive(Debug, Clone, PartialEq)]
 pub struct VnfInput {
     /// vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// Operations of the instance not in a final state (vnfLcmOpOccId), oldest first.
-    pub unfinished_operations: Vec<String>,
+    pub unfinished_operations: Vec<OpOccId>,
     /// Its VNFCs.
     pub vnfcs: Vec<VnfcInput>,
     /// PV phases.
@@ -309,9 +318,9 @@ impl DecisionKind {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
     /// vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// The VNFC concerned (`None` for a VNF-level decision).
-    pub vnfc_id: Option<String>,
+    pub vnfc_id: Option<VnfcId>,
     /// Kind.
     pub kind: DecisionKind,
     /// One line for humans.
@@ -328,7 +337,7 @@ pub struct Decision {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HealPlan {
     /// `vnfcInstanceId[]`.
-    pub vnfc_ids: Vec<String>,
+    pub vnfc_ids: Vec<VnfcId>,
     /// `additionalParams.configuration_only`: rerun the configuration steps, no new server.
     pub configuration_only: bool,
     /// `cause`: one line.
@@ -352,11 +361,11 @@ impl HealPlan {
 #[derive(Debug, Clone, PartialEq)]
 pub struct VnfOutcome {
     /// vnfInstanceId.
-    pub vnf_instance_id: String,
+    pub vnf_instance_id: VnfInstanceId,
     /// Decisions, VNF-level first.
     pub decisions: Vec<Decision>,
     /// Updated memory per VNFC (vnfc id, memory); empty when the VNF was skipped (in flight).
-    pub memory: Vec<(String, Memory)>,
+    pub memory: Vec<(VnfcId, Memory)>,
     /// Updated VNF-level memory.
     pub vnf_memory: Memory,
     /// The heal to start, if any.
@@ -429,7 +438,7 @@ struct Row<'a> {
 ///
 /// Decisions come VNF-level first, then per VNFC in that order of rules.
 pub fn decide(p: &Policy, vnf: &VnfInput, now: Timestamp) -> VnfOutcome {
-    let vnf_id = vnf.vnf_instance_id.as_str();
+    let vnf_id = &vnf.vnf_instance_id;
     let mut vnf_memory = vnf.memory.clone();
     let mut decisions = Vec::new();
 
@@ -437,7 +446,7 @@ pub fn decide(p: &Policy, vnf: &VnfInput, now: Timestamp) -> VnfOutcome {
     if let Some(skip) = rules::one_operation_per_vnf(vnf) {
         decisions.extend(skip.map(|r| rules::vnf_decision(&mut vnf_memory, vnf_id, r)));
         return VnfOutcome {
-            vnf_instance_id: vnf_id.to_owned(),
+            vnf_instance_id: vnf_id.clone(),
             decisions,
             memory: Vec::new(),
             vnf_memory,
@@ -519,7 +528,7 @@ pub fn decide(p: &Policy, vnf: &VnfInput, now: Timestamp) -> VnfOutcome {
     rules::mark_repeats(&mut per_vnfc, &mut memory);
     decisions.extend(per_vnfc.into_iter().map(|(_, d)| d));
     VnfOutcome {
-        vnf_instance_id: vnf_id.to_owned(),
+        vnf_instance_id: vnf_id.clone(),
         decisions,
         memory: rows
             .iter()
@@ -553,14 +562,14 @@ fn observe<'a>(p: &Policy, v: &'a VnfcInput, pass: &str, now: Timestamp) -> Row<
 /// for each chosen VNFC and `IN_FLIGHT` for each that waits, and returns the HEAL to start.
 fn start_heal(
     p: &Policy,
-    vnf_id: &str,
+    vnf_id: &VnfInstanceId,
     rows: &[Row<'_>],
     sel: &rules::Selection,
     memory: &mut [Memory],
     out: &mut Vec<(usize, Decision)>,
     now: Timestamp,
 ) -> HealPlan {
-    let ids: Vec<String> = sel
+    let ids: Vec<VnfcId> = sel
         .chosen
         .iter()
         .map(|(i, _)| rows[*i].vnfc.vnfc_id.clone())
@@ -631,9 +640,9 @@ fn start_heal(
 
 /// A VNFC's decision from a ruling, with the row's evidence (`repeat` is set later by
 /// [`rules::mark_repeats`]).
-fn row_decision(vnf_id: &str, row: &Row<'_>, r: Ruling) -> Decision {
+fn row_decision(vnf_id: &VnfInstanceId, row: &Row<'_>, r: Ruling) -> Decision {
     Decision {
-        vnf_instance_id: vnf_id.to_owned(),
+        vnf_instance_id: vnf_id.clone(),
         vnfc_id: Some(row.vnfc.vnfc_id.clone()),
         kind: r.kind,
         reason: r.reason,

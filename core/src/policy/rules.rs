@@ -494,12 +494,16 @@ fn decision_key(kind: DecisionKind, reason: &str) -> String {
 
 /// **A lasting condition is one audit row (VNF level).** The VNF-level decision of a ruling,
 /// marked as a repeat when its key equals the VNF's last recorded decision, which it replaces.
-pub(super) fn vnf_decision(vnf_memory: &mut Memory, vnf_id: &str, r: VnfRuling) -> Decision {
+pub(super) fn vnf_decision(
+    vnf_memory: &mut Memory,
+    vnf_id: &crate::model::VnfInstanceId,
+    r: VnfRuling,
+) -> Decision {
     let key = decision_key(r.ruling.kind, &r.ruling.reason);
     let repeat = vnf_memory.last_decision.as_deref() == Some(key.as_str());
     vnf_memory.last_decision = Some(key);
     Decision {
-        vnf_instance_id: vnf_id.to_owned(),
+        vnf_instance_id: vnf_id.clone(),
         vnfc_id: None,
         kind: r.ruling.kind,
         reason: r.ruling.reason,

@@ -67,7 +67,7 @@ fn cluster(w1: CloudView) -> VnfInput {
 fn kinds(o: &VnfOutcome) -> Vec<(Option<&str>, DecisionKind)> {
     o.decisions
         .iter()
-        .map(|d| (d.vnfc_id.as_deref(), d.kind))
+        .map(|d| (d.vnfc_id.as_ref().map(VnfcId::as_str), d.kind))
         .collect()
 }
 
@@ -316,7 +316,7 @@ fn a_replaced_server_keeps_the_budget_but_restarts_counters_and_startup_grace() 
     let d = o2
         .decisions
         .iter()
-        .find(|d| d.vnfc_id.as_deref() == Some("w1"))
+        .find(|d| d.vnfc_id.as_ref().map(VnfcId::as_str) == Some("w1"))
         .unwrap();
     assert_eq!(d.kind, DecisionKind::DeferredGrace);
     assert!(d.reason.contains("startup grace"), "{}", d.reason);
@@ -467,7 +467,8 @@ fn one_heal_per_vnf_storage_first_then_replacements_then_repairs() {
     assert!(
         o.decisions
             .iter()
-            .any(|d| d.vnfc_id.as_deref() == Some("ss") && d.kind == DecisionKind::InFlight)
+            .any(|d| d.vnfc_id.as_ref().map(VnfcId::as_str) == Some("ss")
+                && d.kind == DecisionKind::InFlight)
     );
     // The storage server is healed alone.
     let mut input = cluster(confirmed());
@@ -884,8 +885,8 @@ fn rule_repeats_are_marked_per_vnfc_and_a_started_heal_never_is() {
         ruling: Ruling::new(DecisionKind::ShortCircuit, "3 of 5".into()),
         evidence: Value::Null,
     };
-    assert!(!rules::vnf_decision(&mut vnf_memory, "vnf-1", r.clone()).repeat);
-    assert!(rules::vnf_decision(&mut vnf_memory, "vnf-1", r).repeat);
+    assert!(!rules::vnf_decision(&mut vnf_memory, &VnfInstanceId::from("vnf-1"), r.clone()).repeat);
+    assert!(rules::vnf_decision(&mut vnf_memory, &VnfInstanceId::from("vnf-1"), r).repeat);
 }
 
 #[test]
@@ -942,7 +943,7 @@ fn a_paused_vnf_is_observed_but_not_healed_until_the_pause_ends() {
     let o3 = decide(&policy(), &carry(next, &o2), t(100));
     assert_eq!(
         o3.heal.as_ref().map(|h| h.vnfc_ids.clone()),
-        Some(vec!["w1".to_string()])
+        Some(vec![VnfcId::from("w1")])
     );
     assert_eq!(mem(&o3, "w1").heal_attempts, 1);
 }

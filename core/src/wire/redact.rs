@@ -59,14 +59,19 @@ pub fn redact(doc: &Value, pointers: &[String]) -> (Value, SecretValues) {
     (out, SecretValues(secrets))
 }
 
-/// Puts `secrets` back into a document made by [`redact`]. Errors: the first pointer that does
-/// not resolve in `doc` (the document is not the one the secrets were taken from); `doc` may then
-/// be partly restored. The error names the pointer, never a value.
-pub fn restore(doc: &mut Value, secrets: &SecretValues) -> Result<(), String> {
+/// A secret's JSON pointer that does not resolve in the document [`restore`] was given (the
+/// document is not the one the secrets were taken from). Names the pointer, never a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("secret pointer {0} is not in the stored document")]
+pub struct PointerMissing(pub String);
+
+/// Puts `secrets` back into a document made by [`redact`]. Errors: [`PointerMissing`] for the
+/// first pointer that does not resolve in `doc`; `doc` may then be partly restored.
+pub fn restore(doc: &mut Value, secrets: &SecretValues) -> Result<(), PointerMissing> {
     for (p, value) in &secrets.0 {
         match doc.pointer_mut(p) {
             Some(slot) => *slot = value.clone(),
-            None => return Err(format!("secret pointer {p} is not in the stored document")),
+            None => return Err(PointerMissing(p.clone())),
         }
     }
     Ok(())
@@ -144,7 +149,7 @@ mod tests {
         let mut back = red.clone();
         restore(&mut back, &secrets).unwrap();
         assert_eq!(back, doc);
-        let err = restore(&mut json!({}), &secrets).unwrap_err();
+        let err = restore(&mut json!({}), &secrets).unwrap_err().to_string();
         assert!(err.contains("/a/password") && !err.contains("p1"), "{err}");
     }
 

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 use vnfkeeper::store::{NewOperation, RequestBody, Store};
-use vnfkeeper_core::model::{LcmOperationType, Timestamp};
+use vnfkeeper_core::model::{LcmOperationType, OpOccId, Timestamp, VnfInstanceId};
 use vnfkeeper_core::wire::{self, Envelope};
 
 /// The process's database, created at its first input and made anew every [`RESET_EVERY`]
@@ -77,11 +77,11 @@ pub fn run(data: &[u8]) {
     let now = Timestamp::parse("2026-11-26T00:00:00Z").expect("a time");
     store
         .write(|tx| {
-            tx.create_instance_if_missing(&env.vnf_instance_id, now)?;
+            tx.create_instance_if_missing(&VnfInstanceId::from(&env.vnf_instance_id), now)?;
             tx.insert_operation(
                 &NewOperation {
-                    id: &op_id,
-                    vnf_instance_id: &env.vnf_instance_id,
+                    id: &OpOccId::from(&op_id),
+                    vnf_instance_id: &VnfInstanceId::from(&env.vnf_instance_id),
                     operation,
                     operation_params: &body,
                     vnf_package: env.vnf_package.as_deref(),
@@ -95,14 +95,14 @@ pub fn run(data: &[u8]) {
         .expect("an accepted request is written");
     let reader = store.reader();
     let (text, package) = reader
-        .operation_params(&op_id)
+        .operation_params(&OpOccId::from(&op_id))
         .expect("read back")
         .expect("the operation exists");
     let back: Value = serde_json::from_str(&text).expect("the stored body is JSON");
     assert_eq!(back, env.request, "the body read back differs");
     assert_eq!(package, env.vnf_package);
     let row = reader
-        .operation(&op_id)
+        .operation(&OpOccId::from(&op_id))
         .expect("read back")
         .expect("the operation row exists");
     assert_eq!(row.vnf_instance_id, env.vnf_instance_id);

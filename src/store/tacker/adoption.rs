@@ -4,12 +4,12 @@
 //! VNF instances.
 
 use rusqlite::{OptionalExtension as _, params};
-use vnfkeeper_core::model::EventKind;
 
 use crate::store::decode::{Cells, OPERATION_STATES};
 use crate::store::{NewEvent, NewOperation, ReaderRef, RequestBody, Result, Tx, collect_checked};
 use vnfkeeper_core::model::{
-    InstantiationState, LcmOperationType, OperationState, ProblemDetails, Timestamp,
+    EventKind, InstantiationState, LcmOperationType, OpOccId, OperationState, ProblemDetails,
+    Timestamp, VnfInstanceId,
 };
 use vnfkeeper_core::package::Snapshot;
 use vnfkeeper_core::tacker::{Followup, InstanceSeen, OccChange, OpOccSeen, decide_occ, followup};
@@ -364,8 +364,8 @@ impl Tx<'_> {
         let package_text = package.map(|p| p.dir.display().to_string());
         self.insert_operation(
             &NewOperation {
-                id: &op_id,
-                vnf_instance_id: &occ.vnf_instance_id,
+                id: &OpOccId::from(&op_id),
+                vnf_instance_id: &VnfInstanceId::from(&occ.vnf_instance_id),
                 operation: LcmOperationType::Instantiate,
                 operation_params: body,
                 vnf_package: package_text.as_deref(),
@@ -376,7 +376,7 @@ impl Tx<'_> {
             now,
         )?;
         if let Some(p) = package {
-            self.record_package_snapshot(&op_id, p.digest, &p.source)?;
+            self.record_package_snapshot(&OpOccId::from(&op_id), p.digest, &p.source)?;
         }
         let message = format!(
             "Tacker's INSTANTIATE {} COMPLETED: management steps queued as {op_id}",
@@ -408,7 +408,7 @@ impl Tx<'_> {
         if self.followup_done(&occ.id)? {
             return Ok(HealAdoption::Before);
         }
-        let vnf = occ.vnf_instance_id.as_str();
+        let vnf = VnfInstanceId::from(&occ.vnf_instance_id);
         if let Some(op_id) = self.release_tacker_heal(&occ.id)? {
             let message = format!(
                 "Tacker's HEAL {} (asked by vnfkeeper) COMPLETED: post-steps of {op_id} queued",
@@ -418,8 +418,8 @@ impl Tx<'_> {
             self.append_event(
                 &NewEvent {
                     kind: EventKind::TackerHealCompleted,
-                    vnf_instance_id: Some(vnf),
-                    vnf_lcm_op_occ_id: Some(&op_id),
+                    vnf_instance_id: Some(&vnf),
+                    vnf_lcm_op_occ_id: Some(&OpOccId::from(&op_id)),
                     vnfc_id: None,
                     message: &message,
                     evidence: Some(&evidence),
@@ -435,7 +435,7 @@ impl Tx<'_> {
             Ok(HealAdoption::Refused(problem))
         };
         let adopted = self
-            .instance(vnf)?
+            .instance(&vnf)?
             .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
         if !adopted {
             return refuse(
@@ -444,9 +444,9 @@ impl Tx<'_> {
                 format!("VNF instance {vnf}: its INSTANTIATE was not adopted by vnfkeeper"),
             );
         }
-        let vnfcs = self.reader().vnfcs(vnf)?;
+        let vnfcs = self.reader().vnfcs(&vnf)?;
         if vnfcs.is_empty() {
-            if !self.unfinished_operations(vnf)?.is_empty() {
+            if !self.unfinished_operations(&vnf)?.is_empty() {
                 return Ok(HealAdoption::Waiting);
             }
             return refuse(
@@ -457,7 +457,7 @@ impl Tx<'_> {
         }
         let targets = match vnfkeeper_core::tacker::tacker_heal_targets(tacker_ids, &vnfcs) {
             Ok(t) => t,
-            Err(why) => return refuse(self, 422, why),
+            Err(why) => return refuse(self, 422, why.to_string()),
         };
         let body = RequestBody::split(
             LcmOperationType::Heal,
@@ -466,8 +466,8 @@ impl Tx<'_> {
         let op_id = uuid::Uuid::new_v4().to_string();
         self.insert_operation(
             &NewOperation {
-                id: &op_id,
-                vnf_instance_id: vnf,
+                id: &OpOccId::from(&op_id),
+                vnf_instance_id: &vnf,
                 operation: LcmOperationType::Heal,
                 operation_params: &body,
                 vnf_package: None,
@@ -509,9 +509,9 @@ impl Tx<'_> {
         if self.followup_done(&occ.id)? {
             return Ok(HealAdoption::Before);
         }
-        let vnf = occ.vnf_instance_id.as_str();
+        let vnf = VnfInstanceId::from(&occ.vnf_instance_id);
         let adopted = self
-            .instance(vnf)?
+            .instance(&vnf)?
             .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
         if !adopted {
             let problem = ProblemDetails::new(
@@ -522,7 +522,7 @@ impl Tx<'_> {
             self.refuse_tacker_followup(occ, &problem, now)?;
             return Ok(HealAdoption::Refused(problem));
         }
-        if !self.unfinished_operations(vnf)?.is_empty() {
+        if !self.unfinished_operations(&vnf)?.is_empty() {
             return Ok(HealAdoption::Waiting);
         }
         let text = serde_json::to_string(request).unwrap_or_default();
@@ -534,8 +534,8 @@ impl Tx<'_> {
         };
         self.insert_operation(
             &NewOperation {
-                id: &op_id,
-                vnf_instance_id: vnf,
+                id: &OpOccId::from(&op_id),
+                vnf_instance_id: &vnf,
                 operation: LcmOperationType::Scale,
                 operation_params: &body,
                 vnf_package: None,
@@ -581,8 +581,8 @@ impl Tx<'_> {
         self.append_event(
             &NewEvent {
                 kind: EventKind::TackerOperationAdopted,
-                vnf_instance_id: Some(&occ.vnf_instance_id),
-                vnf_lcm_op_occ_id: Some(op_id),
+                vnf_instance_id: Some(&VnfInstanceId::from(&occ.vnf_instance_id)),
+                vnf_lcm_op_occ_id: Some(&OpOccId::from(op_id)),
                 vnfc_id: None,
                 message,
                 evidence: Some(&evidence),
@@ -618,7 +618,7 @@ impl Tx<'_> {
         self.append_event(
             &NewEvent {
                 kind: EventKind::TackerOperationRefused,
-                vnf_instance_id: Some(&occ.vnf_instance_id),
+                vnf_instance_id: Some(&VnfInstanceId::from(&occ.vnf_instance_id)),
                 vnf_lcm_op_occ_id: None,
                 vnfc_id: None,
                 message: &message,
@@ -642,16 +642,16 @@ impl Tx<'_> {
             return Ok(Retired::NotAdopted);
         }
         let at = now.to_rfc3339();
-        let vnf = occ.vnf_instance_id.as_str();
+        let vnf = VnfInstanceId::from(&occ.vnf_instance_id);
         let adopted = self
-            .instance(vnf)?
+            .instance(&vnf)?
             .is_some_and(|i| i.origin == vnfkeeper_core::tacker::Origin::Tacker);
         if !adopted {
             self.mark_followup_handled(&occ.id, &at)?;
             return Ok(Retired::NotAdopted);
         }
-        let waiting_for_tacker = self.tacker_heals_of(vnf)?;
-        let unfinished = self.unfinished_operations(vnf)?;
+        let waiting_for_tacker = self.tacker_heals_of(&vnf)?;
+        let unfinished = self.unfinished_operations(&vnf)?;
         if unfinished.iter().any(|o| {
             !waiting_for_tacker.contains(&o.id)
                 && (o.operation_state != OperationState::FailedTemp || o.pending_task.is_some())
@@ -668,7 +668,7 @@ impl Tx<'_> {
             );
             self.fail_tacker_heal(id, &problem, now)?;
         }
-        let unfinished = self.unfinished_operations(vnf)?;
+        let unfinished = self.unfinished_operations(&vnf)?;
         // FAILED_TEMP operations waiting for an operator can never be retried: the VNF is gone.
         let reason = ProblemDetails::new(
             409,
@@ -680,16 +680,16 @@ impl Tx<'_> {
         );
         let reason = crate::store::decode::to_json("error", &reason)?;
         for o in &unfinished {
-            self.set_operation_state(&o.id, OperationState::Failed, Some(&reason), now)?;
+            self.set_operation_state(o.id.as_str(), OperationState::Failed, Some(&reason), now)?;
         }
-        self.delete_vnfcs(vnf)?;
-        self.prune_reconcile_state(vnf)?;
+        self.delete_vnfcs(&vnf)?;
+        self.prune_reconcile_state(&vnf)?;
         self.tx.execute(
             "UPDATE vnf_instance SET stack_id = NULL WHERE id = ?1",
-            [vnf],
+            [vnf.as_str()],
         )?;
-        self.set_scale_status(vnf, None, now)?;
-        self.set_instantiation_state(vnf, InstantiationState::NotInstantiated, None, None, now)?;
+        self.set_scale_status(&vnf, None, now)?;
+        self.set_instantiation_state(&vnf, InstantiationState::NotInstantiated, None, None, now)?;
         let message = format!(
             "Tacker's TERMINATE {} COMPLETED: VNF retired (history kept)",
             occ.id
@@ -698,7 +698,7 @@ impl Tx<'_> {
         self.append_event(
             &NewEvent {
                 kind: EventKind::VnfRetired,
-                vnf_instance_id: Some(vnf),
+                vnf_instance_id: Some(&vnf),
                 vnf_lcm_op_occ_id: None,
                 vnfc_id: None,
                 message: &message,
@@ -1078,7 +1078,7 @@ mod tests {
                 tx.set_operation_state(&op_id, Processing, None, t("6"))?;
                 tx.set_operation_state(&op_id, FailedTemp, None, t("6"))?;
                 tx.set_instantiation_state(
-                    "vnf-1",
+                    &VnfInstanceId::from("vnf-1"),
                     InstantiationState::Instantiated,
                     Some("simple"),
                     None,

@@ -5,11 +5,12 @@
 //! `tacker_vnfc_instance_ids`, `heal_sent_before`).
 
 use rusqlite::{OptionalExtension as _, params};
-use vnfkeeper_core::model::EventKind;
 
 use crate::store::decode::{Cells, OPERATION_STATES};
 use crate::store::{NewEvent, ReaderRef, Result, Tx};
-use vnfkeeper_core::model::{OperationState, ProblemDetails, Timestamp};
+use vnfkeeper_core::model::{
+    EventKind, OpOccId, OperationState, ProblemDetails, Timestamp, VnfInstanceId,
+};
 use vnfkeeper_core::tacker::OpOccSeen;
 
 /// A vnfkeeper HEAL waiting for Tacker.
@@ -109,11 +110,11 @@ impl Tx<'_> {
     /// Makes the just-inserted HEAL `op_id` one of origin `tacker`; `wait`: it waits for
     /// Tacker's heal (`TO_SEND`) — else it runs at once (a configuration repair of Tacker's
     /// stack). Errors: the store's.
-    pub fn make_tacker_heal(&mut self, op_id: &str, wait: bool) -> Result<()> {
+    pub fn make_tacker_heal(&mut self, op_id: &OpOccId, wait: bool) -> Result<()> {
         self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET origin = 'tacker',
                  tacker_heal = CASE WHEN ?2 THEN 'TO_SEND' ELSE NULL END WHERE id = ?1",
-            params![op_id, wait],
+            params![op_id.as_str(), wait],
         )?;
         Ok(())
     }
@@ -123,14 +124,14 @@ impl Tx<'_> {
     /// event. Returns false (nothing written) when it is not waiting unsent. Errors: the store's.
     pub fn mark_tacker_heal_sent(
         &mut self,
-        op_id: &str,
+        op_id: &OpOccId,
         occ: &OpOccSeen,
         now: Timestamp,
     ) -> Result<bool> {
         let unsent: bool = self.tx.query_row(
             "SELECT EXISTS (SELECT 1 FROM vnf_lcm_op_occ WHERE id = ?1
                  AND tacker_heal = 'TO_SEND' AND tacker_op_occ_id IS NULL)",
-            [op_id],
+            [op_id.as_str()],
             |r| r.get(0),
         )?;
         if !unsent {
@@ -143,7 +144,7 @@ impl Tx<'_> {
                  status_detail = ?3
              WHERE id = ?1 AND tacker_heal = 'TO_SEND' AND tacker_op_occ_id IS NULL",
             params![
-                op_id,
+                op_id.as_str(),
                 occ.id,
                 format!("waiting for Tacker's HEAL {}", occ.id)
             ],
@@ -154,7 +155,7 @@ impl Tx<'_> {
             self.append_event(
                 &NewEvent {
                     kind: EventKind::TackerHealSent,
-                    vnf_instance_id: Some(&occ.vnf_instance_id),
+                    vnf_instance_id: Some(&VnfInstanceId::from(&occ.vnf_instance_id)),
                     vnf_lcm_op_occ_id: Some(op_id),
                     vnfc_id: None,
                     message: &message,
@@ -189,11 +190,11 @@ impl Tx<'_> {
     }
 
     /// Ids of `vnf`'s operations waiting for Tacker's heal. Errors: the store's.
-    pub(super) fn tacker_heals_of(&self, vnf: &str) -> Result<Vec<String>> {
+    pub(super) fn tacker_heals_of(&self, vnf: &VnfInstanceId) -> Result<Vec<OpOccId>> {
         let mut st = self.tx.prepare(
             "SELECT id FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1 AND tacker_heal IS NOT NULL",
         )?;
-        let rows = st.query_map([vnf], |r| r.get::<_, String>(0))?;
+        let rows = st.query_map([vnf.as_str()], |r| r.get::<_, String>(0).map(OpOccId::from))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
     }
 
@@ -201,16 +202,21 @@ impl Tx<'_> {
     /// why vnfkeeper could not send it); it no longer waits. Errors: the store's.
     pub fn fail_tacker_heal(
         &mut self,
-        op_id: &str,
+        op_id: &OpOccId,
         error: &ProblemDetails,
         now: Timestamp,
     ) -> Result<()> {
         let error = crate::store::decode::to_json("error", error)?;
         self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET tacker_heal = NULL WHERE id = ?1",
-            [op_id],
+            [op_id.as_str()],
         )?;
-        self.set_operation_state(op_id, OperationState::FailedTemp, Some(&error), now)?;
+        self.set_operation_state(
+            op_id.as_str(),
+            OperationState::FailedTemp,
+            Some(&error),
+            now,
+        )?;
         Ok(())
     }
 }
@@ -240,8 +246,8 @@ mod tests {
                     RequestBody::split(LcmOperationType::Heal, r#"{"vnfcInstanceId":["w1"]}"#);
                 tx.insert_operation(
                     &NewOperation {
-                        id,
-                        vnf_instance_id: "vnf-1",
+                        id: &OpOccId::from(id),
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
                         operation: LcmOperationType::Heal,
                         operation_params: &body,
                         vnf_package: None,
@@ -251,7 +257,7 @@ mod tests {
                     },
                     t,
                 )?;
-                tx.make_tacker_heal(id, wait)
+                tx.make_tacker_heal(&OpOccId::from(id), wait)
             })
             .unwrap();
     }
@@ -262,7 +268,7 @@ mod tests {
             .runnable_heads(10, &Default::default())
             .unwrap()
             .into_iter()
-            .map(|o| o.id)
+            .map(|o| o.id.into_string())
             .collect()
     }
 
@@ -298,12 +304,16 @@ mod tests {
         let sent = occ("th", "HEAL", Starting);
         assert!(
             store
-                .write(|tx| tx.mark_tacker_heal_sent("h1", &sent, t("2")))
+                .write(|tx| tx.mark_tacker_heal_sent(&OpOccId::from("h1"), &sent, t("2")))
                 .unwrap()
         );
         assert!(
             !store
-                .write(|tx| tx.mark_tacker_heal_sent("h1", &occ("other", "HEAL", Starting), t("2")))
+                .write(|tx| tx.mark_tacker_heal_sent(
+                    &OpOccId::from("h1"),
+                    &occ("other", "HEAL", Starting),
+                    t("2")
+                ))
                 .unwrap()
         );
         let w = store.reader().tacker_heals_waiting().unwrap();
@@ -347,7 +357,11 @@ mod tests {
         heal_op(&mut store, "h2", t("6"), true);
         store
             .write(|tx| {
-                tx.fail_tacker_heal("h2", &ProblemDetails::new(500, "boom", vec![]), t("7"))
+                tx.fail_tacker_heal(
+                    &OpOccId::from("h2"),
+                    &ProblemDetails::new(500, "boom", vec![]),
+                    t("7"),
+                )
             })
             .unwrap();
         let ops = store.reader().operations(Some("vnf-1")).unwrap();

@@ -235,8 +235,8 @@ fn haproxy_cfg_passes_haproxy_check_when_installed() {
     );
 }
 
-fn observed_mtu(line: &str) -> BTreeMap<String, String> {
-    [("node.nic_mtu@m0".to_owned(), line.to_owned())]
+fn observed_mtu(line: &str) -> BTreeMap<StageKey, String> {
+    [(StageKey::from("node.nic_mtu@m0"), line.to_owned())]
         .into_iter()
         .collect()
 }
@@ -473,7 +473,7 @@ fn heal_of_a_worker_removes_it_leniently_then_scales_it_back_under_its_name() {
 fn heal_of_every_vnfc_reads_the_mtu_again_then_configures_as_instantiate_does() {
     let d = driver();
     let r = rows();
-    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    let all: Vec<VnfcId> = r.iter().map(|v| v.id.clone()).collect();
     let end = d.heal_end(ctx(&r), &all).unwrap();
     assert_eq!(
         keys(&end),
@@ -635,9 +635,9 @@ proptest::proptest! {
         }
         r.push(row("lb", "externalLB", "externalLB_CP1", None, "10.0.0.5"));
         let victim = idx.iter().nth(pick % idx.len()).copied().unwrap();
-        let stages = d.scale_start(ctx(&r), &[format!("w{victim}")]).unwrap();
-        let inv = stages.iter().find(|s| s.key.starts_with("ansible.inventory")).unwrap();
-        let lb = stages.iter().find(|s| s.key.starts_with("lb.haproxy")).unwrap();
+        let stages = d.scale_start(ctx(&r), &[VnfcId::new(format!("w{victim}"))]).unwrap();
+        let inv = stages.iter().find(|s| s.key.as_str().starts_with("ansible.inventory")).unwrap();
+        let lb = stages.iter().find(|s| s.key.as_str().starts_with("lb.haproxy")).unwrap();
         let hosts: serde_yaml_ng::Value = serde_yaml_ng::from_str(upload(inv, "hosts.yaml")).unwrap();
         let got: BTreeSet<String> = hosts["all"]["hosts"].as_mapping().unwrap().keys()
             .map(|k| k.as_str().unwrap().to_owned()).collect();
@@ -647,7 +647,7 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&got, &want);
         let lb_nodes: BTreeSet<String> = haproxy_servers(upload(lb, ".vnfkeeper-new"), "kube_nodes").into_iter().collect();
         proptest::prop_assert_eq!(&lb_nodes, &want);
-        let drained: Vec<&str> = stages.iter().filter(|s| s.key.starts_with("k8s.drain@")).map(|s| s.key.as_str()).collect();
+        let drained: Vec<&str> = stages.iter().filter(|s| s.key.as_str().starts_with("k8s.drain@")).map(|s| s.key.as_str()).collect();
         let victim_key = format!("k8s.drain@worker{}", victim + 1);
         proptest::prop_assert_eq!(drained, vec![victim_key.as_str()]);
     }
@@ -712,12 +712,12 @@ fn driver_trusting() -> Kubespray {
 }
 
 /// What `trust.observe` reports of a node without `daemon.json`.
-fn observed_absent(vnfcs: &[&str]) -> BTreeMap<String, String> {
+fn observed_absent(vnfcs: &[&str]) -> BTreeMap<StageKey, String> {
     vnfcs
         .iter()
         .map(|v| {
             (
-                format!("trust.observe@{v}"),
+                StageKey::new(format!("trust.observe@{v}")),
                 "already done: /etc/docker/daemon.json absent".to_owned(),
             )
         })
@@ -728,14 +728,14 @@ fn observed_absent(vnfcs: &[&str]) -> BTreeMap<String, String> {
 fn without_registries_no_trust_stage_is_planned() {
     let d = driver();
     let r = rows();
-    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    let all: Vec<VnfcId> = r.iter().map(|v| v.id.clone()).collect();
     let mut stages = d.instantiate_end(ctx(&r)).unwrap();
     stages.extend(d.scale_end(ctx(&r), &["w9".into()]).unwrap());
     stages.extend(d.heal_end(ctx(&r), &["w0".into()]).unwrap());
     stages.extend(d.heal_end(ctx(&r), &all).unwrap());
     stages.extend(d.configure(ctx(&r), &observed_mtu("mtu 1500")).unwrap());
     assert!(
-        stages.iter().all(|s| !s.key.starts_with("trust.")),
+        stages.iter().all(|s| !s.key.as_str().starts_with("trust.")),
         "{:?}",
         keys(&stages)
     );
@@ -784,7 +784,7 @@ fn instantiate_trusts_every_node_before_the_mtu_with_one_configure_placeholder()
         "the package's CA is uploaded"
     );
     // The whole-VNF heal plans the same; a healed master alone trusts itself only.
-    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    let all: Vec<VnfcId> = r.iter().map(|v| v.id.clone()).collect();
     assert_eq!(keys(&d.heal_end(ctx(&r), &all).unwrap()), want);
     assert_eq!(
         keys(&d.heal_end(ctx(&r), &["m0".into()]).unwrap()),
@@ -873,7 +873,7 @@ fn scale_out_and_a_worker_heal_trust_the_new_nodes_after_scale_yml() {
         d.heal_end(ctx(&r), &["lb".into()])
             .unwrap()
             .iter()
-            .all(|s| !s.key.starts_with("trust."))
+            .all(|s| !s.key.as_str().starts_with("trust."))
     );
 }
 
@@ -934,7 +934,7 @@ fn rebuilding_a_master_alone_is_refused() {
     let why = d.rebuild_refusal(&r, &["m0".into()]).expect("refused");
     assert!(why.contains("m0") && why.contains("whole VNF"), "{why}");
     assert!(d.rebuild_refusal(&r, &["m0".into(), "w0".into()]).is_some());
-    let all: Vec<String> = r.iter().map(|v| v.id.clone()).collect();
+    let all: Vec<VnfcId> = r.iter().map(|v| v.id.clone()).collect();
     assert_eq!(d.rebuild_refusal(&r, &all), None);
     assert_eq!(d.rebuild_refusal(&r, &["w0".into()]), None);
     assert_eq!(d.scale_refusal("worker_instance"), None);

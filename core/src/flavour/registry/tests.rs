@@ -5,8 +5,7 @@ use std::path::Path;
 
 use super::*;
 use crate::flavour::{self, HookContext, Inputs};
-use crate::model::AttachedVolume;
-use crate::model::Timestamp;
+use crate::model::{AttachedVolume, Timestamp};
 use crate::package::VnfPackage;
 use crate::plan::stages::Action;
 
@@ -73,7 +72,7 @@ fn ctx(v: &[VnfcRow]) -> HookContext<'_> {
 }
 
 fn keys(stages: &[Stage]) -> Vec<String> {
-    stages.iter().map(|s| s.key.clone()).collect()
+    stages.iter().map(|s| s.key.to_string()).collect()
 }
 
 fn volume() -> AttachedVolume {

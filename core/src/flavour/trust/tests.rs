@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::*;
 use crate::flavour::{self, HookContext, Inputs, MgmtDriver, Probe};
-use crate::model::{Timestamp, VnfcRow};
+use crate::model::{Timestamp, VnfcId, VnfcRow};
 use crate::package::VnfPackage;
 use crate::plan::stages::{Action, Hook, Stage};
 use crate::recipes::Late;
@@ -379,9 +379,9 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
 
     // configure: each observed node gets its own merge, uploaded, guarded by the observed digest.
     let existing = "{\"exec-opts\": [\"native.cgroupdriver=systemd\"]}\n";
-    let observed: BTreeMap<String, String> = [
+    let observed: BTreeMap<StageKey, String> = [
         (
-            "trust.observe@m1".to_owned(),
+            StageKey::from("trust.observe@m1"),
             format!(
                 "already done: /etc/docker/daemon.json sha256={} b64={}",
                 sha256_hex(existing.as_bytes()),
@@ -389,7 +389,7 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
             ),
         ),
         (
-            "trust.observe@w1".to_owned(),
+            StageKey::from("trust.observe@w1"),
             "already done: /etc/docker/daemon.json absent".to_owned(),
         ),
     ]
@@ -434,8 +434,8 @@ fn scale_out_and_heal_trust_only_the_new_or_healed_nodes() {
     let keys = |stages: Vec<Stage>| -> Vec<String> {
         stages
             .into_iter()
-            .filter(|s| s.key.starts_with("trust.") || s.key == "configure")
-            .map(|s| s.key)
+            .filter(|s| s.key.as_str().starts_with("trust.") || s.key == "configure")
+            .map(|s| s.key.into_string())
             .collect()
     };
     let want = [
@@ -448,7 +448,7 @@ fn scale_out_and_heal_trust_only_the_new_or_healed_nodes() {
     assert_eq!(keys(d.scale_end(ctx(&v), &["w2".into()]).unwrap()), want);
     assert_eq!(keys(d.heal_end(ctx(&v), &["w2".into()]).unwrap()), want);
     // A whole-VNF heal: every node.
-    let all: Vec<String> = v.iter().map(|r| r.id.clone()).collect();
+    let all: Vec<VnfcId> = v.iter().map(|r| r.id.clone()).collect();
     let healed = keys(d.heal_end(ctx(&v), &all).unwrap());
     assert_eq!(
         healed
