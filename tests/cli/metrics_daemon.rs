@@ -275,7 +275,16 @@ async fn scrapes_count_what_happened_and_pass_promtool() {
     tb.cloud().clear_api_faults(None);
     let out = install.cli(&["fail", &heal, "--wait"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let (_, _, failed) = get(&url, None).await;
+    // `--wait` returns when the database says FAILED; the daemon counts the operation right
+    // after its commit, so the scrape may come first: scrape until it is counted (10 s).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let failed = loop {
+        let (_, _, text) = get(&url, None).await;
+        if finished(&text, "HEAL", "FAILED") >= 1.0 || Instant::now() > deadline {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     run_promtool(&["check", "metrics"], &failed);
     assert_eq!(finished(&failed, "HEAL", "FAILED_TEMP"), 1.0);
     assert_eq!(finished(&failed, "HEAL", "FAILED"), 1.0);
