@@ -13,6 +13,7 @@ use comfy_table::{Table, presets::NOTHING};
 use serde_json::{Value, json};
 
 use crate::config::{ConfigArg, EXIT_CONFIG, Settings};
+use crate::describe::OutputFormat;
 use crate::intake::spool::Spool;
 use crate::store::{OperationRow, Store};
 
@@ -47,7 +48,8 @@ pub enum Command {
         /// The envelope: {"operation", "vnfInstanceId", "vnfPackage"?, "requestId"?, "request"}.
         request: PathBuf,
     },
-    /// List LCM operation occurrences (SOL003 VnfLcmOpOcc).
+    /// List LCM operation occurrences (SOL003 VnfLcmOpOcc); `ops show ID`: one in detail.
+    #[command(args_conflicts_with_subcommands = true)]
     Ops {
         /// Configuration file (for `database`).
         #[command(flatten)]
@@ -55,18 +57,30 @@ pub enum Command {
         /// Only operations of this VNF instance.
         #[arg(long = "vnf")]
         vnf_instance_id: Option<String>,
-        /// JSON array instead of a table.
+        /// JSON array instead of a table (the same as `-o json`).
         #[arg(long)]
         json: bool,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<crate::describe::OutputFormat>,
+        /// `show ID`.
+        #[command(subcommand)]
+        command: Option<OpsCommand>,
     },
-    /// List VNF instances and their VNFCs.
+    /// List VNF instances and their VNFCs; with a VNF instance id, that instance in detail
+    /// (each VNFC's Nova status, probe verdict, unhealthy since, reconcile's last decision).
     Status {
         /// Configuration file (for `database`).
         #[command(flatten)]
         config: ConfigArg,
-        /// JSON array instead of a table.
+        /// One VNF instance in detail (vnfInstanceId).
+        vnf_instance_id: Option<String>,
+        /// JSON instead of a table (the same as `-o json`).
         #[arg(long)]
         json: bool,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<crate::describe::OutputFormat>,
     },
     /// Ask the running daemon for a full reconcile pass now (cloud + SSH probes).
     Reconcile {
@@ -194,6 +208,27 @@ pub struct DaemonArgs {
     pub recover_spool: bool,
 }
 
+/// `vnfkeeper ops …`.
+#[derive(Debug, Subcommand)]
+pub enum OpsCommand {
+    /// One operation occurrence in SOL003 VnfLcmOpOcc shape (ETSI GS NFV-SOL 003 §5.5.2.13):
+    /// operationParams with secrets masked, error, resourceChanges.affectedVnfcs, and its
+    /// stages with their times.
+    Show {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The operation (vnfLcmOpOccId, as `vnfkeeper ops` lists it).
+        id: String,
+        /// JSON instead of a table (the same as `-o json`).
+        #[arg(long)]
+        json: bool,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<crate::describe::OutputFormat>,
+    },
+}
+
 /// `vnfkeeper config …`.
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
@@ -255,11 +290,47 @@ pub fn main() -> ExitCode {
         Command::Daemon(_) | Command::Verb(_) => unreachable!("handled above"),
         Command::Submit { config, request } => submit(&config.config, &request),
         Command::Ops {
+            command:
+                Some(OpsCommand::Show {
+                    config,
+                    id,
+                    json,
+                    output,
+                }),
+            ..
+        } => load(&config.config).and_then(|s| {
+            let format = crate::describe::OutputFormat::pick(output, json);
+            Ok(crate::describe::ops_show(&s, &id, format, now())?)
+        }),
+        Command::Ops {
             config,
             vnf_instance_id,
             json,
-        } => ops(&config.config, vnf_instance_id.as_deref(), json),
-        Command::Status { config, json } => status(&config.config, json),
+            output,
+            command: None,
+        } => ops(
+            &config.config,
+            vnf_instance_id.as_deref(),
+            crate::describe::OutputFormat::pick(output, json),
+        ),
+        Command::Status {
+            config,
+            vnf_instance_id: Some(vnf),
+            json,
+            output,
+        } => load(&config.config).and_then(|s| {
+            let format = crate::describe::OutputFormat::pick(output, json);
+            Ok(crate::describe::status_vnf(&s, &vnf, format, now())?)
+        }),
+        Command::Status {
+            config,
+            vnf_instance_id: None,
+            json,
+            output,
+        } => status(
+            &config.config,
+            crate::describe::OutputFormat::pick(output, json),
+        ),
         Command::Config {
             command: ConfigCommand::Check(c),
         } => config_check(&c.config),
@@ -490,15 +561,16 @@ pub fn operation_json(op: &OperationRow) -> Value {
     })
 }
 
-fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
+fn ops(config: &Path, vnf: Option<&str>, format: OutputFormat) -> Result<(), Failure> {
     let settings = load(config)?;
     let db = open_db(&settings)?;
     let rows = db.queries().operations(vnf)?;
-    if as_json {
+    if format != OutputFormat::Table {
         let list: Vec<Value> = rows.iter().map(operation_json).collect();
-        outln!("{}", serde_json::to_string_pretty(&list)?);
+        crate::describe::emit(&Value::Array(list), format)?;
         return Ok(());
     }
+    let now = now();
     let mut t = table([
         "ID",
         "OPERATION",
@@ -515,7 +587,7 @@ fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
             op.operation.as_str().into(),
             op.operation_state.as_str().into(),
             op.vnf_instance_id.clone(),
-            op.start_time.0.format("%Y-%m-%d %H:%M:%S").to_string(),
+            crate::describe::table_time(op.start_time, now),
             if op.is_automatic_invocation {
                 "yes"
             } else {
@@ -559,7 +631,7 @@ impl Fleet {
     }
 }
 
-fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
+fn status(config: &Path, format: OutputFormat) -> Result<(), Failure> {
     let settings = load(config)?;
     let db = open_db(&settings)?;
     let q = db.queries();
@@ -572,15 +644,15 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
         state_dir: settings.database.parent().map(Path::to_path_buf),
         now: now(),
     };
-    if as_json {
-        status_json(fleet)
-    } else {
+    if format == OutputFormat::Table {
         status_tables(fleet)
+    } else {
+        status_json(fleet, format)
     }
 }
 
-/// `status --json`: one object per instance with its VNFCs and registries.
-fn status_json(mut fleet: Fleet) -> Result<(), Failure> {
+/// `status -o json|yaml`: one object per instance with its VNFCs and registries.
+fn status_json(mut fleet: Fleet, format: OutputFormat) -> Result<(), Failure> {
     let mut list = Vec::new();
     for i in &fleet.instances {
         let vnfcs: Vec<Value> = fleet
@@ -611,7 +683,7 @@ fn status_json(mut fleet: Fleet) -> Result<(), Failure> {
             "registries": registries,
         }));
     }
-    outln!("{}", serde_json::to_string_pretty(&list)?);
+    crate::describe::emit(&Value::Array(list), format)?;
     Ok(())
 }
 

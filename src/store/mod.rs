@@ -4,6 +4,7 @@
 //! The schema is documented in `migrations/V1__init.sql` and in the README ("Audit database").
 
 mod decode;
+mod describe;
 mod engine;
 mod hostkeys;
 mod packages;
@@ -27,6 +28,7 @@ use rusqlite::{
 
 use vnfkeeper_core::model::{LcmOperationType, OperationState, PendingTask, Timestamp};
 
+pub use describe::LastDecision;
 pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;

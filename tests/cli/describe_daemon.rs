@@ -1,0 +1,210 @@
+//! The one-object views against a running daemon and the testbed cloud (no hosts): after an
+//! INSTANTIATE and a HEAL of one worker, `status VNF` shows the instance and each VNFC (Nova
+//! status as observed, probe verdict, reconcile's last decision, in every format), and
+//! `ops show ID` shows each operation in SOL003 VnfLcmOpOcc shape: operationParams with the
+//! secret masked, the affected VNFCs (ADDED by the INSTANTIATE, MODIFIED by the HEAL) and the
+//! stages with their times.
+
+use crate::support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::{Install, wait_until};
+use testbed::cloud::{CloudOptions, Testbed};
+
+/// A credential no output may contain.
+const SECRET: &str = "Dscr-S3cret-4410";
+
+fn run(install: &Install, args: &[&str]) -> Output {
+    let out = install.cli(args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains(SECRET),
+        "vnfkeeper {args:?} printed the credential"
+    );
+    eprintln!(
+        "vnfkeeper {args:?}: {:?}\n{stdout}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn json_of(install: &Install, args: &[&str]) -> Value {
+    let out = run(install, args);
+    assert!(out.status.success(), "vnfkeeper {args:?} failed");
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+/// Every string that looks like a time in `v` is RFC 3339 with `Z`.
+fn times_are_utc(v: &Value) {
+    match v {
+        Value::Object(m) => m.iter().for_each(|(k, x)| {
+            if let Some(s) = x
+                .as_str()
+                .filter(|_| k.ends_with("At") || k.ends_with("Time"))
+            {
+                assert!(
+                    s.ends_with('Z') && chrono::DateTime::parse_from_rfc3339(s).is_ok(),
+                    "{k}: {s}"
+                );
+            }
+            times_are_utc(x);
+        }),
+        Value::Array(a) => a.iter().for_each(times_are_utc),
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_vnf_and_ops_show_describe_one_object() {
+    let install = Install::new();
+    let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
+        .await
+        .unwrap();
+    let mut text = std::fs::read_to_string(&install.config).unwrap();
+    text.push_str(&format!(
+        "\n[cloud]\nclouds_yaml = \"{}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n",
+        tb.clouds_yaml().display()
+    ));
+    std::fs::write(&install.config, text).unwrap();
+    let _daemon = install.start();
+
+    let fixture =
+        support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
+    let mut env: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    env["request"]["additionalParams"]
+        .as_object_mut()
+        .unwrap()
+        .remove("k8s_cluster_installation_param");
+    env["request"]["vimConnectionInfo"][0]["accessInfo"] = serde_json::json!({
+        "username": "admin", "password": SECRET,
+    });
+    let vnf = env["vnfInstanceId"].as_str().unwrap().to_owned();
+    install.drop_file("instantiate.json", env.to_string().as_bytes());
+    assert!(wait_until(Duration::from_secs(60), || install
+        .ops_json()
+        .first()
+        .is_some_and(|o| o["operationState"] == "COMPLETED")));
+    let instantiate = install.ops_json()[0]["id"].as_str().unwrap().to_owned();
+
+    let fleet = json_of(&install, &["status", "--json"]);
+    let worker = fleet[0]["vnfcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["vduId"] == "workerNode")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = run(
+        &install,
+        &["heal", &vnf, &worker, "--cause", "disk", "--wait"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let heal = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+
+    // status VNF: the instance and each VNFC as recorded.
+    let one = json_of(&install, &["status", &vnf, "-o", "json"]);
+    times_are_utc(&one);
+    assert_eq!(one["id"], vnf.as_str());
+    assert_eq!(one["instantiationState"], "INSTANTIATED");
+    assert_eq!(one["lastOperation"]["id"], heal.as_str());
+    assert_eq!(one["maintenancePause"], Value::Null);
+    let vnfcs = one["vnfcs"].as_array().unwrap();
+    assert_eq!(vnfcs.len(), fleet[0]["vnfcs"].as_array().unwrap().len());
+    for c in vnfcs {
+        assert_eq!(c["novaStatus"], "ACTIVE", "{c:#}");
+        // Reconcile is off: nothing observed, nothing decided, nothing guessed.
+        assert_eq!(c["probeVerdict"], "UNKNOWN");
+        assert_eq!(c["lastDecision"], Value::Null);
+        assert_eq!(c["unhealthySince"], Value::Null);
+    }
+    assert!(vnfcs.iter().any(|c| c["id"] == worker.as_str()));
+    // The same document as YAML; the table names every VNFC with zoned times.
+    let out = run(&install, &["status", &vnf, "-o", "yaml"]);
+    assert!(out.status.success());
+    let yaml: Value = serde_yaml_ng::from_slice(&out.stdout).expect("YAML output");
+    assert_eq!(yaml, one);
+    let out = run(&install, &["status", &vnf]);
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains(&format!("VNF instance:      {vnf}")),
+        "{table}"
+    );
+    assert!(table.contains("NOVA STATUS"), "{table}");
+    for c in vnfcs {
+        assert!(table.contains(c["id"].as_str().unwrap()), "{table}");
+    }
+    assert!(table.contains("Z ("), "{table}");
+    let out = run(&install, &["status", "no-such-vnf"]);
+    assert_eq!(out.status.code(), Some(1));
+
+    // ops show: the HEAL modified the worker; its stages carry their times.
+    let h = json_of(&install, &["ops", "show", &heal, "-o", "json"]);
+    times_are_utc(&h);
+    assert_eq!(h["id"], heal.as_str());
+    assert_eq!(h["operation"], "HEAL");
+    assert_eq!(h["operationState"], "COMPLETED");
+    assert_eq!(h["isAutomaticInvocation"], false);
+    assert_eq!(h["vnfInstanceId"], vnf.as_str());
+    assert_eq!(h["error"], Value::Null);
+    assert_eq!(h["operationParams"]["vnfcInstanceId"][0], worker.as_str());
+    let affected = h["resourceChanges"]["affectedVnfcs"].as_array().unwrap();
+    assert!(
+        affected
+            .iter()
+            .any(|a| a["id"] == worker.as_str() && a["changeType"] == "MODIFIED"),
+        "{affected:#?}"
+    );
+    let stages = h["stages"].as_array().unwrap();
+    assert!(!stages.is_empty());
+    assert!(
+        stages
+            .iter()
+            .all(|s| s["state"] == "DONE" && s["finishedAt"].is_string())
+    );
+
+    // The INSTANTIATE: every VNFC ADDED, the credential masked, in YAML too.
+    let out = run(&install, &["ops", "show", &instantiate, "-o", "yaml"]);
+    assert!(out.status.success());
+    let i: Value = serde_yaml_ng::from_slice(&out.stdout).expect("YAML output");
+    assert_eq!(i["operation"], "INSTANTIATE");
+    assert_eq!(
+        i["operationParams"]["vimConnectionInfo"][0]["accessInfo"],
+        "***"
+    );
+    let added: Vec<&Value> = i["resourceChanges"]["affectedVnfcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["changeType"] == "ADDED")
+        .collect();
+    assert_eq!(added.len(), vnfcs.len(), "{added:#?}");
+    let out = run(&install, &["ops", "show", &instantiate]);
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("ADDED") && table.contains("heat.create"),
+        "{table}"
+    );
+    let out = run(&install, &["ops", "show", "no-such-op"]);
+    assert_eq!(out.status.code(), Some(1));
+
+    // -o on the lists; --json stays an alias of -o json.
+    let out = run(&install, &["ops", "-o", "yaml"]);
+    let list: Value = serde_yaml_ng::from_slice(&out.stdout).expect("YAML output");
+    assert_eq!(list, json_of(&install, &["ops", "--json"]));
+    let out = run(&install, &["ops"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Z ("));
+    tb.shutdown().await;
+}
