@@ -120,9 +120,13 @@ pub enum Command {
         /// `2h`, `1d`).
         #[arg(long)]
         since: Option<String>,
-        /// JSON array instead of a table (field names are stable, see the README).
+        /// JSON array instead of a table (field names are stable, see the README; the same as
+        /// `-o json`).
         #[arg(long)]
         json: bool,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<crate::describe::OutputFormat>,
     },
     /// Heat templates: `hot adjust` (individual VNFC management).
     Hot {
@@ -372,12 +376,13 @@ pub fn main() -> ExitCode {
             vnf_instance_id,
             since,
             json,
+            output,
         } => load(&config.config).and_then(|s| {
             Ok(crate::events::run(
                 &s,
                 &vnf_instance_id,
                 since.as_deref(),
-                json,
+                OutputFormat::pick(output, json),
                 now(),
             )?)
         }),

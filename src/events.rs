@@ -1,25 +1,27 @@
-//! `vnfkeeper events VNF [--since TIME] [--json]`: the timeline of one VNF instance (what the
+//! `vnfkeeper events VNF [--since TIME] [-o table|json|yaml]`: the timeline of one VNF instance (what the
 //! store's `ReaderRef::timeline` merges from events, intake records and the step journal),
-//! as a table or as a JSON array whose field names are stable (README "vnfkeeper events").
+//! as a table or as a JSON (or YAML) array whose field names are stable (README "vnfkeeper events").
 
 use anyhow::{anyhow, bail};
 use comfy_table::{Table, presets::NOTHING};
 use serde_json::{Value, json};
 
 use crate::config::Settings;
+use crate::describe::OutputFormat;
 use crate::store::{IntakeFacts, StepFacts, Store, TimelineEntry};
 use vnfkeeper_core::model::{Timestamp, pause};
 
 /// Prints the timeline of `vnf_instance_id` read through a read-only connection: entries at or
 /// after `since` (an RFC 3339 time, or a span back from `now` such as `90m`, `2h`, `1d`), as an
-/// aligned table or, with `as_json`, a JSON array of [`entry_json`] objects. Errors: a `since`
+/// aligned table (times RFC 3339 UTC with milliseconds and `Z`) or, with `format` `json` or
+/// `yaml`, an array of [`entry_json`] objects. Errors: a `since`
 /// of neither form; a VNF instance nothing in the database names (`vnfkeeper status` lists
 /// the instances); the store's.
 pub fn run(
     settings: &Settings,
     vnf_instance_id: &str,
     since: Option<&str>,
-    as_json: bool,
+    format: OutputFormat,
     now: Timestamp,
 ) -> anyhow::Result<()> {
     let since = since
@@ -33,10 +35,9 @@ pub fn run(
             settings.database.display()
         );
     };
-    if as_json {
+    if format != OutputFormat::Table {
         let list: Vec<Value> = entries.iter().map(entry_json).collect();
-        outln!("{}", serde_json::to_string_pretty(&list)?);
-        return Ok(());
+        return crate::describe::emit(&Value::Array(list), format);
     }
     let mut t = Table::new();
     t.load_preset(NOTHING)
@@ -48,7 +49,7 @@ pub fn run(
             _ => String::new(),
         };
         t.add_row([
-            e.at.0.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+            e.at.0.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             e.kind.clone(),
             op,
             e.vnfc_id.clone().unwrap_or_default(),

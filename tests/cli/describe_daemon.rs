@@ -206,5 +206,21 @@ async fn status_vnf_and_ops_show_describe_one_object() {
     assert_eq!(list, json_of(&install, &["ops", "--json"]));
     let out = run(&install, &["ops"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("Z ("));
+    let out = run(&install, &["events", &vnf, "-o", "yaml"]);
+    let list: Value = serde_yaml_ng::from_slice(&out.stdout).expect("YAML output");
+    let events = json_of(&install, &["events", &vnf, "--json"]);
+    assert_eq!(list, events);
+    times_are_utc(&events);
+    let out = run(&install, &["events", &vnf]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    let first = table.lines().nth(1).unwrap_or_default();
+    let time = first.split_whitespace().next().unwrap_or_default();
+    assert!(
+        time.ends_with('Z') && chrono::DateTime::parse_from_rfc3339(time).is_ok(),
+        "{table}"
+    );
+    let out = run(&install, &["status", "-o", "yaml"]);
+    let list: Value = serde_yaml_ng::from_slice(&out.stdout).expect("YAML output");
+    assert_eq!(list, json_of(&install, &["status", "--json"]));
     tb.shutdown().await;
 }
