@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 
 use crate::config::{ConfigArg, EXIT_CONFIG, Settings};
 use crate::describe::OutputFormat;
-use crate::intake::spool::Spool;
 use crate::store::{OperationRow, Store};
 
 /// vnfkeeper keeps Kubernetes-cluster VNFs on OpenStack in their intended state.
@@ -41,12 +40,21 @@ pub enum Command {
     /// database; copies without their record end it with 78 (see `--recover-spool`).
     Daemon(DaemonArgs),
     /// Submit a request envelope to the spool (written to tmp/, then renamed into new/).
+    ///
+    /// The file is first checked as intake checks it on its own (size, envelope and body with
+    /// every defect): a file intake would reject for that is not submitted; its ProblemDetails
+    /// is printed and the exit status is 6. Otherwise it prints the spool file and the
+    /// requestId and exits 0; with `--wait` it then follows the operation as the task verbs
+    /// do (same exit statuses).
     Submit {
-        /// Configuration file (for `spool_dir`).
+        /// Configuration file (for `spool_dir`; `database` with --wait).
         #[command(flatten)]
         config: ConfigArg,
         /// The envelope: {"operation", "vnfInstanceId", "vnfPackage"?, "requestId"?, "request"}.
         request: PathBuf,
+        /// Follow the operation.
+        #[command(flatten)]
+        wait: crate::verbs::WaitArg,
     },
     /// List LCM operation occurrences (SOL003 VnfLcmOpOcc); `ops show ID`: one in detail.
     #[command(args_conflicts_with_subcommands = true)]
@@ -287,12 +295,19 @@ pub fn main() -> ExitCode {
         return crate::daemon::main(&c.config.config, c.recover_spool);
     }
     crate::daemon::logging::init(crate::daemon::logging::LogTarget::Stderr, "warn");
-    if let Command::Verb(v) = cli.command {
-        return verb(v);
-    }
+    let cli = match cli.command {
+        Command::Verb(v) => return verb(v),
+        Command::Submit {
+            config,
+            request,
+            wait,
+        } => return submit(&config.config, &request, wait),
+        command => Cli { command },
+    };
     let result = match cli.command {
-        Command::Daemon(_) | Command::Verb(_) => unreachable!("handled above"),
-        Command::Submit { config, request } => submit(&config.config, &request),
+        Command::Daemon(_) | Command::Verb(_) | Command::Submit { .. } => {
+            unreachable!("handled above")
+        }
         Command::Ops {
             command:
                 Some(OpsCommand::Show {
@@ -477,28 +492,68 @@ fn config_check(config: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn submit(config: &Path, request: &Path) -> Result<(), Failure> {
-    let settings = load(config)?;
-    let bytes = std::fs::read(request)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", request.display()))?;
-    let spool = Spool::open(&settings.spool_dir)
-        .map_err(|e| anyhow::anyhow!("spool {}: {e}", settings.spool_dir.display()))?;
-    let path = spool
-        .submit(&bytes)
-        .map_err(|e| anyhow::anyhow!("cannot submit into {}: {e}", spool.new_dir().display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    outln!("submitted {}", path.display());
-    outln!(
-        "follow it with `vnfkeeper ops`; if it is rejected, the reason will be in {}",
-        spool
-            .rejected_dir()
-            .join(format!("{name}.error.json"))
-            .display()
-    );
-    Ok(())
+/// `submit`: checks the file as intake would on its own, then submits it; its exit status (see
+/// [`Command::Submit`]): 0 submitted (or, with `--wait`, the operation ended as asked), 6 the
+/// file would be rejected (or was, with `--wait`), the verbs' statuses with `--wait`, 78 an
+/// invalid configuration, 1 another error (the file cannot be read, the spool written).
+fn submit(config: &Path, request: &Path, wait: crate::verbs::WaitArg) -> ExitCode {
+    let settings = match Settings::load(config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("vnfkeeper: invalid configuration: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let run = || -> anyhow::Result<u8> {
+        let bytes = std::fs::read(request)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", request.display()))?;
+        let parsed = match crate::intake::precheck(&bytes) {
+            Ok(p) => p,
+            Err(problem) => {
+                eprintln!(
+                    "vnfkeeper: {} would be rejected, not submitted: {}",
+                    request.display(),
+                    serde_json::to_string(&problem)?
+                );
+                return Ok(crate::verbs::EXIT_REJECTED);
+            }
+        };
+        let request_id = match &parsed.envelope {
+            vnfkeeper_core::wire::Envelope::Lcm(l) => l.request_id.clone(),
+            vnfkeeper_core::wire::Envelope::Task(t) => t.request_id.clone(),
+        };
+        let spool = crate::verbs::open_spool(&settings)?;
+        let path = crate::verbs::put(&spool, &bytes)?;
+        outln!(
+            "submitted {} as {} (requestId {})",
+            request.display(),
+            path.display(),
+            request_id.as_deref().unwrap_or("none")
+        );
+        if !wait.wait {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            outln!(
+                "follow it with `vnfkeeper ops` (or submit with --wait); if it is rejected, the reason will be in {}",
+                spool
+                    .rejected_dir()
+                    .join(format!("{name}.error.json"))
+                    .display()
+            );
+            return Ok(0);
+        }
+        let goal = crate::verbs::Goal::of(&parsed.envelope);
+        crate::verbs::outcome(&settings, &path, goal, Some(wait))
+    };
+    match run() {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("vnfkeeper: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Opens the database read-only: never creates, never migrates (group members may run this).

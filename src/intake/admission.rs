@@ -156,10 +156,55 @@ pub(super) fn examine(
     batch: &BatchPackages,
 ) -> Examined {
     let sha256: [u8; 32] = Sha256::digest(bytes).into();
-    let verdict = if bytes.len() > wire::MAX_REQUEST_BYTES {
-        Verdict::Invalid {
-            vnf_instance_id: None,
-            problem: ProblemDetails::new(
+    let verdict = match parse(bytes) {
+        Err((vnf_instance_id, problem)) => Verdict::Invalid {
+            vnf_instance_id,
+            problem,
+        },
+        Ok(parsed) => match parsed.envelope {
+            Envelope::Task(env) => Verdict::Task(env),
+            Envelope::Lcm(env) => match check_package(&env, &parsed.package_paths, ctx, batch) {
+                Err(problem) => Verdict::Invalid {
+                    vnf_instance_id: Some(env.vnf_instance_id.clone()),
+                    problem,
+                },
+                Ok(package) => {
+                    let in_body: Vec<String> = parsed
+                        .secret_pointers
+                        .iter()
+                        .filter_map(|p| p.strip_prefix("/request").map(str::to_owned))
+                        .collect();
+                    let body = RequestBody::redacted(&env.request, &in_body);
+                    Verdict::Lcm(Box::new(LcmRequest {
+                        env,
+                        secret_pointers: parsed.secret_pointers,
+                        body,
+                        package,
+                        warnings: parsed.warnings,
+                    }))
+                }
+            },
+        },
+    };
+    let kept = kept_copy(bytes, &verdict);
+    Examined {
+        name,
+        sha256,
+        digest: String::new(),
+        verdict,
+        kept,
+    }
+}
+
+/// The content checks of [`examine`] that need neither the database nor the package: at most
+/// [`wire::MAX_REQUEST_BYTES`] (413 otherwise) and a valid envelope (400 with every defect,
+/// by JSON pointer, otherwise). Errors: the file's vnfInstanceId when it names a plausible one,
+/// and the ProblemDetails intake records for it.
+fn parse(bytes: &[u8]) -> Result<wire::Parsed, (Option<String>, ProblemDetails)> {
+    if bytes.len() > wire::MAX_REQUEST_BYTES {
+        return Err((
+            None,
+            ProblemDetails::new(
                 413,
                 format!(
                     "request file is {} bytes; the limit is {} bytes",
@@ -171,49 +216,18 @@ pub(super) fn examine(
                     reason: format!("file larger than {} bytes", wire::MAX_REQUEST_BYTES),
                 }],
             ),
-        }
-    } else {
-        match wire::parse_envelope(bytes) {
-            Err(errors) => Verdict::Invalid {
-                vnf_instance_id: sniff_instance_id(bytes),
-                problem: invalid_request(errors),
-            },
-            Ok(parsed) => match parsed.envelope {
-                Envelope::Task(env) => Verdict::Task(env),
-                Envelope::Lcm(env) => {
-                    match check_package(&env, &parsed.package_paths, ctx, batch) {
-                        Err(problem) => Verdict::Invalid {
-                            vnf_instance_id: Some(env.vnf_instance_id.clone()),
-                            problem,
-                        },
-                        Ok(package) => {
-                            let in_body: Vec<String> = parsed
-                                .secret_pointers
-                                .iter()
-                                .filter_map(|p| p.strip_prefix("/request").map(str::to_owned))
-                                .collect();
-                            let body = RequestBody::redacted(&env.request, &in_body);
-                            Verdict::Lcm(Box::new(LcmRequest {
-                                env,
-                                secret_pointers: parsed.secret_pointers,
-                                body,
-                                package,
-                                warnings: parsed.warnings,
-                            }))
-                        }
-                    }
-                }
-            },
-        }
-    };
-    let kept = kept_copy(bytes, &verdict);
-    Examined {
-        name,
-        sha256,
-        digest: String::new(),
-        verdict,
-        kept,
+        ));
     }
+    wire::parse_envelope(bytes)
+        .map_err(|errors| (sniff_instance_id(bytes), invalid_request(errors)))
+}
+
+/// `vnfkeeper submit`'s check before it writes into the spool: what intake checks of a file on
+/// its own ([`parse`]: size, the envelope with every defect), the same ProblemDetails intake
+/// would record. Not checked here (the daemon does, with its rights): the package a request
+/// names and the files it references (422), and everything that needs the database (404, 409).
+pub(crate) fn precheck(bytes: &[u8]) -> Result<wire::Parsed, ProblemDetails> {
+    parse(bytes).map_err(|(_, problem)| problem)
 }
 
 /// A request vnfkeeper did not read from its spool — a Tacker INSTANTIATE's envelope

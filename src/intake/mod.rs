@@ -6,3 +6,4 @@ mod maildir;
 pub mod snapshot;
 pub mod spool;
 pub(crate) use admission::examine_external;
+pub(crate) use admission::precheck;

@@ -58,9 +58,9 @@ fn times_are_utc(v: &Value) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_vnf_and_ops_show_describe_one_object() {
-    let install = Install::new();
+/// A daemon on the testbed cloud (reconcile off) and a COMPLETED INSTANTIATE (no hosts) whose
+/// vimConnectionInfo carries [`SECRET`]; returns the testbed, the daemon and the vnfInstanceId.
+async fn instantiated(install: &Install) -> (Testbed, support::Daemon, String) {
     let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
         .await
         .unwrap();
@@ -70,7 +70,7 @@ async fn status_vnf_and_ops_show_describe_one_object() {
         tb.clouds_yaml().display()
     ));
     std::fs::write(&install.config, text).unwrap();
-    let _daemon = install.start();
+    let daemon = install.start();
 
     let fixture =
         support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
@@ -88,6 +88,13 @@ async fn status_vnf_and_ops_show_describe_one_object() {
         .ops_json()
         .first()
         .is_some_and(|o| o["operationState"] == "COMPLETED")));
+    (tb, daemon, vnf)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_vnf_and_ops_show_describe_one_object() {
+    let install = Install::new();
+    let (tb, _daemon, vnf) = instantiated(&install).await;
     let instantiate = install.ops_json()[0]["id"].as_str().unwrap().to_owned();
 
     let fleet = json_of(&install, &["status", "--json"]);
@@ -222,5 +229,68 @@ async fn status_vnf_and_ops_show_describe_one_object() {
     let out = run(&install, &["status", "-o", "yaml"]);
     let list: Value = serde_yaml_ng::from_slice(&out.stdout).expect("YAML output");
     assert_eq!(list, json_of(&install, &["status", "--json"]));
+    tb.shutdown().await;
+}
+
+/// `submit` checks a file as intake would before it writes into the spool: a truncated file
+/// and a non-JSON file are not submitted (exit 6, the ProblemDetails on stderr); a valid one
+/// prints its spool file and requestId, and with `--wait` the operation id and how it ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_checks_locally_then_waits_for_the_outcome() {
+    let install = Install::new();
+    let (tb, _daemon, vnf) = instantiated(&install).await;
+    let before = install.ops_json().len();
+
+    let scale = std::fs::read(
+        support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.20-scale-out.json"),
+    )
+    .unwrap();
+    let truncated = install.dir.path().join("truncated.json");
+    std::fs::write(&truncated, &scale[..scale.len() / 2]).unwrap();
+    let not_json = install.dir.path().join("notes.txt");
+    std::fs::write(&not_json, b"scale the workers out please\n").unwrap();
+    for f in [&truncated, &not_json] {
+        let out = run(&install, &["submit", f.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(6));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("not submitted") && err.contains("\"status\":400"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+        assert!(Install::files(&install.new_dir()).is_empty());
+    }
+
+    // A valid file: its spool name and requestId, then (--wait) the operation and its end.
+    let file = install.dir.path().join("scale-out.json");
+    std::fs::write(&file, &scale).unwrap();
+    let out = run(&install, &["submit", file.to_str().unwrap(), "--wait"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("submitted ")
+            && lines[0].contains("(requestId vnf-pv-k8s-cluster.20)"),
+        "{text}"
+    );
+    let op = lines[1].trim();
+    assert_eq!(lines[2], format!("COMPLETED {op}"), "{text}");
+    let ops = install.ops_json();
+    assert_eq!(ops.len(), before + 1);
+    assert!(
+        ops.iter().any(|o| o["id"] == op
+            && o["operation"] == "SCALE"
+            && o["vnfInstanceId"] == vnf.as_str())
+    );
+
+    // Without --wait: submitted, exit 0 at once; the same requestId again is intake's
+    // duplicate (the operation of the first).
+    let out = run(&install, &["submit", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(wait_until(Duration::from_secs(30), || Install::files(
+        &install.new_dir()
+    )
+    .is_empty()));
+    assert_eq!(install.ops_json().len(), before + 1);
     tb.shutdown().await;
 }

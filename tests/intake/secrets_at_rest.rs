@@ -162,16 +162,40 @@ fn a_group_member_cannot_read_another_operators_passwords() {
             String::from_utf8_lossy(&out.stderr)
         );
     };
+    // `submit` refuses a file intake would reject: B drops those into the spool itself, as the
+    // spool's `tmp/` then `new/` rename that `submit` does (mode 0640).
+    let drop_as = |user: &str, name: &str, bytes: &[u8]| {
+        let file = root.join(name);
+        fs::write(&file, bytes).unwrap();
+        run_ok(Command::new("chown").arg(user).arg(&file));
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+        let tmp = install.new_dir().parent().unwrap().join("tmp").join(name);
+        let new = install.new_dir().join(name);
+        let script = format!(
+            "cp '{}' '{}' && chmod 0640 '{}' && mv '{}' '{}'",
+            file.display(),
+            tmp.display(),
+            tmp.display(),
+            tmp.display(),
+            new.display()
+        );
+        let out = acc.run_as(user, "sh", &["-c", &script]);
+        assert!(
+            out.status.success(),
+            "drop as {user}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
     submit(acc.a(), "a.json", &request("vnf-a", &pw_a));
     submit(acc.b(), "b.json", &request("vnf-b", &pw_b));
     let mut invalid: Value = serde_json::from_slice(&request("vnf-b2", &pw_b)).unwrap();
     invalid["request"]["flavourId"] = 42.into();
-    submit(
+    drop_as(
         acc.b(),
         "b-invalid.json",
         &serde_json::to_vec(&invalid).unwrap(),
     );
-    submit(
+    drop_as(
         acc.b(),
         "b-garbage.json",
         format!("password={pw_b}\n").as_bytes(),
