@@ -359,7 +359,7 @@ pub fn outcome(
         if started.elapsed() > INTAKE_TIMEOUT {
             // Not left behind to run at the daemon's next start, long after this command said
             // it failed: taken back, unless the daemon took it in the meantime.
-            match withdraw(&settings.spool_dir, &path) {
+            match withdraw(&settings.spool_dir, path) {
                 Ok(true) => bail!(
                     "no daemon took {} within {} s (is it running? `systemctl status vnfkeeper`); \
                      the request was withdrawn and will not run",
