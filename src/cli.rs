@@ -933,16 +933,7 @@ fn caller() -> String {
     let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
         return "unknown user".into();
     };
-    let name = std::fs::read_to_string("/etc/passwd")
-        .ok()
-        .and_then(|text| {
-            text.lines().find_map(|l| {
-                let mut f = l.split(':');
-                let name = f.next()?;
-                (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_owned())
-            })
-        })
-        .unwrap_or_else(|| "?".into());
+    let name = crate::intake::user_name(uid).unwrap_or_else(|| "?".into());
     let mut who = format!("uid {uid} ({name})");
     if uid == 0
         && let Ok(s) = std::env::var("SUDO_USER")

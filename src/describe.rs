@@ -437,6 +437,8 @@ pub fn ops_show(
     let plan: Option<Value> = plan.and_then(|p| serde_json::from_str(&p).ok());
     let vnfcs = q.vnfcs(&op.vnf_instance_id)?;
     let journal = q.journal(id)?;
+    // A task envelope's accepted intake row names the occurrence too: the first is the request.
+    let intake = q.intake_of_operation(id)?;
     let doc = json!({
         "id": op.id,
         "operationState": op.operation_state.as_str(),
@@ -455,6 +457,12 @@ pub fn ops_show(
         "tackerOpOccId": op.tacker_op_occ_id,
         "requestId": op.request_id,
         "statusDetail": op.status_detail,
+        "intake": intake.as_ref().map(|i| json!({
+            "id": i.id,
+            "fileName": i.file_name,
+            "committedAt": i.committed_at.to_rfc3339(),
+            "submitter": crate::events::submitter_json(i.submitter_uid, i.submitter_name.as_deref()),
+        })),
         "stages": journal.iter().map(stage_json).collect::<Vec<_>>(),
     });
     if format != OutputFormat::Table {
@@ -483,6 +491,17 @@ pub fn ops_show(
     outln!("origin:          {origin}");
     if let Some(r) = &op.request_id {
         outln!("request id:      {r}");
+    }
+    if let Some(i) = &intake {
+        let who = match i.submitter_uid {
+            Some(uid) => format!("{} (uid {uid})", i.submitter_name.as_deref().unwrap_or("?")),
+            None => "unknown".into(),
+        };
+        outln!(
+            "submitted:       {} by {who}, spool file {}",
+            table_time(i.committed_at, now),
+            i.file_name.as_deref().unwrap_or("unknown")
+        );
     }
     if let Some(d) = &op.status_detail {
         outln!("detail:          {d}");

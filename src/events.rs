@@ -80,6 +80,12 @@ fn human_message(e: &TimelineEntry) -> String {
     {
         m.push_str(&format!(" (spool file {f})"));
     }
+    if let Some(i) = &e.intake
+        && let Some(uid) = i.submitter_uid
+    {
+        let name = i.submitter_name.as_deref().unwrap_or("?");
+        m.push_str(&format!(" submitted by {name} (uid {uid})"));
+    }
     if e.vnf_instance_id.is_none() {
         m.push_str(" (every VNF instance)");
     }
@@ -109,9 +115,9 @@ pub fn entry_json(e: &TimelineEntry) -> Value {
     })
 }
 
-/// `{id, fileName, outcome, requestId, problem}`: the intake record of a request entry;
-/// `problem` is the stored ProblemDetails (`status`, `title`, `detail`, `errors`) of a
-/// rejection, else `null`.
+/// `{id, fileName, outcome, requestId, problem, submitter}`: the intake record of a request
+/// entry; `problem` is the stored ProblemDetails (`status`, `title`, `detail`, `errors`) of a
+/// rejection, else `null`; `submitter` ([`submitter_json`]).
 pub fn intake_json(i: &IntakeFacts) -> Value {
     json!({
         "id": i.id,
@@ -119,7 +125,14 @@ pub fn intake_json(i: &IntakeFacts) -> Value {
         "outcome": i.outcome.as_str(),
         "requestId": i.request_id,
         "problem": i.problem,
+        "submitter": submitter_json(i.submitter_uid, i.submitter_name.as_deref()),
     })
+}
+
+/// `{uid, name}`: who submitted a spool file (its owner; `name` `null` when the password
+/// database had none), or `null` when not recorded (before V19, not from the spool).
+pub fn submitter_json(uid: Option<u32>, name: Option<&str>) -> Value {
+    uid.map_or(Value::Null, |uid| json!({"uid": uid, "name": name}))
 }
 
 /// `{stageKey, stepNo, name, host, state, attempts, startedAt, finishedAt, exitStatus,

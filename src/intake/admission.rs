@@ -115,6 +115,19 @@ pub(super) struct Examined {
     pub verdict: Verdict,
     /// The copy kept in `accepted/` or `rejected/`: the content with every secret redacted.
     pub kept: KeptCopy,
+    /// Who submitted the file (its owner), recorded on its `intake` row; `None` for a request
+    /// not read from the spool.
+    pub submitter: Option<Submitter>,
+}
+
+/// The submitter of a spool file: its owner's uid and, when the password database names it,
+/// the user name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Submitter {
+    /// Owner uid of the file (`fstat`).
+    pub uid: u32,
+    /// That uid's user name at intake.
+    pub name: Option<String>,
 }
 
 /// What a request file's content is.
@@ -193,6 +206,7 @@ pub(super) fn examine(
         digest: String::new(),
         verdict,
         kept,
+        submitter: None,
     }
 }
 
@@ -290,6 +304,14 @@ fn kept_copy(bytes: &[u8], verdict: &Verdict) -> KeptCopy {
             },
             None => KeptCopy::private(bytes.to_vec()),
         },
+    }
+}
+
+/// Records `req`'s submitter, when known, on its intake row `intake_id`.
+fn record_submitter(tx: &mut Tx<'_>, intake_id: i64, req: &Examined) -> Result<(), StoreError> {
+    match &req.submitter {
+        Some(s) => tx.set_intake_submitter(intake_id, s.uid, s.name.as_deref()),
+        None => Ok(()),
     }
 }
 
@@ -1186,6 +1208,7 @@ fn record_acceptance(
         },
         now,
     )?;
+    record_submitter(tx, intake_id, req)?;
     let message = format!("{operation} request accepted from spool file {}", req.name);
     let evidence =
         serde_json::json!({"file": req.name, "intakeId": intake_id, "warnings": warnings});
@@ -1268,6 +1291,7 @@ fn record_task(
         },
         now,
     )?;
+    record_submitter(tx, intake_id, req)?;
     let message = format!(
         "{task} of VnfLcmOpOcc {} accepted from spool file {}",
         op.id, req.name
@@ -1326,6 +1350,7 @@ fn record_duplicate(
         },
         now,
     )?;
+    record_submitter(tx, intake_id, req)?;
     let message = format!(
         "spool file {} repeats the request of VnfLcmOpOcc {op_id}; no new operation",
         req.name
@@ -1364,7 +1389,7 @@ fn record_rejection(
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
     let problem_json = json(problem);
-    tx.insert_intake(
+    let intake_id = tx.insert_intake(
         &NewIntake {
             file_name: &req.name,
             content_sha256: &req.digest,
@@ -1377,6 +1402,7 @@ fn record_rejection(
         },
         now,
     )?;
+    record_submitter(tx, intake_id, req)?;
     let message = format!("spool file {} rejected: {}", req.name, problem.detail);
     tx.append_event(
         &NewEvent {
@@ -1708,6 +1734,7 @@ mod tests {
             sha256: [0; 32],
             digest: "5ha".into(),
             verdict,
+            submitter: None,
         };
         let invalid = || Verdict::Invalid {
             vnf_instance_id: None,

@@ -62,6 +62,8 @@ pub(super) struct RequestFile {
     pub name: String,
     /// The whole content, at most the limit given to [`read_request`].
     pub bytes: Vec<u8>,
+    /// The file's owner (`fstat` on the descriptor read): who submitted it.
+    pub owner_uid: u32,
 }
 
 /// A spool entry intake will not read, and why.
@@ -826,6 +828,7 @@ pub(super) fn read_request(path: &Path, limit: u64) -> Read {
         path: path.to_path_buf(),
         name,
         bytes,
+        owner_uid: meta.uid(),
     })
 }
 

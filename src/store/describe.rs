@@ -88,6 +88,18 @@ impl ReaderRef<'_> {
             .optional()?)
     }
 
+    /// The intake record that created operation `op_id` (outcome `ACCEPTED`), if it came from
+    /// the spool.
+    pub fn intake_of_operation(&self, op_id: &str) -> Result<Option<super::IntakeRow>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT {} FROM intake WHERE vnf_lcm_op_occ_id = ?1 AND outcome = 'ACCEPTED' \
+             ORDER BY id LIMIT 1",
+            super::IntakeRow::COLUMNS
+        ))?;
+        let rows = st.query_map([op_id], super::IntakeRow::from_row)?;
+        Ok(collect_checked(rows)?.into_iter().next())
+    }
+
     /// When each VNFC row of `vnf_instance_id` was last written (`vnfc.updated_at`: the engine
     /// read it from the cloud then), by vnfcInstanceId.
     pub fn vnfc_synced_at(&self, vnf_instance_id: &str) -> Result<BTreeMap<String, Timestamp>> {

@@ -711,6 +711,17 @@ impl Tx<'_> {
         Ok(self.tx.last_insert_rowid())
     }
 
+    /// Records who submitted the spool file of intake row `id`: the file's owner `uid` and its
+    /// user name (`None`: the password database has none).
+    pub fn set_intake_submitter(&mut self, id: i64, uid: u32, name: Option<&str>) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE intake SET submitter_uid = ?2, submitter_name = ?3 WHERE id = ?1",
+            )?
+            .execute(params![id, uid, name])?;
+        Ok(())
+    }
+
     /// Appends an audit event.
     pub fn append_event(&mut self, ev: &NewEvent<'_>, now: Timestamp) -> Result<()> {
         self.tx.prepare_cached(

@@ -186,6 +186,10 @@ async fn status_vnf_and_ops_show_describe_one_object() {
     assert!(out.status.success());
     let i: Value = serde_yaml_ng::from_slice(&out.stdout).expect("YAML output");
     assert_eq!(i["operation"], "INSTANTIATE");
+    // Who dropped the file (its owner at intake: this test runs as root) and under which name.
+    assert_eq!(i["intake"]["submitter"]["uid"], 0);
+    assert_eq!(i["intake"]["submitter"]["name"], "root");
+    assert!(i["intake"]["fileName"].is_string());
     assert_eq!(
         i["operationParams"]["vimConnectionInfo"][0]["accessInfo"],
         "***"

@@ -208,6 +208,23 @@ fn a_group_member_cannot_read_another_operators_passwords() {
     });
     assert!(settled, "not processed:\n{}", daemon.log_text());
 
+    // Each request names its submitter, the owner of the spool file: A's, and B's rejection.
+    for (vnf, user, kind) in [
+        ("vnf-a", acc.a(), "REQUEST_ACCEPTED"),
+        ("vnf-b2", acc.b(), "REQUEST_REJECTED"),
+    ] {
+        let out = install.cli(&["events", vnf, "--json"]);
+        let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let entry = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} for {vnf}"));
+        assert_eq!(entry["intake"]["submitter"]["name"], user, "{vnf}");
+        assert!(entry["intake"]["submitter"]["uid"].as_u64().unwrap() > 0);
+    }
+
     // accepted/ and rejected/: every copy A can read holds neither password; the only copy
     // kept unredacted (not JSON) is owner-only, and A cannot read it.
     let (mut readable, mut garbage) = (0, 0);
