@@ -523,7 +523,7 @@ fn submit(config: &Path, request: &Path, wait: crate::verbs::WaitArg) -> ExitCod
             vnfkeeper_core::wire::Envelope::Task(t) => t.request_id.clone(),
         };
         let spool = crate::verbs::open_spool(&settings)?;
-        let path = crate::verbs::put(&spool, &bytes)?;
+        let path = crate::verbs::put(&spool, &bytes, Some(request))?;
         outln!(
             "submitted {} as {} (requestId {})",
             request.display(),

@@ -461,7 +461,7 @@ pub fn ops_show(
             "id": i.id,
             "fileName": i.file_name,
             "committedAt": i.committed_at.to_rfc3339(),
-            "submitter": crate::events::submitter_json(i.submitter_uid, i.submitter_name.as_deref()),
+            "submitter": crate::events::submitter_json(i.submitter.as_ref()),
         })),
         "stages": journal.iter().map(stage_json).collect::<Vec<_>>(),
     });
@@ -493,10 +493,10 @@ pub fn ops_show(
         outln!("request id:      {r}");
     }
     if let Some(i) = &intake {
-        let who = match i.submitter_uid {
-            Some(uid) => format!("{} (uid {uid})", i.submitter_name.as_deref().unwrap_or("?")),
-            None => "unknown".into(),
-        };
+        let who = i
+            .submitter
+            .as_ref()
+            .map_or_else(|| "unknown".into(), crate::events::submitter_text);
         outln!(
             "submitted:       {} by {who}, spool file {}",
             table_time(i.committed_at, now),

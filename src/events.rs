@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::config::Settings;
 use crate::describe::OutputFormat;
-use crate::store::{IntakeFacts, StepFacts, Store, TimelineEntry};
+use crate::store::{IntakeFacts, StepFacts, Store, Submitter, TimelineEntry};
 use vnfkeeper_core::model::{Timestamp, pause};
 
 /// Prints the timeline of `vnf_instance_id` read through a read-only connection: entries at or
@@ -80,11 +80,8 @@ fn human_message(e: &TimelineEntry) -> String {
     {
         m.push_str(&format!(" (spool file {f})"));
     }
-    if let Some(i) = &e.intake
-        && let Some(uid) = i.submitter_uid
-    {
-        let name = i.submitter_name.as_deref().unwrap_or("?");
-        m.push_str(&format!(" submitted by {name} (uid {uid})"));
+    if let Some(s) = e.intake.as_ref().and_then(|i| i.submitter.as_ref()) {
+        m.push_str(&format!(" submitted by {}", submitter_text(s)));
     }
     if e.vnf_instance_id.is_none() {
         m.push_str(" (every VNF instance)");
@@ -125,14 +122,32 @@ pub fn intake_json(i: &IntakeFacts) -> Value {
         "outcome": i.outcome.as_str(),
         "requestId": i.request_id,
         "problem": i.problem,
-        "submitter": submitter_json(i.submitter_uid, i.submitter_name.as_deref()),
+        "submitter": submitter_json(i.submitter.as_ref()),
     })
 }
 
-/// `{uid, name}`: who submitted a spool file (its owner; `name` `null` when the password
-/// database had none), or `null` when not recorded (before V19, not from the spool).
-pub fn submitter_json(uid: Option<u32>, name: Option<&str>) -> Value {
-    uid.map_or(Value::Null, |uid| json!({"uid": uid, "name": name}))
+/// `{uid, name, sudoUser, file}`: who submitted a spool file — its owner's uid and user name
+/// (`null` when the password database had none), `SUDO_USER` of a root-owned file's submitting
+/// command, and the operator's file name as the command labelled it (`null` for a file not
+/// submitted by vnfkeeper's CLI) — or `null` when not recorded (before V19, not from the spool).
+pub fn submitter_json(s: Option<&Submitter>) -> Value {
+    s.map_or(
+        Value::Null,
+        |s| json!({"uid": s.uid, "name": s.name, "sudoUser": s.sudo_user, "file": s.file}),
+    )
+}
+
+/// `alice (uid 1000)`, `root (uid 0) via sudo from alice`, plus `, file scale.json` when the
+/// operator's file name is known.
+pub fn submitter_text(s: &Submitter) -> String {
+    let mut t = format!("{} (uid {})", s.name.as_deref().unwrap_or("?"), s.uid);
+    if let Some(u) = &s.sudo_user {
+        t.push_str(&format!(" via sudo from {u}"));
+    }
+    if let Some(f) = &s.file {
+        t.push_str(&format!(", file {f}"));
+    }
+    t
 }
 
 /// `{stageKey, stepNo, name, host, state, attempts, startedAt, finishedAt, exitStatus,

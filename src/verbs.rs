@@ -281,7 +281,7 @@ pub fn run(settings: &Settings, verb: &Verb, wait: WaitArg) -> anyhow::Result<u8
     let spool = open_spool(settings)?;
     let request_id = format!("cli-{}", uuid::Uuid::new_v4());
     let bytes = serde_json::to_vec(&verb.envelope(&request_id))?;
-    let path = put(&spool, &bytes)?;
+    let path = put(&spool, &bytes, None)?;
     let goal = Goal {
         task: matches!(verb, Verb::Task(..)),
         state: verb.goal(),
@@ -328,11 +328,17 @@ pub fn open_spool(settings: &Settings) -> anyhow::Result<Spool> {
         .map_err(|e| anyhow!("spool {}: {e}", settings.spool_dir.display()))
 }
 
-/// Writes `bytes` into the spool (`tmp/`, then renamed into `new/`); returns the path in
-/// `new/`. Errors: the write or rename failed.
-pub fn put(spool: &Spool, bytes: &[u8]) -> anyhow::Result<std::path::PathBuf> {
+/// Writes `bytes` into the spool (`tmp/`, then renamed into `new/`), labelled with what the
+/// caller says about it (the operator's file name `file`, `SUDO_USER`: see
+/// `maildir::SubmitLabel`); returns the path in `new/`. Errors: the write or rename failed.
+pub fn put(
+    spool: &Spool,
+    bytes: &[u8],
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<std::path::PathBuf> {
+    let label = crate::intake::SubmitLabel::of_caller(file);
     spool
-        .submit(bytes)
+        .submit_labelled(bytes, Some(&label))
         .map_err(|e| anyhow!("cannot submit into {}: {e}", spool.new_dir().display()))
 }
 

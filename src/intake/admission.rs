@@ -128,6 +128,10 @@ pub(super) struct Submitter {
     pub uid: u32,
     /// That uid's user name at intake.
     pub name: Option<String>,
+    /// The operator's file name, as the submitting command labelled the spool file.
+    pub file: Option<String>,
+    /// `SUDO_USER` of the submitting command (only for a file owned by root).
+    pub sudo_user: Option<String>,
 }
 
 /// What a request file's content is.
@@ -310,7 +314,15 @@ fn kept_copy(bytes: &[u8], verdict: &Verdict) -> KeptCopy {
 /// Records `req`'s submitter, when known, on its intake row `intake_id`.
 fn record_submitter(tx: &mut Tx<'_>, intake_id: i64, req: &Examined) -> Result<(), StoreError> {
     match &req.submitter {
-        Some(s) => tx.set_intake_submitter(intake_id, s.uid, s.name.as_deref()),
+        Some(s) => tx.set_intake_submitter(
+            intake_id,
+            &crate::store::Submitter {
+                uid: s.uid,
+                name: s.name.clone(),
+                sudo_user: s.sudo_user.clone(),
+                file: s.file.clone(),
+            },
+        ),
         None => Ok(()),
     }
 }

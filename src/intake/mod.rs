@@ -7,6 +7,7 @@ pub mod snapshot;
 pub mod spool;
 pub(crate) use admission::examine_external;
 pub(crate) use admission::precheck;
+pub use maildir::SubmitLabel;
 
 /// The user name of `uid` in the password database (`/etc/passwd`); `None` when it has none or
 /// the file cannot be read.

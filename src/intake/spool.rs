@@ -236,9 +236,13 @@ fn read_candidate(
             let was_taken = taken.is_some();
             let mut request =
                 admission::examine(taken.unwrap_or(file.name), &file.bytes, ctx, batch);
+            let label = file.label.unwrap_or_default();
             request.submitter = Some(admission::Submitter {
                 uid: file.owner_uid,
                 name: super::user_name(file.owner_uid),
+                file: label.file,
+                // Anyone may claim a sudo user; only root's claim is recorded.
+                sudo_user: label.sudo_user.filter(|_| file.owner_uid == 0),
             });
             Some(Taken::Candidate(Box::new(Candidate {
                 path: file.path,

@@ -71,10 +71,8 @@ pub struct IntakeFacts {
     pub request_id: Option<String>,
     /// Why it was rejected.
     pub problem: Option<ProblemDetails>,
-    /// Owner uid of the spool file (its submitter), when recorded.
-    pub submitter_uid: Option<u32>,
-    /// That uid's user name at intake.
-    pub submitter_name: Option<String>,
+    /// Who submitted the spool file, when recorded.
+    pub submitter: Option<super::Submitter>,
 }
 
 impl From<IntakeRow> for IntakeFacts {
@@ -85,8 +83,7 @@ impl From<IntakeRow> for IntakeFacts {
             outcome: r.outcome,
             request_id: r.request_id,
             problem: r.problem,
-            submitter_uid: r.submitter_uid,
-            submitter_name: r.submitter_name,
+            submitter: r.submitter,
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::support;
 
-use std::process::Output;
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -281,6 +281,40 @@ async fn submit_checks_locally_then_waits_for_the_outcome() {
     assert_eq!(lines[2], format!("COMPLETED {op}"), "{text}");
     let ops = install.ops_json();
     assert_eq!(ops.len(), before + 1);
+    // Recorded: who submitted it (root, this test) and the operator's file name.
+    let shown = json_of(&install, &["ops", "show", op, "-o", "json"]);
+    assert_eq!(shown["intake"]["submitter"]["name"], "root");
+    assert_eq!(shown["intake"]["submitter"]["file"], "scale-out.json");
+    // Under sudo, the user who ran sudo as well.
+    let out = Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
+        .args(["scale", &vnf, "worker_instance", "in", "--wait", "--config"])
+        .arg(&install.config)
+        .env("SUDO_USER", "alice")
+        .env_remove("JOURNAL_STREAM")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let scale_in = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let events = json_of(&install, &["events", &vnf, "--json"]);
+    let accepted = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "REQUEST_ACCEPTED" && e["vnfLcmOpOccId"] == scale_in.as_str())
+        .unwrap();
+    assert_eq!(accepted["intake"]["submitter"]["sudoUser"], "alice");
+    assert_eq!(accepted["intake"]["submitter"]["file"], Value::Null);
+    let out = run(&install, &["events", &vnf]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("submitted by root (uid 0) via sudo from alice"),
+        "the events table names the sudo user"
+    );
     assert!(
         ops.iter().any(|o| o["id"] == op
             && o["operation"] == "SCALE"
@@ -295,6 +329,6 @@ async fn submit_checks_locally_then_waits_for_the_outcome() {
         &install.new_dir()
     )
     .is_empty()));
-    assert_eq!(install.ops_json().len(), before + 1);
+    assert_eq!(install.ops_json().len(), before + 2);
     tb.shutdown().await;
 }

@@ -209,9 +209,10 @@ fn a_group_member_cannot_read_another_operators_passwords() {
     assert!(settled, "not processed:\n{}", daemon.log_text());
 
     // Each request names its submitter, the owner of the spool file: A's, and B's rejection.
-    for (vnf, user, kind) in [
-        ("vnf-a", acc.a(), "REQUEST_ACCEPTED"),
-        ("vnf-b2", acc.b(), "REQUEST_REJECTED"),
+    // `submit` also labels the file with the operator's file name; B's own drop has none.
+    for (vnf, user, kind, file) in [
+        ("vnf-a", acc.a(), "REQUEST_ACCEPTED", Value::from("a.json")),
+        ("vnf-b2", acc.b(), "REQUEST_REJECTED", Value::Null),
     ] {
         let out = install.cli(&["events", vnf, "--json"]);
         let list: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -222,6 +223,12 @@ fn a_group_member_cannot_read_another_operators_passwords() {
             .find(|e| e["kind"] == kind)
             .unwrap_or_else(|| panic!("no {kind} for {vnf}"));
         assert_eq!(entry["intake"]["submitter"]["name"], user, "{vnf}");
+        assert_eq!(entry["intake"]["submitter"]["file"], file, "{vnf}");
+        assert_eq!(
+            entry["intake"]["submitter"]["sudoUser"],
+            Value::Null,
+            "{vnf}"
+        );
         assert!(entry["intake"]["submitter"]["uid"].as_u64().unwrap() > 0);
     }
 
