@@ -14,7 +14,7 @@ use comfy_table::{Table, presets::NOTHING};
 use serde_json::{Value, json};
 
 use crate::config::{ConfigArg, EXIT_CONFIG, Settings};
-use crate::intake::spool::Spool;
+use crate::describe::OutputFormat;
 use crate::store::{OperationRow, Store};
 
 /// vnfkeeper keeps Kubernetes-cluster VNFs on OpenStack in their intended state.
@@ -41,14 +41,24 @@ pub enum Command {
     /// database; copies without their record end it with 78 (see `--recover-spool`).
     Daemon(DaemonArgs),
     /// Submit a request envelope to the spool (written to tmp/, then renamed into new/).
+    ///
+    /// The file is first checked as intake checks it on its own (size, envelope and body with
+    /// every defect): a file intake would reject for that is not submitted; its ProblemDetails
+    /// is printed and the exit status is 6. Otherwise it prints the spool file and the
+    /// requestId and exits 0; with `--wait` it then follows the operation as the task verbs
+    /// do (same exit statuses).
     Submit {
-        /// Configuration file (for `spool_dir`).
+        /// Configuration file (for `spool_dir`; `database` with --wait).
         #[command(flatten)]
         config: ConfigArg,
         /// The envelope: {"operation", "vnfInstanceId", "vnfPackage"?, "requestId"?, "request"}.
         request: PathBuf,
+        /// Follow the operation.
+        #[command(flatten)]
+        wait: crate::verbs::WaitArg,
     },
-    /// List LCM operation occurrences (SOL003 VnfLcmOpOcc).
+    /// List LCM operation occurrences (SOL003 VnfLcmOpOcc); `ops show ID`: one in detail.
+    #[command(args_conflicts_with_subcommands = true)]
     Ops {
         /// Configuration file (for `database`).
         #[command(flatten)]
@@ -56,18 +66,30 @@ pub enum Command {
         /// Only operations of this VNF instance.
         #[arg(long = "vnf")]
         vnf_instance_id: Option<String>,
-        /// JSON array instead of a table.
+        /// JSON array instead of a table (the same as `-o json`).
         #[arg(long)]
         json: bool,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<crate::describe::OutputFormat>,
+        /// `show ID`.
+        #[command(subcommand)]
+        command: Option<OpsCommand>,
     },
-    /// List VNF instances and their VNFCs.
+    /// List VNF instances and their VNFCs; with a VNF instance id, that instance in detail
+    /// (each VNFC's Nova status, probe verdict, unhealthy since, reconcile's last decision).
     Status {
         /// Configuration file (for `database`).
         #[command(flatten)]
         config: ConfigArg,
-        /// JSON array instead of a table.
+        /// One VNF instance in detail (vnfInstanceId).
+        vnf_instance_id: Option<String>,
+        /// JSON instead of a table (the same as `-o json`).
         #[arg(long)]
         json: bool,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<crate::describe::OutputFormat>,
     },
     /// Ask the running daemon for a full reconcile pass now (cloud + SSH probes).
     Reconcile {
@@ -107,9 +129,13 @@ pub enum Command {
         /// `2h`, `1d`).
         #[arg(long)]
         since: Option<String>,
-        /// JSON array instead of a table (field names are stable, see the README).
+        /// JSON array instead of a table (field names are stable, see the README; the same as
+        /// `-o json`).
         #[arg(long)]
         json: bool,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<crate::describe::OutputFormat>,
     },
     /// Heat templates: `hot adjust` (individual VNFC management).
     Hot {
@@ -195,6 +221,27 @@ pub struct DaemonArgs {
     pub recover_spool: bool,
 }
 
+/// `vnfkeeper ops …`.
+#[derive(Debug, Subcommand)]
+pub enum OpsCommand {
+    /// One operation occurrence in SOL003 VnfLcmOpOcc shape (ETSI GS NFV-SOL 003 §5.5.2.13):
+    /// operationParams with secrets masked, error, resourceChanges.affectedVnfcs, and its
+    /// stages with their times.
+    Show {
+        /// Configuration file (for `database`).
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The operation (vnfLcmOpOccId, as `vnfkeeper ops` lists it).
+        id: String,
+        /// JSON instead of a table (the same as `-o json`).
+        #[arg(long)]
+        json: bool,
+        /// Output format.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<crate::describe::OutputFormat>,
+    },
+}
+
 /// `vnfkeeper config …`.
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
@@ -249,18 +296,61 @@ pub fn main() -> ExitCode {
         return crate::daemon::main(&c.config.config, c.recover_spool);
     }
     crate::daemon::logging::init(crate::daemon::logging::LogTarget::Stderr, "warn");
-    if let Command::Verb(v) = cli.command {
-        return verb(v);
-    }
+    let cli = match cli.command {
+        Command::Verb(v) => return verb(v),
+        Command::Submit {
+            config,
+            request,
+            wait,
+        } => return submit(&config.config, &request, wait),
+        command => Cli { command },
+    };
     let result = match cli.command {
-        Command::Daemon(_) | Command::Verb(_) => unreachable!("handled above"),
-        Command::Submit { config, request } => submit(&config.config, &request),
+        Command::Daemon(_) | Command::Verb(_) | Command::Submit { .. } => {
+            unreachable!("handled above")
+        }
+        Command::Ops {
+            command:
+                Some(OpsCommand::Show {
+                    config,
+                    id,
+                    json,
+                    output,
+                }),
+            ..
+        } => load(&config.config).and_then(|s| {
+            let format = crate::describe::OutputFormat::pick(output, json);
+            Ok(crate::describe::ops_show(&s, &id, format, now())?)
+        }),
         Command::Ops {
             config,
             vnf_instance_id,
             json,
-        } => ops(&config.config, vnf_instance_id.as_deref(), json),
-        Command::Status { config, json } => status(&config.config, json),
+            output,
+            command: None,
+        } => ops(
+            &config.config,
+            vnf_instance_id.as_deref(),
+            crate::describe::OutputFormat::pick(output, json),
+        ),
+        Command::Status {
+            config,
+            vnf_instance_id: Some(vnf),
+            json,
+            output,
+        } => load(&config.config).and_then(|s| {
+            let format = crate::describe::OutputFormat::pick(output, json);
+            Ok(crate::describe::status_vnf(&s, &vnf, format, now())?)
+        }),
+        Command::Status {
+            config,
+            vnf_instance_id: None,
+            json,
+            output,
+        } => status(
+            &config.config,
+            crate::describe::OutputFormat::pick(output, json),
+        ),
         Command::Config {
             command: ConfigCommand::Check(c),
         } => config_check(&c.config),
@@ -302,12 +392,13 @@ pub fn main() -> ExitCode {
             vnf_instance_id,
             since,
             json,
+            output,
         } => load(&config.config).and_then(|s| {
             Ok(crate::events::run(
                 &s,
                 &vnf_instance_id,
                 since.as_deref(),
-                json,
+                OutputFormat::pick(output, json),
                 now(),
             )?)
         }),
@@ -402,28 +493,68 @@ fn config_check(config: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-fn submit(config: &Path, request: &Path) -> Result<(), Failure> {
-    let settings = load(config)?;
-    let bytes = std::fs::read(request)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", request.display()))?;
-    let spool = Spool::open(&settings.spool_dir)
-        .map_err(|e| anyhow::anyhow!("spool {}: {e}", settings.spool_dir.display()))?;
-    let path = spool
-        .submit(&bytes)
-        .map_err(|e| anyhow::anyhow!("cannot submit into {}: {e}", spool.new_dir().display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    outln!("submitted {}", path.display());
-    outln!(
-        "follow it with `vnfkeeper ops`; if it is rejected, the reason will be in {}",
-        spool
-            .rejected_dir()
-            .join(format!("{name}.error.json"))
-            .display()
-    );
-    Ok(())
+/// `submit`: checks the file as intake would on its own, then submits it; its exit status (see
+/// [`Command::Submit`]): 0 submitted (or, with `--wait`, the operation ended as asked), 6 the
+/// file would be rejected (or was, with `--wait`), the verbs' statuses with `--wait`, 78 an
+/// invalid configuration, 1 another error (the file cannot be read, the spool written).
+fn submit(config: &Path, request: &Path, wait: crate::verbs::WaitArg) -> ExitCode {
+    let settings = match Settings::load(config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("vnfkeeper: invalid configuration: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let run = || -> anyhow::Result<u8> {
+        let bytes = std::fs::read(request)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", request.display()))?;
+        let parsed = match crate::intake::precheck(&bytes) {
+            Ok(p) => p,
+            Err(problem) => {
+                eprintln!(
+                    "vnfkeeper: {} would be rejected, not submitted: {}",
+                    request.display(),
+                    serde_json::to_string(&problem)?
+                );
+                return Ok(crate::verbs::EXIT_REJECTED);
+            }
+        };
+        let request_id = match &parsed.envelope {
+            vnfkeeper_core::wire::Envelope::Lcm(l) => l.request_id.clone(),
+            vnfkeeper_core::wire::Envelope::Task(t) => t.request_id.clone(),
+        };
+        let spool = crate::verbs::open_spool(&settings)?;
+        let path = crate::verbs::put(&spool, &bytes, Some(request))?;
+        outln!(
+            "submitted {} as {} (requestId {})",
+            request.display(),
+            path.display(),
+            request_id.as_deref().unwrap_or("none")
+        );
+        if !wait.wait {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            outln!(
+                "follow it with `vnfkeeper ops` (or submit with --wait); if it is rejected, the reason will be in {}",
+                spool
+                    .rejected_dir()
+                    .join(format!("{name}.error.json"))
+                    .display()
+            );
+            return Ok(0);
+        }
+        let goal = crate::verbs::Goal::of(&parsed.envelope);
+        crate::verbs::outcome(&settings, &path, goal, Some(wait))
+    };
+    match run() {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("vnfkeeper: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Opens the database read-only: never creates, never migrates (group members may run this).
@@ -491,15 +622,16 @@ pub fn operation_json(op: &OperationRow) -> Value {
     })
 }
 
-fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
+fn ops(config: &Path, vnf: Option<&str>, format: OutputFormat) -> Result<(), Failure> {
     let settings = load(config)?;
     let db = open_db(&settings)?;
     let rows = db.queries().operations(vnf)?;
-    if as_json {
+    if format != OutputFormat::Table {
         let list: Vec<Value> = rows.iter().map(operation_json).collect();
-        outln!("{}", serde_json::to_string_pretty(&list)?);
+        crate::describe::emit(&Value::Array(list), format)?;
         return Ok(());
     }
+    let now = now();
     let mut t = table([
         "ID",
         "OPERATION",
@@ -516,7 +648,7 @@ fn ops(config: &Path, vnf: Option<&str>, as_json: bool) -> Result<(), Failure> {
             op.operation.as_str().into(),
             op.operation_state.as_str().into(),
             op.vnf_instance_id.to_string(),
-            op.start_time.0.format("%Y-%m-%d %H:%M:%S").to_string(),
+            crate::describe::table_time(op.start_time, now),
             if op.is_automatic_invocation {
                 "yes"
             } else {
@@ -560,7 +692,7 @@ impl Fleet {
     }
 }
 
-fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
+fn status(config: &Path, format: OutputFormat) -> Result<(), Failure> {
     let settings = load(config)?;
     let db = open_db(&settings)?;
     let q = db.queries();
@@ -573,15 +705,15 @@ fn status(config: &Path, as_json: bool) -> Result<(), Failure> {
         state_dir: settings.database.parent().map(Path::to_path_buf),
         now: now(),
     };
-    if as_json {
-        status_json(fleet)
-    } else {
+    if format == OutputFormat::Table {
         status_tables(fleet)
+    } else {
+        status_json(fleet, format)
     }
 }
 
-/// `status --json`: one object per instance with its VNFCs and registries.
-fn status_json(mut fleet: Fleet) -> Result<(), Failure> {
+/// `status -o json|yaml`: one object per instance with its VNFCs and registries.
+fn status_json(mut fleet: Fleet, format: OutputFormat) -> Result<(), Failure> {
     let mut list = Vec::new();
     for i in &fleet.instances {
         let vnfcs: Vec<Value> = fleet
@@ -615,7 +747,7 @@ fn status_json(mut fleet: Fleet) -> Result<(), Failure> {
             "registries": registries,
         }));
     }
-    outln!("{}", serde_json::to_string_pretty(&list)?);
+    crate::describe::emit(&Value::Array(list), format)?;
     Ok(())
 }
 
@@ -806,16 +938,7 @@ fn caller() -> String {
     let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
         return "unknown user".into();
     };
-    let name = std::fs::read_to_string("/etc/passwd")
-        .ok()
-        .and_then(|text| {
-            text.lines().find_map(|l| {
-                let mut f = l.split(':');
-                let name = f.next()?;
-                (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_owned())
-            })
-        })
-        .unwrap_or_else(|| "?".into());
+    let name = crate::intake::user_name(uid).unwrap_or_else(|| "?".into());
     let mut who = format!("uid {uid} ({name})");
     if uid == 0
         && let Ok(s) = std::env::var("SUDO_USER")

@@ -1,26 +1,28 @@
-//! `vnfkeeper events VNF [--since TIME] [--json]`: the timeline of one VNF instance (what the
+//! `vnfkeeper events VNF [--since TIME] [-o table|json|yaml]`: the timeline of one VNF instance (what the
 //! store's `ReaderRef::timeline` merges from events, intake records and the step journal),
-//! as a table or as a JSON array whose field names are stable (README "vnfkeeper events").
+//! as a table or as a JSON (or YAML) array whose field names are stable (README "vnfkeeper events").
 
 use anyhow::{anyhow, bail};
 use comfy_table::{Table, presets::NOTHING};
 use serde_json::{Value, json};
 
 use crate::config::Settings;
-use crate::store::{IntakeFacts, StepFacts, Store, TimelineEntry};
+use crate::describe::OutputFormat;
+use crate::store::{IntakeFacts, StepFacts, Store, Submitter, TimelineEntry};
 
 use vnfkeeper_core::model::{Timestamp, VnfInstanceId, pause};
 
 /// Prints the timeline of `vnf_instance_id` read through a read-only connection: entries at or
 /// after `since` (an RFC 3339 time, or a span back from `now` such as `90m`, `2h`, `1d`), as an
-/// aligned table or, with `as_json`, a JSON array of [`entry_json`] objects. Errors: a `since`
+/// aligned table (times RFC 3339 UTC with milliseconds and `Z`) or, with `format` `json` or
+/// `yaml`, an array of [`entry_json`] objects. Errors: a `since`
 /// of neither form; a VNF instance nothing in the database names (`vnfkeeper status` lists
 /// the instances); the store's.
 pub fn run(
     settings: &Settings,
     vnf_instance_id: &str,
     since: Option<&str>,
-    as_json: bool,
+    format: OutputFormat,
     now: Timestamp,
 ) -> anyhow::Result<()> {
     let since = since
@@ -37,10 +39,9 @@ pub fn run(
             settings.database.display()
         );
     };
-    if as_json {
+    if format != OutputFormat::Table {
         let list: Vec<Value> = entries.iter().map(entry_json).collect();
-        outln!("{}", serde_json::to_string_pretty(&list)?);
-        return Ok(());
+        return crate::describe::emit(&Value::Array(list), format);
     }
     let mut t = Table::new();
     t.load_preset(NOTHING)
@@ -52,7 +53,7 @@ pub fn run(
             _ => String::new(),
         };
         t.add_row([
-            e.at.0.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+            e.at.0.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             e.kind.clone(),
             op,
             e.vnfc_id
@@ -86,6 +87,9 @@ fn human_message(e: &TimelineEntry) -> String {
     {
         m.push_str(&format!(" (spool file {f})"));
     }
+    if let Some(s) = e.intake.as_ref().and_then(|i| i.submitter.as_ref()) {
+        m.push_str(&format!(" submitted by {}", submitter_text(s)));
+    }
     if e.vnf_instance_id.is_none() {
         m.push_str(" (every VNF instance)");
     }
@@ -115,9 +119,9 @@ pub fn entry_json(e: &TimelineEntry) -> Value {
     })
 }
 
-/// `{id, fileName, outcome, requestId, problem}`: the intake record of a request entry;
-/// `problem` is the stored ProblemDetails (`status`, `title`, `detail`, `errors`) of a
-/// rejection, else `null`.
+/// `{id, fileName, outcome, requestId, problem, submitter}`: the intake record of a request
+/// entry; `problem` is the stored ProblemDetails (`status`, `title`, `detail`, `errors`) of a
+/// rejection, else `null`; `submitter` ([`submitter_json`]).
 pub fn intake_json(i: &IntakeFacts) -> Value {
     json!({
         "id": i.id,
@@ -125,7 +129,32 @@ pub fn intake_json(i: &IntakeFacts) -> Value {
         "outcome": i.outcome.as_str(),
         "requestId": i.request_id,
         "problem": i.problem,
+        "submitter": submitter_json(i.submitter.as_ref()),
     })
+}
+
+/// `{uid, name, sudoUser, file}`: who submitted a spool file — its owner's uid and user name
+/// (`null` when the password database had none), `SUDO_USER` of a root-owned file's submitting
+/// command, and the operator's file name as the command labelled it (`null` for a file not
+/// submitted by vnfkeeper's CLI) — or `null` when not recorded (before V19, not from the spool).
+pub fn submitter_json(s: Option<&Submitter>) -> Value {
+    s.map_or(
+        Value::Null,
+        |s| json!({"uid": s.uid, "name": s.name, "sudoUser": s.sudo_user, "file": s.file}),
+    )
+}
+
+/// `alice (uid 1000)`, `root (uid 0) via sudo from alice`, plus `, file scale.json` when the
+/// operator's file name is known.
+pub fn submitter_text(s: &Submitter) -> String {
+    let mut t = format!("{} (uid {})", s.name.as_deref().unwrap_or("?"), s.uid);
+    if let Some(u) = &s.sudo_user {
+        t.push_str(&format!(" via sudo from {u}"));
+    }
+    if let Some(f) = &s.file {
+        t.push_str(&format!(", file {f}"));
+    }
+    t
 }
 
 /// `{stageKey, stepNo, name, host, state, attempts, startedAt, finishedAt, exitStatus,

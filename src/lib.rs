@@ -21,6 +21,8 @@ pub mod cloud;
 pub mod config;
 /// The long-running service: spool watching, signals, systemd notification, logging.
 pub mod daemon;
+/// `vnfkeeper status VNF` and `vnfkeeper ops show ID` (one object in detail) and `-o`.
+pub mod describe;
 /// Runs LCM operations: step journal, resume, bounded parallel fan-out, retries.
 pub mod engine;
 /// `vnfkeeper events`: the timeline of one VNF instance (table or stable JSON).

@@ -279,13 +279,78 @@ pub fn exit_code(state: OperationState, goal: OperationState) -> u8 {
 /// reason is printed and the status is [`EXIT_REJECTED`]; neither is a timeout
 /// ([`EXIT_TIMEOUT`]).
 pub fn run(settings: &Settings, verb: &Verb, wait: WaitArg) -> anyhow::Result<u8> {
-    let spool = Spool::open(&settings.spool_dir)
-        .map_err(|e| anyhow!("spool {}: {e}", settings.spool_dir.display()))?;
+    let spool = open_spool(settings)?;
     let request_id = format!("cli-{}", uuid::Uuid::new_v4());
     let bytes = serde_json::to_vec(&verb.envelope(&request_id))?;
-    let path = spool
-        .submit(&bytes)
-        .map_err(|e| anyhow!("cannot submit into {}: {e}", spool.new_dir().display()))?;
+    let path = put(&spool, &bytes, None)?;
+    let goal = Goal {
+        task: matches!(verb, Verb::Task(..)),
+        state: verb.goal(),
+    };
+    outcome(settings, &path, goal, Some(wait))
+}
+
+/// How a submitted request is followed: `task` (a RETRY, FAIL or ROLLBACK envelope: its
+/// occurrence is followed past the state it was in when the task was accepted) and the state
+/// that counts as success (exit 0).
+#[derive(Debug, Clone, Copy)]
+pub struct Goal {
+    /// The request is a task envelope.
+    pub task: bool,
+    /// The state that counts as success.
+    pub state: OperationState,
+}
+
+impl Goal {
+    /// The goal of a validated envelope: FAILED for a FAIL task, ROLLED_BACK for a ROLLBACK
+    /// task, COMPLETED otherwise.
+    pub fn of(envelope: &vnfkeeper_core::wire::Envelope) -> Self {
+        use vnfkeeper_core::wire::{Envelope, TaskOperation};
+        match envelope {
+            Envelope::Task(t) => Goal {
+                task: true,
+                state: match t.operation {
+                    TaskOperation::Fail => OperationState::Failed,
+                    TaskOperation::Rollback => OperationState::RolledBack,
+                    TaskOperation::Retry => OperationState::Completed,
+                },
+            },
+            Envelope::Lcm(_) => Goal {
+                task: false,
+                state: OperationState::Completed,
+            },
+        }
+    }
+}
+
+/// The configured spool. Errors: its directories cannot be opened.
+pub fn open_spool(settings: &Settings) -> anyhow::Result<Spool> {
+    Spool::open(&settings.spool_dir)
+        .map_err(|e| anyhow!("spool {}: {e}", settings.spool_dir.display()))
+}
+
+/// Writes `bytes` into the spool (`tmp/`, then renamed into `new/`), labelled with what the
+/// caller says about it (the operator's file name `file`, `SUDO_USER`: see
+/// `maildir::SubmitLabel`); returns the path in `new/`. Errors: the write or rename failed.
+pub fn put(
+    spool: &Spool,
+    bytes: &[u8],
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<std::path::PathBuf> {
+    let label = crate::intake::SubmitLabel::of_caller(file);
+    spool
+        .submit_labelled(bytes, Some(&label))
+        .map_err(|e| anyhow!("cannot submit into {}: {e}", spool.new_dir().display()))
+}
+
+/// Waits for intake's outcome of the spool file `path`, prints the operation id and, when
+/// `wait` asks, follows the operation (see [`run`] for the exit status and errors).
+pub fn outcome(
+    settings: &Settings,
+    path: &std::path::Path,
+    goal: Goal,
+    wait: Option<WaitArg>,
+) -> anyhow::Result<u8> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -301,7 +366,7 @@ pub fn run(settings: &Settings, verb: &Verb, wait: WaitArg) -> anyhow::Result<u8
         if started.elapsed() > INTAKE_TIMEOUT {
             // Not left behind to run at the daemon's next start, long after this command said
             // it failed: taken back, unless the daemon took it in the meantime.
-            match withdraw(&settings.spool_dir, &path) {
+            match withdraw(&settings.spool_dir, path) {
                 Ok(true) => bail!(
                     "no daemon took {} within {} s (is it running? `systemctl status vnfkeeper`); \
                      the request was withdrawn and will not run",
@@ -341,12 +406,12 @@ pub fn run(settings: &Settings, verb: &Verb, wait: WaitArg) -> anyhow::Result<u8
     if intake.outcome == IntakeOutcome::Duplicate {
         eprintln!("vnfkeeper: the same request was accepted before as operation {op}");
     }
-    let Some(limit) = wait.follow_for() else {
+    let Some(limit) = wait.and_then(WaitArg::follow_for) else {
         return Ok(0);
     };
     // A task is followed past the state its occurrence was in when the task was accepted.
-    let since = match (verb, intake.outcome) {
-        (Verb::Task(..), IntakeOutcome::Accepted) => Some(intake.committed_at),
+    let since = match (goal.task, intake.outcome) {
+        (true, IntakeOutcome::Accepted) => Some(intake.committed_at),
         _ => None,
     };
     let (end, stopped) = follow(settings, op.as_str(), since, limit)?;
@@ -362,7 +427,7 @@ pub fn run(settings: &Settings, verb: &Verb, wait: WaitArg) -> anyhow::Result<u8
     if let Some(e) = &end.error {
         eprintln!("vnfkeeper: {}: {}", e.title, e.detail);
     }
-    Ok(exit_code(end.operation_state, verb.goal()))
+    Ok(exit_code(end.operation_state, goal.state))
 }
 
 /// Takes a submitted request back from `new/` (`path`) before any daemon took it: renamed into

@@ -113,6 +113,23 @@ pub(super) struct Examined {
     pub verdict: Verdict,
     /// The copy kept in `accepted/` or `rejected/`: the content with every secret redacted.
     pub kept: KeptCopy,
+    /// Who submitted the file (its owner), recorded on its `intake` row; `None` for a request
+    /// not read from the spool.
+    pub submitter: Option<Submitter>,
+}
+
+/// The submitter of a spool file: its owner's uid and, when the password database names it,
+/// the user name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Submitter {
+    /// Owner uid of the file (`fstat`).
+    pub uid: u32,
+    /// That uid's user name at intake.
+    pub name: Option<String>,
+    /// The operator's file name, as the submitting command labelled the spool file.
+    pub file: Option<String>,
+    /// `SUDO_USER` of the submitting command (only for a file owned by root).
+    pub sudo_user: Option<String>,
 }
 
 /// What a request file's content is.
@@ -154,10 +171,56 @@ pub(super) fn examine(
     batch: &BatchPackages,
 ) -> Examined {
     let sha256: [u8; 32] = Sha256::digest(bytes).into();
-    let verdict = if bytes.len() > wire::MAX_REQUEST_BYTES {
-        Verdict::Invalid {
-            vnf_instance_id: None,
-            problem: ProblemDetails::new(
+    let verdict = match parse(bytes) {
+        Err((vnf_instance_id, problem)) => Verdict::Invalid {
+            vnf_instance_id,
+            problem,
+        },
+        Ok(parsed) => match parsed.envelope {
+            Envelope::Task(env) => Verdict::Task(env),
+            Envelope::Lcm(env) => match check_package(&env, &parsed.package_paths, ctx, batch) {
+                Err(problem) => Verdict::Invalid {
+                    vnf_instance_id: Some(env.vnf_instance_id.clone()),
+                    problem,
+                },
+                Ok(package) => {
+                    let in_body: Vec<String> = parsed
+                        .secret_pointers
+                        .iter()
+                        .filter_map(|p| p.strip_prefix("/request").map(str::to_owned))
+                        .collect();
+                    let body = RequestBody::redacted(&env.request, &in_body);
+                    Verdict::Lcm(Box::new(LcmRequest {
+                        env,
+                        secret_pointers: parsed.secret_pointers,
+                        body,
+                        package,
+                        warnings: parsed.warnings,
+                    }))
+                }
+            },
+        },
+    };
+    let kept = kept_copy(bytes, &verdict);
+    Examined {
+        name,
+        sha256,
+        digest: String::new(),
+        verdict,
+        kept,
+        submitter: None,
+    }
+}
+
+/// The content checks of [`examine`] that need neither the database nor the package: at most
+/// [`wire::MAX_REQUEST_BYTES`] (413 otherwise) and a valid envelope (400 with every defect,
+/// by JSON pointer, otherwise). Errors: the file's vnfInstanceId when it names a plausible one,
+/// and the ProblemDetails intake records for it.
+fn parse(bytes: &[u8]) -> Result<wire::Parsed, (Option<String>, ProblemDetails)> {
+    if bytes.len() > wire::MAX_REQUEST_BYTES {
+        return Err((
+            None,
+            ProblemDetails::new(
                 413,
                 format!(
                     "request file is {} bytes; the limit is {} bytes",
@@ -169,49 +232,18 @@ pub(super) fn examine(
                     reason: format!("file larger than {} bytes", wire::MAX_REQUEST_BYTES),
                 }],
             ),
-        }
-    } else {
-        match wire::parse_envelope(bytes) {
-            Err(errors) => Verdict::Invalid {
-                vnf_instance_id: sniff_instance_id(bytes),
-                problem: invalid_request(errors),
-            },
-            Ok(parsed) => match parsed.envelope {
-                Envelope::Task(env) => Verdict::Task(env),
-                Envelope::Lcm(env) => {
-                    match check_package(&env, &parsed.package_paths, ctx, batch) {
-                        Err(problem) => Verdict::Invalid {
-                            vnf_instance_id: Some(env.vnf_instance_id.clone()),
-                            problem,
-                        },
-                        Ok(package) => {
-                            let in_body: Vec<String> = parsed
-                                .secret_pointers
-                                .iter()
-                                .filter_map(|p| p.strip_prefix("/request").map(str::to_owned))
-                                .collect();
-                            let body = RequestBody::redacted(&env.request, &in_body);
-                            Verdict::Lcm(Box::new(LcmRequest {
-                                env,
-                                secret_pointers: parsed.secret_pointers,
-                                body,
-                                package,
-                                warnings: parsed.warnings,
-                            }))
-                        }
-                    }
-                }
-            },
-        }
-    };
-    let kept = kept_copy(bytes, &verdict);
-    Examined {
-        name,
-        sha256,
-        digest: String::new(),
-        verdict,
-        kept,
+        ));
     }
+    wire::parse_envelope(bytes)
+        .map_err(|errors| (sniff_instance_id(bytes), invalid_request(errors)))
+}
+
+/// `vnfkeeper submit`'s check before it writes into the spool: what intake checks of a file on
+/// its own ([`parse`]: size, the envelope with every defect), the same ProblemDetails intake
+/// would record. Not checked here (the daemon does, with its rights): the package a request
+/// names and the files it references (422), and everything that needs the database (404, 409).
+pub(crate) fn precheck(bytes: &[u8]) -> Result<wire::Parsed, ProblemDetails> {
+    parse(bytes).map_err(|(_, problem)| problem)
 }
 
 /// A request vnfkeeper did not read from its spool — a Tacker INSTANTIATE's envelope
@@ -274,6 +306,22 @@ fn kept_copy(bytes: &[u8], verdict: &Verdict) -> KeptCopy {
             },
             None => KeptCopy::private(bytes.to_vec()),
         },
+    }
+}
+
+/// Records `req`'s submitter, when known, on its intake row `intake_id`.
+fn record_submitter(tx: &mut Tx<'_>, intake_id: i64, req: &Examined) -> Result<(), StoreError> {
+    match &req.submitter {
+        Some(s) => tx.set_intake_submitter(
+            intake_id,
+            &crate::store::Submitter {
+                uid: s.uid,
+                name: s.name.clone(),
+                sudo_user: s.sudo_user.clone(),
+                file: s.file.clone(),
+            },
+        ),
+        None => Ok(()),
     }
 }
 
@@ -1181,6 +1229,7 @@ fn record_acceptance(
         },
         now,
     )?;
+    record_submitter(tx, intake_id, req)?;
     let message = format!("{operation} request accepted from spool file {}", req.name);
     let evidence =
         serde_json::json!({"file": req.name, "intakeId": intake_id, "warnings": warnings});
@@ -1265,6 +1314,7 @@ fn record_task(
         },
         now,
     )?;
+    record_submitter(tx, intake_id, req)?;
     let message = format!(
         "{task} of VnfLcmOpOcc {} accepted from spool file {}",
         op.id, req.name
@@ -1323,6 +1373,7 @@ fn record_duplicate(
         },
         now,
     )?;
+    record_submitter(tx, intake_id, req)?;
     let message = format!(
         "spool file {} repeats the request of VnfLcmOpOcc {op_id}; no new operation",
         req.name
@@ -1361,7 +1412,7 @@ fn record_rejection(
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
     let problem_json = json(problem);
-    tx.insert_intake(
+    let intake_id = tx.insert_intake(
         &NewIntake {
             file_name: &req.name,
             content_sha256: &req.digest,
@@ -1374,6 +1425,7 @@ fn record_rejection(
         },
         now,
     )?;
+    record_submitter(tx, intake_id, req)?;
     let message = format!("spool file {} rejected: {}", req.name, problem.detail);
     let vnf = vnf_instance_id.map(VnfInstanceId::from);
     tx.append_event(
@@ -1718,6 +1770,7 @@ mod tests {
             sha256: [0; 32],
             digest: "5ha".into(),
             verdict,
+            submitter: None,
         };
         let invalid = || Verdict::Invalid {
             vnf_instance_id: None,

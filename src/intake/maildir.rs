@@ -62,6 +62,63 @@ pub(super) struct RequestFile {
     pub name: String,
     /// The whole content, at most the limit given to [`read_request`].
     pub bytes: Vec<u8>,
+    /// The file's owner (`fstat` on the descriptor read): who submitted it.
+    pub owner_uid: u32,
+    /// What the submitting command said about it ([`SubmitLabel`]), if anything.
+    pub label: Option<SubmitLabel>,
+}
+
+/// The extended attribute `vnfkeeper submit` and the task verbs set on a spool file: a
+/// [`SubmitLabel`] as JSON, at most [`LABEL_MAX`] bytes.
+pub const LABEL_XATTR: &std::ffi::CStr = c"user.vnfkeeper.submit";
+/// The largest [`LABEL_XATTR`] value intake reads.
+pub const LABEL_MAX: usize = 1024;
+
+/// What the CLI says about a spool file it submits, beyond what `fstat` tells: the name of the
+/// file the operator submitted and, when it runs as root through sudo, `SUDO_USER`. Claims of
+/// the file's owner: intake records `sudoUser` only for a file owned by root.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmitLabel {
+    /// The operator's file name (its last component), for `vnfkeeper submit FILE`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// `SUDO_USER` of the submitting command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sudo_user: Option<String>,
+}
+
+impl SubmitLabel {
+    /// The label of the submitting process: `file` and, when it runs as uid 0 with a plain
+    /// `SUDO_USER` (letters, digits, `._-`), that user.
+    pub fn of_caller(file: Option<&Path>) -> Self {
+        let sudo_user = std::env::var("SUDO_USER").ok().filter(|s| {
+            rustix::process::getuid().is_root()
+                && !s.is_empty()
+                && s.len() <= 64
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        });
+        Self {
+            file: file.and_then(Path::file_name).map(display_name),
+            sudo_user,
+        }
+    }
+
+    /// Reads the label of the open file `fd`: `None` when it has none, it is larger than
+    /// [`LABEL_MAX`] or not a label; names are escaped as [`display_name`] does and cut to 255
+    /// characters.
+    fn read(fd: std::os::fd::BorrowedFd<'_>) -> Option<Self> {
+        let mut buf = vec![0u8; LABEL_MAX];
+        let n = rustix::fs::fgetxattr(fd, LABEL_XATTR, &mut buf).ok()?;
+        let label: Self = serde_json::from_slice(buf.get(..n)?).ok()?;
+        let clean =
+            |s: String| -> String { display_name(OsStr::new(&s)).chars().take(255).collect() };
+        Some(Self {
+            file: label.file.map(clean),
+            sudo_user: label.sudo_user.map(clean),
+        })
+    }
 }
 
 /// A spool entry intake will not read, and why.
@@ -432,6 +489,17 @@ impl Spool {
     /// hold passwords), syncs it, renames it into `new/`. Returns the path in `new/`. Errors: I/O
     /// (e.g. no write permission on the spool).
     pub fn submit(&self, bytes: &[u8]) -> io::Result<PathBuf> {
+        self.submit_labelled(bytes, None)
+    }
+
+    /// [`Self::submit`], with `label` ([`SubmitLabel`]) set as the extended attribute
+    /// [`LABEL_XATTR`] of the file before it is renamed into `new/`. A file system without user
+    /// extended attributes (`ENOTSUP`) gets none: the label is best effort, the request is not.
+    pub fn submit_labelled(
+        &self,
+        bytes: &[u8],
+        label: Option<&SubmitLabel>,
+    ) -> io::Result<PathBuf> {
         use std::os::unix::fs::PermissionsExt as _;
         let name = unique_name();
         let tmp = self.tmp_dir().join(&name);
@@ -440,6 +508,13 @@ impl Spool {
             .create_new(true)
             .open(&tmp)?;
         f.set_permissions(fs::Permissions::from_mode(0o640))?;
+        if let Some(label) = label {
+            let value = serde_json::to_vec(label).map_err(io::Error::other)?;
+            match rustix::fs::fsetxattr(&f, LABEL_XATTR, &value, rustix::fs::XattrFlags::empty()) {
+                Ok(()) | Err(rustix::io::Errno::NOTSUP) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
         f.write_all(bytes)?;
         f.sync_all()?;
         drop(f);
@@ -812,6 +887,10 @@ pub(super) fn read_request(path: &Path, limit: u64) -> Read {
             format!("{} bytes, over the limit of {limit}", meta.len()),
         );
     }
+    let label = {
+        use std::os::fd::AsFd as _;
+        SubmitLabel::read(file.as_fd())
+    };
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
     if let Err(e) = file.take(limit + 1).read_to_end(&mut bytes) {
         return skip("read", &e);
@@ -826,6 +905,8 @@ pub(super) fn read_request(path: &Path, limit: u64) -> Read {
         path: path.to_path_buf(),
         name,
         bytes,
+        owner_uid: meta.uid(),
+        label,
     })
 }
 

@@ -233,10 +233,21 @@ fn read_candidate(
         Read::File(file) => {
             // A hidden `.<name>.taken` file is examined under the name it was committed with.
             let taken = maildir::untaken_name(&file.name).map(str::to_owned);
+            let was_taken = taken.is_some();
+            let mut request =
+                admission::examine(taken.unwrap_or(file.name), &file.bytes, ctx, batch);
+            let label = file.label.unwrap_or_default();
+            request.submitter = Some(admission::Submitter {
+                uid: file.owner_uid,
+                name: super::user_name(file.owner_uid),
+                file: label.file,
+                // Anyone may claim a sudo user; only root's claim is recorded.
+                sudo_user: label.sudo_user.filter(|_| file.owner_uid == 0),
+            });
             Some(Taken::Candidate(Box::new(Candidate {
                 path: file.path,
-                taken: taken.is_some(),
-                request: admission::examine(taken.unwrap_or(file.name), &file.bytes, ctx, batch),
+                taken: was_taken,
+                request,
             })))
         }
         Read::Refused(r) => Some(Taken::Refused(r)),

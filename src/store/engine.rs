@@ -69,6 +69,10 @@ pub struct JournalRow {
     pub state: StepState,
     /// Attempts so far.
     pub attempts: i64,
+    /// When the last attempt started (`None`: not yet).
+    pub started_at: Option<Timestamp>,
+    /// When the stage finished (DONE, SKIPPED or FAILED; `None` while pending or running).
+    pub finished_at: Option<Timestamp>,
     /// Remote exit status of the last attempt.
     pub exit_status: Option<i64>,
     /// What the check found, or the masked stderr tail of a failure.
@@ -83,7 +87,8 @@ impl ReaderRef<'_> {
     /// state outside the schema's list.
     pub fn journal(&self, op_id: &OpOccId) -> Result<Vec<JournalRow>> {
         let mut st = self.conn.prepare(
-            "SELECT stage_key, step_no, name, host, state, attempts, exit_status, detail
+            "SELECT stage_key, step_no, name, host, state, attempts, exit_status, detail,
+                    started_at, finished_at
              FROM step_journal WHERE vnf_lcm_op_occ_id = ?1 ORDER BY step_no, stage_key",
         )?;
         let rows = st.query_map([op_id.as_str()], |r| {
@@ -92,7 +97,19 @@ impl ReaderRef<'_> {
             let Some(state) = StepState::parse(&state) else {
                 return Ok(Err(corrupt_state(op_id.as_str(), &key, state)));
             };
+            let row = format!("{op_id}/{key}");
+            let c = super::decode::Cells::new("step_journal", &row);
+            let started_at = match c.opt_time("started_at", r.get(8)?) {
+                Ok(t) => t,
+                Err(e) => return Ok(Err(e)),
+            };
+            let finished_at = match c.opt_time("finished_at", r.get(9)?) {
+                Ok(t) => t,
+                Err(e) => return Ok(Err(e)),
+            };
             Ok(Ok(JournalRow {
+                started_at,
+                finished_at,
                 stage_key: StageKey::from(key),
                 step_no: r.get(1)?,
                 name: r.get(2)?,

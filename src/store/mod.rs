@@ -4,6 +4,7 @@
 //! The schema is documented in `migrations/V1__init.sql` and in the README ("Audit database").
 
 mod decode;
+mod describe;
 mod engine;
 mod hostkeys;
 mod packages;
@@ -23,6 +24,7 @@ use rusqlite::{
     Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
 };
 
+pub use describe::LastDecision;
 pub use engine::JournalRow;
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;
@@ -459,6 +461,19 @@ pub struct NewOperation<'a> {
     pub status_detail: Option<&'a str>,
 }
 
+/// Who submitted a spool file, as its `intake` row records it (migration V19).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Submitter {
+    /// The file's owner uid (`fstat` at intake).
+    pub uid: u32,
+    /// That uid's user name at intake (`None`: the password database has none).
+    pub name: Option<String>,
+    /// `SUDO_USER` of the submitting command, for a file owned by root.
+    pub sudo_user: Option<String>,
+    /// The operator's file name, as the submitting command labelled the spool file.
+    pub file: Option<String>,
+}
+
 /// A new intake record.
 #[derive(Debug, Clone)]
 pub struct NewIntake<'a> {
@@ -720,6 +735,17 @@ impl Tx<'_> {
                 now.to_rfc3339()
             ])?;
         Ok(self.tx.last_insert_rowid())
+    }
+
+    /// Records who submitted the spool file of intake row `id` ([`Submitter`]).
+    pub fn set_intake_submitter(&mut self, id: i64, s: &Submitter) -> Result<()> {
+        self.tx
+            .prepare_cached(
+                "UPDATE intake SET submitter_uid = ?2, submitter_name = ?3, submitter_sudo_user = ?4,
+                 submitted_file = ?5 WHERE id = ?1",
+            )?
+            .execute(params![id, s.uid, s.name, s.sudo_user, s.file])?;
+        Ok(())
     }
 
     /// Appends an audit event.

@@ -232,11 +232,14 @@ pub struct IntakeRow {
     pub problem: Option<ProblemDetails>,
     /// Commit time.
     pub committed_at: Timestamp,
+    /// Who submitted the spool file; `None` before V19 or not from the spool.
+    pub submitter: Option<super::Submitter>,
 }
 
 impl IntakeRow {
     pub(super) const COLUMNS: &'static str = "id, file_name, content_sha256, request_id, outcome, \
-        vnf_instance_id, vnf_lcm_op_occ_id, problem, committed_at";
+        vnf_instance_id, vnf_lcm_op_occ_id, problem, committed_at, submitter_uid, submitter_name, \
+        submitter_sudo_user, submitted_file";
 
     /// Decodes one row read with [`Self::COLUMNS`]; the outer error is SQLite's, the inner one
     /// [`StoreError::Corrupt`](super::StoreError::Corrupt).
@@ -263,6 +266,15 @@ impl IntakeRow {
             vnf_lcm_op_occ_id: r.get::<_, Option<String>>(6)?.map(OpOccId::from),
             problem: c.json("problem", r.get(7)?, PROBLEM_DETAILS)?,
             committed_at: c.time("committed_at", &r.get::<_, String>(8)?)?,
+            submitter: match r.get::<_, Option<u32>>(9)? {
+                Some(uid) => Some(super::Submitter {
+                    uid,
+                    name: r.get(10)?,
+                    sudo_user: r.get(11)?,
+                    file: r.get(12)?,
+                }),
+                None => None,
+            },
         })
     }
 }

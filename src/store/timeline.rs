@@ -73,6 +73,8 @@ pub struct IntakeFacts {
     pub request_id: Option<String>,
     /// Why it was rejected.
     pub problem: Option<ProblemDetails>,
+    /// Who submitted the spool file, when recorded.
+    pub submitter: Option<super::Submitter>,
 }
 
 impl From<IntakeRow> for IntakeFacts {
@@ -83,6 +85,7 @@ impl From<IntakeRow> for IntakeFacts {
             outcome: r.outcome,
             request_id: r.request_id,
             problem: r.problem,
+            submitter: r.submitter,
         }
     }
 }

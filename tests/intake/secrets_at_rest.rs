@@ -162,16 +162,40 @@ fn a_group_member_cannot_read_another_operators_passwords() {
             String::from_utf8_lossy(&out.stderr)
         );
     };
+    // `submit` refuses a file intake would reject: B drops those into the spool itself, as the
+    // spool's `tmp/` then `new/` rename that `submit` does (mode 0640).
+    let drop_as = |user: &str, name: &str, bytes: &[u8]| {
+        let file = root.join(name);
+        fs::write(&file, bytes).unwrap();
+        run_ok(Command::new("chown").arg(user).arg(&file));
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+        let tmp = install.new_dir().parent().unwrap().join("tmp").join(name);
+        let new = install.new_dir().join(name);
+        let script = format!(
+            "cp '{}' '{}' && chmod 0640 '{}' && mv '{}' '{}'",
+            file.display(),
+            tmp.display(),
+            tmp.display(),
+            tmp.display(),
+            new.display()
+        );
+        let out = acc.run_as(user, "sh", &["-c", &script]);
+        assert!(
+            out.status.success(),
+            "drop as {user}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
     submit(acc.a(), "a.json", &request("vnf-a", &pw_a));
     submit(acc.b(), "b.json", &request("vnf-b", &pw_b));
     let mut invalid: Value = serde_json::from_slice(&request("vnf-b2", &pw_b)).unwrap();
     invalid["request"]["flavourId"] = 42.into();
-    submit(
+    drop_as(
         acc.b(),
         "b-invalid.json",
         &serde_json::to_vec(&invalid).unwrap(),
     );
-    submit(
+    drop_as(
         acc.b(),
         "b-garbage.json",
         format!("password={pw_b}\n").as_bytes(),
@@ -183,6 +207,30 @@ fn a_group_member_cannot_read_another_operators_passwords() {
             && Install::files(&install.rejected_dir()).len() == 4
     });
     assert!(settled, "not processed:\n{}", daemon.log_text());
+
+    // Each request names its submitter, the owner of the spool file: A's, and B's rejection.
+    // `submit` also labels the file with the operator's file name; B's own drop has none.
+    for (vnf, user, kind, file) in [
+        ("vnf-a", acc.a(), "REQUEST_ACCEPTED", Value::from("a.json")),
+        ("vnf-b2", acc.b(), "REQUEST_REJECTED", Value::Null),
+    ] {
+        let out = install.cli(&["events", vnf, "--json"]);
+        let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let entry = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} for {vnf}"));
+        assert_eq!(entry["intake"]["submitter"]["name"], user, "{vnf}");
+        assert_eq!(entry["intake"]["submitter"]["file"], file, "{vnf}");
+        assert_eq!(
+            entry["intake"]["submitter"]["sudoUser"],
+            Value::Null,
+            "{vnf}"
+        );
+        assert!(entry["intake"]["submitter"]["uid"].as_u64().unwrap() > 0);
+    }
 
     // accepted/ and rejected/: every copy A can read holds neither password; the only copy
     // kept unredacted (not JSON) is owner-only, and A cannot read it.

@@ -1,0 +1,557 @@
+//! The one-object views: `vnfkeeper status VNF` (one VNF instance with each VNFC's health as
+//! last recorded) and `vnfkeeper ops show ID` (one operation occurrence in the shape of SOL003
+//! `VnfLcmOpOcc`, ETSI GS NFV-SOL 003 §5.5.2.13), and the output formats of the read commands.
+//!
+//! Both only read what the store records; a fact it does not record is `null` in JSON/YAML
+//! and `unknown` (or `-`) in a table, never guessed. Times are RFC 3339 UTC with `Z`; tables
+//! add the age relative to now.
+
+use std::collections::BTreeMap;
+
+use comfy_table::{Table, presets::NOTHING};
+use serde_json::{Value, json};
+use vnfkeeper_core::artifact::Artifact;
+use vnfkeeper_core::model::{LcmOperationType, OpOccId, Timestamp, VnfInstanceId};
+
+use crate::config::Settings;
+use crate::store::{JournalRow, LastDecision, OperationRow, ReconcileStateRow, Store};
+
+/// `-o`: how a read command prints. `table` for people; `json` and `yaml` carry the same
+/// document (field names stable, SOL003's where SOL003 has the field).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned columns (the default).
+    #[default]
+    Table,
+    /// Pretty-printed JSON.
+    Json,
+    /// YAML (the same document as `json`).
+    Yaml,
+}
+
+impl OutputFormat {
+    /// The format asked for: `-o` when given, else `json` for the older `--json`, else `table`.
+    pub fn pick(output: Option<OutputFormat>, json: bool) -> Self {
+        output.unwrap_or(if json {
+            OutputFormat::Json
+        } else {
+            OutputFormat::Table
+        })
+    }
+}
+
+/// Prints `doc` as JSON or YAML (`format` is not `Table`). Errors: serialization's.
+pub fn emit(doc: &Value, format: OutputFormat) -> anyhow::Result<()> {
+    match format {
+        OutputFormat::Yaml => {
+            let text = serde_yaml_ng::to_string(doc)?;
+            outln!("{}", text.trim_end());
+        }
+        OutputFormat::Json | OutputFormat::Table => {
+            outln!("{}", serde_json::to_string_pretty(doc)?);
+        }
+    }
+    Ok(())
+}
+
+/// A time for a table: RFC 3339 (`Z`, whole seconds) and its age, e.g.
+/// `2026-11-27T06:24:33Z (5m ago)`.
+pub fn table_time(t: Timestamp, now: Timestamp) -> String {
+    let secs = (now.0 - t.0).num_seconds();
+    let text = t.0.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let (n, ahead) = if secs < 0 {
+        (-secs, true)
+    } else {
+        (secs, false)
+    };
+    let age = match n {
+        0..60 => format!("{n}s"),
+        60..3600 => format!("{}m", n / 60),
+        3600..86400 => format!("{}h", n / 3600),
+        _ => format!("{}d", n / 86400),
+    };
+    if ahead {
+        format!("{text} (in {age})")
+    } else {
+        format!("{text} ({age} ago)")
+    }
+}
+
+fn rfc3339(t: Option<Timestamp>) -> Value {
+    t.map_or(Value::Null, |t| Value::String(t.to_rfc3339()))
+}
+
+fn table<const N: usize>(header: [&str; N]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(NOTHING).set_header(header);
+    t
+}
+
+/// Opens the database read-only (see `Store::open_read_only`).
+fn reader(settings: &Settings) -> anyhow::Result<crate::store::Reader> {
+    Ok(Store::open_read_only(&settings.database)?)
+}
+
+/// A VNFC's probe verdict from the reconcile loop's memory: `FAILING` (consecutive failed
+/// probes, counted since the first of them), `NOT_FAILING` (the loop observed the VNFC and
+/// holds no failed probe; a cloud-only pass does not probe, so this is not proof of a passing
+/// probe), `UNKNOWN` (never observed).
+fn probe_verdict(m: Option<&ReconcileStateRow>) -> &'static str {
+    match m {
+        None => "UNKNOWN",
+        Some(m) if m.probe_failures > 0 => "FAILING",
+        Some(_) => "NOT_FAILING",
+    }
+}
+
+/// Since when the VNFC has been failing (the earlier of its first failed cloud observation
+/// and its first failed probe, while they are counted); `None` when no failure is counted.
+fn unhealthy_since(m: Option<&ReconcileStateRow>) -> Option<Timestamp> {
+    let m = m?;
+    let cloud = (m.cloud_failures > 0)
+        .then_some(m.cloud_first_failure_at)
+        .flatten();
+    let probe = (m.probe_failures > 0)
+        .then_some(m.probe_first_failure_at)
+        .flatten();
+    match (cloud, probe) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// `RECONCILE_DEFERRED_GRACE` → `DEFERRED_GRACE` (the `decision` of the view
+/// `reconcile_decisions`); other kinds as they are.
+fn decision_name(kind: &str) -> &str {
+    kind.strip_prefix("RECONCILE_").unwrap_or(kind)
+}
+
+fn decision_json(d: &LastDecision) -> Value {
+    json!({
+        "at": d.at.to_rfc3339(),
+        "decision": decision_name(&d.kind),
+        "reason": d.reason,
+        "vnfLcmOpOccId": d.vnf_lcm_op_occ_id,
+        "evidence": d.evidence,
+    })
+}
+
+/// `status VNF`: one instance and its VNFCs. Errors: no such instance (naming `status`), the
+/// store's.
+pub fn status_vnf(
+    settings: &Settings,
+    vnf: &str,
+    format: OutputFormat,
+    now: Timestamp,
+) -> anyhow::Result<()> {
+    let db = reader(settings)?;
+    let q = db.queries();
+    let Some(inst) = q.instances()?.into_iter().find(|i| i.id == vnf) else {
+        anyhow::bail!(
+            "no VNF instance {vnf:?} in {} (`vnfkeeper status` lists them)",
+            settings.database.display()
+        );
+    };
+    let vnf_id = VnfInstanceId::from(vnf);
+    let vnfcs = q.vnfcs(&vnf_id)?;
+    let memory: BTreeMap<String, ReconcileStateRow> = q
+        .reconcile_states()?
+        .into_iter()
+        .filter(|((v, _), _)| v == vnf)
+        .map(|((_, c), m)| (c, m))
+        .collect();
+    let mut decisions = q.last_decisions(vnf)?;
+    let synced = q.vnfc_synced_at(vnf)?;
+    let summary = q.operation_summaries()?.remove(vnf);
+    let pauses = q.maintenance_pauses()?;
+    let pause = vnfkeeper_core::model::pause::in_force(&pauses, &vnf_id, now);
+    let endpoint = settings.database.parent().and_then(|dir| {
+        let path = Artifact::AdminKubeconfig.path(dir, vnf);
+        vnfkeeper_core::artifact::kubeconfig_server(&std::fs::read_to_string(path).ok()?)
+    });
+    let vnf_decision = decisions.remove(&None);
+
+    let mut rows = Vec::new();
+    for c in &vnfcs {
+        let m = memory.get(c.id.as_str());
+        let d = decisions.get(&Some(c.id.as_str().to_owned()));
+        let role = d
+            .and_then(|d| d.evidence.as_ref())
+            .and_then(|e| e.get("role"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        rows.push(json!({
+            "id": c.id,
+            "vduId": c.vdu_id,
+            "index": c.vnfc_index,
+            "role": role,
+            "serverId": c.server_id,
+            "ipAddress": c.ip_address,
+            "novaStatus": c.server_status,
+            "novaStatusObservedAt": rfc3339(synced.get(c.id.as_str()).copied()),
+            "probeVerdict": probe_verdict(m),
+            "probeFailures": m.map(|m| m.probe_failures),
+            "cloudFailures": m.map(|m| m.cloud_failures),
+            "unhealthySince": rfc3339(unhealthy_since(m)),
+            "healAttempts": m.map(|m| m.heal_attempts),
+            "lastHealAt": rfc3339(m.and_then(|m| m.last_heal_at)),
+            "lastDecision": d.map(decision_json),
+        }));
+    }
+    let doc = json!({
+        "id": inst.id,
+        "origin": inst.origin.as_str(),
+        "instantiationState": inst.instantiation_state.as_str(),
+        "flavourId": inst.flavour_id,
+        "vnfPackage": inst.vnf_package,
+        "stackId": inst.stack_id,
+        "createdAt": inst.created_at.to_rfc3339(),
+        "updatedAt": inst.updated_at.to_rfc3339(),
+        "clusterEndpoint": endpoint,
+        "maintenancePause": pause.map(vnfkeeper_core::policy::pause_json),
+        "unfinishedOperations": summary.as_ref().map_or(0, |s| s.unfinished),
+        "lastOperation": summary.as_ref().map(|s| json!({
+            "id": s.last.id,
+            "operation": s.last.operation.as_str(),
+            "operationState": s.last.operation_state.as_str(),
+            "stateEnteredTime": s.last.state_entered_time.to_rfc3339(),
+        })),
+        "lastVnfDecision": vnf_decision.as_ref().map(decision_json),
+        "vnfcs": rows,
+    });
+    if format != OutputFormat::Table {
+        return emit(&doc, format);
+    }
+
+    let unknown = |v: &Value| match v {
+        Value::Null => "unknown".to_owned(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    let time = |v: &Value| {
+        v.as_str()
+            .and_then(|s| Timestamp::parse(s).ok())
+            .map_or_else(|| "-".to_owned(), |t| table_time(t, now))
+    };
+    outln!("VNF instance:      {}", inst.id);
+    outln!(
+        "state:             {} (origin {})",
+        inst.instantiation_state.as_str(),
+        inst.origin
+    );
+    outln!("flavour:           {}", unknown(&doc["flavourId"]));
+    outln!("stack:             {}", unknown(&doc["stackId"]));
+    outln!("endpoint:          {}", unknown(&doc["clusterEndpoint"]));
+    outln!(
+        "maintenance pause: {}",
+        pause.map_or_else(|| "none".to_owned(), |p| p.describe())
+    );
+    match &summary {
+        Some(s) => outln!(
+            "last operation:    {} {} {} (entered {}); {} unfinished",
+            s.last.id,
+            s.last.operation,
+            s.last.operation_state,
+            table_time(s.last.state_entered_time, now),
+            s.unfinished
+        ),
+        None => outln!("last operation:    none"),
+    }
+    if let Some(d) = &vnf_decision {
+        outln!(
+            "last VNF decision: {} at {}: {}",
+            decision_name(&d.kind),
+            table_time(d.at, now),
+            d.reason
+        );
+    }
+    let mut t = table([
+        "VNFC",
+        "VDU",
+        "ROLE",
+        "SERVER",
+        "ADDRESS",
+        "NOVA STATUS (OBSERVED)",
+        "PROBE",
+        "UNHEALTHY SINCE",
+        "LAST DECISION",
+    ]);
+    for r in &rows {
+        let nova = format!(
+            "{} ({})",
+            unknown(&r["novaStatus"]),
+            time(&r["novaStatusObservedAt"])
+        );
+        let decision = match r["lastDecision"].as_object() {
+            Some(d) => {
+                let op = d["vnfLcmOpOccId"]
+                    .as_str()
+                    .map(|o| format!(" -> {o}"))
+                    .unwrap_or_default();
+                format!(
+                    "{}{op} at {}",
+                    d["decision"].as_str().unwrap_or_default(),
+                    time(&d["at"])
+                )
+            }
+            None => "none recorded".into(),
+        };
+        t.add_row([
+            unknown(&r["id"]),
+            unknown(&r["vduId"]),
+            unknown(&r["role"]),
+            unknown(&r["serverId"]),
+            unknown(&r["ipAddress"]),
+            nova,
+            unknown(&r["probeVerdict"]),
+            time(&r["unhealthySince"]),
+            decision,
+        ]);
+    }
+    outln!("\n{t}");
+    for r in &rows {
+        if let Some(reason) = r["lastDecision"]["reason"].as_str() {
+            outln!("{}: {reason}", unknown(&r["id"]));
+        }
+    }
+    Ok(())
+}
+
+/// SOL003 `AffectedVnfc` (§5.5.3.2) entries of an operation, derived from what the store
+/// records (see [`affected_vnfcs`]).
+fn affected(id: &str, vdu: Option<&str>, change: &str, server: Option<&str>) -> Value {
+    json!({
+        "id": id,
+        "vduId": vdu,
+        "changeType": change,
+        "computeResource": server.map(|s| json!({
+            "resourceId": s,
+            "vimLevelResourceType": "OS::Nova::Server",
+        })),
+    })
+}
+
+/// `resourceChanges.affectedVnfcs` of `op`, from what the store records:
+/// - `ADDED`: VNFC rows of the instance created between the operation's start and the time it
+///   reached a final state (now, while it runs): operations of one VNF run one at a time.
+/// - `MODIFIED`: a HEAL's `vnfcInstanceId` targets (its request as stored).
+/// - `REMOVED`: the VNFCs its plan required gone (`heat.read_vnfcs`' `absent`: SCALE_IN
+///   victims); their rows are deleted, so `vduId` and `computeResource` are `null`.
+///
+/// Not derivable, hence absent: VNFCs a TERMINATE or rollback removed (the rows are deleted
+/// with no record of their ids), VNFCs added then removed again later (their rows are gone),
+/// and the VNFCs of a HEAL of the whole VNF (no `vnfcInstanceId`).
+fn affected_vnfcs(
+    op: &OperationRow,
+    params: &Value,
+    plan: Option<&Value>,
+    vnfcs: &[crate::store::VnfcRow],
+    now: Timestamp,
+) -> Vec<Value> {
+    let end = if op.operation_state.is_final() {
+        op.state_entered_time
+    } else {
+        now
+    };
+    let mut out: Vec<Value> = vnfcs
+        .iter()
+        .filter(|c| c.created_at >= op.start_time && c.created_at <= end)
+        .map(|c| {
+            affected(
+                c.id.as_str(),
+                Some(&c.vdu_id),
+                "ADDED",
+                c.server_id.as_deref(),
+            )
+        })
+        .collect();
+    if op.operation == LcmOperationType::Heal {
+        for id in params["vnfcInstanceId"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            if out.iter().any(|a| a["id"] == id) {
+                continue;
+            }
+            let row = vnfcs.iter().find(|c| c.id == id);
+            out.push(affected(
+                id,
+                row.map(|c| c.vdu_id.as_str()),
+                "MODIFIED",
+                row.and_then(|c| c.server_id.as_deref()),
+            ));
+        }
+    }
+    let stages = plan
+        .and_then(|p| p.get("stages"))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for s in stages {
+        let absent = s
+            .pointer("/action/cloud/read_vnfcs/absent")
+            .and_then(Value::as_array);
+        for id in absent.into_iter().flatten().filter_map(Value::as_str) {
+            if !out.iter().any(|a| a["id"] == id) {
+                out.push(affected(id, None, "REMOVED", None));
+            }
+        }
+    }
+    out
+}
+
+fn stage_json(j: &JournalRow) -> Value {
+    json!({
+        "key": j.stage_key,
+        "stepNo": j.step_no,
+        "name": j.name,
+        "host": (!j.host.is_empty()).then_some(&j.host),
+        "state": j.state.as_str(),
+        "attempts": j.attempts,
+        "startedAt": rfc3339(j.started_at),
+        "finishedAt": rfc3339(j.finished_at),
+        "exitStatus": j.exit_status,
+        "detail": j.detail,
+    })
+}
+
+/// `ops show ID`: one operation as SOL003 `VnfLcmOpOcc` (§5.5.2.13: `id`, `operationState`,
+/// `stateEnteredTime`, `startTime`, `vnfInstanceId`, `operation`, `isAutomaticInvocation`,
+/// `operationParams` with every secret `"***"`, `isCancelPending`, `error` as ProblemDetails,
+/// `resourceChanges.affectedVnfcs`), plus vnfkeeper's `origin`, `tackerOpOccId`, `requestId`,
+/// `statusDetail` and `stages` (the step journal: each stage's state, attempts and times).
+/// Errors: no such operation, the store's.
+pub fn ops_show(
+    settings: &Settings,
+    id: &str,
+    format: OutputFormat,
+    now: Timestamp,
+) -> anyhow::Result<()> {
+    let db = reader(settings)?;
+    let q = db.queries();
+    let op_id = OpOccId::from(id);
+    let (Some(op), Some((stored, plan))) = (q.operation(&op_id)?, q.stored_request(id)?) else {
+        anyhow::bail!(
+            "no operation {id:?} in {} (`vnfkeeper ops` lists them)",
+            settings.database.display()
+        );
+    };
+    // Stored bodies hold "***" for every secret; splitting again is a no-op on them and masks
+    // a body written before secrets were kept apart.
+    let masked = crate::store::RequestBody::split(op.operation, &stored);
+    let params: Value = serde_json::from_str(masked.stored())
+        .unwrap_or_else(|_| Value::String(masked.stored().to_owned()));
+    let plan: Option<Value> = plan.and_then(|p| serde_json::from_str(&p).ok());
+    let vnfcs = q.vnfcs(&op.vnf_instance_id)?;
+    let journal = q.journal(&op_id)?;
+    // A task envelope's accepted intake row names the occurrence too: the first is the request.
+    let intake = q.intake_of_operation(id)?;
+    let doc = json!({
+        "id": op.id,
+        "operationState": op.operation_state.as_str(),
+        "stateEnteredTime": op.state_entered_time.to_rfc3339(),
+        "startTime": op.start_time.to_rfc3339(),
+        "vnfInstanceId": op.vnf_instance_id,
+        "operation": op.operation.as_str(),
+        "isAutomaticInvocation": op.is_automatic_invocation,
+        "operationParams": params,
+        "isCancelPending": false,
+        "error": op.error,
+        "resourceChanges": {
+            "affectedVnfcs": affected_vnfcs(&op, &params, plan.as_ref(), &vnfcs, now),
+        },
+        "origin": op.origin.as_str(),
+        "tackerOpOccId": op.tacker_op_occ_id,
+        "requestId": op.request_id,
+        "statusDetail": op.status_detail,
+        "intake": intake.as_ref().map(|i| json!({
+            "id": i.id,
+            "fileName": i.file_name,
+            "committedAt": i.committed_at.to_rfc3339(),
+            "submitter": crate::events::submitter_json(i.submitter.as_ref()),
+        })),
+        "stages": journal.iter().map(stage_json).collect::<Vec<_>>(),
+    });
+    if format != OutputFormat::Table {
+        return emit(&doc, format);
+    }
+    outln!("operation:       {} {}", op.id, op.operation);
+    outln!("VNF instance:    {}", op.vnf_instance_id);
+    outln!(
+        "state:           {} (entered {})",
+        op.operation_state,
+        table_time(op.state_entered_time, now)
+    );
+    outln!("started:         {}", table_time(op.start_time, now));
+    outln!(
+        "automatic:       {}",
+        if op.is_automatic_invocation {
+            "yes"
+        } else {
+            "no"
+        }
+    );
+    let origin = match &op.tacker_op_occ_id {
+        Some(occ) => format!("{} ({occ})", op.origin),
+        None => op.origin.to_string(),
+    };
+    outln!("origin:          {origin}");
+    if let Some(r) = &op.request_id {
+        outln!("request id:      {r}");
+    }
+    if let Some(i) = &intake {
+        let who = i
+            .submitter
+            .as_ref()
+            .map_or_else(|| "unknown".into(), crate::events::submitter_text);
+        outln!(
+            "submitted:       {} by {who}, spool file {}",
+            table_time(i.committed_at, now),
+            i.file_name.as_deref().unwrap_or("unknown")
+        );
+    }
+    if let Some(d) = &op.status_detail {
+        outln!("detail:          {d}");
+    }
+    if let Some(e) = &op.error {
+        outln!("error:           {} {}: {}", e.status, e.title, e.detail);
+    }
+    outln!("operationParams: {}", doc["operationParams"]);
+    let mut changes = table(["AFFECTED VNFC", "VDU", "CHANGE", "SERVER"]);
+    for a in doc["resourceChanges"]["affectedVnfcs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let s = |v: &Value| v.as_str().unwrap_or("unknown").to_owned();
+        changes.add_row([
+            s(&a["id"]),
+            s(&a["vduId"]),
+            s(&a["changeType"]),
+            s(&a["computeResource"]["resourceId"]),
+        ]);
+    }
+    if changes.row_count() > 0 {
+        outln!("\n{changes}");
+    } else {
+        outln!("\naffected VNFCs:  none recorded");
+    }
+    let mut stages = table(["#", "STAGE", "STATE", "ATTEMPTS", "STARTED", "FINISHED"]);
+    for j in &journal {
+        let t = |t: Option<Timestamp>| t.map_or_else(|| "-".to_owned(), |t| table_time(t, now));
+        stages.add_row([
+            j.step_no.to_string(),
+            j.stage_key.as_str().to_owned(),
+            j.state.as_str().to_owned(),
+            j.attempts.to_string(),
+            t(j.started_at),
+            t(j.finished_at),
+        ]);
+    }
+    if stages.row_count() > 0 {
+        outln!("\n{stages}");
+    }
+    Ok(())
+}
