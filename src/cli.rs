@@ -296,16 +296,20 @@ pub fn main() -> ExitCode {
         return crate::daemon::main(&c.config.config, c.recover_spool);
     }
     crate::daemon::logging::init(crate::daemon::logging::LogTarget::Stderr, "warn");
-    let cli = match cli.command {
-        Command::Verb(v) => return verb(v),
+    match cli.command {
+        Command::Verb(v) => verb(v),
         Command::Submit {
             config,
             request,
             wait,
-        } => return submit(&config.config, &request, wait),
-        command => Cli { command },
-    };
-    let result = match cli.command {
+        } => submit(&config.config, &request, wait),
+        command => exit_status(run(command)),
+    }
+}
+
+/// Runs a command other than `daemon`, a task verb and `submit`.
+fn run(command: Command) -> Result<(), Failure> {
+    match command {
         Command::Daemon(_) | Command::Verb(_) | Command::Submit { .. } => {
             unreachable!("handled above")
         }
@@ -358,24 +362,7 @@ pub fn main() -> ExitCode {
             config,
             now: _,
             vnf_instance_id,
-        } => load(&config.config).and_then(|s| {
-            if s.cloud.is_none() {
-                // The daemon runs no pass without a cloud: a trigger would wait forever.
-                return Err(Failure::Config(crate::config::ConfigError::Invalid {
-                    path: config.config.clone(),
-                    key: "cloud".into(),
-                    reason: "`reconcile --now` needs a [cloud] section (without a cloud there \
-                             is nothing to observe); nothing was requested"
-                        .into(),
-                }));
-            }
-            let p = crate::reconcile::cmd::request_now(&s, vnf_instance_id.as_deref())?;
-            outln!(
-                "full reconcile pass requested ({}); see `journalctl -u vnfkeeper`",
-                p.display()
-            );
-            Ok(())
-        }),
+        } => reconcile_now(&config.config, vnf_instance_id.as_deref()),
         Command::Plan {
             config,
             vnf_instance_id,
@@ -427,7 +414,12 @@ pub fn main() -> ExitCode {
         }),
         Command::Resume { config, target } => load(&config.config)
             .and_then(|s| Ok(crate::operator::resume(&s, &target, &caller(), now())?)),
-    };
+    }
+}
+
+/// The exit status of a command's result: 0, 78 for an invalid configuration or a refused
+/// database, 1 for another error (printed to stderr).
+fn exit_status(result: Result<(), Failure>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Config(e)) => {
@@ -448,6 +440,27 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `reconcile --now`: asks the running daemon for a full pass. Errors: no `[cloud]` (78: the
+/// daemon runs no pass without one, a trigger would wait forever), the spool's.
+fn reconcile_now(config: &Path, vnf_instance_id: Option<&str>) -> Result<(), Failure> {
+    let s = load(config)?;
+    if s.cloud.is_none() {
+        return Err(Failure::Config(crate::config::ConfigError::Invalid {
+            path: config.to_path_buf(),
+            key: "cloud".into(),
+            reason: "`reconcile --now` needs a [cloud] section (without a cloud there \
+                     is nothing to observe); nothing was requested"
+                .into(),
+        }));
+    }
+    let p = crate::reconcile::cmd::request_now(&s, vnf_instance_id)?;
+    outln!(
+        "full reconcile pass requested ({}); see `journalctl -u vnfkeeper`",
+        p.display()
+    );
+    Ok(())
 }
 
 /// A task verb: its exit status (see `verbs::exit_code`), 78 for an invalid configuration, 1

@@ -14,7 +14,7 @@ use vnfkeeper_core::artifact::Artifact;
 use vnfkeeper_core::model::{LcmOperationType, OpOccId, Timestamp, VnfInstanceId};
 
 use crate::config::Settings;
-use crate::store::{JournalRow, LastDecision, OperationRow, ReconcileStateRow, Store};
+use crate::store::{JournalRow, LastDecision, OperationRow, ReconcileStateRow, Store, Submitter};
 
 /// `-o`: how a read command prints. `table` for people; `json` and `yaml` carry the same
 /// document (field names stable, SOL003's where SOL003 has the field).
@@ -171,33 +171,7 @@ pub fn status_vnf(
     });
     let vnf_decision = decisions.remove(&None);
 
-    let mut rows = Vec::new();
-    for c in &vnfcs {
-        let m = memory.get(c.id.as_str());
-        let d = decisions.get(&Some(c.id.as_str().to_owned()));
-        let role = d
-            .and_then(|d| d.evidence.as_ref())
-            .and_then(|e| e.get("role"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        rows.push(json!({
-            "id": c.id,
-            "vduId": c.vdu_id,
-            "index": c.vnfc_index,
-            "role": role,
-            "serverId": c.server_id,
-            "ipAddress": c.ip_address,
-            "novaStatus": c.server_status,
-            "novaStatusObservedAt": rfc3339(synced.get(c.id.as_str()).copied()),
-            "probeVerdict": probe_verdict(m),
-            "probeFailures": m.map(|m| m.probe_failures),
-            "cloudFailures": m.map(|m| m.cloud_failures),
-            "unhealthySince": rfc3339(unhealthy_since(m)),
-            "healAttempts": m.map(|m| m.heal_attempts),
-            "lastHealAt": rfc3339(m.and_then(|m| m.last_heal_at)),
-            "lastDecision": d.map(decision_json),
-        }));
-    }
+    let rows = vnfc_rows(&vnfcs, &memory, &mut decisions, &synced);
     let doc = json!({
         "id": inst.id,
         "origin": inst.origin.as_str(),
@@ -223,16 +197,7 @@ pub fn status_vnf(
         return emit(&doc, format);
     }
 
-    let unknown = |v: &Value| match v {
-        Value::Null => "unknown".to_owned(),
-        Value::String(s) => s.clone(),
-        v => v.to_string(),
-    };
-    let time = |v: &Value| {
-        v.as_str()
-            .and_then(|s| Timestamp::parse(s).ok())
-            .map_or_else(|| "-".to_owned(), |t| table_time(t, now))
-    };
+    let unknown = or_unknown;
     outln!("VNF instance:      {}", inst.id);
     outln!(
         "state:             {} (origin {})",
@@ -265,6 +230,68 @@ pub fn status_vnf(
             d.reason
         );
     }
+    print_vnfc_table(&rows, now);
+    Ok(())
+}
+
+/// One `status VNF` object per VNFC of `vnfcs`: what the store recorded of it (reconcile's
+/// memory and last decision, when its Nova status was read); `decisions` loses the ones used.
+fn vnfc_rows(
+    vnfcs: &[crate::store::VnfcRow],
+    memory: &BTreeMap<String, ReconcileStateRow>,
+    decisions: &mut BTreeMap<Option<String>, LastDecision>,
+    synced: &BTreeMap<String, Timestamp>,
+) -> Vec<Value> {
+    let mut rows = Vec::new();
+    for c in vnfcs {
+        let m = memory.get(c.id.as_str());
+        let d = decisions.get(&Some(c.id.as_str().to_owned()));
+        let role = d
+            .and_then(|d| d.evidence.as_ref())
+            .and_then(|e| e.get("role"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        rows.push(json!({
+            "id": c.id,
+            "vduId": c.vdu_id,
+            "index": c.vnfc_index,
+            "role": role,
+            "serverId": c.server_id,
+            "ipAddress": c.ip_address,
+            "novaStatus": c.server_status,
+            "novaStatusObservedAt": rfc3339(synced.get(c.id.as_str()).copied()),
+            "probeVerdict": probe_verdict(m),
+            "probeFailures": m.map(|m| m.probe_failures),
+            "cloudFailures": m.map(|m| m.cloud_failures),
+            "unhealthySince": rfc3339(unhealthy_since(m)),
+            "healAttempts": m.map(|m| m.heal_attempts),
+            "lastHealAt": rfc3339(m.and_then(|m| m.last_heal_at)),
+            "lastDecision": d.map(decision_json),
+        }));
+    }
+    rows
+}
+
+/// A JSON value as a table cell: `unknown` for `null`, a string as it is, anything else as JSON.
+fn or_unknown(v: &Value) -> String {
+    match v {
+        Value::Null => "unknown".to_owned(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// An RFC 3339 JSON time as a table time ([`table_time`]), `-` when absent.
+fn cell_time(v: &Value, now: Timestamp) -> String {
+    v.as_str()
+        .and_then(|s| Timestamp::parse(s).ok())
+        .map_or_else(|| "-".to_owned(), |t| table_time(t, now))
+}
+
+/// The VNFC table of `status VNF` from its `vnfcs` objects, then each last decision's reason.
+fn print_vnfc_table(rows: &[Value], now: Timestamp) {
+    let unknown = or_unknown;
+    let time = |v: &Value| cell_time(v, now);
     let mut t = table([
         "VNFC",
         "VDU",
@@ -276,7 +303,7 @@ pub fn status_vnf(
         "UNHEALTHY SINCE",
         "LAST DECISION",
     ]);
-    for r in &rows {
+    for r in rows {
         let nova = format!(
             "{} ({})",
             unknown(&r["novaStatus"]),
@@ -309,12 +336,11 @@ pub fn status_vnf(
         ]);
     }
     outln!("\n{t}");
-    for r in &rows {
+    for r in rows {
         if let Some(reason) = r["lastDecision"]["reason"].as_str() {
             outln!("{}: {reason}", unknown(&r["id"]));
         }
     }
-    Ok(())
 }
 
 /// SOL003 `AffectedVnfc` (§5.5.3.2) entries of an operation, derived from what the store
@@ -470,7 +496,7 @@ pub fn ops_show(
             "id": i.id,
             "fileName": i.file_name,
             "committedAt": i.committed_at.to_rfc3339(),
-            "submitter": crate::events::submitter_json(i.submitter.as_ref()),
+            "submitter": submitter_json(i.submitter.as_ref()),
         })),
         "stages": journal.iter().map(stage_json).collect::<Vec<_>>(),
     });
@@ -505,7 +531,7 @@ pub fn ops_show(
         let who = i
             .submitter
             .as_ref()
-            .map_or_else(|| "unknown".into(), crate::events::submitter_text);
+            .map_or_else(|| "unknown".into(), submitter_text);
         outln!(
             "submitted:       {} by {who}, spool file {}",
             table_time(i.committed_at, now),
@@ -519,6 +545,12 @@ pub fn ops_show(
         outln!("error:           {} {}: {}", e.status, e.title, e.detail);
     }
     outln!("operationParams: {}", doc["operationParams"]);
+    print_changes_and_stages(&doc, &journal, now);
+    Ok(())
+}
+
+/// The affected VNFCs (from `doc`'s `resourceChanges`) and the stages of `ops show`'s table.
+fn print_changes_and_stages(doc: &Value, journal: &[JournalRow], now: Timestamp) {
     let mut changes = table(["AFFECTED VNFC", "VDU", "CHANGE", "SERVER"]);
     for a in doc["resourceChanges"]["affectedVnfcs"]
         .as_array()
@@ -539,7 +571,7 @@ pub fn ops_show(
         outln!("\naffected VNFCs:  none recorded");
     }
     let mut stages = table(["#", "STAGE", "STATE", "ATTEMPTS", "STARTED", "FINISHED"]);
-    for j in &journal {
+    for j in journal {
         let t = |t: Option<Timestamp>| t.map_or_else(|| "-".to_owned(), |t| table_time(t, now));
         stages.add_row([
             j.step_no.to_string(),
@@ -553,5 +585,28 @@ pub fn ops_show(
     if stages.row_count() > 0 {
         outln!("\n{stages}");
     }
-    Ok(())
+}
+
+/// `{uid, name, sudoUser, file}`: who submitted a spool file — its owner's uid and user name
+/// (`null` when the password database had none), `SUDO_USER` of a root-owned file's submitting
+/// command, and the operator's file name as the command labelled it (`null` for a file not
+/// submitted by vnfkeeper's CLI) — or `null` when not recorded (before V19, not from the spool).
+pub fn submitter_json(s: Option<&Submitter>) -> Value {
+    s.map_or(
+        Value::Null,
+        |s| json!({"uid": s.uid, "name": s.name, "sudoUser": s.sudo_user, "file": s.file}),
+    )
+}
+
+/// `alice (uid 1000)`, `root (uid 0) via sudo from alice`, plus `, file scale.json` when the
+/// operator's file name is known.
+pub fn submitter_text(s: &Submitter) -> String {
+    let mut t = format!("{} (uid {})", s.name.as_deref().unwrap_or("?"), s.uid);
+    if let Some(u) = &s.sudo_user {
+        t.push_str(&format!(" via sudo from {u}"));
+    }
+    if let Some(f) = &s.file {
+        t.push_str(&format!(", file {f}"));
+    }
+    t
 }

@@ -7,8 +7,8 @@ use comfy_table::{Table, presets::NOTHING};
 use serde_json::{Value, json};
 
 use crate::config::Settings;
-use crate::describe::OutputFormat;
-use crate::store::{IntakeFacts, StepFacts, Store, Submitter, TimelineEntry};
+use crate::describe::{OutputFormat, submitter_json, submitter_text};
+use crate::store::{IntakeFacts, StepFacts, Store, TimelineEntry};
 
 use vnfkeeper_core::model::{Timestamp, VnfInstanceId, pause};
 
@@ -131,30 +131,6 @@ pub fn intake_json(i: &IntakeFacts) -> Value {
         "problem": i.problem,
         "submitter": submitter_json(i.submitter.as_ref()),
     })
-}
-
-/// `{uid, name, sudoUser, file}`: who submitted a spool file — its owner's uid and user name
-/// (`null` when the password database had none), `SUDO_USER` of a root-owned file's submitting
-/// command, and the operator's file name as the command labelled it (`null` for a file not
-/// submitted by vnfkeeper's CLI) — or `null` when not recorded (before V19, not from the spool).
-pub fn submitter_json(s: Option<&Submitter>) -> Value {
-    s.map_or(
-        Value::Null,
-        |s| json!({"uid": s.uid, "name": s.name, "sudoUser": s.sudo_user, "file": s.file}),
-    )
-}
-
-/// `alice (uid 1000)`, `root (uid 0) via sudo from alice`, plus `, file scale.json` when the
-/// operator's file name is known.
-pub fn submitter_text(s: &Submitter) -> String {
-    let mut t = format!("{} (uid {})", s.name.as_deref().unwrap_or("?"), s.uid);
-    if let Some(u) = &s.sudo_user {
-        t.push_str(&format!(" via sudo from {u}"));
-    }
-    if let Some(f) = &s.file {
-        t.push_str(&format!(", file {f}"));
-    }
-    t
 }
 
 /// `{stageKey, stepNo, name, host, state, attempts, startedAt, finishedAt, exitStatus,

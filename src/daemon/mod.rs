@@ -358,7 +358,7 @@ struct MainLoop {
     /// The configuration file, read again on SIGHUP.
     config_path: PathBuf,
     /// The credentials the Tacker endpoint checks (when it runs), replaced by a reload.
-    credentials: Option<Arc<notifications::Credentials>>,
+    credentials: Option<Arc<crate::tacker::credentials::Credentials>>,
     /// The database file as opened, checked every second.
     database: DatabaseFile,
     intake: Intake,
@@ -940,7 +940,10 @@ async fn start_http(
     metrics: &Arc<Metrics>,
     db: &Db,
     tacker_wake: &Arc<tokio::sync::Notify>,
-) -> anyhow::Result<(Vec<http::Server>, Option<Arc<notifications::Credentials>>)> {
+) -> anyhow::Result<(
+    Vec<http::Server>,
+    Option<Arc<crate::tacker::credentials::Credentials>>,
+)> {
     // (address, routes, what they serve, the settings they come from, TLS)
     type Endpoint = (
         std::net::SocketAddr,
@@ -975,7 +978,7 @@ async fn start_http(
         let password = t
             .read_password()
             .map_err(|e| anyhow::anyhow!(e.to_string()))?;
-        let creds = notifications::Credentials::new(t.username.clone(), password);
+        let creds = crate::tacker::credentials::Credentials::new(t.username.clone(), password);
         credentials = Some(creds.clone());
         let check = match t.auth_type {
             crate::config::tacker::TackerAuth::Basic => notifications::Check::Basic(creds),

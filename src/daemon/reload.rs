@@ -14,7 +14,7 @@ use std::path::Path;
 
 use crate::config::tacker::TackerSettings;
 use crate::config::{ConfigError, Settings};
-use crate::tacker::notifications::Credentials;
+use crate::tacker::credentials::Credentials;
 use vnfkeeper_core::wire::Secret;
 
 /// Checks what `settings` (read from `path`) names outside the file, as the daemon's start

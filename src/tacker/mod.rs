@@ -6,6 +6,7 @@
 //! (`daemon/tacker.rs`).
 
 mod client;
+pub mod credentials;
 pub mod notifications;
 pub mod oauth;
 use serde_json::{Value, json};

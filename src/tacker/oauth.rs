@@ -32,7 +32,7 @@ use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
-use super::notifications::Credentials;
+use super::credentials::Credentials;
 use vnfkeeper_core::wire::Secret;
 
 /// Most access tokens alive at once. Tacker asks for one per notification; at the default
