@@ -102,48 +102,113 @@ pub(crate) fn load(path: &Path, cloud: &str) -> Result<CloudEntry, CloudError> {
         message,
     };
     let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
-    parse(&text, cloud, path.parent()).map_err(err)
+    parse(&text, cloud, path.parent()).map_err(|e| err(e.to_string()))
+}
+
+/// Why a clouds.yaml entry is not usable (os-client-config's format); the text names the cloud
+/// and the key, never a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CloudsYamlError {
+    /// The text is not YAML (serde_yaml_ng's message: a position, not content).
+    #[error("not valid YAML: {0}")]
+    NotYaml(String),
+    /// No top-level `clouds` mapping.
+    #[error("no `clouds` mapping")]
+    NoClouds,
+    /// No entry `cloud`; `names` are the entries there are.
+    #[error("no cloud named '{cloud}' (clouds: {})", names.join(", "))]
+    NoSuchCloud {
+        /// The entry asked for.
+        cloud: String,
+        /// The entries of the file.
+        names: Vec<String>,
+    },
+    /// A key of the right name and the wrong type; `at` is `clouds.<cloud>` or
+    /// `clouds.<cloud>.auth`.
+    #[error("{at}: `{key}` must be {expected}")]
+    WrongType {
+        /// Where the key is.
+        at: String,
+        /// The key.
+        key: String,
+        /// What it must be (`a string`, `a mapping`, `a boolean`).
+        expected: &'static str,
+    },
+    /// A required `auth` key is missing or empty.
+    #[error("clouds.{cloud}.auth: `{key}` is required")]
+    Required {
+        /// The entry.
+        cloud: String,
+        /// The key.
+        key: String,
+    },
+    /// A form vnfkeeper does not support (`user_id` without `username`, an `auth_type`).
+    #[error("clouds.{cloud}{what}")]
+    Unsupported {
+        /// The entry.
+        cloud: String,
+        /// The rest of the message, from the key on.
+        what: String,
+    },
 }
 
 /// Parses clouds.yaml text; `base` resolves a relative `cacert`.
-pub(crate) fn parse(text: &str, cloud: &str, base: Option<&Path>) -> Result<CloudEntry, String> {
+pub(crate) fn parse(
+    text: &str,
+    cloud: &str,
+    base: Option<&Path>,
+) -> Result<CloudEntry, CloudsYamlError> {
     // serde_yaml_ng syntax errors carry positions, not content.
-    let doc: Value = serde_yaml_ng::from_str(text).map_err(|e| format!("not valid YAML: {e}"))?;
+    let doc: Value =
+        serde_yaml_ng::from_str(text).map_err(|e| CloudsYamlError::NotYaml(e.to_string()))?;
     let clouds = doc
         .get("clouds")
         .and_then(Value::as_object)
-        .ok_or("no `clouds` mapping")?;
+        .ok_or(CloudsYamlError::NoClouds)?;
     let entry = clouds
         .get(cloud)
         .and_then(Value::as_object)
-        .ok_or_else(|| {
-            let names: Vec<&str> = clouds.keys().map(String::as_str).collect();
-            format!("no cloud named '{cloud}' (clouds: {})", names.join(", "))
+        .ok_or_else(|| CloudsYamlError::NoSuchCloud {
+            cloud: cloud.to_owned(),
+            names: clouds.keys().cloned().collect(),
         })?;
-    let key = |m: &serde_json::Map<String, Value>, k: &str| -> Result<Option<String>, String> {
-        match m.get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.is_empty() => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(_) => Err(format!("clouds.{cloud}: `{k}` must be a string")),
-        }
+    let wrong = |at: String, k: &str, expected| CloudsYamlError::WrongType {
+        at,
+        key: k.to_owned(),
+        expected,
     };
+    let key =
+        |m: &serde_json::Map<String, Value>, k: &str| -> Result<Option<String>, CloudsYamlError> {
+            match m.get(k) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) if s.is_empty() => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(Value::Number(n)) => Ok(Some(n.to_string())),
+                Some(_) => Err(wrong(format!("clouds.{cloud}"), k, "a string")),
+            }
+        };
     let empty = serde_json::Map::new();
     let auth = match entry.get("auth") {
         Some(Value::Object(m)) => m,
         None | Some(Value::Null) => &empty,
-        Some(_) => return Err(format!("clouds.{cloud}: `auth` must be a mapping")),
+        Some(_) => return Err(wrong(format!("clouds.{cloud}"), "auth", "a mapping")),
     };
-    let need = |k: &str| -> Result<String, String> {
-        key(auth, k)?.ok_or_else(|| format!("clouds.{cloud}.auth: `{k}` is required"))
+    let need = |k: &str| -> Result<String, CloudsYamlError> {
+        key(auth, k)?.ok_or_else(|| CloudsYamlError::Required {
+            cloud: cloud.to_owned(),
+            key: k.to_owned(),
+        })
+    };
+    let unsupported = |what: String| CloudsYamlError::Unsupported {
+        cloud: cloud.to_owned(),
+        what,
     };
     let auth_type = key(entry, "auth_type")?;
     let credentials = match auth_type.as_deref() {
         None | Some("password") | Some("v3password") => {
             if key(auth, "user_id")?.is_some() && key(auth, "username")?.is_none() {
-                return Err(format!(
-                    "clouds.{cloud}.auth: `user_id` is not supported; use `username`"
+                return Err(unsupported(
+                    ".auth: `user_id` is not supported; use `username`".into(),
                 ));
             }
             Credentials::Password {
@@ -156,9 +221,9 @@ pub(crate) fn parse(text: &str, cloud: &str, base: Option<&Path>) -> Result<Clou
         }
         Some("token") | Some("v3token") => Credentials::Token(need("token")?),
         Some(other) => {
-            return Err(format!(
-                "clouds.{cloud}: auth_type `{other}` is not supported (use `password` or `v3token`)"
-            ));
+            return Err(unsupported(format!(
+                ": auth_type `{other}` is not supported (use `password` or `v3token`)"
+            )));
         }
     };
     let project = match (key(auth, "project_id")?, key(auth, "project_name")?) {
@@ -178,7 +243,7 @@ pub(crate) fn parse(text: &str, cloud: &str, base: Option<&Path>) -> Result<Clou
         None | Some(Value::Null) => true,
         Some(Value::Bool(b)) => *b,
         Some(Value::String(s)) => !matches!(s.to_ascii_lowercase().as_str(), "false" | "no" | "0"),
-        Some(_) => return Err(format!("clouds.{cloud}: `verify` must be a boolean")),
+        Some(_) => return Err(wrong(format!("clouds.{cloud}"), "verify", "a boolean")),
     };
     let cacert = key(entry, "cacert")?.map(|c| {
         let p = PathBuf::from(c);
@@ -224,11 +289,12 @@ mod tests {
         assert!(
             parse(YAML, "b", None)
                 .unwrap_err()
+                .to_string()
                 .contains("not supported")
         );
-        let e = parse(YAML, "c", None).unwrap_err();
+        let e = parse(YAML, "c", None).unwrap_err().to_string();
         assert!(e.contains("`password` must be a string"), "{e}");
-        let e = parse(YAML, "zz", None).unwrap_err();
+        let e = parse(YAML, "zz", None).unwrap_err().to_string();
         assert!(
             e.contains("no cloud named 'zz'") && e.contains("a, b, c"),
             "{e}"
@@ -238,7 +304,8 @@ mod tests {
             "a",
             None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("auth_url") && !e.contains("hunter2"), "{e}");
     }
 }

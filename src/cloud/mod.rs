@@ -20,6 +20,7 @@ pub use vnfkeeper_core::cloud as types;
 use std::future::Future;
 use std::time::Duration;
 
+pub use config::CloudsYamlError;
 pub use error::{CloudError, ErrorKind};
 pub use openstack::{ChangedServers, OpenStackCloud, PollPolicy};
 pub use types::StackStatus;
@@ -33,7 +34,7 @@ pub use types::{
 /// `cacert` paths are left relative). Returns the entry's `Debug` text, in which credentials read
 /// `<redacted>`. Errors: the problem, naming the cloud and the key, never a value (see
 /// [`OpenStackCloud::check_entry`] for the file-reading form).
-pub fn parse_clouds_yaml(text: &str, cloud: &str) -> Result<String, String> {
+pub fn parse_clouds_yaml(text: &str, cloud: &str) -> Result<String, CloudsYamlError> {
     config::parse(text, cloud, None).map(|entry| format!("{entry:?}"))
 }
 
