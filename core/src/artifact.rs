@@ -91,10 +91,21 @@ impl std::fmt::Debug for JoinMaterial {
     }
 }
 
+/// Join material that is not of its form; the message names the variable, never a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BadJoinMaterial {
+    /// `TOKEN_NAME` missing or not a bootstrap token.
+    #[error("TOKEN_NAME is not a bootstrap token ([a-z0-9]{{6}}.[a-z0-9]{{16}})")]
+    Token,
+    /// `TOKEN_HASH` or `CERT_KEY` (named) missing or not 64 lowercase hex digits.
+    #[error("{0} is not 64 hex digits")]
+    Hex(&'static str),
+}
+
 impl JoinMaterial {
-    /// Reads `TOKEN_NAME=…`, `TOKEN_HASH=…` and `CERT_KEY=…` lines (others ignored). Errors: a
-    /// value missing or not of its form (the message names the variable, never a value).
-    pub fn parse(text: &str) -> Result<Self, String> {
+    /// Reads `TOKEN_NAME=…`, `TOKEN_HASH=…` and `CERT_KEY=…` lines (others ignored). Errors:
+    /// [`BadJoinMaterial`], a value missing or not of its form.
+    pub fn parse(text: &str) -> Result<Self, BadJoinMaterial> {
         let value = |name: &str| {
             text.lines()
                 .filter_map(|l| l.trim().strip_prefix(name)?.strip_prefix('='))
@@ -118,15 +129,15 @@ impl JoinMaterial {
             ok(id, 6) && ok(secret, 16)
         });
         if !token_ok {
-            return Err("TOKEN_NAME is not a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})".into());
+            return Err(BadJoinMaterial::Token);
         }
         let ca_hash = value("TOKEN_HASH");
         if !hex64(&ca_hash) {
-            return Err("TOKEN_HASH is not 64 hex digits".into());
+            return Err(BadJoinMaterial::Hex("TOKEN_HASH"));
         }
         let certificate_key = value("CERT_KEY");
         if !hex64(&certificate_key) {
-            return Err("CERT_KEY is not 64 hex digits".into());
+            return Err(BadJoinMaterial::Hex("CERT_KEY"));
         }
         Ok(Self {
             token,

@@ -41,7 +41,7 @@ impl Instance {
         pkg.vnfd = pkg
             .vnfd
             .for_flavour(&req.flavour_id)
-            .map_err(|why| StepFailure::input("plan", why))?
+            .map_err(|why| StepFailure::input("plan", why.to_string()))?
             .clone();
         let mut files = BTreeMap::new();
         for path in flavour::package_files(&req) {

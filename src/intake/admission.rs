@@ -437,7 +437,7 @@ fn check_package(
     if let Some(flavour) = env.request.get("flavourId").and_then(|f| f.as_str())
         && let Err(why) = snap.vnfd.for_flavour(flavour)
     {
-        return Err(unprocessable("/request/flavourId", why));
+        return Err(unprocessable("/request/flavourId", why.to_string()));
     }
     if errors.is_empty() {
         Ok(Some(snap))

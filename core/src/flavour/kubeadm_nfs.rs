@@ -997,7 +997,7 @@ impl MgmtDriver for KubeadmNfs {
                         FlavourError::new("k8s.install", "no join material is kept for the cluster")
                     })?;
                     let j = JoinMaterial::parse(text.expose())
-                        .map_err(|why| FlavourError::new("k8s.install", why))?;
+                        .map_err(|why| FlavourError::new("k8s.install", why.to_string()))?;
                     Some(j)
                 } else {
                     None
@@ -1025,7 +1025,7 @@ impl MgmtDriver for KubeadmNfs {
             return Ok(None);
         }
         let j = JoinMaterial::parse(stdout)
-            .map_err(|why| FlavourError::new("k8s.join_material", why))?;
+            .map_err(|why| FlavourError::new("k8s.join_material", why.to_string()))?;
         Ok(Some(Kept {
             artifact: Artifact::JoinMaterial,
             text: Secret::new(j.to_env()),

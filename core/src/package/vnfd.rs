@@ -90,21 +90,28 @@ pub struct VnfdError {
     pub reason: String,
 }
 
+/// A request's `flavourId` that is none of the flavours a VNFD describes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the VNFD describes the flavours {}, not `{asked}`", flavours.join(", "))]
+pub struct UnknownFlavour {
+    /// The flavour asked for.
+    pub asked: String,
+    /// The flavours of the VNFD, sorted.
+    pub flavours: Vec<String>,
+}
+
 impl Vnfd {
     /// The VNFD of deployment flavour `flavour_id` (SOL001 §6.9: one
     /// `substitution_mappings` per flavour): `self` for a VNFD of one flavour; else that
-    /// flavour's entry of [`Vnfd::flavours`]. Errors: the files describe several flavours and
-    /// none is `flavour_id` (the message lists them).
-    pub fn for_flavour(&self, flavour_id: &str) -> Result<&Vnfd, String> {
+    /// flavour's entry of [`Vnfd::flavours`]. Errors: [`UnknownFlavour`], the files describe
+    /// several flavours and none is `flavour_id`.
+    pub fn for_flavour(&self, flavour_id: &str) -> Result<&Vnfd, UnknownFlavour> {
         if self.flavours.is_empty() {
             return Ok(self);
         }
-        self.flavours.get(flavour_id).ok_or_else(|| {
-            let ids: Vec<&str> = self.flavours.keys().map(String::as_str).collect();
-            format!(
-                "the VNFD describes the flavours {}, not `{flavour_id}`",
-                ids.join(", ")
-            )
+        self.flavours.get(flavour_id).ok_or_else(|| UnknownFlavour {
+            asked: flavour_id.to_owned(),
+            flavours: self.flavours.keys().cloned().collect(),
         })
     }
 
