@@ -92,12 +92,14 @@ pub struct PollPolicy {
 }
 
 impl Default for PollPolicy {
-    /// 2 s, doubling up to 20 s, ±20 % (Tacker polls every 5 s).
+    /// 0.5 s, growing by half up to 20 s, ±20 % (Tacker polls every 5 s). A short first sleep
+    /// because a stack update that replaces one server often completes within a second; the
+    /// growth keeps a long create to about a dozen polls in its first minute.
     fn default() -> PollPolicy {
         PollPolicy {
-            initial: Duration::from_secs(2),
+            initial: Duration::from_millis(500),
             max: Duration::from_secs(20),
-            factor: 2.0,
+            factor: 1.5,
             jitter: 0.2,
         }
     }
