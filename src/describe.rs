@@ -165,10 +165,14 @@ pub fn status_vnf(
     let summary = q.operation_summaries()?.remove(vnf);
     let pauses = q.maintenance_pauses()?;
     let pause = vnfkeeper_core::model::pause::in_force(&pauses, &vnf_id, now);
-    let endpoint = settings.database.parent().and_then(|dir| {
-        let path = Artifact::AdminKubeconfig.path(dir, vnf);
-        vnfkeeper_core::artifact::kubeconfig_server(&std::fs::read_to_string(path).ok()?)
-    });
+    let kubeconfig = settings
+        .database
+        .parent()
+        .and_then(|dir| std::fs::read_to_string(Artifact::AdminKubeconfig.path(dir, vnf)).ok());
+    let endpoint = kubeconfig
+        .as_deref()
+        .and_then(vnfkeeper_core::artifact::kubeconfig_server);
+    let vim = kubernetes_vim(settings, vnf, kubeconfig.as_deref(), endpoint.as_deref());
     let vnf_decision = decisions.remove(&None);
 
     let rows = vnfc_rows(&vnfcs, &memory, &mut decisions, &synced);
@@ -182,6 +186,7 @@ pub fn status_vnf(
         "createdAt": inst.created_at.to_rfc3339(),
         "updatedAt": inst.updated_at.to_rfc3339(),
         "clusterEndpoint": endpoint,
+        "kubernetesVim": vim,
         "maintenancePause": pause.map(vnfkeeper_core::policy::pause_json),
         "unfinishedOperations": summary.as_ref().map_or(0, |s| s.unfinished),
         "lastOperation": summary.as_ref().map(|s| json!({
@@ -207,6 +212,14 @@ pub fn status_vnf(
     outln!("flavour:           {}", unknown(&doc["flavourId"]));
     outln!("stack:             {}", unknown(&doc["stackId"]));
     outln!("endpoint:          {}", unknown(&doc["clusterEndpoint"]));
+    if let Some(v) = doc["kubernetesVim"].as_object() {
+        outln!(
+            "Kubernetes VIM:    {} (CA sha256 {}, bearer token {})",
+            unknown(&v["name"]),
+            unknown(&v["caCertSha256"]),
+            unknown(&v["bearerToken"])
+        );
+    }
     outln!(
         "maintenance pause: {}",
         pause.map_or_else(|| "none".to_owned(), |p| p.describe())
@@ -232,6 +245,26 @@ pub fn status_vnf(
     }
     print_vnfc_table(&rows, now);
     Ok(())
+}
+
+/// The cluster as a Kubernetes VIM, as kept under the state directory
+/// ([`Artifact::KubernetesVim`]): its name, endpoint, the SHA-256 of its CA (from the admin
+/// kubeconfig) and where its bearer token is kept — never the token. `None` when none is kept.
+fn kubernetes_vim(
+    settings: &Settings,
+    vnf: &str,
+    kubeconfig: Option<&str>,
+    endpoint: Option<&str>,
+) -> Option<Value> {
+    let path = Artifact::KubernetesVim.path(settings.database.parent()?, vnf);
+    let vim = vnfkeeper_core::artifact::KubernetesVim::parse(&std::fs::read_to_string(&path).ok()?)
+        .ok()?;
+    Some(json!({
+        "name": vim.name,
+        "server": endpoint,
+        "caCertSha256": kubeconfig.and_then(vnfkeeper_core::artifact::kubeconfig_ca_sha256),
+        "bearerToken": format!("kept in {}", path.display()),
+    }))
 }
 
 /// One `status VNF` object per VNFC of `vnfcs`: what the store recorded of it (reconcile's

@@ -20,18 +20,28 @@ pub enum Artifact {
     /// install script reads. Kept only while an operation joins nodes; every value but the hash
     /// is a secret.
     JoinMaterial,
+    /// The cluster as a Kubernetes VIM (what Tacker's sample MgmtDriver registers with
+    /// `_create_vim`), as `NAME=value` lines: `VIM_NAME` (the request's `vim_name`, else
+    /// `kubernetes_vim_<vnfInstanceId>` as Tacker names it) and `BEARER_TOKEN` (the token of the
+    /// cluster's admin ServiceAccount, a secret). Its endpoint and CA are the admin
+    /// kubeconfig's. Kept until TERMINATE.
+    KubernetesVim,
 }
 
 impl Artifact {
     /// Every kind, as TERMINATE removes them.
-    pub const ALL: &'static [Artifact] = &[Artifact::AdminKubeconfig, Artifact::JoinMaterial];
+    pub const ALL: &'static [Artifact] = &[
+        Artifact::AdminKubeconfig,
+        Artifact::JoinMaterial,
+        Artifact::KubernetesVim,
+    ];
 
     /// Whether the artifact is kept after the operation that produced it ends (COMPLETED,
     /// ROLLED_BACK or FAILED): the admin kubeconfig is, until TERMINATE; the join material is
     /// not (its token and certificate key are credentials to join the cluster).
     pub fn outlives_operation(self) -> bool {
         match self {
-            Artifact::AdminKubeconfig => true,
+            Artifact::AdminKubeconfig | Artifact::KubernetesVim => true,
             Artifact::JoinMaterial => false,
         }
     }
@@ -41,15 +51,18 @@ impl Artifact {
         match self {
             Artifact::AdminKubeconfig => "admin kubeconfig",
             Artifact::JoinMaterial => "join material",
+            Artifact::KubernetesVim => "Kubernetes VIM bearer token",
         }
     }
 
     /// Where the artifact of `vnf_instance_id` is kept:
     /// `<state_dir>/kubeconfig/<vnfInstanceId>.conf` for the admin kubeconfig,
-    /// `<state_dir>/join/<vnfInstanceId>.env` for the join material.
+    /// `<state_dir>/join/<vnfInstanceId>.env` for the join material,
+    /// `<state_dir>/vim/<vnfInstanceId>.env` for the Kubernetes VIM.
     /// `vnf_instance_id` is an identifier intake validated (no `/`).
     pub fn path(self, state_dir: &Path, vnf_instance_id: &str) -> PathBuf {
         match self {
+            Artifact::KubernetesVim => state_dir.join("vim").join(format!("{vnf_instance_id}.env")),
             Artifact::AdminKubeconfig => state_dir
                 .join("kubeconfig")
                 .join(format!("{vnf_instance_id}.conf")),
@@ -60,11 +73,14 @@ impl Artifact {
     }
 
     /// The values of `text` (this artifact's content) that must be masked wherever a step is
-    /// recorded: the join material's token and certificate key; none of a kubeconfig's lines
-    /// (its content never reaches a step's output).
+    /// recorded: the join material's token and certificate key, the VIM's bearer token; none
+    /// of a kubeconfig's lines (its content never reaches a step's output).
     pub fn secrets(self, text: &str) -> Vec<String> {
         match self {
             Artifact::AdminKubeconfig => Vec::new(),
+            Artifact::KubernetesVim => KubernetesVim::parse(text)
+                .map(|v| vec![v.bearer_token])
+                .unwrap_or_default(),
             Artifact::JoinMaterial => JoinMaterial::parse(text)
                 .map(|j| vec![j.token, j.certificate_key])
                 .unwrap_or_default(),
@@ -153,6 +169,109 @@ impl JoinMaterial {
             self.token, self.ca_hash, self.certificate_key
         )
     }
+}
+
+/// The cluster as a Kubernetes VIM (see [`Artifact::KubernetesVim`]), checked.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KubernetesVim {
+    /// The VIM's name.
+    pub name: String,
+    /// The admin ServiceAccount's token, a JWT (RFC 7519: base64url parts joined by `.`).
+    pub bearer_token: String,
+}
+
+impl std::fmt::Debug for KubernetesVim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubernetesVim")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A bearer token that is not of its form; the message never holds the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("BEARER_TOKEN is missing or not a token (base64url characters and dots, 16 to 8192 bytes)")]
+pub struct BadBearerToken;
+
+impl KubernetesVim {
+    /// The bearer token of a `BEARER_TOKEN=…` line of `text` (as `k8s.vim_token` prints it).
+    /// Errors: [`BadBearerToken`], none or one with other characters (a token reaches an HTTP
+    /// header and a kept file only as checked text).
+    pub fn token_of(text: &str) -> Result<String, BadBearerToken> {
+        let token = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("BEARER_TOKEN="))
+            .next_back()
+            .map(str::trim)
+            .unwrap_or_default();
+        let ok = (16..=8192).contains(&token.len())
+            && token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        if ok {
+            Ok(token.to_owned())
+        } else {
+            Err(BadBearerToken)
+        }
+    }
+
+    /// Reads the kept artifact's `VIM_NAME=` and `BEARER_TOKEN=` lines. Errors: as
+    /// [`KubernetesVim::token_of`].
+    pub fn parse(text: &str) -> Result<Self, BadBearerToken> {
+        let name = text
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("VIM_NAME="))
+            .next_back()
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        Ok(Self {
+            name,
+            bearer_token: Self::token_of(text)?,
+        })
+    }
+
+    /// The `NAME=value` lines of the kept artifact.
+    pub fn to_env(&self) -> String {
+        format!(
+            "VIM_NAME={}\nBEARER_TOKEN={}\n",
+            self.name, self.bearer_token
+        )
+    }
+}
+
+/// `text` (an admin kubeconfig as `k8s.kubeconfig` printed it: the file, then its verdict line)
+/// with every cluster's `server:` set to `endpoint`; `None` without a `server:` line (not a
+/// kubeconfig).
+pub fn kubeconfig_with_server(text: &str, endpoint: &str) -> Option<String> {
+    let mut found = false;
+    let mut out = String::new();
+    for line in text.lines().filter(|l| !l.starts_with("already done: ")) {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix("server:")
+            && !rest.trim().is_empty()
+        {
+            let indent = &line[..line.len() - t.len()];
+            out.push_str(&format!("{indent}server: {endpoint}\n"));
+            found = true;
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    found.then_some(out)
+}
+
+/// The SHA-256 (hex) of a kubeconfig's first `certificate-authority-data` (the cluster CA as
+/// PEM, base64), `None` without one or when it is not base64.
+pub fn kubeconfig_ca_sha256(text: &str) -> Option<String> {
+    use base64::Engine as _;
+    let b64 = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("certificate-authority-data:"))?
+        .trim();
+    let pem = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    Some(crate::digest::sha256_hex(&pem))
 }
 
 /// The endpoint a kubeconfig's cluster is reached at: its first `server:` value.

@@ -5,8 +5,10 @@
 //! join ran, the join material DONE. The restarted daemon completes the operation with one
 //! `kubeadm init` and one join per worker in all, the join material obtained once, every node
 //! Ready; the proxy reached the script (it wrote the
-//! URL into the node's apt configuration) and neither the proxy password nor a join token
-//! reached the daemon's log, the database, the accepted copy or any host's command log.
+//! URL into the node's apt configuration); the cluster's Kubernetes VIM is kept (the admin
+//! ServiceAccount's bearer token, 0600) and shown by `status VNF`; neither the proxy password, a
+//! join token nor the bearer token reached the daemon's log, `status VNF`, the database, the
+//! accepted copy or any host's command log.
 
 use crate::support;
 
@@ -236,6 +238,60 @@ async fn tackers_install_script_survives_crashes_with_one_init_and_keeps_secrets
     let apt = String::from_utf8_lossy(&apt);
     assert!(apt.contains(&http_proxy), "the script's apt proxy: {apt}");
 
+    // The cluster as a Kubernetes VIM: the admin ServiceAccount's token kept 0600 (the one the
+    // cluster's token Secret holds), the endpoint and CA from the kept admin kubeconfig, shown by
+    // `status VNF` without the token.
+    let vim_path = install
+        .database
+        .parent()
+        .unwrap()
+        .join(format!("vim/{VNF}.env"));
+    let vim_text = std::fs::read_to_string(&vim_path).unwrap();
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&vim_path).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let bearer = vim_text
+        .lines()
+        .find_map(|l| l.strip_prefix("BEARER_TOKEN="))
+        .unwrap()
+        .to_owned();
+    let store = kube.read().unwrap();
+    let secret_b64 = store["secrets"]["kube-system/admin-vim-token"]["data"]["token"]
+        .as_str()
+        .unwrap();
+    use base64::Engine as _;
+    let secret_token = base64::engine::general_purpose::STANDARD
+        .decode(secret_b64)
+        .unwrap();
+    assert_eq!(
+        bearer.as_bytes(),
+        secret_token.as_slice(),
+        "the kept token is the cluster's"
+    );
+    let status = install.cli(&["status", VNF, "-o", "json"]);
+    assert!(status.status.success(), "{status:?}");
+    let status_text = String::from_utf8(status.stdout).unwrap();
+    let doc: Value = serde_json::from_str(&status_text).unwrap();
+    let master_ip: String = conn
+        .query_row(
+            "SELECT ip_address FROM vnfc WHERE vnf_instance_id = ?1 AND vdu_id = 'masterNode'",
+            [VNF],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(doc["kubernetesVim"]["name"], "kubernetes_vim", "{doc}");
+    assert_eq!(
+        doc["kubernetesVim"]["server"],
+        format!("https://{master_ip}:6443"),
+        "{doc}"
+    );
+    assert_eq!(
+        doc["kubernetesVim"]["caCertSha256"].as_str().map(str::len),
+        Some(64),
+        "{doc}"
+    );
+
     // No secret where it must not be.
     let tokens: Vec<String> = kube
         .kubeadm_state()
@@ -244,8 +300,12 @@ async fn tackers_install_script_survives_crashes_with_one_init_and_keeps_secrets
         .unwrap_or_default();
     assert!(!tokens.is_empty());
     let mut secrets = tokens.clone();
+    secrets.push(bearer.clone());
     secrets.push(proxy_password.clone());
-    let mut places: Vec<(String, String)> = vec![("the daemon's log".into(), logs)];
+    let mut places: Vec<(String, String)> = vec![
+        ("the daemon's log".into(), logs),
+        ("status VNF".into(), status_text.clone()),
+    ];
     for suffix in ["", "-wal"] {
         let p = format!("{}{suffix}", install.database.display());
         if let Ok(bytes) = std::fs::read(&p) {
@@ -267,7 +327,7 @@ async fn tackers_install_script_survives_crashes_with_one_init_and_keeps_secrets
         for (i, s) in secrets.iter().enumerate() {
             assert!(
                 !text.contains(s.as_str()),
-                "secret #{i} (0 = a join token, last = the proxy password) found in {what}"
+                "secret #{i} (join tokens first, then the VIM's bearer token, last the proxy password) found in {what}"
             );
         }
     }

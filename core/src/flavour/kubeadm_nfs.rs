@@ -25,9 +25,10 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::{
-    Access, FlavourError, HookContext, Inputs, Kept, KeptArtifacts, MgmtDriver, Probe, Role, trust,
+    Access, FlavourError, HookContext, Inputs, Kept, KeptArtifacts, MgmtDriver, Probe, Role,
+    kubeconfig_for, trust,
 };
-use crate::artifact::{Artifact, JoinMaterial};
+use crate::artifact::{Artifact, JoinMaterial, KubernetesVim};
 use crate::model::{StageKey, VnfcId, VnfcRow};
 use crate::package::Vnfd;
 use crate::plan::stages::{Stage, StageList};
@@ -167,6 +168,19 @@ struct ClusterArgs {
     cluster_ip: IpAddr,
     /// More than one master (`ha_flag=True` for workers).
     ha: bool,
+}
+
+impl ClusterArgs {
+    /// The API server endpoint the cluster was made with: `https://<cluster IP>:16443` with
+    /// several masters (HAProxy in front of the API servers, as Tacker's install script sets it
+    /// up), else `https://<cluster IP>:6443` (kubeadm's default).
+    fn endpoint(&self) -> String {
+        let port = if self.ha { 16443 } else { 6443 };
+        format!(
+            "https://{}",
+            std::net::SocketAddr::new(self.cluster_ip, port)
+        )
+    }
 }
 
 /// A VNFC as a hook places it: its row, role and SSH address.
@@ -417,6 +431,27 @@ impl KubeadmNfs {
         );
         let step = recipes::k8s_join_material(anchor.row.id.as_str(), &file, op_occ_id);
         Stage::remote(0, anchor.row.id.as_str(), anchor.role, step)
+    }
+
+    /// The cluster as a VIM, read on `anchor` once the cluster is made: its admin kubeconfig
+    /// (`k8s.kubeconfig`, server set to the endpoint) and the admin ServiceAccount's bearer
+    /// token (`k8s.vim_token`), one wave each; kept as the artifacts `AdminKubeconfig` and
+    /// `KubernetesVim` (Tacker's sample MgmtDriver reads the same after its install,
+    /// `_install_k8s_cluster`, to register the VIM).
+    fn vim_stages(&self, anchor: &Node<'_>, cluster: &ClusterArgs, list: &mut StageList) {
+        let host = anchor.row.id.as_str();
+        let kubeconfig = recipes::k8s_kubeconfig(host, &cluster.endpoint());
+        list.wave(|w| vec![Stage::remote(w, host, anchor.role, kubeconfig)]);
+        let token = recipes::k8s_vim_token(host);
+        list.wave(|w| vec![Stage::remote(w, host, anchor.role, token)]);
+    }
+
+    /// The VIM's name: `vim_name`, else `kubernetes_vim_<vnfInstanceId>` (as Tacker names it).
+    fn vim_name(&self) -> String {
+        self.k8s
+            .vim_name
+            .clone()
+            .unwrap_or_else(|| format!("kubernetes_vim_{}", self.inputs.vnf_instance_id))
     }
 
     fn has_storage(&self) -> bool {
@@ -777,6 +812,7 @@ impl MgmtDriver for KubeadmNfs {
             list.wave(|w| at(w, vec![material]));
         }
         list.wave(|w| at(w, joins));
+        self.vim_stages(first, &cluster, &mut list);
         self.trust_stages(&nodes, &mut list)?;
         if self.has_storage() {
             let server = self
@@ -953,6 +989,10 @@ impl MgmtDriver for KubeadmNfs {
             list.wave(|w| at(w, wave));
             let clients = self.nfs_clients(&nodes);
             list.wave(|w| at(w, clients));
+            if healed.contains(anchor.row.id.as_str()) {
+                // The cluster was made again: a new CA and a new admin account.
+                self.vim_stages(anchor, &cluster, &mut list);
+            }
             self.trust_stages(&nodes, &mut list)?;
         }
         let storage = self.nodes(c.vnfcs, Role::StorageServer)?;
@@ -1021,14 +1061,30 @@ impl MgmtDriver for KubeadmNfs {
 
     /// `k8s.join_material`: the join material its check printed, checked.
     fn keep(&self, step: &Step, stdout: &str) -> Result<Option<Kept>, FlavourError> {
-        if step.kind != StepKind::K8sJoinMaterial {
-            return Ok(None);
-        }
-        let j = JoinMaterial::parse(stdout)
-            .map_err(|why| FlavourError::new("k8s.join_material", why.to_string()))?;
+        let (artifact, text) = match step.kind {
+            StepKind::K8sJoinMaterial => {
+                let j = JoinMaterial::parse(stdout)
+                    .map_err(|why| FlavourError::new("k8s.join_material", why.to_string()))?;
+                (Artifact::JoinMaterial, j.to_env())
+            }
+            StepKind::K8sKubeconfig => {
+                let endpoint = step.args.first().map(String::as_str).unwrap_or_default();
+                (Artifact::AdminKubeconfig, kubeconfig_for(stdout, endpoint)?)
+            }
+            StepKind::K8sVimToken => {
+                let bearer_token = KubernetesVim::token_of(stdout)
+                    .map_err(|why| FlavourError::new("k8s.vim_token", why.to_string()))?;
+                let vim = KubernetesVim {
+                    name: self.vim_name(),
+                    bearer_token,
+                };
+                (Artifact::KubernetesVim, vim.to_env())
+            }
+            _ => return Ok(None),
+        };
         Ok(Some(Kept {
-            artifact: Artifact::JoinMaterial,
-            text: Secret::new(j.to_env()),
+            artifact,
+            text: Secret::new(text),
         }))
     }
 

@@ -53,7 +53,7 @@ use serde::Serialize;
 
 use super::{
     Access, ApplyFailed, ApplyOutput, FlavourError, HookContext, Inputs, Kept, KeptArtifacts,
-    MgmtDriver, Probe, Role, trust,
+    MgmtDriver, Probe, Role, kubeconfig_for, trust,
 };
 use crate::artifact::Artifact;
 use crate::digest::sha256_hex;
@@ -414,38 +414,6 @@ pub fn haproxy_servers(cfg: &str, backend: &str) -> Vec<String> {
 /// The cluster endpoint behind the LB at `lb`: `https://<lb>:8383`.
 pub fn endpoint(lb: IpAddr) -> String {
     format!("https://{}:{LB_API_PORT}", host_port(lb))
-}
-
-/// The admin kubeconfig `text` (as `k8s.kubeconfig` printed it: the file, then its verdict line)
-/// with every cluster's `server:` set to `endpoint`. Errors: no `server:` line (not a
-/// kubeconfig).
-pub fn kubeconfig_for(text: &str, endpoint: &str) -> Result<String, FlavourError> {
-    let body: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with("already done: "))
-        .collect();
-    let mut found = false;
-    let mut out = String::new();
-    for line in body {
-        let t = line.trim_start();
-        if let Some(rest) = t.strip_prefix("server:")
-            && !rest.trim().is_empty()
-        {
-            let indent = &line[..line.len() - t.len()];
-            out.push_str(&format!("{indent}server: {endpoint}\n"));
-            found = true;
-        } else {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    if !found {
-        return Err(FlavourError::new(
-            "k8s.kubeconfig",
-            "the admin kubeconfig has no `server:` line",
-        ));
-    }
-    Ok(out)
 }
 
 /// Per-host counts of a `PLAY RECAP` line.

@@ -359,3 +359,15 @@ fn k8s(req: &InstantiateVnfRequest) -> Option<&crate::wire::params::K8sClusterIn
         .as_ref()
         .and_then(|a| a.k8s_cluster_installation_param.as_ref())
 }
+
+/// The admin kubeconfig `text` (as `k8s.kubeconfig` printed it) with every cluster's `server:`
+/// set to `endpoint` ([`crate::artifact::kubeconfig_with_server`]). Errors: no `server:` line
+/// (not a kubeconfig).
+pub fn kubeconfig_for(text: &str, endpoint: &str) -> Result<String, FlavourError> {
+    crate::artifact::kubeconfig_with_server(text, endpoint).ok_or_else(|| {
+        FlavourError::new(
+            "k8s.kubeconfig",
+            "the admin kubeconfig has no `server:` line",
+        )
+    })
+}

@@ -376,6 +376,42 @@ pub fn k8s_join_material(host: &str, file: &str, op_occ_id: &str) -> Step {
     }
 }
 
+/// On a master: the cluster's admin kubeconfig (`/etc/kubernetes/admin.conf`) printed by the
+/// check for the flavour to keep ([`crate::artifact::Artifact::AdminKubeconfig`], its `server:`
+/// set to `endpoint`, e.g. `https://10.0.0.5:6443`). Reading changes nothing.
+pub fn k8s_kubeconfig(host: &str, endpoint: &str) -> Step {
+    Step {
+        kind: StepKind::K8sKubeconfig,
+        host: host.into(),
+        args: vec![endpoint.into()],
+        uploads: Vec::new(),
+        late: Vec::new(),
+        sudo: true,
+        timeout: Duration::from_secs(60),
+    }
+}
+
+/// Namespace, ServiceAccount and token Secret of [`k8s_vim_token`]: the account Tacker's sample
+/// MgmtDriver creates (`create_admin_token.yaml`: `kube-system/admin`, bound to
+/// `cluster-admin`), with a token Secret of its own name.
+pub const VIM_ACCOUNT: (&str, &str, &str) = ("kube-system", "admin", "admin-vim-token");
+
+/// On a control-plane node: the admin ServiceAccount of [`VIM_ACCOUNT`] with its long-lived
+/// token Secret (made once), the token printed by the check for the flavour to keep
+/// ([`crate::artifact::Artifact::KubernetesVim`]).
+pub fn k8s_vim_token(host: &str) -> Step {
+    let (ns, sa, secret) = VIM_ACCOUNT;
+    Step {
+        kind: StepKind::K8sVimToken,
+        host: host.into(),
+        args: vec![ns.into(), sa.into(), secret.into()],
+        uploads: Vec::new(),
+        late: Vec::new(),
+        sudo: true,
+        timeout: Duration::from_secs(120),
+    }
+}
+
 /// A Kubernetes node's `/etc/hosts` block owned by `owner` is exactly `block`: the names of the
 /// cluster's nodes, written before the install script runs on any of them, as Tacker's sample
 /// MgmtDriver does (`_get_hosts`; rewritten whole here instead of appended to).

@@ -86,6 +86,9 @@ step_kinds! {
     LbHaproxy => "lb.haproxy", "lb_haproxy.sh";
     /// The cluster's admin kubeconfig read on a master.
     K8sKubeconfig => "k8s.kubeconfig", "k8s_kubeconfig.sh";
+    /// The bearer token of the cluster's admin ServiceAccount (made once), read on a master:
+    /// what the cluster is registered with as a Kubernetes VIM.
+    K8sVimToken => "k8s.vim_token", "k8s_vim_token.sh";
     /// The container runtime of the registry VM installed.
     RegistryRuntime => "registry.runtime", "registry_runtime.sh";
     /// The registry image present (loaded or pulled).

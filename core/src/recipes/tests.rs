@@ -290,6 +290,8 @@ fn every_step_round_trips_through_a_stored_plan() {
     steps.push(nfs_client("w1"));
     steps.push(k8s_hosts("w1", "vnf-1-nodes", "10.0.0.5 master5"));
     steps.push(k8s_etcd_remove_member("m1", "10.0.0.6"));
+    steps.push(k8s_kubeconfig("m1", "https://10.0.0.5:6443"));
+    steps.push(k8s_vim_token("m1"));
     steps.push(k8s_join_material(
         "m1",
         "/var/lib/vnfkeeper/join/vnf-1.env",

@@ -594,7 +594,6 @@ fn seed_normalisations_are_warnings() {
     assert_eq!(
         ptrs,
         [
-            format!("{K8S}/vim_name"),
             format!("{K8S}/master_node/aspect_id"),
             format!("{K8S}/master_node/pod_cidr"),
             format!("{K8S}/worker_node/aspect_id"),
@@ -604,15 +603,15 @@ fn seed_normalisations_are_warnings() {
         ]
     );
     // What vnfkeeper accepts without acting on it says so (never silently ignored).
-    for i in [0, 1, 3, 6] {
+    for i in [0, 2, 5] {
         assert!(
             p.warnings[i].reason.contains("is not acted on: "),
             "{}",
             p.warnings[i].reason
         );
     }
-    assert!(p.warnings[2].reason.contains("192.168.0.0/16"));
-    for w in &p.warnings[4..6] {
+    assert!(p.warnings[1].reason.contains("192.168.0.0/16"));
+    for w in &p.warnings[3..5] {
         assert!(
             !w.reason.contains("password")
                 && !w.reason.contains("user1")

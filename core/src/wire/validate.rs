@@ -322,12 +322,6 @@ fn not_acted_on(w: &mut Walk, o: &Obj<'_>, key: &str, why: &str) {
 fn k8s_cluster_installation_param(w: &mut Walk, o: &Obj<'_>) {
     w.package_path(o, "script_path", Card::One);
     w.c.str_rule(o, "vim_name", Card::Opt, rules::plain_text);
-    not_acted_on(
-        w,
-        o,
-        "vim_name",
-        "vnfkeeper registers no Kubernetes VIM for the cluster yet",
-    );
     let kubespray = !matches!(o.map.get("ansible"), None | Some(Value::Null));
     if let Some(m) = w.c.obj_field(o, "master_node", Card::One) {
         node(w, &m);

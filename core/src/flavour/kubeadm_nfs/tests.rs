@@ -114,6 +114,19 @@ fn instantiate_overlaps_nfs_installs_with_the_cluster_install() {
     // install, the master during the joins.
     assert_eq!(wave_of("nfs.client", "w1"), 1, "{w:?}");
     assert_eq!(wave_of("nfs.client", "m0"), 3, "{w:?}");
+    // The cluster as a VIM, read on the first master once every node joined: its admin
+    // kubeconfig (the endpoint of a single master, kubeadm's port) then its bearer token.
+    let kubeconfig = wave_of("k8s.kubeconfig", "m0");
+    assert!(wave_of("k8s.install", "w1") < kubeconfig, "{w:?}");
+    assert_eq!(wave_of("k8s.vim_token", "m0"), kubeconfig + 1, "{w:?}");
+    let kc = stages
+        .iter()
+        .find_map(|s| match &s.action {
+            Action::Remote(r) if r.step.kind == StepKind::K8sKubeconfig => Some(&r.step),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(kc.args, ["https://10.10.0.10:6443"]);
     let first_pv = w.iter().find(|(_, n, _)| n == "pv.register").unwrap().0;
     assert!(
         exports < first_pv && wave_of("k8s.install", "w1") < first_pv,
@@ -289,4 +302,57 @@ fn a_cluster_cp_outside_the_vnfcs_is_refused() {
         })
         .unwrap_err();
     assert!(err.reason.contains("`vip_CP`"), "{err}");
+}
+
+/// The VIM's kept artifacts: the kubeconfig with the endpoint as its server, the bearer token
+/// with the VIM's name (the request's `vim_name`, else Tacker's default); a token that is not
+/// one is refused without quoting it.
+#[test]
+fn the_vim_token_and_kubeconfig_are_kept_checked() {
+    let d = driver();
+    let token = recipes::k8s_vim_token("m0");
+    let kept = d
+        .keep(
+            &token,
+            "BEARER_TOKEN=eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln\nalready done: x\n",
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.artifact, Artifact::KubernetesVim);
+    let vim = KubernetesVim::parse(kept.text.expose()).unwrap();
+    assert_eq!(
+        vim.bearer_token,
+        "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"
+    );
+    assert_eq!(vim.name, d.vim_name());
+    assert_eq!(
+        Artifact::KubernetesVim.secrets(kept.text.expose()),
+        std::slice::from_ref(&vim.bearer_token)
+    );
+    assert!(!format!("{vim:?}").contains("eyJ"));
+    let bad = d
+        .keep(&token, "BEARER_TOKEN=a b'c\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        bad.contains("BEARER_TOKEN") && !bad.contains("a b'c"),
+        "{bad}"
+    );
+
+    let kubeconfig = recipes::k8s_kubeconfig("m0", "https://10.0.0.10:6443");
+    let admin = "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: \
+                 LS0tLS1CRUdJTg==\n    server: https://master01:6443\n  name: kubernetes\n\
+                 already done: admin kubeconfig read\n";
+    let kept = d.keep(&kubeconfig, admin).unwrap().unwrap();
+    assert_eq!(kept.artifact, Artifact::AdminKubeconfig);
+    let text = kept.text.expose();
+    assert_eq!(
+        crate::artifact::kubeconfig_server(text).as_deref(),
+        Some("https://10.0.0.10:6443")
+    );
+    assert!(!text.contains("already done"));
+    assert_eq!(
+        crate::artifact::kubeconfig_ca_sha256(text),
+        Some(crate::digest::sha256_hex(b"-----BEGIN"))
+    );
 }

@@ -308,20 +308,22 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
             (1, "k8s.install@m1"),
             (2, "k8s.join_material@m1"),
             (3, "k8s.install@w1"),
-            (4, "trust.files@m1"),
-            (4, "trust.hosts@m1"),
-            (4, "trust.auth@m1"),
-            (4, "trust.files@w1"),
-            (4, "trust.hosts@w1"),
-            (4, "trust.auth@w1"),
-            (5, "trust.observe@m1"),
-            (5, "trust.observe@w1"),
-            (6, "configure"),
+            (4, "k8s.kubeconfig@m1"),
+            (5, "k8s.vim_token@m1"),
+            (6, "trust.files@m1"),
+            (6, "trust.hosts@m1"),
+            (6, "trust.auth@m1"),
+            (6, "trust.files@w1"),
+            (6, "trust.hosts@w1"),
+            (6, "trust.auth@w1"),
+            (7, "trust.observe@m1"),
+            (7, "trust.observe@w1"),
+            (8, "configure"),
         ]
     );
-    assert_eq!(stages[13].action, Action::Expand(Hook::Configure));
+    assert_eq!(stages[15].action, Action::Expand(Hook::Configure));
     // trust.files: the HTTPS CA uploaded and checked by digest; HTTP has none.
-    let files = remote_step(&stages[5]);
+    let files = remote_step(&stages[7]);
     let ca =
         std::fs::read(repo().join("fixtures/packages/cir-k8s-cluster/Files/registries/ca.crt"))
             .unwrap();
@@ -336,7 +338,7 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
     );
     assert_eq!(files.uploads[0].bytes, ca);
     // trust.hosts: the block owned by the VNF.
-    let hosts = remote_step(&stages[6]);
+    let hosts = remote_step(&stages[8]);
     assert_eq!(
         hosts.args,
         [
@@ -346,7 +348,7 @@ fn instantiate_installs_then_trusts_every_node_then_merges_observed_daemon_json(
         ]
     );
     // trust.auth: the credentials only as a late 0600 file, never an argument.
-    let auth = remote_step(&stages[7]);
+    let auth = remote_step(&stages[9]);
     let token = STANDARD.encode("user01:user01");
     let digest = auth_digest(&token, "vnf-cir-k8s-cluster", "registry.example.com");
     assert_eq!(
