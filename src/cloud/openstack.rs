@@ -30,7 +30,7 @@ use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::config::{self, Credentials, Project};
+use super::config::{self, ApplicationCredentialRef, Credentials, Project};
 use super::error::error_message;
 use super::types::{Port, Server, Stack, StackCreate, StackRef, StackResource, Volume};
 use super::{Cloud, CloudError, StackStatus};
@@ -671,6 +671,27 @@ async fn keystone_session(
             if let Some(s) = scope {
                 auth.set_scope(s);
             }
+            Session::new_with_client(client, auth).await.map_err(map)
+        }
+        // Identity API v3, "Authenticating with an Application Credential": the credential is
+        // bound to its project; a request naming a scope is refused, so none is sent.
+        Credentials::ApplicationCredential { credential, secret } => {
+            let auth = match credential {
+                ApplicationCredentialRef::Id(id) => osauth::identity::ApplicationCredential::new(
+                    &entry.auth_url,
+                    id.clone(),
+                    secret.clone(),
+                ),
+                ApplicationCredentialRef::Name { name, user_id } => {
+                    osauth::identity::ApplicationCredential::with_user_id(
+                        &entry.auth_url,
+                        name.clone(),
+                        secret.clone(),
+                        user_id.clone(),
+                    )
+                }
+            }
+            .map_err(map)?;
             Session::new_with_client(client, auth).await.map_err(map)
         }
     }

@@ -4,6 +4,7 @@
 //! One test binary per subject (fewer links, one process per test under nextest); each module
 //! is one former test file, its tests unchanged.
 
+mod config_cloud;
 mod describe_daemon;
 mod host_key_forget;
 mod hot_adjust_cli;
