@@ -10,6 +10,7 @@ mod host_key_forget;
 mod hot_adjust_cli;
 mod metrics_daemon;
 mod pause_cli;
+mod prometheus_server;
 mod reconcile_no_cloud;
 #[path = "../support/mod.rs"]
 mod support;
