@@ -8,13 +8,12 @@
 //! Supported: `auth_type` `password` (default), `v3token` and `v3applicationcredential`;
 //! `auth.{auth_url, username, password, token, project_name | project_id, user_domain_name,
 //! project_domain_name | project_domain_id}`, and for application credentials
-//! `auth.{application_credential_id | application_credential_name + user_id,
-//! application_credential_secret}` (Identity API v3, "Authenticating with an Application
-//! Credential": an application credential is already scoped to its project, so no project is
-//! sent); `region_name`, `interface`, `cacert`, `verify` (false disables TLS verification, with a
-//! warning). Not supported: `clouds-public.yaml` profiles, `secure.yaml`, users by id for
-//! password auth, an application credential named with its user's name rather than `user_id`
-//! (the osauth crate names the owner by id only).
+//! `auth.{application_credential_id | application_credential_name + (user_id | username +
+//! user_domain_name | user_domain_id), application_credential_secret}` (Identity API v3,
+//! "Authenticating with an Application Credential": an application credential is already scoped
+//! to its project, so no project is sent); `region_name`, `interface`, `cacert`, `verify` (false
+//! disables TLS verification, with a warning). Not supported: `clouds-public.yaml` profiles,
+//! `secure.yaml`, users by id for password auth.
 //!
 //! Error messages name the file, the cloud and the key, never a value (a password cannot leak
 //! through a YAML type error).
@@ -60,6 +59,16 @@ pub(crate) enum ApplicationCredentialRef {
         name: String,
         /// Its owner's user id.
         user_id: String,
+    },
+    /// `application_credential_name` of the user `username` in a domain.
+    NameOfUser {
+        /// The credential's name.
+        name: String,
+        /// Its owner's user name.
+        username: String,
+        /// The owner's domain: `(is_id, value)`, from `user_domain_id` or `user_domain_name`
+        /// (default name `Default`).
+        user_domain: (bool, String),
     },
 }
 
@@ -260,17 +269,24 @@ pub(crate) fn parse(
                                 .to_owned(),
                         }
                     })?;
-                    match key(auth, "user_id")? {
-                        Some(user_id) => ApplicationCredentialRef::Name { name, user_id },
-                        None if key(auth, "username")?.is_some() => {
-                            return Err(unsupported(
-                                ".auth: `application_credential_name` with `username` is not supported; use `application_credential_id`, or `user_id` with the name".into(),
-                            ));
-                        }
-                        None => {
+                    match (key(auth, "user_id")?, key(auth, "username")?) {
+                        (Some(user_id), _) => ApplicationCredentialRef::Name { name, user_id },
+                        (None, Some(username)) => ApplicationCredentialRef::NameOfUser {
+                            name,
+                            username,
+                            user_domain: match (
+                                key(auth, "user_domain_id")?,
+                                key(auth, "user_domain_name")?,
+                            ) {
+                                (Some(id), _) => (true, id),
+                                (None, Some(n)) => (false, n),
+                                (None, None) => (false, "Default".to_string()),
+                            },
+                        },
+                        (None, None) => {
                             return Err(CloudsYamlError::Required {
                                 cloud: cloud.to_owned(),
-                                key: "user_id".to_owned(),
+                                key: "user_id` or `username".to_owned(),
                             });
                         }
                     }
@@ -347,7 +363,7 @@ mod tests {
 
     #[test]
     fn parses_application_credentials_by_id_and_by_name() {
-        let yaml = "clouds:\n  id:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_id: 21dced0fd20347869b93710d2b98aae0\n      application_credential_secret: s3cr3t-appcred\n  name:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_name: vnfkeeper\n      user_id: 0a1b\n      application_credential_secret: s3cr3t-appcred\n  by-username:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_name: vnfkeeper\n      username: svc\n      application_credential_secret: s3cr3t-appcred\n  no-secret:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_id: x\n  neither:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_secret: s3cr3t-appcred\n";
+        let yaml = "clouds:\n  id:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_id: 21dced0fd20347869b93710d2b98aae0\n      application_credential_secret: s3cr3t-appcred\n  name:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_name: vnfkeeper\n      user_id: 0a1b\n      application_credential_secret: s3cr3t-appcred\n  by-username:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_name: vnfkeeper\n      username: svc\n      application_credential_secret: s3cr3t-appcred\n  no-secret:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_id: x\n  neither:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_secret: s3cr3t-appcred\n  no-user:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_name: vnfkeeper\n      application_credential_secret: s3cr3t-appcred\n";
         let e = parse(yaml, "id", None).unwrap();
         assert!(
             e.credentials
@@ -374,8 +390,19 @@ mod tests {
                     secret: "s3cr3t-appcred".into()
                 }
         );
+        let e = parse(yaml, "by-username", None).unwrap();
+        assert!(
+            e.credentials
+                == Credentials::ApplicationCredential {
+                    credential: ApplicationCredentialRef::NameOfUser {
+                        name: "vnfkeeper".into(),
+                        username: "svc".into(),
+                        user_domain: (false, "Default".into()),
+                    },
+                    secret: "s3cr3t-appcred".into()
+                }
+        );
         for (cloud, expect) in [
-            ("by-username", "`username` is not supported"),
             ("no-secret", "`application_credential_secret` is required"),
             (
                 "neither",

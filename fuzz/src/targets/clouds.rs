@@ -64,7 +64,7 @@ const FIXED: &str = "CloudEntry auth_url credentials project project_domain regi
     `password` or `v3token` user_id username no cloud named not valid YAML \
     v3applicationcredential `v3applicationcredential` ApplicationCredential secret=<redacted> \
     application_credential_id application_credential_name application_credential_secret \
-    name is required with";
+    name is required with NameOfUser user_domain user_domain_name user_domain_id";
 
 fn walk(v: &Value, key: Option<&str>, found: &mut Vec<String>, others: &mut Vec<String>) {
     match v {
