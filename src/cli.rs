@@ -14,7 +14,7 @@ use comfy_table::{Table, presets::NOTHING};
 use serde_json::{Value, json};
 
 use crate::config::{ConfigArg, EXIT_CONFIG, Settings};
-use crate::describe::OutputFormat;
+use crate::describe::{Output, OutputArgs};
 use crate::store::{OperationRow, Store};
 
 /// vnfkeeper keeps Kubernetes-cluster VNFs on OpenStack in their intended state.
@@ -66,12 +66,12 @@ pub enum Command {
         /// Only operations of this VNF instance.
         #[arg(long = "vnf")]
         vnf_instance_id: Option<String>,
-        /// JSON array instead of a table (the same as `-o json`).
-        #[arg(long)]
-        json: bool,
-        /// Output format.
-        #[arg(short = 'o', long = "output", value_enum)]
-        output: Option<crate::describe::OutputFormat>,
+        /// Output format and columns.
+        #[command(flatten)]
+        out: OutputArgs,
+        /// `--watch`.
+        #[command(flatten)]
+        watch: WatchArgs,
         /// `show ID`.
         #[command(subcommand)]
         command: Option<OpsCommand>,
@@ -84,12 +84,12 @@ pub enum Command {
         config: ConfigArg,
         /// One VNF instance in detail (vnfInstanceId).
         vnf_instance_id: Option<String>,
-        /// JSON instead of a table (the same as `-o json`).
-        #[arg(long)]
-        json: bool,
-        /// Output format.
-        #[arg(short = 'o', long = "output", value_enum)]
-        output: Option<crate::describe::OutputFormat>,
+        /// Output format and columns.
+        #[command(flatten)]
+        out: OutputArgs,
+        /// `--watch`.
+        #[command(flatten)]
+        watch: WatchArgs,
     },
     /// Ask the running daemon for a full reconcile pass now (cloud + SSH probes).
     Reconcile {
@@ -111,9 +111,9 @@ pub enum Command {
         /// Only this VNF instance.
         #[arg(long = "vnf")]
         vnf_instance_id: Option<String>,
-        /// JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        /// Output format (`table`: the text report) and columns.
+        #[command(flatten)]
+        out: OutputArgs,
     },
     /// What happened to a VNF instance: its timeline, oldest first.
     ///
@@ -129,13 +129,12 @@ pub enum Command {
         /// `2h`, `1d`).
         #[arg(long)]
         since: Option<String>,
-        /// JSON array instead of a table (field names are stable, see the README; the same as
-        /// `-o json`).
-        #[arg(long)]
-        json: bool,
-        /// Output format.
-        #[arg(short = 'o', long = "output", value_enum)]
-        output: Option<crate::describe::OutputFormat>,
+        /// Output format and columns (field names are stable, see the README).
+        #[command(flatten)]
+        out: OutputArgs,
+        /// `--watch`.
+        #[command(flatten)]
+        watch: WatchArgs,
     },
     /// Heat templates: `hot adjust` (individual VNFC management).
     Hot {
@@ -233,12 +232,9 @@ pub enum OpsCommand {
         config: ConfigArg,
         /// The operation (vnfLcmOpOccId, as `vnfkeeper ops` lists it).
         id: String,
-        /// JSON instead of a table (the same as `-o json`).
-        #[arg(long)]
-        json: bool,
-        /// Output format.
-        #[arg(short = 'o', long = "output", value_enum)]
-        output: Option<crate::describe::OutputFormat>,
+        /// Output format and columns.
+        #[command(flatten)]
+        out: OutputArgs,
     },
 }
 
@@ -281,12 +277,128 @@ pub(crate) fn write_line(args: std::fmt::Arguments<'_>) {
     use std::io::Write as _;
     let mut line = std::fmt::format(args);
     line.push('\n');
+    let captured = CAPTURE.with(|c| match c.borrow_mut().as_mut() {
+        Some(buf) => {
+            buf.push_str(&line);
+            true
+        }
+        None => false,
+    });
+    if captured {
+        return;
+    }
     if let Err(e) = std::io::stdout().lock().write_all(line.as_bytes()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(141);
         }
         eprintln!("vnfkeeper: cannot write the output: {e}");
     }
+}
+
+thread_local! {
+    /// While [`captured`] runs: the lines `outln!` writes, instead of stdout.
+    static CAPTURE: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with what it prints through `outln!` collected rather than written; returns the text
+/// and `f`'s result.
+fn captured<T>(f: impl FnOnce() -> T) -> (String, T) {
+    CAPTURE.with(|c| *c.borrow_mut() = Some(String::new()));
+    let r = f();
+    let text = CAPTURE.with(|c| c.borrow_mut().take()).unwrap_or_default();
+    (text, r)
+}
+
+/// `--watch` of `ops`, `status` and `events`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WatchArgs {
+    /// Keep running: read again every `--interval` seconds and print again when what is shown
+    /// changed (a table's relative ages do not count). A terminal is cleared first; otherwise
+    /// `-o json` prints one compact document per line, `-o yaml` a `---` separated stream, and
+    /// a table or values a blank line between two prints. Ends with Ctrl-C (or an error).
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// Seconds between two reads with `--watch`.
+    #[arg(long, default_value_t = 2, requires = "watch",
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub interval: u64,
+}
+
+impl WatchArgs {
+    /// Runs `render` once, or with `--watch` again every interval, printing what it prints
+    /// whenever that changed. Errors: the first of `render`'s (a watch ends with it).
+    fn run(
+        &self,
+        out: &Output,
+        mut render: impl FnMut() -> Result<(), Failure>,
+    ) -> Result<(), Failure> {
+        if !self.watch {
+            return render();
+        }
+        use std::io::IsTerminal as _;
+        let terminal = std::io::stdout().is_terminal();
+        let mut last: Option<String> = None;
+        loop {
+            let (text, r) = captured(&mut render);
+            r?;
+            let key = if out.format == crate::describe::OutputFormat::Table {
+                without_ages(&text)
+            } else {
+                text.clone()
+            };
+            if last.as_deref() != Some(key.as_str()) {
+                let text = match out.format {
+                    crate::describe::OutputFormat::Json => {
+                        let doc: Value = serde_json::from_str(&text)?;
+                        format!("{doc}\n")
+                    }
+                    crate::describe::OutputFormat::Yaml => format!("---\n{text}"),
+                    _ => text,
+                };
+                let text = text.trim_end();
+                if terminal {
+                    // ANSI "cursor home" and "erase display" (ECMA-48 CUP, ED).
+                    outln!("\x1b[H\x1b[2J{text}");
+                } else if last.is_some() && out.format != crate::describe::OutputFormat::Json {
+                    outln!("\n{text}");
+                } else {
+                    outln!("{text}");
+                }
+                last = Some(key);
+            }
+            std::thread::sleep(std::time::Duration::from_secs(self.interval));
+        }
+    }
+}
+
+/// `text` without the relative ages tables add to times (`(5m ago)`, `(in 2h)`), so that a
+/// watch prints again only when something else changed.
+fn without_ages(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(" (") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 2..];
+        let age = tail.find(')').map(|j| &tail[..j]).filter(|inner| {
+            let n = inner
+                .strip_prefix("in ")
+                .or_else(|| inner.strip_suffix(" ago"));
+            n.is_some_and(|n| {
+                n.len() >= 2
+                    && n[..n.len() - 1].bytes().all(|b| b.is_ascii_digit())
+                    && matches!(n.as_bytes()[n.len() - 1], b's' | b'm' | b'h' | b'd')
+            })
+        });
+        match age {
+            Some(inner) => rest = &tail[inner.len() + 1..],
+            None => {
+                out.push_str(" (");
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Entry point of the binary.
@@ -314,47 +426,43 @@ fn run(command: Command) -> Result<(), Failure> {
             unreachable!("handled above")
         }
         Command::Ops {
-            command:
-                Some(OpsCommand::Show {
-                    config,
-                    id,
-                    json,
-                    output,
-                }),
+            command: Some(OpsCommand::Show { config, id, out }),
             ..
-        } => load(&config.config).and_then(|s| {
-            let format = crate::describe::OutputFormat::pick(output, json);
-            Ok(crate::describe::ops_show(&s, &id, format, now())?)
-        }),
+        } => load(&config.config)
+            .and_then(|s| Ok(crate::describe::ops_show(&s, &id, &out.output(), now())?)),
         Command::Ops {
             config,
             vnf_instance_id,
-            json,
-            output,
+            out,
+            watch,
             command: None,
-        } => ops(
-            &config.config,
-            vnf_instance_id.as_deref(),
-            crate::describe::OutputFormat::pick(output, json),
-        ),
+        } => {
+            let settings = load(&config.config)?;
+            let out = out.output();
+            watch.run(&out, || ops(&settings, vnf_instance_id.as_deref(), &out))
+        }
         Command::Status {
             config,
             vnf_instance_id: Some(vnf),
-            json,
-            output,
-        } => load(&config.config).and_then(|s| {
-            let format = crate::describe::OutputFormat::pick(output, json);
-            Ok(crate::describe::status_vnf(&s, &vnf, format, now())?)
-        }),
+            out,
+            watch,
+        } => {
+            let settings = load(&config.config)?;
+            let out = out.output();
+            watch.run(&out, || {
+                Ok(crate::describe::status_vnf(&settings, &vnf, &out, now())?)
+            })
+        }
         Command::Status {
             config,
             vnf_instance_id: None,
-            json,
-            output,
-        } => status(
-            &config.config,
-            crate::describe::OutputFormat::pick(output, json),
-        ),
+            out,
+            watch,
+        } => {
+            let settings = load(&config.config)?;
+            let out = out.output();
+            watch.run(&out, || status(&settings, &out))
+        }
         Command::Config {
             command: ConfigCommand::Check(c),
         } => config_check(&c.config),
@@ -366,29 +474,33 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::Plan {
             config,
             vnf_instance_id,
-            json,
+            out,
         } => load(&config.config).and_then(|s| {
             Ok(crate::reconcile::cmd::plan(
                 &s,
                 vnf_instance_id.as_deref(),
-                json,
+                &out.output(),
             )?)
         }),
         Command::Events {
             config,
             vnf_instance_id,
             since,
-            json,
-            output,
-        } => load(&config.config).and_then(|s| {
-            Ok(crate::events::run(
-                &s,
-                &vnf_instance_id,
-                since.as_deref(),
-                OutputFormat::pick(output, json),
-                now(),
-            )?)
-        }),
+            out,
+            watch,
+        } => {
+            let settings = load(&config.config)?;
+            let out = out.output();
+            watch.run(&out, || {
+                Ok(crate::events::run(
+                    &settings,
+                    &vnf_instance_id,
+                    since.as_deref(),
+                    &out,
+                    now(),
+                )?)
+            })
+        }
         Command::Hot {
             command: crate::hot_adjust::HotCommand::Adjust(a),
         } => hot_adjust(&a),
@@ -635,13 +747,12 @@ pub fn operation_json(op: &OperationRow) -> Value {
     })
 }
 
-fn ops(config: &Path, vnf: Option<&str>, format: OutputFormat) -> Result<(), Failure> {
-    let settings = load(config)?;
-    let db = open_db(&settings)?;
+fn ops(settings: &Settings, vnf: Option<&str>, out: &Output) -> Result<(), Failure> {
+    let db = open_db(settings)?;
     let rows = db.queries().operations(vnf)?;
-    if format != OutputFormat::Table {
+    if !out.is_table() {
         let list: Vec<Value> = rows.iter().map(operation_json).collect();
-        crate::describe::emit(&Value::Array(list), format)?;
+        crate::describe::emit(&Value::Array(list), out)?;
         return Ok(());
     }
     let now = now();
@@ -705,9 +816,8 @@ impl Fleet {
     }
 }
 
-fn status(config: &Path, format: OutputFormat) -> Result<(), Failure> {
-    let settings = load(config)?;
-    let db = open_db(&settings)?;
+fn status(settings: &Settings, out: &Output) -> Result<(), Failure> {
+    let db = open_db(settings)?;
     let q = db.queries();
     let fleet = Fleet {
         instances: q.instances()?,
@@ -718,15 +828,15 @@ fn status(config: &Path, format: OutputFormat) -> Result<(), Failure> {
         state_dir: settings.database.parent().map(Path::to_path_buf),
         now: now(),
     };
-    if format == OutputFormat::Table {
+    if out.is_table() {
         status_tables(fleet)
     } else {
-        status_json(fleet, format)
+        status_json(fleet, out)
     }
 }
 
 /// `status -o json|yaml`: one object per instance with its VNFCs and registries.
-fn status_json(mut fleet: Fleet, format: OutputFormat) -> Result<(), Failure> {
+fn status_json(mut fleet: Fleet, out: &Output) -> Result<(), Failure> {
     let mut list = Vec::new();
     for i in &fleet.instances {
         let vnfcs: Vec<Value> = fleet
@@ -760,7 +870,7 @@ fn status_json(mut fleet: Fleet, format: OutputFormat) -> Result<(), Failure> {
             "registries": registries,
         }));
     }
-    crate::describe::emit(&Value::Array(list), format)?;
+    crate::describe::emit(&Value::Array(list), out)?;
     Ok(())
 }
 
@@ -993,4 +1103,52 @@ fn table<const N: usize>(header: [&str; N]) -> Table {
     let mut t = Table::new();
     t.load_preset(NOTHING).set_header(header);
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_ages_do_not_count_as_a_change() {
+        assert_eq!(
+            without_ages("x 2026-11-27T06:24:33Z (5s ago) y (in 2h) z (note) (12m ago)\n"),
+            "x 2026-11-27T06:24:33Z y z (note)\n"
+        );
+        assert_eq!(without_ages("a (ago) (s ago) ("), "a (ago) (s ago) (");
+    }
+
+    #[test]
+    fn columns_select_fields_in_their_order_and_unknown_ones_are_named() {
+        let doc = json!([{"id": "a", "state": "X", "n": 1}, {"id": "b", "state": null, "n": 2}]);
+        let out = |format, columns: &[&str]| Output {
+            format,
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+        };
+        let (text, r) = captured(|| {
+            crate::describe::emit(
+                &doc,
+                &out(crate::describe::OutputFormat::Value, &["n", "id"]),
+            )
+        });
+        r.unwrap();
+        assert_eq!(text, "1 a\n2 b\n");
+        let (text, r) = captured(|| {
+            crate::describe::emit(&doc, &out(crate::describe::OutputFormat::Value, &["state"]))
+        });
+        r.unwrap();
+        assert_eq!(text, "X\n\n");
+        let (text, r) = captured(|| {
+            crate::describe::emit(&doc[0], &out(crate::describe::OutputFormat::Value, &[]))
+        });
+        r.unwrap();
+        assert_eq!(text, "a\nX\n1\n");
+        let e = crate::describe::emit(&doc, &out(crate::describe::OutputFormat::Json, &["x"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no column \"x\"") && e.contains("id, state, n"),
+            "{e}"
+        );
+    }
 }

@@ -17,7 +17,8 @@ use crate::config::Settings;
 use crate::store::{JournalRow, LastDecision, OperationRow, ReconcileStateRow, Store, Submitter};
 
 /// `-o`: how a read command prints. `table` for people; `json` and `yaml` carry the same
-/// document (field names stable, SOL003's where SOL003 has the field).
+/// document (field names stable, SOL003's where SOL003 has the field); `value` prints only the
+/// values, for shell scripts (the openstack CLI's `-f value`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
     /// Aligned columns (the default).
@@ -27,6 +28,10 @@ pub enum OutputFormat {
     Json,
     /// YAML (the same document as `json`).
     Yaml,
+    /// The values only: a list prints one line per entry with its fields' values separated by
+    /// a space, one object prints one line per field; a string as it is, `null` as an empty
+    /// string, anything else as compact JSON.
+    Value,
 }
 
 impl OutputFormat {
@@ -40,18 +45,159 @@ impl OutputFormat {
     }
 }
 
-/// Prints `doc` as JSON or YAML (`format` is not `Table`). Errors: serialization's.
-pub fn emit(doc: &Value, format: OutputFormat) -> anyhow::Result<()> {
-    match format {
-        OutputFormat::Yaml => {
-            let text = serde_yaml_ng::to_string(doc)?;
-            outln!("{}", text.trim_end());
-        }
-        OutputFormat::Json | OutputFormat::Table => {
-            outln!("{}", serde_json::to_string_pretty(doc)?);
+/// The output options every read command takes: `--json`, `-o FORMAT`, `-c COLUMN`…
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OutputArgs {
+    /// JSON instead of a table (the same as `-o json`).
+    #[arg(long)]
+    pub json: bool,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<OutputFormat>,
+    /// Show only this field (repeatable, in the order given), by its name in the JSON output,
+    /// e.g. `-c id -c operationState`; a table then has these columns.
+    #[arg(short = 'c', long = "column", value_name = "COLUMN")]
+    pub columns: Vec<String>,
+}
+
+impl OutputArgs {
+    /// What was asked for.
+    pub fn output(&self) -> Output {
+        Output {
+            format: OutputFormat::pick(self.output, self.json),
+            columns: self.columns.clone(),
         }
     }
+}
+
+/// How a read command prints: a format and, when not empty, the fields to show (`-c`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Output {
+    /// `-o`.
+    pub format: OutputFormat,
+    /// `-c`, in the order given.
+    pub columns: Vec<String>,
+}
+
+impl Output {
+    /// Whether the command prints its own table: `-o table` without `-c` (with `-c` the
+    /// selected fields of the JSON document are tabulated instead, by [`emit`]).
+    pub fn is_table(&self) -> bool {
+        self.format == OutputFormat::Table && self.columns.is_empty()
+    }
+}
+
+/// Prints `doc` (a list of objects, or one object) as `out` asks (never its own table: see
+/// [`Output::is_table`]): only the `-c` fields when there are some, then as JSON, YAML, values,
+/// or a table of the selected fields. Errors: a `-c` field no entry has (naming the fields
+/// there are); serialization's.
+pub fn emit(doc: &Value, out: &Output) -> anyhow::Result<()> {
+    let doc = select(doc, &out.columns)?;
+    match out.format {
+        OutputFormat::Yaml => {
+            let text = serde_yaml_ng::to_string(&doc)?;
+            outln!("{}", text.trim_end());
+        }
+        OutputFormat::Json => {
+            outln!("{}", serde_json::to_string_pretty(&doc)?);
+        }
+        OutputFormat::Value => match &doc {
+            Value::Array(rows) => {
+                for row in rows {
+                    let cells: Vec<String> = match row {
+                        Value::Object(m) => m.values().map(value_text).collect(),
+                        other => vec![value_text(other)],
+                    };
+                    outln!("{}", cells.join(" "));
+                }
+            }
+            Value::Object(m) => {
+                for v in m.values() {
+                    outln!("{}", value_text(v));
+                }
+            }
+            other => outln!("{}", value_text(other)),
+        },
+        OutputFormat::Table => match &doc {
+            Value::Array(rows) => {
+                let mut t = Table::new();
+                t.load_preset(NOTHING).set_header(
+                    out.columns
+                        .iter()
+                        .map(|c| c.to_uppercase())
+                        .collect::<Vec<_>>(),
+                );
+                for row in rows {
+                    t.add_row(
+                        out.columns
+                            .iter()
+                            .map(|c| value_text(&row[c.as_str()]))
+                            .collect::<Vec<_>>(),
+                    );
+                }
+                outln!("{t}");
+            }
+            Value::Object(m) => {
+                let mut t = table(["FIELD", "VALUE"]);
+                for (k, v) in m {
+                    t.add_row([k.clone(), value_text(v)]);
+                }
+                outln!("{t}");
+            }
+            other => outln!("{}", value_text(other)),
+        },
+    }
     Ok(())
+}
+
+/// A value as `-o value` and a `-c` table print it: a string as it is, `null` empty, anything
+/// else compact JSON.
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// `doc` with only the fields `columns` (all when empty), in their order: of each entry of a
+/// list, or of one object. Errors: a field that no entry has (an empty list has every field).
+fn select(doc: &Value, columns: &[String]) -> anyhow::Result<Value> {
+    if columns.is_empty() {
+        return Ok(doc.clone());
+    }
+    let objects: Vec<&serde_json::Map<String, Value>> = match doc {
+        Value::Array(rows) => rows.iter().filter_map(Value::as_object).collect(),
+        Value::Object(m) => vec![m],
+        _ => Vec::new(),
+    };
+    if let Some(first) = objects.first() {
+        for c in columns {
+            if !objects.iter().any(|o| o.contains_key(c)) {
+                anyhow::bail!(
+                    "no column {c:?}; the columns are: {}",
+                    first.keys().cloned().collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+    }
+    let pick = |m: &serde_json::Map<String, Value>| {
+        Value::Object(
+            columns
+                .iter()
+                .map(|c| (c.clone(), m.get(c).cloned().unwrap_or(Value::Null)))
+                .collect(),
+        )
+    };
+    Ok(match doc {
+        Value::Array(rows) => Value::Array(
+            rows.iter()
+                .map(|r| r.as_object().map_or(Value::Null, pick))
+                .collect(),
+        ),
+        Value::Object(m) => pick(m),
+        other => other.clone(),
+    })
 }
 
 /// A time for a table: RFC 3339 (`Z`, whole seconds) and its age, e.g.
@@ -141,7 +287,7 @@ fn decision_json(d: &LastDecision) -> Value {
 pub fn status_vnf(
     settings: &Settings,
     vnf: &str,
-    format: OutputFormat,
+    out: &Output,
     now: Timestamp,
 ) -> anyhow::Result<()> {
     let db = reader(settings)?;
@@ -198,8 +344,8 @@ pub fn status_vnf(
         "lastVnfDecision": vnf_decision.as_ref().map(decision_json),
         "vnfcs": rows,
     });
-    if format != OutputFormat::Table {
-        return emit(&doc, format);
+    if !out.is_table() {
+        return emit(&doc, out);
     }
 
     let unknown = or_unknown;
@@ -482,12 +628,7 @@ fn stage_json(j: &JournalRow) -> Value {
 /// `resourceChanges.affectedVnfcs`), plus vnfkeeper's `origin`, `tackerOpOccId`, `requestId`,
 /// `statusDetail` and `stages` (the step journal: each stage's state, attempts and times).
 /// Errors: no such operation, the store's.
-pub fn ops_show(
-    settings: &Settings,
-    id: &str,
-    format: OutputFormat,
-    now: Timestamp,
-) -> anyhow::Result<()> {
+pub fn ops_show(settings: &Settings, id: &str, out: &Output, now: Timestamp) -> anyhow::Result<()> {
     let db = reader(settings)?;
     let q = db.queries();
     let op_id = OpOccId::from(id);
@@ -533,8 +674,8 @@ pub fn ops_show(
         })),
         "stages": journal.iter().map(stage_json).collect::<Vec<_>>(),
     });
-    if format != OutputFormat::Table {
-        return emit(&doc, format);
+    if !out.is_table() {
+        return emit(&doc, out);
     }
     outln!("operation:       {} {}", op.id, op.operation);
     outln!("VNF instance:    {}", op.vnf_instance_id);

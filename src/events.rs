@@ -7,22 +7,22 @@ use comfy_table::{Table, presets::NOTHING};
 use serde_json::{Value, json};
 
 use crate::config::Settings;
-use crate::describe::{OutputFormat, submitter_json, submitter_text};
+use crate::describe::{Output, submitter_json, submitter_text};
 use crate::store::{IntakeFacts, StepFacts, Store, TimelineEntry};
 
 use vnfkeeper_core::model::{Timestamp, VnfInstanceId, pause};
 
 /// Prints the timeline of `vnf_instance_id` read through a read-only connection: entries at or
 /// after `since` (an RFC 3339 time, or a span back from `now` such as `90m`, `2h`, `1d`), as an
-/// aligned table (times RFC 3339 UTC with milliseconds and `Z`) or, with `format` `json` or
-/// `yaml`, an array of [`entry_json`] objects. Errors: a `since`
+/// aligned table (times RFC 3339 UTC with milliseconds and `Z`) or, as `out` asks (`json`,
+/// `yaml`, `value`, `-c`), an array of [`entry_json`] objects. Errors: a `since`
 /// of neither form; a VNF instance nothing in the database names (`vnfkeeper status` lists
 /// the instances); the store's.
 pub fn run(
     settings: &Settings,
     vnf_instance_id: &str,
     since: Option<&str>,
-    format: OutputFormat,
+    out: &Output,
     now: Timestamp,
 ) -> anyhow::Result<()> {
     let since = since
@@ -39,9 +39,9 @@ pub fn run(
             settings.database.display()
         );
     };
-    if format != OutputFormat::Table {
+    if !out.is_table() {
         let list: Vec<Value> = entries.iter().map(entry_json).collect();
-        return crate::describe::emit(&Value::Array(list), format);
+        return crate::describe::emit(&Value::Array(list), out);
     }
     let mut t = Table::new();
     t.load_preset(NOTHING)

@@ -5,9 +5,16 @@
 //! `GET /metrics` (`daemon::http`).
 //!
 //! Every family is named `vnfkeeper_…` with its unit in the name (Prometheus naming
-//! conventions) and only bounded labels: an SOL003 `LcmOperationType`, an operation state, a
-//! step name (the step scripts and cloud actions are constants), a reconcile pass kind, a
-//! decision reason, an intake outcome. Never a VNF instance id, an operation id or a file name.
+//! conventions), but `process_start_time_seconds` (the Prometheus client libraries' standard
+//! process metric), and only bounded labels: an SOL003 `LcmOperationType`, an operation state,
+//! an instantiation state, a step name (the step scripts and cloud actions are constants), a
+//! reconcile pass kind, a decision reason, an intake outcome. Never a VNF instance id, an
+//! operation id or a file name.
+//!
+//! Counters and histograms count what happened since the start; the state gauges
+//! (`vnfkeeper_operations`, `vnfkeeper_vnf_instances`, `vnfkeeper_vnfcs_unhealthy`,
+//! `vnfkeeper_vnfs_paused`) say what the database holds now and are set at each scrape
+//! ([`Metrics::set_state`]).
 //!
 //! The families and their labels are listed in the README ("Metrics"); the names there and here
 //! are the contract an operator's alert rules rely on.
@@ -24,7 +31,8 @@ use prometheus_client::registry::{Registry, Unit};
 
 use crate::intake::spool::Outcome;
 use crate::reconcile::{PassKind, PassReport};
-use vnfkeeper_core::model::{LcmOperationType, OperationState};
+use crate::store::StateGauges;
+use vnfkeeper_core::model::{EventKind, InstantiationState, LcmOperationType, OperationState};
 use vnfkeeper_core::policy::DecisionKind;
 
 /// `Content-Type` of [`Format::OpenMetrics`] (OpenMetrics 1.0 text format).
@@ -71,6 +79,19 @@ impl Format {
 struct OperationStateLabels {
     operation: &'static str,
     state: &'static str,
+}
+
+/// Label `state`: an SOL003 `InstantiationState`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct InstanceStateLabels {
+    state: &'static str,
+}
+
+/// Label `held_by`: the rule holding back an unhealthy VNFC's heal (a value of
+/// `vnfkeeper_heals_blocked_total{reason}`), or `none`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HeldLabels {
+    held_by: &'static str,
 }
 
 /// Label `operation` (SOL003 `LcmOperationType`).
@@ -155,7 +176,48 @@ pub struct Metrics {
     intake_files: Family<OutcomeLabels, Counter>,
     spool_backlog: Gauge<i64, std::sync::atomic::AtomicI64>,
     changes_polls: Family<OutcomeLabels, Counter>,
+    operations: Family<OperationStateLabels, Gauge>,
+    instances: Family<InstanceStateLabels, Gauge>,
+    vnfcs_unhealthy: Family<HeldLabels, Gauge>,
+    vnfs_paused: Gauge,
+    start_time: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
+
+/// Every SOL003 operation type vnfkeeper runs.
+const OPERATIONS: [LcmOperationType; 5] = [
+    LcmOperationType::Instantiate,
+    LcmOperationType::Scale,
+    LcmOperationType::Heal,
+    LcmOperationType::Terminate,
+    LcmOperationType::ChangeExtConn,
+];
+
+/// The operation states that are not final: the values of `vnfkeeper_operations{state}`.
+const UNFINISHED_STATES: [OperationState; 4] = [
+    OperationState::Starting,
+    OperationState::Processing,
+    OperationState::FailedTemp,
+    OperationState::RollingBack,
+];
+
+/// The values of `vnfkeeper_vnf_instances{state}`.
+const INSTANCE_STATES: [InstantiationState; 2] = [
+    InstantiationState::NotInstantiated,
+    InstantiationState::Instantiated,
+];
+
+/// The names of the cloud actions' steps (`CloudAction::name`): their
+/// `vnfkeeper_step_duration_seconds` series exist, at 0, before any step ran.
+const CLOUD_STEPS: [&str; 8] = [
+    "heat.create",
+    "heat.wait_create",
+    "heat.update",
+    "heat.wait_update",
+    "heat.read_vnfcs",
+    "heat.mark_unhealthy",
+    "heat.delete",
+    "heat.wait_delete",
+];
 
 impl std::fmt::Debug for Metrics {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -187,8 +249,18 @@ impl Metrics {
             intake_files: Family::default(),
             spool_backlog: Gauge::default(),
             changes_polls: Family::default(),
+            operations: Family::default(),
+            instances: Family::default(),
+            vnfcs_unhealthy: Family::default(),
+            vnfs_paused: Gauge::default(),
+            start_time: Gauge::default(),
             registry: Registry::default(),
         };
+        m.start_time.set(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64()),
+        );
         let mut registry = Registry::default();
         m.register(&mut registry);
         m.precreate_labels();
@@ -271,19 +343,47 @@ impl Metrics {
             "Fast observations (one Nova changes-since request each) by outcome: ok, failed (an API error or the timeout; the next poll asks from the same time), skipped (the previous poll was still running when this one was due)",
             self.changes_polls.clone(),
         );
+        registry.register(
+            "vnfkeeper_operations",
+            "LCM operations not in a final state now (STARTING, PROCESSING, FAILED_TEMP: waiting for an operator's RETRY, ROLLBACK or FAIL, ROLLING_BACK), by SOL003 operation type and state",
+            self.operations.clone(),
+        );
+        registry.register(
+            "vnfkeeper_vnf_instances",
+            "VNF instances now, by SOL003 instantiation state",
+            self.instances.clone(),
+        );
+        registry.register(
+            "vnfkeeper_vnfcs_unhealthy",
+            "VNFCs reconcile counts failures of now (a failed cloud observation or probe), by the rule holding back their heal (max_unhealthy, retry_budget, pv_bound, paused, rebuild_refused) or none",
+            self.vnfcs_unhealthy.clone(),
+        );
+        registry.register(
+            "vnfkeeper_vnfs_paused",
+            "VNF instances under a maintenance pause in force now",
+            self.vnfs_paused.clone(),
+        );
+        registry.register_with_unit(
+            "process_start_time",
+            "Start time of the process since the Unix epoch",
+            Unit::Seconds,
+            self.start_time.clone(),
+        );
     }
 
     /// Creates the label values known in advance at 0 (operation types and final states,
     /// pass kinds and results, poll outcomes, blocked and deferred reasons, intake outcomes),
     /// so that `rate()` and `increase()` see a counter's first increment.
     fn precreate_labels(&self) {
-        for op in [
-            LcmOperationType::Instantiate,
-            LcmOperationType::Scale,
-            LcmOperationType::Heal,
-            LcmOperationType::Terminate,
-            LcmOperationType::ChangeExtConn,
-        ] {
+        for step in CLOUD_STEPS {
+            for result in ["done", "failed"] {
+                let _ = self
+                    .step_duration
+                    .get_or_create(&StepLabels { step, result });
+            }
+        }
+        self.set_state(&StateGauges::default());
+        for op in OPERATIONS {
             for state in [
                 OperationState::Completed,
                 OperationState::FailedTemp,
@@ -466,6 +566,43 @@ impl Metrics {
             .inc();
     }
 
+    /// Sets the state gauges to `g` (every label value known in advance is set, absent ones
+    /// to 0).
+    pub fn set_state(&self, g: &StateGauges) {
+        for op in OPERATIONS {
+            for state in UNFINISHED_STATES {
+                let n = g.operations.get(&(op, state)).copied().unwrap_or(0);
+                self.operations
+                    .get_or_create(&OperationStateLabels {
+                        operation: op.as_str(),
+                        state: state.as_str(),
+                    })
+                    .set(i64::try_from(n).unwrap_or(i64::MAX));
+            }
+        }
+        for state in INSTANCE_STATES {
+            let n = g.instances.get(&state).copied().unwrap_or(0);
+            self.instances
+                .get_or_create(&InstanceStateLabels {
+                    state: state.as_str(),
+                })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        for held_by in std::iter::once("none").chain(BLOCKED_REASONS) {
+            let n: u64 = g
+                .unhealthy_vnfcs
+                .iter()
+                .filter(|(k, _)| held_reason(**k) == held_by)
+                .map(|(_, n)| n)
+                .sum();
+            self.vnfcs_unhealthy
+                .get_or_create(&HeldLabels { held_by })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        self.vnfs_paused
+            .set(i64::try_from(g.paused_vnfs).unwrap_or(i64::MAX));
+    }
+
     /// Request files in `new/` waiting for a decision, as the main loop knows them.
     pub fn set_spool_backlog(&self, files: usize) {
         self.spool_backlog
@@ -494,6 +631,19 @@ const INTAKE_OUTCOMES: [&str; 5] = [
     "quarantined",
     "recovered",
 ];
+
+/// The `held_by` of an unhealthy VNFC whose heal the decision of kind `held` holds back:
+/// the matching `vnfkeeper_heals_blocked_total` reason, `none` without one.
+fn held_reason(held: Option<EventKind>) -> &'static str {
+    match held {
+        Some(EventKind::ReconcileShortCircuit) => "max_unhealthy",
+        Some(EventKind::ReconcileBudgetExhausted) => "retry_budget",
+        Some(EventKind::ReconcilePvBoundBlock) => "pv_bound",
+        Some(EventKind::ReconcilePaused) => "paused",
+        Some(EventKind::ReconcileRebuildRefused) => "rebuild_refused",
+        _ => "none",
+    }
+}
 
 /// The `reason` of a decision that held back a heal (see [`DecisionKind`]).
 fn blocked_reason(kind: DecisionKind) -> Option<&'static str> {
@@ -580,6 +730,72 @@ mod tests {
         assert!(text.contains("vnfkeeper_build_info{version="), "{text}");
         assert_eq!(
             value(&text, "vnfkeeper_reconcile_last_success_timestamp_seconds"),
+            0.0
+        );
+    }
+
+    #[test]
+    fn state_gauges_and_process_start_exist_before_anything_happened() {
+        let m = Metrics::new();
+        let text = m.encode(Format::OpenMetrics);
+        for series in [
+            "vnfkeeper_operations{operation=\"HEAL\",state=\"FAILED_TEMP\"}",
+            "vnfkeeper_vnf_instances{state=\"INSTANTIATED\"}",
+            "vnfkeeper_vnfcs_unhealthy{held_by=\"none\"}",
+            "vnfkeeper_vnfcs_unhealthy{held_by=\"retry_budget\"}",
+            "vnfkeeper_vnfs_paused",
+            "vnfkeeper_step_duration_seconds_count{step=\"heat.create\",result=\"done\"}",
+        ] {
+            assert_eq!(value(&text, series), 0.0, "{series}");
+        }
+        assert!(value(&text, "process_start_time_seconds") > 1.7e9, "{text}");
+        assert!(text.contains("# TYPE vnfkeeper_operations gauge"), "{text}");
+
+        let mut g = StateGauges::default();
+        g.operations
+            .insert((LcmOperationType::Heal, OperationState::FailedTemp), 2);
+        g.instances.insert(InstantiationState::Instantiated, 3);
+        g.unhealthy_vnfcs
+            .insert(Some(EventKind::ReconcileBudgetExhausted), 1);
+        g.unhealthy_vnfcs.insert(None, 4);
+        g.paused_vnfs = 1;
+        m.set_state(&g);
+        let text = m.encode(Format::Prometheus);
+        assert_eq!(
+            value(
+                &text,
+                "vnfkeeper_operations{operation=\"HEAL\",state=\"FAILED_TEMP\"}"
+            ),
+            2.0
+        );
+        assert_eq!(
+            value(
+                &text,
+                "vnfkeeper_operations{operation=\"SCALE\",state=\"FAILED_TEMP\"}"
+            ),
+            0.0
+        );
+        assert_eq!(
+            value(&text, "vnfkeeper_vnf_instances{state=\"INSTANTIATED\"}"),
+            3.0
+        );
+        assert_eq!(
+            value(&text, "vnfkeeper_vnfcs_unhealthy{held_by=\"retry_budget\"}"),
+            1.0
+        );
+        assert_eq!(
+            value(&text, "vnfkeeper_vnfcs_unhealthy{held_by=\"none\"}"),
+            4.0
+        );
+        assert_eq!(value(&text, "vnfkeeper_vnfs_paused"), 1.0);
+        // Back to nothing: every series stays, at 0.
+        m.set_state(&StateGauges::default());
+        let text = m.encode(Format::Prometheus);
+        assert_eq!(
+            value(
+                &text,
+                "vnfkeeper_operations{operation=\"HEAL\",state=\"FAILED_TEMP\"}"
+            ),
             0.0
         );
     }

@@ -5,11 +5,15 @@
 //! config format, <https://docs.openstack.org/openstacksdk/latest/user/config/configuration.html>)
 //! and build the osauth session from the parts.
 //!
-//! Supported: `auth_type` `password` (default) and `v3token`; `auth.{auth_url, username,
-//! password, token, project_name | project_id, user_domain_name, project_domain_name |
-//! project_domain_id}`; `region_name`, `interface`, `cacert`, `verify` (false disables TLS
-//! verification, with a warning). Not supported: `clouds-public.yaml` profiles, `secure.yaml`,
-//! users by id, application credentials.
+//! Supported: `auth_type` `password` (default), `v3token` and `v3applicationcredential`;
+//! `auth.{auth_url, username, password, token, project_name | project_id, user_domain_name,
+//! project_domain_name | project_domain_id}`, and for application credentials
+//! `auth.{application_credential_id | application_credential_name + (user_id | username +
+//! user_domain_name | user_domain_id), application_credential_secret}` (Identity API v3,
+//! "Authenticating with an Application Credential": an application credential is already scoped
+//! to its project, so no project is sent); `region_name`, `interface`, `cacert`, `verify` (false
+//! disables TLS verification, with a warning). Not supported: `clouds-public.yaml` profiles,
+//! `secure.yaml`, users by id for password auth.
 //!
 //! Error messages name the file, the cloud and the key, never a value (a password cannot leak
 //! through a YAML type error).
@@ -35,6 +39,37 @@ pub(crate) enum Credentials {
     },
     /// Keystone v3 token (never printed).
     Token(String),
+    /// Keystone v3 application credential (method `application_credential`).
+    ApplicationCredential {
+        /// Which credential: by id, or by name and its owner's user id.
+        credential: ApplicationCredentialRef,
+        /// `application_credential_secret` (never printed).
+        secret: String,
+    },
+}
+
+/// How a clouds.yaml entry names its application credential.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ApplicationCredentialRef {
+    /// `application_credential_id`.
+    Id(String),
+    /// `application_credential_name` of the user `user_id`.
+    Name {
+        /// The credential's name.
+        name: String,
+        /// Its owner's user id.
+        user_id: String,
+    },
+    /// `application_credential_name` of the user `username` in a domain.
+    NameOfUser {
+        /// The credential's name.
+        name: String,
+        /// Its owner's user name.
+        username: String,
+        /// The owner's domain: `(is_id, value)`, from `user_domain_id` or `user_domain_name`
+        /// (default name `Default`).
+        user_domain: (bool, String),
+    },
 }
 
 /// Project scope.
@@ -78,6 +113,9 @@ impl fmt::Debug for CloudEntry {
                 format!("password user={username} domain={user_domain_name} password=<redacted>")
             }
             Credentials::Token(_) => "v3token token=<redacted>".to_string(),
+            Credentials::ApplicationCredential { credential, .. } => {
+                format!("v3applicationcredential {credential:?} secret=<redacted>")
+            }
         };
         f.debug_struct("CloudEntry")
             .field("auth_url", &self.auth_url)
@@ -220,9 +258,48 @@ pub(crate) fn parse(
             }
         }
         Some("token") | Some("v3token") => Credentials::Token(need("token")?),
+        Some("v3applicationcredential") => {
+            let credential = match key(auth, "application_credential_id")? {
+                Some(id) => ApplicationCredentialRef::Id(id),
+                None => {
+                    let name = key(auth, "application_credential_name")?.ok_or_else(|| {
+                        CloudsYamlError::Required {
+                            cloud: cloud.to_owned(),
+                            key: "application_credential_id` or `application_credential_name"
+                                .to_owned(),
+                        }
+                    })?;
+                    match (key(auth, "user_id")?, key(auth, "username")?) {
+                        (Some(user_id), _) => ApplicationCredentialRef::Name { name, user_id },
+                        (None, Some(username)) => ApplicationCredentialRef::NameOfUser {
+                            name,
+                            username,
+                            user_domain: match (
+                                key(auth, "user_domain_id")?,
+                                key(auth, "user_domain_name")?,
+                            ) {
+                                (Some(id), _) => (true, id),
+                                (None, Some(n)) => (false, n),
+                                (None, None) => (false, "Default".to_string()),
+                            },
+                        },
+                        (None, None) => {
+                            return Err(CloudsYamlError::Required {
+                                cloud: cloud.to_owned(),
+                                key: "user_id` or `username".to_owned(),
+                            });
+                        }
+                    }
+                }
+            };
+            Credentials::ApplicationCredential {
+                credential,
+                secret: need("application_credential_secret")?,
+            }
+        }
         Some(other) => {
             return Err(unsupported(format!(
-                ": auth_type `{other}` is not supported (use `password` or `v3token`)"
+                ": auth_type `{other}` is not supported (use `password`, `v3token` or `v3applicationcredential`)"
             )));
         }
     };
@@ -268,7 +345,7 @@ pub(crate) fn parse(
 mod tests {
     use super::*;
 
-    const YAML: &str = "clouds:\n  a:\n    auth:\n      auth_url: http://k/v3\n      username: u\n      password: hunter2\n      project_name: p\n      user_domain_name: D\n    region_name: R\n    interface: internal\n    cacert: ca.pem\n  b:\n    auth_type: v3applicationcredential\n    auth: {auth_url: x}\n  c:\n    auth:\n      auth_url: http://k/v3\n      username: u\n      password: [1, 2]\n";
+    const YAML: &str = "clouds:\n  a:\n    auth:\n      auth_url: http://k/v3\n      username: u\n      password: hunter2\n      project_name: p\n      user_domain_name: D\n    region_name: R\n    interface: internal\n    cacert: ca.pem\n  b:\n    auth_type: v3oidcpassword\n    auth: {auth_url: x}\n  c:\n    auth:\n      auth_url: http://k/v3\n      username: u\n      password: [1, 2]\n";
 
     #[test]
     fn parses_password_entry() {
@@ -282,6 +359,59 @@ mod tests {
         let dbg = format!("{e:?}");
         assert!(!dbg.contains("hunter2"), "{dbg}");
         assert!(dbg.contains("<redacted>"));
+    }
+
+    #[test]
+    fn parses_application_credentials_by_id_and_by_name() {
+        let yaml = "clouds:\n  id:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_id: 21dced0fd20347869b93710d2b98aae0\n      application_credential_secret: s3cr3t-appcred\n  name:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_name: vnfkeeper\n      user_id: 0a1b\n      application_credential_secret: s3cr3t-appcred\n  by-username:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_name: vnfkeeper\n      username: svc\n      application_credential_secret: s3cr3t-appcred\n  no-secret:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_id: x\n  neither:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_secret: s3cr3t-appcred\n  no-user:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: http://k/v3\n      application_credential_name: vnfkeeper\n      application_credential_secret: s3cr3t-appcred\n";
+        let e = parse(yaml, "id", None).unwrap();
+        assert!(
+            e.credentials
+                == Credentials::ApplicationCredential {
+                    credential: ApplicationCredentialRef::Id(
+                        "21dced0fd20347869b93710d2b98aae0".into()
+                    ),
+                    secret: "s3cr3t-appcred".into()
+                }
+        );
+        let dbg = format!("{e:?}");
+        assert!(
+            !dbg.contains("s3cr3t") && dbg.contains("<redacted>"),
+            "{dbg}"
+        );
+        let e = parse(yaml, "name", None).unwrap();
+        assert!(
+            e.credentials
+                == Credentials::ApplicationCredential {
+                    credential: ApplicationCredentialRef::Name {
+                        name: "vnfkeeper".into(),
+                        user_id: "0a1b".into()
+                    },
+                    secret: "s3cr3t-appcred".into()
+                }
+        );
+        let e = parse(yaml, "by-username", None).unwrap();
+        assert!(
+            e.credentials
+                == Credentials::ApplicationCredential {
+                    credential: ApplicationCredentialRef::NameOfUser {
+                        name: "vnfkeeper".into(),
+                        username: "svc".into(),
+                        user_domain: (false, "Default".into()),
+                    },
+                    secret: "s3cr3t-appcred".into()
+                }
+        );
+        for (cloud, expect) in [
+            ("no-secret", "`application_credential_secret` is required"),
+            (
+                "neither",
+                "`application_credential_id` or `application_credential_name` is required",
+            ),
+        ] {
+            let e = parse(yaml, cloud, None).unwrap_err().to_string();
+            assert!(e.contains(expect) && !e.contains("s3cr3t"), "{cloud}: {e}");
+        }
     }
 
     #[test]

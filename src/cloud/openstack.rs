@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 use openstack::session::{ServiceType, Session};
 use reqwest::Method;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::config::{self, Credentials, Project};
+use super::config::{self, ApplicationCredentialRef, Credentials, Project};
 use super::error::error_message;
 use super::types::{Port, Server, Stack, StackCreate, StackRef, StackResource, Volume};
 use super::{Cloud, CloudError, StackStatus};
@@ -675,7 +675,122 @@ async fn keystone_session(
             }
             Session::new_with_client(client, auth).await.map_err(map)
         }
+        // Identity API v3, "Authenticating with an Application Credential": the credential is
+        // bound to its project; a request naming a scope is refused, so none is sent.
+        Credentials::ApplicationCredential { credential, secret } => {
+            let auth = match credential {
+                ApplicationCredentialRef::Id(id) => osauth::identity::ApplicationCredential::new(
+                    &entry.auth_url,
+                    id.clone(),
+                    secret.clone(),
+                ),
+                ApplicationCredentialRef::Name { name, user_id } => {
+                    osauth::identity::ApplicationCredential::with_user_id(
+                        &entry.auth_url,
+                        name.clone(),
+                        secret.clone(),
+                        user_id.clone(),
+                    )
+                }
+                ApplicationCredentialRef::NameOfUser {
+                    name,
+                    username,
+                    user_domain,
+                } => {
+                    let user_id = application_credential_owner(
+                        &client,
+                        &entry.auth_url,
+                        name,
+                        username,
+                        user_domain,
+                        secret,
+                        &context,
+                    )
+                    .await?;
+                    osauth::identity::ApplicationCredential::with_user_id(
+                        &entry.auth_url,
+                        name.clone(),
+                        secret.clone(),
+                        user_id,
+                    )
+                }
+            }
+            .map_err(map)?;
+            Session::new_with_client(client, auth).await.map_err(map)
+        }
     }
+}
+
+/// The user id of the owner of application credential `name`, named by `username` in
+/// `user_domain` (`(is_id, value)`): one `POST /v3/auth/tokens` with method
+/// `application_credential` and the owner by name (Identity API v3, "Authenticating with an
+/// Application Credential"), whose token body names the user by id. The osauth crate names an
+/// owner by id only; with the id the session then authenticates (and re-authenticates) by
+/// itself. Our own code because no maintained crate sends this form. Errors:
+/// [`CloudError::Auth`] (refused; Keystone's status, never the secret),
+/// [`CloudError::Connection`], [`CloudError::InvalidResponse`].
+async fn application_credential_owner(
+    client: &reqwest::Client,
+    auth_url: &str,
+    name: &str,
+    username: &str,
+    user_domain: &(bool, String),
+    secret: &str,
+    context: &str,
+) -> Result<String, CloudError> {
+    let base = auth_url.trim_end_matches('/');
+    let url = if base.ends_with("/v3") {
+        format!("{base}/auth/tokens")
+    } else {
+        format!("{base}/v3/auth/tokens")
+    };
+    let domain = match user_domain {
+        (true, id) => json!({"id": id}),
+        (false, n) => json!({"name": n}),
+    };
+    let body = json!({"auth": {"identity": {
+        "methods": ["application_credential"],
+        "application_credential": {
+            "name": name,
+            "secret": secret,
+            "user": {"name": username, "domain": domain},
+        },
+    }}});
+    let reply = client
+        .post(&url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| CloudError::Connection {
+            method: "POST".into(),
+            url: url.clone(),
+            message: e.without_url().to_string(),
+        })?;
+    let status = reply.status();
+    if !status.is_success() {
+        return Err(CloudError::Auth {
+            context: context.to_owned(),
+            message: format!(
+                "Keystone answered {status} to the application credential of user {username}"
+            ),
+        });
+    }
+    let invalid = |message: String| CloudError::InvalidResponse {
+        method: "POST".into(),
+        url: url.clone(),
+        message,
+    };
+    let bytes = reply
+        .bytes()
+        .await
+        .map_err(|e| invalid(e.without_url().to_string()))?;
+    let token: Value = serde_json::from_slice(&bytes).map_err(|e| invalid(e.to_string()))?;
+    token["token"]["user"]["id"]
+        .as_str()
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| invalid("the token names no user id".into()))
 }
 
 /// Maps an osauth error (auth, catalog, transport) to a [`CloudError`].

@@ -626,6 +626,78 @@ mod tests {
         }
     }
 
+    /// The keys the parser accepts, as `section.key` (`key` at the top level), read from the
+    /// configuration types themselves: serde's refusal of an unknown key lists the fields of
+    /// the struct it is in, and a top-level key is a section when a table there is refused for
+    /// an unknown key rather than for its type.
+    fn accepted_keys() -> std::collections::BTreeSet<String> {
+        const PROBE: &str = "vnfkeeper_probe";
+        let fields = |text: &str| -> Option<Vec<String>> {
+            let e = toml::from_str::<file::File>(text).err()?.to_string();
+            let (_, expected) = e.split_once(&format!("unknown field `{PROBE}`, expected"))?;
+            Some(
+                expected
+                    .split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .map(str::to_owned)
+                    .collect(),
+            )
+        };
+        let mut keys = std::collections::BTreeSet::new();
+        let top = fields(&format!("{PROBE} = 0\n")).expect("the file type refuses unknown keys");
+        for key in top {
+            match fields(&format!("[{key}]\n{PROBE} = 0\n")) {
+                Some(inner) => keys.extend(inner.into_iter().map(|k| format!("{key}.{k}"))),
+                None => {
+                    keys.insert(key);
+                }
+            }
+        }
+        keys
+    }
+
+    /// The keys `packaging/vnfkeeper.toml` documents, as `section.key`: lines `#key = …` or
+    /// `key = …` (prose comments have a space after `#`), under the latest `[section]` or
+    /// `#[section]` line.
+    fn documented_keys(text: &str) -> std::collections::BTreeSet<String> {
+        let mut section: Option<String> = None;
+        let mut keys = std::collections::BTreeSet::new();
+        for line in text.lines() {
+            let bare = line.strip_prefix('#').unwrap_or(line);
+            if let Some(name) = bare.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+                section = Some(name.to_owned());
+                continue;
+            }
+            let Some((key, _)) = bare.split_once(" = ") else {
+                continue;
+            };
+            if key.is_empty() || !key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                continue;
+            }
+            keys.insert(match &section {
+                Some(s) => format!("{s}.{key}"),
+                None => key.to_owned(),
+            });
+        }
+        keys
+    }
+
+    #[test]
+    fn packaged_config_documents_exactly_the_keys_the_parser_accepts() {
+        let accepted = accepted_keys();
+        // The derivation sees every section, [tacker] included.
+        assert!(accepted.contains("tacker.packages") && accepted.contains("spool_dir"));
+        assert!(accepted.len() >= 40, "{accepted:?}");
+        let documented = documented_keys(include_str!("../../packaging/vnfkeeper.toml"));
+        let undocumented: Vec<_> = accepted.difference(&documented).collect();
+        let unknown: Vec<_> = documented.difference(&accepted).collect();
+        assert!(
+            undocumented.is_empty() && unknown.is_empty(),
+            "packaging/vnfkeeper.toml lacks {undocumented:?} and documents keys the parser refuses: {unknown:?}"
+        );
+    }
+
     #[test]
     fn config_fixtures_are_judged_as_named() {
         assert!(parse(include_str!("../../fixtures/config/minimal.toml")).is_ok());

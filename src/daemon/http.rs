@@ -9,7 +9,8 @@
 //!
 //! Routing and responses are axum's; each connection is served by hyper (HTTP/1.1). The server
 //! is its own task on the daemon's runtime and shares nothing with the main loop but the
-//! `Arc<Metrics>` it reads, so it can never block the loop. A slow or hostile client cannot hold
+//! `Arc<Metrics>` it reads and the database connection a scrape reads the state gauges from
+//! (`Db::with`, off the main loop), so it can never block the loop. A slow or hostile client cannot hold
 //! it either. Every connection is accepted at once and costs one task until it ends (and about
 //! 16 KiB of hyper's read and write buffers; before its TLS handshake, rustls's state instead),
 //! so slow clients do not make a valid request wait for a turn:
@@ -45,6 +46,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use crate::metrics::{Format, Metrics};
+use crate::store::Db;
 
 /// Most connections served at once by one server (further ones wait in the listen backlog);
 /// lowered to what `RLIMIT_NOFILE` leaves ([`connection_limit`]).
@@ -60,16 +62,26 @@ pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(15);
 
 /// The routes: `GET /metrics` (and `HEAD`); another method on `/metrics` is 405, any other path
-/// 404 (axum's fallback).
-pub fn router(metrics: Arc<Metrics>) -> Router {
+/// 404 (axum's fallback). `db`: the database the state gauges are read from at each scrape.
+pub fn router(metrics: Arc<Metrics>, db: Db) -> Router {
     Router::new()
         .route("/metrics", get(scrape))
-        .with_state(metrics)
+        .with_state((metrics, db))
 }
 
-/// `GET /metrics`: the registry in OpenMetrics text when the `Accept` header asks for it (as
-/// Prometheus does), else in the Prometheus text format 0.0.4 ([`Format::negotiate`]).
-async fn scrape(State(metrics): State<Arc<Metrics>>, headers: HeaderMap) -> Response {
+/// `GET /metrics`: the state gauges read from the database now (a few indexed counts, on the
+/// shared connection: `Db::with` leaves the async workers free), then the registry in
+/// OpenMetrics text when the `Accept` header asks for it (as Prometheus does), else in the
+/// Prometheus text format 0.0.4 ([`Format::negotiate`]). A failed read is logged and the
+/// gauges keep their last values.
+async fn scrape(State((metrics, db)): State<(Arc<Metrics>, Db)>, headers: HeaderMap) -> Response {
+    let now = vnfkeeper_core::model::Timestamp(chrono::Utc::now());
+    match db.with(|s| s.reader().state_gauges(now)) {
+        Ok(g) => metrics.set_state(&g),
+        Err(e) => {
+            tracing::error!(error = %e, "metrics: cannot read the state gauges");
+        }
+    }
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let format = Format::negotiate(accept);
     let body = metrics.encode(format);

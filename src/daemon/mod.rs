@@ -968,7 +968,7 @@ async fn start_http(
         let what = "metrics endpoint GET /metrics".to_owned();
         add(
             addr,
-            http::router(metrics.clone()),
+            http::router(metrics.clone(), db.clone()),
             what,
             "metrics.listen",
             None,

@@ -18,10 +18,11 @@ use crate::tacker::credentials::Credentials;
 use vnfkeeper_core::wire::Secret;
 
 /// Checks what `settings` (read from `path`) names outside the file, as the daemon's start
-/// uses it: `tacker.password_file` is read (its password is returned, `None` without
-/// `[tacker]`), the TLS certificate and key load and fit, and with `tacker.callback_uri` the
-/// clouds.yaml entry reaching Tacker exists. Errors: [`ConfigError::Invalid`] naming the key and
-/// the file (never a file's content).
+/// uses it: `[cloud]`'s clouds.yaml is readable and its entry `cloud` exists with the keys and
+/// an `auth_type` vnfkeeper supports (offline: Keystone is not asked), `tacker.password_file`
+/// is read (its password is returned, `None` without `[tacker]`), the TLS certificate and key
+/// load and fit, and with `tacker.callback_uri` the clouds.yaml entry reaching Tacker exists.
+/// Errors: [`ConfigError::Invalid`] naming the key and the file (never a file's content).
 pub fn check_outside(
     settings: &Settings,
     path: &Path,
@@ -31,6 +32,16 @@ pub fn check_outside(
         key: key.into(),
         reason,
     };
+    if let Some(c) = &settings.cloud {
+        std::fs::File::open(&c.clouds_yaml).map_err(|e| {
+            invalid(
+                "cloud.clouds_yaml",
+                format!("cannot read {}: {e}", c.clouds_yaml.display()),
+            )
+        })?;
+        crate::cloud::OpenStackCloud::check_entry(&c.clouds_yaml, &c.cloud)
+            .map_err(|e| invalid("cloud.cloud", e.to_string()))?;
+    }
     let Some(t) = &settings.tacker else {
         return Ok(None);
     };

@@ -39,7 +39,11 @@ pub fn request_now(settings: &Settings, vnf: Option<&str>) -> anyhow::Result<std
 /// Runs observation, probes and policy read-only (database opened read-only, the cloud from
 /// the configuration, probes in check mode) and prints what a full pass would do now.
 /// Errors: no `[cloud]`, database missing, cloud unreachable.
-pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Result<()> {
+pub fn plan(
+    settings: &Settings,
+    vnf: Option<&str>,
+    out: &crate::describe::Output,
+) -> anyhow::Result<()> {
     let cloud = settings
         .cloud
         .clone()
@@ -72,12 +76,8 @@ pub fn plan(settings: &Settings, vnf: Option<&str>, json: bool) -> anyhow::Resul
                 .await,
         )
     })?;
-    if json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&super::report_json(&report))?
-        );
-        return Ok(());
+    if !out.is_table() {
+        return crate::describe::emit(&super::report_json(&report), out);
     }
     outln!(
         "plan (nothing done): {} VNF instances, {} VNFCs, {} hosts probed, {} API requests{}",

@@ -6,6 +6,7 @@
 mod decode;
 mod describe;
 mod engine;
+mod gauges;
 mod hostkeys;
 mod packages;
 mod pause;
@@ -26,6 +27,7 @@ use rusqlite::{
 
 pub use describe::LastDecision;
 pub use engine::JournalRow;
+pub use gauges::{StateGauges, holds_heal};
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;
 pub use rows::{InstanceRow, IntakeRow, OperationRow};

@@ -332,3 +332,209 @@ async fn submit_checks_locally_then_waits_for_the_outcome() {
     assert_eq!(install.ops_json().len(), before + 2);
     tb.shutdown().await;
 }
+
+/// A `vnfkeeper ARGS --config …` left running (`--watch`): its stdout lines arrive on a
+/// channel; killed when dropped.
+struct Watching {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Watching {
+    fn start(install: &Install, args: &[&str]) -> Watching {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
+            .args(args)
+            .arg("--config")
+            .arg(&install.config)
+            .env_remove("JOURNAL_STREAM")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Watching { child, lines }
+    }
+
+    /// The next printed line (60 s at most).
+    fn next(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the watch printed nothing more")
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn value_and_columns_select_and_watch_follows_a_heal_to_its_end() {
+    let install = Install::new();
+    let (tb, _daemon, vnf) = instantiated(&install).await;
+    let instantiate = install.ops_json()[0]["id"].as_str().unwrap().to_owned();
+
+    // -o value and -c on every read command.
+    let text = |args: &[&str]| {
+        let out = run(&install, args);
+        assert!(out.status.success(), "vnfkeeper {args:?} failed");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(
+        text(&["ops", "-o", "value", "-c", "id", "-c", "operationState"]),
+        format!("{instantiate} COMPLETED\n")
+    );
+    assert_eq!(
+        text(&[
+            "status",
+            "-o",
+            "value",
+            "-c",
+            "instantiationState",
+            "-c",
+            "id"
+        ]),
+        format!("INSTANTIATED {vnf}\n")
+    );
+    assert_eq!(
+        text(&["status", &vnf, "-o", "value", "-c", "id", "-c", "flavourId"]),
+        format!("{vnf}\nsimple\n")
+    );
+    assert_eq!(
+        text(&[
+            "ops",
+            "show",
+            &instantiate,
+            "-o",
+            "value",
+            "-c",
+            "operationState"
+        ]),
+        "COMPLETED\n"
+    );
+    let kinds = text(&["events", &vnf, "-o", "value", "-c", "kind"]);
+    assert!(kinds.lines().any(|k| k == "REQUEST_ACCEPTED"), "{kinds}");
+    let yaml = text(&["ops", "-o", "yaml", "-c", "operation"]);
+    assert_eq!(yaml, "- operation: INSTANTIATE\n");
+    let table = text(&["ops", "-c", "operation", "-c", "operationState"]);
+    assert!(
+        table.contains("OPERATION") && table.contains("INSTANTIATE") && table.contains("COMPLETED"),
+        "{table}"
+    );
+    let out = run(&install, &["ops", "-o", "value", "-c", "colour"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no column \"colour\"") && err.contains("operationState"),
+        "{err}"
+    );
+
+    // --watch: ops and status VNF follow a HEAL (Heat slowed down) from queued to COMPLETED.
+    let ops_watch = Watching::start(
+        &install,
+        &[
+            "ops",
+            "--vnf",
+            &vnf,
+            "-o",
+            "json",
+            "--watch",
+            "--interval",
+            "1",
+        ],
+    );
+    let first: Value = serde_json::from_str(&ops_watch.next()).unwrap();
+    assert_eq!(first.as_array().unwrap().len(), 1, "{first}");
+    let status_watch = Watching::start(
+        &install,
+        &[
+            "status",
+            &vnf,
+            "-o",
+            "value",
+            "-c",
+            "lastOperation",
+            "--watch",
+            "--interval",
+            "1",
+        ],
+    );
+    assert!(status_watch.next().contains("INSTANTIATE"));
+    tb.cloud().add_api_fault(
+        "orchestration",
+        testbed::cloud::FaultRule {
+            latency_ms: 1500,
+            ..testbed::cloud::FaultRule::default()
+        },
+    );
+    let worker = json_of(&install, &["status", "--json"])[0]["vnfcs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["vduId"] == "workerNode")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = run(&install, &["heal", &vnf, &worker]);
+    assert!(out.status.success());
+    let heal = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let mut states = Vec::new();
+    loop {
+        let doc: Value = serde_json::from_str(&ops_watch.next()).unwrap();
+        let state = doc
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["id"] == heal.as_str())
+            .map(|o| o["operationState"].as_str().unwrap().to_owned());
+        if let Some(s) = state {
+            if states.last() != Some(&s) {
+                states.push(s.clone());
+            }
+            if s == "COMPLETED" {
+                break;
+            }
+        }
+    }
+    assert!(
+        states.len() >= 2 && states.iter().any(|s| s == "PROCESSING"),
+        "the watch did not follow the heal: {states:?}"
+    );
+    // status VNF's watch printed the HEAL as the last operation, up to COMPLETED.
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    while std::time::Instant::now() < until {
+        let line = status_watch.next();
+        seen.push(line.clone());
+        if line.contains(&heal) && line.contains("COMPLETED") {
+            break;
+        }
+    }
+    assert!(
+        seen.iter()
+            .any(|l| l.contains(&heal) && l.contains("COMPLETED")),
+        "{seen:?}"
+    );
+    tb.cloud().clear_api_faults(None);
+    drop(ops_watch);
+    drop(status_watch);
+}

@@ -4,11 +4,13 @@
 //! One test binary per subject (fewer links, one process per test under nextest); each module
 //! is one former test file, its tests unchanged.
 
+mod config_cloud;
 mod describe_daemon;
 mod host_key_forget;
 mod hot_adjust_cli;
 mod metrics_daemon;
 mod pause_cli;
+mod prometheus_server;
 mod reconcile_no_cloud;
 #[path = "../support/mod.rs"]
 mod support;

@@ -1,7 +1,8 @@
 //! The Prometheus endpoint (`[metrics] listen`) of a running daemon over the testbed cloud (no
 //! hosts, no root): scraped before and after a good and a bad request, a paused VNF with a
 //! server in ERROR, the automatic heal after `resume`, and an operator HEAL that fails and is
-//! then FAILed, the counters move by exactly what happened; the scraped text passes `promtool check metrics`; OpenMetrics is served to a client
+//! then FAILed, the counters move by exactly what happened and the state gauges say what the
+//! database holds (instances, the paused VNF and its unhealthy VNFC, the HEAL in FAILED_TEMP); the scraped text passes `promtool check metrics`; OpenMetrics is served to a client
 //! that asks for it; other paths and methods are refused; an idle connection is closed; a port
 //! that cannot be bound stops the daemon at start; the README's example alert rules pass
 //! `promtool check rules` and their unit tests (`promtool test rules`).
@@ -104,6 +105,22 @@ fn blocked(text: &str, reason: &str) -> f64 {
     )
 }
 
+/// `vnfkeeper_operations{operation, state="FAILED_TEMP"}`: operations waiting in FAILED_TEMP.
+fn failed_temp(text: &str, operation: &str) -> f64 {
+    value(
+        text,
+        &format!("vnfkeeper_operations{{operation=\"{operation}\",state=\"FAILED_TEMP\"}}"),
+    )
+}
+
+/// `vnfkeeper_vnfcs_unhealthy{held_by}`.
+fn unhealthy(text: &str, held_by: &str) -> f64 {
+    value(
+        text,
+        &format!("vnfkeeper_vnfcs_unhealthy{{held_by=\"{held_by}\"}}"),
+    )
+}
+
 fn full_passes(text: &str) -> f64 {
     value(
         text,
@@ -149,6 +166,20 @@ async fn scrapes_count_what_happened_and_pass_promtool() {
         ),
         0.0
     );
+    // The state gauges and the step histogram have their series before anything happened.
+    assert_eq!(
+        value(
+            &before,
+            "vnfkeeper_step_duration_seconds_count{step=\"heat.create\",result=\"done\"}"
+        ),
+        0.0
+    );
+    assert_eq!(failed_temp(&before, "HEAL"), 0.0);
+    assert_eq!(
+        value(&before, "vnfkeeper_vnf_instances{state=\"INSTANTIATED\"}"),
+        0.0
+    );
+    assert!(value(&before, "process_start_time_seconds") > 1.7e9);
 
     // One good request (a plain VNF: cloud steps only), one that is not an envelope.
     let fixture =
@@ -193,6 +224,10 @@ async fn scrapes_count_what_happened_and_pass_promtool() {
         1.0
     );
     assert_eq!(value(&after, "vnfkeeper_spool_backlog_files"), 0.0);
+    assert_eq!(
+        value(&after, "vnfkeeper_vnf_instances{state=\"INSTANTIATED\"}"),
+        1.0
+    );
 
     // A paused VNF with a worker in ERROR: the pass records the blocked heal, starts nothing.
     let status: Value = serde_json::from_slice(&install.cli(&["status", "--json"]).stdout).unwrap();
@@ -217,6 +252,9 @@ async fn scrapes_count_what_happened_and_pass_promtool() {
     );
     assert_eq!(full_passes(&paused), 1.0);
     assert_eq!(blocked(&paused, "paused"), 1.0);
+    assert_eq!(value(&paused, "vnfkeeper_vnfs_paused"), 1.0);
+    assert_eq!(unhealthy(&paused, "paused"), 1.0);
+    assert_eq!(unhealthy(&paused, "none"), 0.0);
     assert_eq!(value(&paused, "vnfkeeper_heals_started_total"), 0.0);
     let last = value(
         &paused,
@@ -250,6 +288,8 @@ async fn scrapes_count_what_happened_and_pass_promtool() {
         "the automatic heal did not complete:\n{healed}"
     );
     run_promtool(&["check", "metrics"], &healed);
+    assert_eq!(value(&healed, "vnfkeeper_vnfs_paused"), 0.0);
+    assert_eq!(unhealthy(&healed, "paused"), 0.0);
     assert_eq!(value(&healed, "vnfkeeper_heals_started_total"), 1.0);
     assert_eq!(blocked(&healed, "paused"), 1.0);
     assert_eq!(full_passes(&healed), 2.0);
@@ -273,6 +313,8 @@ async fn scrapes_count_what_happened_and_pass_promtool() {
         .trim()
         .to_owned();
     tb.cloud().clear_api_faults(None);
+    let (_, _, held) = get(&url, None).await;
+    assert_eq!(failed_temp(&held, "HEAL"), 1.0, "{held}");
     let out = install.cli(&["fail", &heal, "--wait"]);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     // `--wait` returns when the database says FAILED; the daemon counts the operation right
@@ -286,6 +328,7 @@ async fn scrapes_count_what_happened_and_pass_promtool() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     run_promtool(&["check", "metrics"], &failed);
+    assert_eq!(failed_temp(&failed, "HEAL"), 0.0);
     assert_eq!(finished(&failed, "HEAL", "FAILED_TEMP"), 1.0);
     assert_eq!(finished(&failed, "HEAL", "FAILED"), 1.0);
     assert_eq!(finished(&failed, "HEAL", "COMPLETED"), 1.0);

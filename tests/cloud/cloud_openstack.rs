@@ -1136,3 +1136,51 @@ async fn servers_changed_since_lists_changes_and_reads_the_date() {
     assert_eq!(small.request_count() - before, 2);
     tb.shutdown().await;
 }
+
+/// A clouds.yaml of the testbed's application credential: entry `by-id`
+/// (`application_credential_id`), `by-name` (`application_credential_name` + `user_id`),
+/// `by-username` (the name + `username` and `user_domain_name`), `wrong-secret` and
+/// `wrong-user`.
+fn application_credential_clouds_yaml(tb: &Testbed) -> String {
+    let (cred, user_id) = tb.application_credential();
+    let auth_url = format!("{}/identity/v3", tb.cloud().base_url());
+    format!(
+        "clouds:\n  by-id:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: {auth_url}\n      application_credential_id: {id}\n      application_credential_secret: {secret}\n    region_name: RegionOne\n  by-name:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: {auth_url}\n      application_credential_name: {name}\n      user_id: {user_id}\n      application_credential_secret: {secret}\n  by-username:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: {auth_url}\n      application_credential_name: {name}\n      username: admin\n      user_domain_name: Default\n      application_credential_secret: {secret}\n  wrong-secret:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: {auth_url}\n      application_credential_id: {id}\n      application_credential_secret: not-{secret}\n  wrong-user:\n    auth_type: v3applicationcredential\n    auth:\n      auth_url: {auth_url}\n      application_credential_name: {name}\n      username: mallory\n      application_credential_secret: {secret}\n",
+        id = cred.id,
+        name = cred.name,
+        secret = cred.secret,
+    )
+}
+
+#[tokio::test]
+async fn application_credentials_authenticate_and_list_servers() {
+    let (tb, dir) = start().await;
+    let cloud = connect(&tb).await;
+    let stack = cloud
+        .create_stack(&pv_request("appcred", 1))
+        .await
+        .expect("create");
+    cloud
+        .wait_stack(&stack, &[StackStatus::CreateComplete], WAIT)
+        .await
+        .expect("create completes");
+    let path = dir.path().join("appcred-clouds.yaml");
+    std::fs::write(&path, application_credential_clouds_yaml(&tb)).unwrap();
+    for entry in ["by-id", "by-name", "by-username"] {
+        let c = OpenStackCloud::connect(&path, entry, TIMEOUT)
+            .await
+            .unwrap_or_else(|e| panic!("{entry}: {e}"));
+        let servers = c.servers().await.expect("servers");
+        assert!(!servers.is_empty(), "{entry}: no servers listed");
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("appcred-"), "{debug}");
+    }
+    for entry in ["wrong-secret", "wrong-user"] {
+        let e = OpenStackCloud::connect(&path, entry, TIMEOUT)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, CloudError::Auth { .. }), "{entry}: {e:?}");
+        assert!(!e.to_string().contains("appcred-"), "{e}");
+    }
+    tb.shutdown().await;
+}

@@ -1,7 +1,7 @@
 //! VNF instance state (SOL003 §5.5.2.2 `instantiationState`).
 
 /// Whether a VNF instance currently has resources (SOL003 `InstantiationState`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum InstantiationState {
     /// Known (created by an INSTANTIATE request or left by TERMINATE) but without resources.
     NotInstantiated,

@@ -4,7 +4,7 @@
 use std::fmt;
 
 /// The LCM operations vnfkeeper runs (SOL003 §5.5.4.5 `LcmOperationType`, subset).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LcmOperationType {
     /// Create the stack and configure the cluster.
     Instantiate,
@@ -57,7 +57,7 @@ impl fmt::Display for LcmOperationType {
 /// `FAILED_TEMP → PROCESSING` (retry), `FAILED_TEMP → FAILED` (fail),
 /// `FAILED_TEMP → ROLLING_BACK → ROLLED_BACK`, `ROLLING_BACK → FAILED_TEMP`,
 /// and `STARTING → FAILED_TEMP` when the operation cannot even start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum OperationState {
     /// Accepted and waiting for its turn (or for a cloud).
     Starting,

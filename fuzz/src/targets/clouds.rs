@@ -3,7 +3,8 @@
 //! `openstack` and for the first entry the file names.
 //!
 //! Properties: no panic; an error and the accepted entry's `Debug` text never show a credential
-//! (an `auth.password` or `auth.token` of at least 8 characters that appears nowhere else in the
+//! (an `auth.password`, `auth.token` or `auth.application_credential_secret` of at least 8
+//! characters that appears nowhere else in the
 //! file, neither as a key nor as another value); parsing is deterministic.
 
 use serde_json::Value;
@@ -40,7 +41,8 @@ pub fn run(data: &[u8]) {
     }
 }
 
-/// The credentials of `doc` worth checking: `password`/`token` string values of 8 characters or
+/// The credentials of `doc` worth checking: `password`/`token`/`application_credential_secret`
+/// string values of 8 characters or
 /// more that occur in no key and in no other string value of the document (so that a message
 /// naming a key or a cloud cannot show them by coincidence).
 fn secrets(doc: &Value) -> Vec<String> {
@@ -59,7 +61,10 @@ fn secrets(doc: &Value) -> Vec<String> {
 const FIXED: &str = "CloudEntry auth_url credentials project project_domain region_name \
     interface cacert verify password user domain <redacted> v3token token Some None Name Id \
     true false Default clouds mapping required must be a string boolean not supported use \
-    `password` or `v3token` user_id username no cloud named not valid YAML";
+    `password` or `v3token` user_id username no cloud named not valid YAML \
+    v3applicationcredential `v3applicationcredential` ApplicationCredential secret=<redacted> \
+    application_credential_id application_credential_name application_credential_secret \
+    name is required with NameOfUser user_domain user_domain_name user_domain_id";
 
 fn walk(v: &Value, key: Option<&str>, found: &mut Vec<String>, others: &mut Vec<String>) {
     match v {
@@ -70,7 +75,14 @@ fn walk(v: &Value, key: Option<&str>, found: &mut Vec<String>, others: &mut Vec<
             }
         }
         Value::Array(a) => a.iter().for_each(|v| walk(v, None, found, others)),
-        Value::String(s) if matches!(key, Some("password" | "token")) => found.push(s.clone()),
+        Value::String(s)
+            if matches!(
+                key,
+                Some("password" | "token" | "application_credential_secret")
+            ) =>
+        {
+            found.push(s.clone())
+        }
         Value::String(s) => others.push(s.clone()),
         Value::Number(n) => others.push(n.to_string()),
         _ => {}

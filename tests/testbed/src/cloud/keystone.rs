@@ -1,4 +1,5 @@
-//! Keystone v3 (Identity API v3 reference): version documents and password token issue.
+//! Keystone v3 (Identity API v3 reference): version documents and token issue with the
+//! `password` and `application_credential` methods.
 
 use std::sync::Arc;
 
@@ -59,6 +60,17 @@ fn domain() -> Value {
 }
 
 fn token_body(c: &Cloud, issued: chrono::DateTime<Utc>, expires: chrono::DateTime<Utc>) -> Value {
+    token_body_by(c, issued, expires, "password")
+}
+
+/// A token body issued by authentication `method` (`password` or `application_credential`;
+/// the latter also names the credential, as Keystone's token body does).
+fn token_body_by(
+    c: &Cloud,
+    issued: chrono::DateTime<Utc>,
+    expires: chrono::DateTime<Utc>,
+    method: &str,
+) -> Value {
     let catalog: Vec<Value> = c
         .catalog()
         .into_iter()
@@ -74,8 +86,8 @@ fn token_body(c: &Cloud, issued: chrono::DateTime<Utc>, expires: chrono::DateTim
         })
         .collect();
     let f = "%Y-%m-%dT%H:%M:%S%.6fZ";
-    json!({"token": {
-        "methods": ["password"],
+    let mut body = json!({"token": {
+        "methods": [method],
         "user": {"id": c.user_id, "name": USER_NAME, "domain": domain(), "password_expires_at": null},
         "audit_ids": [uuid::Uuid::new_v4().simple().to_string()[..22].to_string()],
         "expires_at": expires.format(f).to_string(),
@@ -84,21 +96,34 @@ fn token_body(c: &Cloud, issued: chrono::DateTime<Utc>, expires: chrono::DateTim
         "is_domain": false,
         "roles": [{"id": "r-admin", "name": "admin"}, {"id": "r-member", "name": "member"}, {"id": "r-reader", "name": "reader"}],
         "catalog": catalog,
-    }})
+    }});
+    if method == "application_credential" {
+        let a = &c.application_credential;
+        body["token"]["application_credential"] =
+            json!({"id": a.id, "name": a.name, "restricted": true});
+    }
+    body
 }
 
 fn unauthorized(msg: &str) -> super::ApiError {
     heat_err(401, "Unauthorized", msg)
 }
 
-/// `POST /identity/v3/auth/tokens`: password method only; user `admin` (by name in domain
-/// Default, or by id), project `testbed` (by name or id) → 201 + `X-Subject-Token`.
+/// `POST /identity/v3/auth/tokens` → 201 + `X-Subject-Token`. Method `password`: user
+/// `admin` (by name in domain Default, or by id), project `testbed` (by name or id). Method
+/// `application_credential` (Identity API v3, "Authenticating with an Application
+/// Credential"): the credential by `id`, or by `name` with its owner as `user` (`id`, or `name`
+/// and `domain`), and its `secret`; the token is scoped to the credential's project, and a
+/// request that also asks for a scope is refused (401), as Keystone refuses it.
 async fn issue(State(c): State<Arc<Cloud>>, axum::Json(body): axum::Json<Value>) -> ApiResult {
     let ident = &body["auth"]["identity"];
     let methods = ident["methods"].as_array().cloned().unwrap_or_default();
+    if methods.iter().any(|m| m == "application_credential") {
+        return issue_for_application_credential(&c, &body);
+    }
     if !methods.iter().any(|m| m == "password") {
         return Err(unauthorized(
-            "The testbed supports only the password auth method.",
+            "The testbed supports the password and application_credential auth methods.",
         ));
     }
     let user = &ident["password"]["user"];
@@ -115,18 +140,49 @@ async fn issue(State(c): State<Arc<Cloud>>, axum::Json(body): axum::Json<Value>)
             "User {USER_NAME} has no access to project {scope}"
         )));
     }
+    new_token(&c, "password")
+}
+
+/// Issues a token by `method`: 201, the token body and `X-Subject-Token`.
+fn new_token(c: &Cloud, method: &str) -> ApiResult {
     let token = format!("gAAAAA{}", uuid::Uuid::new_v4().simple());
     let issued = Utc::now();
     let expires = issued + chrono::Duration::hours(TOKEN_HOURS);
     c.lock().tokens.insert(token.clone(), expires);
     let mut r = (
         StatusCode::CREATED,
-        axum::Json(token_body(&c, issued, expires)),
+        axum::Json(token_body_by(c, issued, expires, method)),
     )
         .into_response();
     r.headers_mut()
         .insert("x-subject-token", token.parse().expect("ascii token"));
     Ok(r)
+}
+
+/// The `application_credential` method of `POST /v3/auth/tokens`.
+fn issue_for_application_credential(c: &Cloud, body: &Value) -> ApiResult {
+    let a = &body["auth"]["identity"]["application_credential"];
+    let known = &c.application_credential;
+    let user = &a["user"];
+    let owner_ok = user["id"] == c.user_id.as_str()
+        || (user["name"] == USER_NAME
+            && (user["domain"]["name"] == "Default" || user["domain"]["id"] == "default"));
+    let named = if !a["id"].is_null() {
+        a["id"] == known.id.as_str()
+    } else {
+        a["name"] == known.name.as_str() && owner_ok
+    };
+    if !named || a["secret"] != known.secret.as_str() {
+        return Err(unauthorized(
+            "The request you have made requires authentication.",
+        ));
+    }
+    if !body["auth"]["scope"].is_null() {
+        return Err(unauthorized(
+            "Application credentials cannot request a scope.",
+        ));
+    }
+    new_token(c, "application_credential")
 }
 
 /// `GET /identity/v3/auth/tokens` with `X-Subject-Token`: 200 and the token body, 404 if unknown.

@@ -100,6 +100,18 @@ impl CloudOptions {
     }
 }
 
+/// An application credential as Keystone keeps it (Identity API v3, application credentials):
+/// its id, its name (unique per user) and its secret, shown once at creation.
+#[derive(Debug, Clone)]
+pub struct ApplicationCredential {
+    /// The credential's id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its secret.
+    pub secret: String,
+}
+
 /// The cloud's shared state: records, stacks, faults, counters and the optional farm.
 ///
 /// Fault-injection and inspection methods are in [`ops`] (`impl Cloud`).
@@ -111,6 +123,8 @@ pub struct Cloud {
     pub(crate) project_id: String,
     pub(crate) user_id: String,
     pub(crate) password: String,
+    /// The one application credential of user `admin` on project `testbed`.
+    pub(crate) application_credential: ApplicationCredential,
     /// Network address of the subnet as u32.
     pub(crate) net_addr: u32,
     /// Prefix length of the subnet.
@@ -153,6 +167,11 @@ impl Cloud {
             project_id: uuid::Uuid::new_v4().simple().to_string(),
             user_id: uuid::Uuid::new_v4().simple().to_string(),
             password: opts.password.clone(),
+            application_credential: ApplicationCredential {
+                id: uuid::Uuid::new_v4().simple().to_string(),
+                name: "vnfkeeper".to_string(),
+                secret: format!("appcred-{}", uuid::Uuid::new_v4().simple()),
+            },
             net_addr: u32::from(addr) & mask,
             prefix_len,
             default_net,
@@ -641,6 +660,15 @@ impl Testbed {
     /// Path of the generated clouds.yaml (cloud name [`CLOUD_NAME`]).
     pub fn clouds_yaml(&self) -> &Path {
         &self.clouds_yaml
+    }
+
+    /// The application credential user `admin` holds on project `testbed` (Keystone's
+    /// `POST /v3/auth/tokens` method `application_credential` accepts it), and that user's id.
+    pub fn application_credential(&self) -> (ApplicationCredential, String) {
+        (
+            self.cloud.application_credential.clone(),
+            self.cloud.user_id.clone(),
+        )
     }
 
     /// The cloud state: fault injection and inspection methods.

@@ -44,5 +44,5 @@ pub use farm::{
 };
 pub use kube::KubeStore;
 pub use lease::Lease;
-pub use packages::{HOST_PACKAGES, LEAN_HOST_PACKAGES, setup_packages};
+pub use packages::{HOST_PACKAGES, LEAN_HOST_PACKAGES, install_packages, setup_packages};
 pub use profile::HostProfile;

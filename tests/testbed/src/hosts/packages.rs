@@ -81,6 +81,38 @@ pub async fn setup_packages() -> Result<()> {
     Ok(())
 }
 
+/// Installs the packages of `list` dpkg does not report as installed, without their
+/// recommended packages (one `apt-get update` first, only when something is missing), under the
+/// same lock as [`setup_packages`]: for a test that runs a real tool of the Debian archive
+/// (Prometheus's server) and fails, never skips, without it. Idempotent; needs root.
+///
+/// Errors: not root, or apt-get fails (its stderr is quoted).
+pub async fn install_packages(list: &[&'static str]) -> Result<()> {
+    if missing_of(list).await?.is_empty() {
+        return Ok(());
+    }
+    if !nix::unistd::geteuid().is_root() {
+        bail!("installing {list:?} needs root");
+    }
+    let _lock = tokio::task::spawn_blocking(|| {
+        std::fs::create_dir_all(REGISTRY_DIR)?;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(std::path::Path::new(REGISTRY_DIR).join("setup-packages.lock"))?;
+        Flock::lock(f, FlockArg::LockExclusive).map_err(|(_, e)| anyhow!("flock: {e}"))
+    })
+    .await??;
+    let missing = missing_of(list).await?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    apt(&["update", "-q"]).await?;
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend(missing);
+    apt(&args).await
+}
+
 /// The packages of `list` dpkg does not report as installed.
 async fn missing_of(list: &[&'static str]) -> Result<Vec<&'static str>> {
     let mut missing = Vec::new();
