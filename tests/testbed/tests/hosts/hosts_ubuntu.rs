@@ -189,7 +189,10 @@ async fn hosts_ubuntu_profile() {
     let f: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(f.len(), 4, "{line}");
     assert!(f[0].starts_with("admin-token-") && f[0].len() == "admin-token-".len() + 5);
-    assert_eq!(f[1..], ["kubernetes.io/service-account-token", "3", "1d"]);
+    assert_eq!(f[1..3], ["kubernetes.io/service-account-token", "3"]);
+    // AGE: seconds since the Secret was made, as kubectl prints a fresh object's age.
+    let age = f[3].strip_suffix('s').and_then(|n| n.parse::<u32>().ok());
+    assert!(age.is_some_and(|s| s < 120), "{line}");
     let token = ssh_pw(
         u.ip,
         "kubectl get secret -n kube-system | grep '^admin-token' | awk '{print $1}' | xargs -i kubectl describe secret {} -n kube-system| grep 'token:' | awk '{print $2}'",
