@@ -54,6 +54,9 @@ pub const PROJECT_NAME: &str = "testbed";
 pub const USER_NAME: &str = "admin";
 /// Region of every catalog endpoint.
 pub const REGION: &str = "RegionOne";
+/// With a real control plane: the file beside clouds.yaml that points at the simulated Keystone
+/// (whose catalog lists the simulated Heat), cloud [`CLOUD_NAME`].
+pub const SIMULATED_CLOUDS_YAML: &str = "clouds-simulated.yaml";
 /// Cloud name in the generated clouds.yaml.
 pub const CLOUD_NAME: &str = "testbed";
 
@@ -76,8 +79,8 @@ pub struct CloudOptions {
     pub ansible_server: bool,
     /// Simulated (default) or real Keystone and Heat ([`real`]): with a real control plane,
     /// clouds.yaml points at the real Keystone, whose catalog lists the real Heat and the
-    /// simulated Nova, Neutron, Cinder and Glance, and those accept only the real Keystone's
-    /// tokens.
+    /// simulated Nova, Neutron, Cinder and Glance, and those accept the real Keystone's tokens
+    /// too; [`SIMULATED_CLOUDS_YAML`] beside it points at the simulated Keystone and Heat.
     pub control_plane: ControlPlane,
 }
 
@@ -465,16 +468,18 @@ async fn gatekeeper(State(cloud): State<Arc<Cloud>>, req: Request, next: Next) -
             .get("x-auth-token")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        // A token of the simulated Keystone, or (with a real control plane) of the real one.
+        let simulated = |t: &str| {
+            let inner = cloud.lock();
+            inner
+                .tokens
+                .get(t)
+                .is_some_and(|exp| *exp > chrono::Utc::now())
+        };
         let ok = match (token, cloud.token_check.get()) {
             (None, _) => false,
-            (Some(t), Some(check)) => check.is_valid(&t).await,
-            (Some(t), None) => {
-                let inner = cloud.lock();
-                inner
-                    .tokens
-                    .get(&t)
-                    .is_some_and(|exp| *exp > chrono::Utc::now())
-            }
+            (Some(t), None) => simulated(&t),
+            (Some(t), Some(check)) => simulated(&t) || check.is_valid(&t).await,
         };
         if !ok {
             let mut r = heat_err(
@@ -640,6 +645,12 @@ impl Testbed {
                         return Err(e.context("starting the real control plane"));
                     }
                 };
+                // The simulated Keystone (and through its catalog the simulated Heat) stays
+                // reachable, for differential checks against the real Heat.
+                write_atomic(
+                    &opts.state_dir.join(SIMULATED_CLOUDS_YAML),
+                    &clouds_yaml(&base, &opts.password),
+                )?;
                 let check = real::TokenCheck::new(&plane)?;
                 let _ = tb.cloud.token_check.set(check);
                 write_private_atomic(
