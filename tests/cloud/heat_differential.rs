@@ -232,12 +232,24 @@ enum Step {
     /// Mark the first server (by path, then physical id) whose path starts with this prefix
     /// unhealthy, then PATCH `{}`.
     HealServer(&'static str),
+    /// A known difference: [`Step::HealServer`] completes on the simulated Heat, but the real
+    /// Heat's update fails with a reason containing the text. The real Heat creates a server's
+    /// replacement before it deletes the server and only moves its ports over
+    /// (`Server.prepare_for_replace`), so a volume attached through `block_device_mapping_v2`
+    /// is still in use by the old server when the new one asks for it, and Nova refuses; the
+    /// simulated Heat deletes first. The last step of a case (the stacks differ afterwards).
+    HealServerRealFails(&'static str, &'static str),
 }
 
-async fn apply(cloud: &OpenStackCloud, s: &StackRef, step: &Step) {
+/// Applies `step`; returns the wait's result (`UPDATE_COMPLETE` or the failure).
+async fn apply(
+    cloud: &OpenStackCloud,
+    s: &StackRef,
+    step: &Step,
+) -> Result<vnfkeeper::cloud::Stack, vnfkeeper::cloud::CloudError> {
     match step {
         Step::Patch(p) => cloud.update_stack_patch(s, p.clone()).await.unwrap(),
-        Step::HealServer(prefix) => {
+        Step::HealServer(prefix) | Step::HealServerRealFails(prefix, _) => {
             let res = cloud.stack_resources(s, 5).await.unwrap();
             let (_, ids) = view(cloud, s).await;
             let target = ids
@@ -261,7 +273,6 @@ async fn apply(cloud: &OpenStackCloud, s: &StackRef, step: &Step) {
     cloud
         .wait_stack(s, &[StackStatus::UpdateComplete], WAIT)
         .await
-        .unwrap();
 }
 
 /// Runs `adjusted` and `steps` through both Heats and compares them after each step; each step
@@ -297,8 +308,14 @@ async fn differential(
         "{name}: after create (left: simulated, right: real)"
     );
     for (i, (step, expected)) in steps.iter().enumerate() {
-        apply(sim, &stacks[0], step).await;
-        apply(real, &stacks[1], step).await;
+        apply(sim, &stacks[0], step).await.unwrap();
+        let r = apply(real, &stacks[1], step).await;
+        if let Step::HealServerRealFails(_, reason) = step {
+            let e = r.expect_err("the real Heat's update fails");
+            assert!(e.to_string().contains(reason), "{name}: step {i}: {e}");
+            break;
+        }
+        r.unwrap();
         let (vs, is2) = view(sim, &stacks[0]).await;
         let (vr, ir2) = view(real, &stacks[1]).await;
         assert_eq!(
@@ -426,6 +443,36 @@ async fn simulated_heat_matches_real_heat_on_the_project_templates() {
                     ("worker_instance/member/workerNode", (2, 1, 1)),
                     ("worker_instance/member/workerNode_CP2", (3, 0, 0)),
                 ],
+            ),
+        ],
+    )
+    .await;
+
+    let pv = adjusted(
+        "pv-k8s-cluster",
+        "simple",
+        "pv-k8s-cluster.10-instantiate.json",
+    );
+    register(&tb, &pv);
+    let mut nfv = pv["parameters"]["nfv"].clone();
+    nfv["VDU"]["workerNode"]["desired_capacity"] = json!(3);
+    differential(
+        &sim,
+        &real,
+        "diff-pv",
+        &pv,
+        &[
+            (
+                Step::Patch(json!({"nfv": nfv})),
+                &[
+                    ("worker_instance/member/workerNode", (2, 1, 0)),
+                    ("storage_server", (1, 0, 0)),
+                    ("storage_server_volume", (1, 0, 0)),
+                ],
+            ),
+            (
+                Step::HealServerRealFails("storage_server", "is already attached to a server"),
+                &[],
             ),
         ],
     )
