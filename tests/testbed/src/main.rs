@@ -133,7 +133,15 @@ async fn serve(mut opts: CloudOptions, no_hosts: bool, prefix: String) -> anyhow
         Some(testbed::cloud::farm::start_farm(&opts.state_dir, &prefix, &opts.subnet).await?)
     };
     opts.farm = farm.clone();
-    let tb = match Testbed::start(opts).await {
+    // Signals count from here: a real control plane takes half a minute to start, and a signal
+    // meanwhile drops the start, which stops whatever of it runs already.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let started = tokio::select! {
+        r = Testbed::start(opts) => r,
+        _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted while starting")),
+        _ = term.recv() => Err(anyhow::anyhow!("terminated while starting")),
+    };
+    let tb = match started {
         Ok(tb) => tb,
         Err(e) => {
             if let Some(f) = farm {
@@ -170,7 +178,6 @@ async fn serve(mut opts: CloudOptions, no_hosts: bool, prefix: String) -> anyhow
             path.display()
         );
     }
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}

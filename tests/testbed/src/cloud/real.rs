@@ -490,10 +490,12 @@ impl RealControlPlane {
             ks.join("ks_wsgi.py"),
             "# keystone's oslo.config parses sys.argv: hide gunicorn's arguments from it\nimport sys\nsys.argv = sys.argv[:1]\nfrom keystone.wsgi.api import application  # noqa: E402,F401\n",
         )?;
+        // One thread: Keystone's database is SQLite, whose writers lock each other out (an
+        // Internal Server Error under load when a lock outlasts the busy timeout).
         ks_cmd
             .env("OS_KEYSTONE_CONFIG_FILES", &ks_conf)
             .env("PYTHONPATH", &ks)
-            .args(["-w", "1", "--threads", "4", "-b"])
+            .args(["-w", "1", "--threads", "1", "-b"])
             .arg(format!("127.0.0.1:{ks_port}"))
             .arg("--control-socket")
             .arg(ks.join("gunicorn.ctl"))
