@@ -5,6 +5,7 @@
 //! is one former test file, its tests unchanged.
 
 mod cloud_openstack;
+mod heat_differential;
 mod remote_ssh;
 #[path = "../support/mod.rs"]
 mod support;

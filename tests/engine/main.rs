@@ -16,6 +16,7 @@ mod engine_kubespray_names;
 mod engine_kubespray_trust;
 mod engine_lifecycle;
 mod engine_package_swap;
+mod engine_real_heat;
 mod engine_registry;
 mod engine_registry_crash;
 mod engine_registry_trust;

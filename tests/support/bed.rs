@@ -32,11 +32,33 @@ pub struct Bed {
 
 impl Bed {
     pub async fn new(prefix: &'static str, net: u8, limits: EngineLimits) -> Self {
+        Self::on(prefix, net, limits, testbed::cloud::ControlPlane::Simulated).await
+    }
+
+    /// [`Bed::new`] with real Keystone and Heat (tagged `prefix`) in place of the simulated ones.
+    #[allow(dead_code)] // not every test binary that includes `support` calls it
+    pub async fn new_real(prefix: &'static str, net: u8, limits: EngineLimits) -> Self {
+        Self::on(
+            prefix,
+            net,
+            limits,
+            testbed::cloud::ControlPlane::Real(prefix.to_string()),
+        )
+        .await
+    }
+
+    async fn on(
+        prefix: &'static str,
+        net: u8,
+        limits: EngineLimits,
+        control_plane: testbed::cloud::ControlPlane,
+    ) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("vk-engine-")
             .tempdir_in("/var/tmp")
             .unwrap();
-        let (farm, tb, cleanup) = super::testbed_with_hosts(prefix, net, dir.path()).await;
+        let (farm, tb, cleanup) =
+            super::testbed_with_hosts_on(prefix, net, dir.path(), false, control_plane).await;
         let db = Db::new(Store::open(&dir.path().join("state.db")).unwrap());
         let spool = Spool::open(&dir.path().join("spool")).unwrap();
         let cloud = Arc::new(

@@ -373,6 +373,31 @@ pub async fn testbed_with_hosts_opts(
     testbed::cloud::Testbed,
     Cleanup,
 ) {
+    testbed_with_hosts_on(
+        prefix,
+        net,
+        dir,
+        ansible_server,
+        testbed::cloud::ControlPlane::Simulated,
+    )
+    .await
+}
+
+/// [`testbed_with_hosts_opts`] with the given control plane: with
+/// [`testbed::cloud::ControlPlane::Real`] (tagged `prefix`) real Keystone and Heat run beside
+/// the simulated Nova, Neutron, Cinder and Glance; the `Cleanup` also kills what is left of
+/// them.
+pub async fn testbed_with_hosts_on(
+    prefix: &'static str,
+    net: u8,
+    dir: &Path,
+    ansible_server: bool,
+    control_plane: testbed::cloud::ControlPlane,
+) -> (
+    std::sync::Arc<testbed::hosts::HostFarm>,
+    testbed::cloud::Testbed,
+    Cleanup,
+) {
     let _ = testbed::hosts::down_all(prefix).await;
     let cleanup = Cleanup(prefix);
     testbed::hosts::setup_packages()
@@ -393,6 +418,7 @@ pub async fn testbed_with_hosts_opts(
         farm.clone(),
     )));
     opts.ansible_server = ansible_server;
+    opts.control_plane = control_plane;
     let tb = testbed::cloud::Testbed::start(opts).await.unwrap();
     (farm, tb, cleanup)
 }

@@ -44,6 +44,12 @@ enum Cmd {
         /// DIR/ansible-server.json says how to reach it). Needs hosts.
         #[arg(long)]
         ansible_server: bool,
+        /// `simulated` (the testbed's own Keystone and Heat) or `real`: Keystone 30.0.0 and
+        /// Heat 27.0.1 from PyPI (cached venvs of scripts/openstack-venv) with a MariaDB and a
+        /// RabbitMQ of their own under DIR/openstack, processes tagged with the prefix;
+        /// clouds.yaml then points at the real Keystone.
+        #[arg(long, default_value = "simulated", value_parser = ["simulated", "real"])]
+        control_plane: String,
     },
     /// Drive the Tacker stand-in of a running `testbed serve` as an operator would (Keystone
     /// token, `Version: 2.0.0`): register a package, create, instantiate, heal, scale, terminate.
@@ -56,7 +62,8 @@ enum Cmd {
     },
     /// Install the packages hosts need (sshd, sudo, nfs-ganesha, …); needs root.
     Setup,
-    /// Remove leftovers of crashed runs (namespaces, links, loop devices, mounts, processes).
+    /// Remove leftovers of crashed runs (namespaces, links, loop devices, mounts, processes,
+    /// a real control plane's processes).
     Down {
         /// Everything with the prefix (required: there is no per-run selection).
         #[arg(long)]
@@ -84,7 +91,13 @@ async fn main() -> anyhow::Result<()> {
             subnet,
             password,
             ansible_server,
+            control_plane,
         } => {
+            let control_plane = if control_plane == "real" {
+                testbed::cloud::ControlPlane::Real(prefix.clone())
+            } else {
+                testbed::cloud::ControlPlane::Simulated
+            };
             let opts = CloudOptions {
                 state_dir,
                 listen,
@@ -92,6 +105,7 @@ async fn main() -> anyhow::Result<()> {
                 password,
                 farm: None,
                 ansible_server,
+                control_plane,
             };
             serve(opts, no_hosts, prefix).await
         }
@@ -119,7 +133,15 @@ async fn serve(mut opts: CloudOptions, no_hosts: bool, prefix: String) -> anyhow
         Some(testbed::cloud::farm::start_farm(&opts.state_dir, &prefix, &opts.subnet).await?)
     };
     opts.farm = farm.clone();
-    let tb = match Testbed::start(opts).await {
+    // Signals count from here: a real control plane takes half a minute to start, and a signal
+    // meanwhile drops the start, which stops whatever of it runs already.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let started = tokio::select! {
+        r = Testbed::start(opts) => r,
+        _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted while starting")),
+        _ = term.recv() => Err(anyhow::anyhow!("terminated while starting")),
+    };
+    let tb = match started {
         Ok(tb) => tb,
         Err(e) => {
             if let Some(f) = farm {
@@ -137,6 +159,16 @@ async fn serve(mut opts: CloudOptions, no_hosts: bool, prefix: String) -> anyhow
         "testbed: clouds.yaml at {} (cloud `testbed`)",
         tb.clouds_yaml().display()
     );
+    if let Some(real) = tb.real() {
+        println!(
+            "testbed: real Keystone {} at {}, real Heat {} at {} (up in {:.1} s)",
+            testbed::cloud::real::KEYSTONE_VERSION,
+            real.keystone_url,
+            testbed::cloud::real::HEAT_VERSION,
+            real.heat_url,
+            real.start_time.as_secs_f64()
+        );
+    }
     if let Some((a, path)) = tb.ansible_server() {
         println!(
             "testbed: Ansible server {} (user {}), kubespray stand-in at {}; described in {}",
@@ -146,7 +178,6 @@ async fn serve(mut opts: CloudOptions, no_hosts: bool, prefix: String) -> anyhow
             path.display()
         );
     }
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}

@@ -1,5 +1,7 @@
-//! Cinder (Block Storage API v3): volumes list/detail/show (read-only), with `limit`/`marker`
-//! pagination (`volumes_links`). Paths work with and without the project segment.
+//! Cinder (Block Storage API v3): volumes list/detail/show, with `limit`/`marker` pagination
+//! (`volumes_links`), and create/delete (what a real Heat's `OS::Cinder::Volume` calls; the
+//! simulated Heat creates its volumes in-process). Paths work with and without the project
+//! segment.
 
 use std::sync::Arc;
 
@@ -23,9 +25,12 @@ pub(crate) fn routes() -> Router<Arc<Cloud>> {
         .route("/volume/v3/", get(versions))
         .route("/volume/v3/{project}", get(version_here))
         .route("/volume/v3/{project}/", get(version_here))
-        .route("/volume/v3/{project}/volumes", get(list_p))
+        .route("/volume/v3/{project}/volumes", get(list_p).post(create_p))
         .route("/volume/v3/{project}/volumes/detail", get(detail_p))
-        .route("/volume/v3/{project}/volumes/{id}", get(show_p))
+        .route(
+            "/volume/v3/{project}/volumes/{id}",
+            get(show_p).delete(delete_p),
+        )
         .route("/volume/v3/volumes", get(list))
         .route("/volume/v3/volumes/detail", get(detail))
         .route("/volume/v3/volumes/{id}", get(show))
@@ -50,7 +55,8 @@ async fn versions(State(c): State<Arc<Cloud>>) -> Response {
 /// The catalog URL itself answers with the version document whose self link keeps the project,
 /// so that clients doing discovery keep project-scoped paths.
 async fn version_here(State(c): State<Arc<Cloud>>, Path(p): Path<String>) -> ApiResult {
-    if p != c.project_id {
+    // with a real control plane the catalog's project is the real Keystone's
+    if p != c.project_id && c.token_check.get().is_none() {
         return Err(nova_err(
             404,
             "itemNotFound",
@@ -162,4 +168,87 @@ async fn detail(State(c): State<Arc<Cloud>>, Query(q): Q) -> ApiResult {
 }
 async fn show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
     show_one(&c, &id)
+}
+
+/// `POST /volumes` → 202 with the new volume, `available` at once (no backing store is made
+/// before a server attaches it): `size` (GiB, a positive integer, required unless `imageRef`
+/// gives one), `name`, `volume_type`, `imageRef`, `availability_zone`.
+async fn create_p(
+    State(c): State<Arc<Cloud>>,
+    Path(_p): Path<String>,
+    axum::Json(body): axum::Json<Value>,
+) -> ApiResult {
+    let v = body
+        .get("volume")
+        .filter(|v| v.is_object())
+        .ok_or_else(|| {
+            nova_err(
+                400,
+                "badRequest",
+                "Missing required element 'volume' in request body.",
+            )
+        })?;
+    let s = |k: &str| v.get(k).and_then(Value::as_str).filter(|x| !x.is_empty());
+    let size = match v.get("size") {
+        None | Some(Value::Null) if s("imageRef").is_some() => 1,
+        Some(Value::Number(n)) => {
+            n.as_u64()
+                .filter(|n| (1..=16384).contains(n))
+                .ok_or_else(|| {
+                    nova_err(
+                        400,
+                        "badRequest",
+                        format!("Invalid input for field/attribute size. Value: {n}."),
+                    )
+                })? as u32
+        }
+        Some(Value::String(t)) => t
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=16384).contains(n))
+            .ok_or_else(|| {
+                nova_err(
+                    400,
+                    "badRequest",
+                    format!("Invalid input for field/attribute size. Value: {t}."),
+                )
+            })?,
+        _ => {
+            return Err(nova_err(
+                400,
+                "badRequest",
+                "Invalid input for field/attribute size.",
+            ));
+        }
+    };
+    let mut inner = c.lock();
+    let id = c.volume_create(
+        &mut inner,
+        s("name").unwrap_or(""),
+        size,
+        s("volume_type"),
+        s("imageRef"),
+        s("availability_zone"),
+    );
+    let j = volume_json(&c, &inner.volumes[&id], true);
+    Ok((StatusCode::ACCEPTED, axum::Json(json!({"volume": j}))).into_response())
+}
+
+/// `DELETE /volumes/{id}` → 202; 400 while attached, 404 when unknown. The backing store goes
+/// with it.
+async fn delete_p(
+    State(c): State<Arc<Cloud>>,
+    Path((_p, id)): Path<(String, String)>,
+) -> ApiResult {
+    if !c.lock().volumes.contains_key(&id) {
+        return Err(nova_err(
+            404,
+            "itemNotFound",
+            format!("Volume {id} could not be found."),
+        ));
+    }
+    c.volume_delete(&id)
+        .await
+        .map_err(|e| nova_err(400, "badRequest", format!("Invalid volume: {e}")))?;
+    Ok(StatusCode::ACCEPTED.into_response())
 }

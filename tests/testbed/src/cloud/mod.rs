@@ -26,6 +26,7 @@ mod keystone;
 mod neutron;
 mod nova;
 pub mod ops;
+pub mod real;
 pub mod state;
 pub mod tacker;
 
@@ -44,6 +45,7 @@ use serde_json::{Value, json};
 
 pub use backend::{HostBackend, HostRequest, HostStarted, HostVolume};
 pub use faults::FaultRule;
+pub use real::{ControlPlane, RealControlPlane};
 use state::Inner;
 
 /// Project (tenant) name every client authenticates to.
@@ -52,6 +54,9 @@ pub const PROJECT_NAME: &str = "testbed";
 pub const USER_NAME: &str = "admin";
 /// Region of every catalog endpoint.
 pub const REGION: &str = "RegionOne";
+/// With a real control plane: the file beside clouds.yaml that points at the simulated Keystone
+/// (whose catalog lists the simulated Heat), cloud [`CLOUD_NAME`].
+pub const SIMULATED_CLOUDS_YAML: &str = "clouds-simulated.yaml";
 /// Cloud name in the generated clouds.yaml.
 pub const CLOUD_NAME: &str = "testbed";
 
@@ -72,6 +77,11 @@ pub struct CloudOptions {
     /// the subnet's last usable address, described in `state_dir/ansible-server.json`
     /// ([`crate::hosts::AnsibleServer`]). Default `false`.
     pub ansible_server: bool,
+    /// Simulated (default) or real Keystone and Heat ([`real`]): with a real control plane,
+    /// clouds.yaml points at the real Keystone, whose catalog lists the real Heat and the
+    /// simulated Nova, Neutron, Cinder and Glance, and those accept the real Keystone's tokens
+    /// too; [`SIMULATED_CLOUDS_YAML`] beside it points at the simulated Keystone and Heat.
+    pub control_plane: ControlPlane,
 }
 
 impl std::fmt::Debug for CloudOptions {
@@ -82,6 +92,7 @@ impl std::fmt::Debug for CloudOptions {
             .field("subnet", &self.subnet)
             .field("farm", &self.farm.is_some())
             .field("ansible_server", &self.ansible_server)
+            .field("control_plane", &self.control_plane)
             .finish()
     }
 }
@@ -96,6 +107,7 @@ impl CloudOptions {
             password: "testbed-secret".to_string(),
             farm: None,
             ansible_server: false,
+            control_plane: ControlPlane::Simulated,
         }
     }
 }
@@ -135,6 +147,8 @@ pub struct Cloud {
     pub(crate) default_subnet: String,
     /// The Tacker stand-in's records (own lock, never held with `inner`).
     pub(crate) tacker: Mutex<tacker::TackerState>,
+    /// With a real control plane: the real Keystone checks the tokens (set once it is up).
+    pub(crate) token_check: std::sync::OnceLock<real::TokenCheck>,
 }
 
 impl Cloud {
@@ -177,6 +191,7 @@ impl Cloud {
             default_net,
             default_subnet,
             tacker: Mutex::default(),
+            token_check: std::sync::OnceLock::new(),
         })
     }
 
@@ -467,17 +482,24 @@ async fn gatekeeper(State(cloud): State<Arc<Cloud>>, req: Request, next: Next) -
         return (code, axum::Json(err.body)).into_response();
     }
     if needs_auth {
-        let ok = req
+        let token = req
             .headers()
             .get("x-auth-token")
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|t| {
-                let inner = cloud.lock();
-                inner
-                    .tokens
-                    .get(t)
-                    .is_some_and(|exp| *exp > chrono::Utc::now())
-            });
+            .map(str::to_owned);
+        // A token of the simulated Keystone, or (with a real control plane) of the real one.
+        let simulated = |t: &str| {
+            let inner = cloud.lock();
+            inner
+                .tokens
+                .get(t)
+                .is_some_and(|exp| *exp > chrono::Utc::now())
+        };
+        let ok = match (token, cloud.token_check.get()) {
+            (None, _) => false,
+            (Some(t), None) => simulated(&t),
+            (Some(t), Some(check)) => simulated(&t) || check.is_valid(&t).await,
+        };
         if !ok {
             let mut r = heat_err(
                 401,
@@ -531,6 +553,33 @@ pub fn clouds_yaml(base: &str, password: &str) -> String {
     )
 }
 
+/// The clouds.yaml text for a real control plane: user `admin` in project `admin` of the real
+/// Keystone at `keystone_url` (`…/v3`), cloud [`CLOUD_NAME`].
+pub fn real_clouds_yaml(keystone_url: &str, password: &str) -> String {
+    format!(
+        "# Written by the testbed; valid while its real control plane runs.\nclouds:\n  {CLOUD_NAME}:\n    auth_type: password\n    auth:\n      auth_url: {keystone_url}\n      username: admin\n      password: {password}\n      project_name: admin\n      user_domain_name: Default\n      project_domain_name: Default\n    region_name: {REGION}\n    interface: public\n    identity_api_version: 3\n"
+    )
+}
+
+/// [`write_atomic`] with the file readable by its owner only (it holds a password).
+pub fn write_private_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = path.parent().context("path has no parent")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let tmp = dir.join(format!(".clouds.tmp-{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(contents.as_bytes())?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
+}
+
 /// Writes `path` atomically (temporary file in the same directory, then rename).
 pub fn write_atomic(path: &Path, contents: &str) -> anyhow::Result<()> {
     let dir = path.parent().context("path has no parent")?;
@@ -556,6 +605,7 @@ pub struct Testbed {
     ansible: Option<(crate::hosts::AnsibleServer, PathBuf)>,
     server: Option<tokio::task::JoinHandle<()>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
+    real: Option<RealControlPlane>,
     down: bool,
 }
 
@@ -590,16 +640,45 @@ impl Testbed {
             }
         });
         let path = opts.state_dir.join("clouds.yaml");
-        write_atomic(&path, &clouds_yaml(&base, &opts.password))?;
         let mut tb = Testbed {
             cloud,
             addr,
-            clouds_yaml: path,
+            clouds_yaml: path.clone(),
             ansible: None,
             server: Some(server),
             stop: Some(tx),
+            real: None,
             down: false,
         };
+        match &opts.control_plane {
+            ControlPlane::Simulated => {
+                write_atomic(&path, &clouds_yaml(&base, &opts.password))?;
+            }
+            ControlPlane::Real(tag) => {
+                let started =
+                    RealControlPlane::start(&opts.state_dir.join("openstack"), tag, &base).await;
+                let plane = match started {
+                    Ok(p) => p,
+                    Err(e) => {
+                        tb.shutdown().await;
+                        return Err(e.context("starting the real control plane"));
+                    }
+                };
+                // The simulated Keystone (and through its catalog the simulated Heat) stays
+                // reachable, for differential checks against the real Heat.
+                write_atomic(
+                    &opts.state_dir.join(SIMULATED_CLOUDS_YAML),
+                    &clouds_yaml(&base, &opts.password),
+                )?;
+                let check = real::TokenCheck::new(&plane)?;
+                let _ = tb.cloud.token_check.set(check);
+                write_private_atomic(
+                    &path,
+                    &real_clouds_yaml(&plane.keystone_url, plane.admin_password()),
+                )?;
+                tb.real = Some(plane);
+            }
+        }
         if opts.ansible_server {
             match tb.start_ansible_server(&opts.state_dir).await {
                 Ok(a) => tb.ansible = Some(a),
@@ -676,8 +755,17 @@ impl Testbed {
         &self.cloud
     }
 
-    /// Stops the HTTP server, then stops every host (servers are deleted from the farm).
+    /// The real control plane, when the testbed runs one ([`ControlPlane::Real`]).
+    pub fn real(&self) -> Option<&RealControlPlane> {
+        self.real.as_ref()
+    }
+
+    /// Stops the real control plane (if any: Heat before RabbitMQ, then Keystone, RabbitMQ and
+    /// MariaDB), the HTTP server, then every host (servers are deleted from the farm).
     pub async fn shutdown(mut self) {
+        if let Some(real) = self.real.take() {
+            real.stop().await;
+        }
         self.stop_server().await;
         if let Some(farm) = self.cloud.farm.clone() {
             farm.shutdown().await;

@@ -1,5 +1,7 @@
-//! Neutron (Networking API v2.0): ports, networks and subnets (read-only), with Neutron's
-//! filters and `limit`/`marker` pagination (`ports_links`, `networks_links`).
+//! Neutron (Networking API v2.0): ports (create, show, update of `name` and
+//! `allowed_address_pairs`, delete), networks and subnets (read-only), with Neutron's filters and
+//! `limit`/`marker` pagination (`ports_links`, `networks_links`). Port writes are what a real
+//! Heat's `OS::Neutron::Port` calls; the simulated Heat creates its ports in-process.
 //!
 //! Every network maps onto the testbed's single bridge; a port keeps the network id the client
 //! asked for.
@@ -12,6 +14,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+
+use super::ops::allowed_pairs;
 use serde_json::{Value, json};
 
 use super::state::{Inner, NetworkRec, PortRec, ts};
@@ -26,8 +30,11 @@ pub(crate) fn routes() -> Router<Arc<Cloud>> {
         .route("/network/", get(versions))
         .route(p, get(resources))
         .route(&format!("{p}/"), get(resources))
-        .route(&format!("{p}/ports"), get(ports))
-        .route(&format!("{p}/ports/{{id}}"), get(port_show))
+        .route(&format!("{p}/ports"), get(ports).post(port_create))
+        .route(
+            &format!("{p}/ports/{{id}}"),
+            get(port_show).put(port_update).delete(port_delete),
+        )
         .route(&format!("{p}/networks"), get(networks))
         .route(&format!("{p}/networks/{{id}}"), get(network_show))
         .route(&format!("{p}/subnets"), get(subnets))
@@ -217,4 +224,105 @@ async fn subnet_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> Api
         axum::Json(json!({"subnet": subnet_json(&c, n)})),
     )
         .into_response())
+}
+
+fn port_not_found(id: &str) -> super::ApiError {
+    neutron_err(
+        404,
+        "PortNotFound",
+        format!("Port {id} could not be found."),
+    )
+}
+
+fn port_body(body: &Value) -> ApiResult<&Value> {
+    body.get("port")
+        .filter(|p| p.is_object())
+        .ok_or_else(|| neutron_err(400, "BadRequest", "Resource body required: 'port'"))
+}
+
+/// `POST /v2.0/ports` → 201: a port on an existing network (404 `NetworkNotFound` otherwise), at
+/// the first `fixed_ips[].ip_address` if one is asked for (409 `IpAddressAlreadyAllocated` when
+/// taken), else at the next free address.
+async fn port_create(
+    State(c): State<Arc<Cloud>>,
+    axum::Json(body): axum::Json<Value>,
+) -> ApiResult {
+    let p = port_body(&body)?;
+    let net = p["network_id"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            neutron_err(
+                400,
+                "BadRequest",
+                "Failed to parse request. Required attribute 'network_id' not specified",
+            )
+        })?;
+    let mut fixed = None;
+    for f in p["fixed_ips"].as_array().into_iter().flatten() {
+        if let Some(ip) = f["ip_address"].as_str() {
+            fixed = Some(ip.parse::<Ipv4Addr>().map_err(|_| {
+                neutron_err(
+                    400,
+                    "InvalidInput",
+                    format!("Invalid input for operation: '{ip}' is not a valid IP address."),
+                )
+            })?);
+            break;
+        }
+    }
+    let name = p["name"].as_str().unwrap_or("").to_string();
+    let pairs = allowed_pairs(&p["allowed_address_pairs"])
+        .map_err(|e| neutron_err(400, "InvalidInput", e))?;
+    let mut inner = c.lock();
+    if !inner.networks.contains_key(net) {
+        return Err(neutron_err(
+            404,
+            "NetworkNotFound",
+            format!("Network {net} could not be found."),
+        ));
+    }
+    let id = c
+        .port_create(&mut inner, net, &name, fixed, pairs)
+        .map_err(|e| neutron_err(409, "IpAddressAlreadyAllocated", e))?;
+    let j = port_json(&c, &inner, &inner.ports[&id]);
+    Ok((StatusCode::CREATED, axum::Json(json!({"port": j}))).into_response())
+}
+
+/// `PUT /v2.0/ports/{id}`: `name` and `allowed_address_pairs` change; other attributes are
+/// accepted and ignored (the testbed has no security groups, QoS or bindings).
+async fn port_update(
+    State(c): State<Arc<Cloud>>,
+    Path(id): Path<String>,
+    axum::Json(body): axum::Json<Value>,
+) -> ApiResult {
+    let p = port_body(&body)?;
+    let pairs = match p.get("allowed_address_pairs") {
+        None => None,
+        Some(v) => Some(allowed_pairs(v).map_err(|e| neutron_err(400, "InvalidInput", e))?),
+    };
+    let mut inner = c.lock();
+    let port = inner
+        .ports
+        .get_mut(&id)
+        .ok_or_else(|| port_not_found(&id))?;
+    if let Some(n) = p["name"].as_str() {
+        port.name = n.to_string();
+    }
+    if let Some(pairs) = pairs {
+        port.allowed_address_pairs = pairs;
+    }
+    let j = port_json(&c, &inner, &inner.ports[&id]);
+    Ok(axum::Json(json!({"port": j})).into_response())
+}
+
+/// `DELETE /v2.0/ports/{id}` → 204; the address is released and the port detached from its
+/// server.
+async fn port_delete(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    let mut inner = c.lock();
+    if !inner.ports.contains_key(&id) {
+        return Err(port_not_found(&id));
+    }
+    c.port_delete(&mut inner, &id);
+    Ok(StatusCode::NO_CONTENT.into_response())
 }

@@ -1,6 +1,9 @@
-//! Nova (Compute API v2.1 with microversions 2.1–2.79): servers (list, detail, show, delete,
-//! start/stop/reboot and os-getConsoleOutput actions) and flavors. `GET /servers[/detail]`
-//! honours `changes-since` (deleted servers included, status `DELETED`).
+//! Nova (Compute API v2.1 with microversions 2.1–2.79): servers (create, list, detail, show,
+//! delete, start/stop/reboot and os-getConsoleOutput actions, port interfaces) and flavors.
+//! `GET /servers[/detail]` honours `changes-since` (deleted servers included, status `DELETED`).
+//!
+//! `POST /servers` is what a real Heat's `OS::Nova::Server` calls (the simulated Heat creates its
+//! servers in-process): the server is BUILD until its host is up, then ACTIVE.
 
 use std::sync::Arc;
 
@@ -12,6 +15,7 @@ use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
+use super::ops::{NetReq, ServerSpec};
 use super::state::{Inner, ServerRec, ts};
 use super::{ApiResult, Cloud, next_link, nova_err, nova_err_fn, paginate, qget, qlimit};
 
@@ -27,10 +31,15 @@ pub(crate) fn routes() -> Router<Arc<Cloud>> {
         .route("/compute/", get(versions))
         .route(p, get(version))
         .route(&format!("{p}/"), get(version))
-        .route(&format!("{p}/servers"), get(list))
+        .route(&format!("{p}/servers"), get(list).post(create))
         .route(&format!("{p}/servers/detail"), get(detail))
         .route(&format!("{p}/servers/{{id}}"), get(show).delete(delete))
         .route(&format!("{p}/servers/{{id}}/action"), post(action))
+        .route(&format!("{p}/servers/{{id}}/os-interface"), get(interfaces))
+        .route(
+            &format!("{p}/servers/{{id}}/os-interface/{{port}}"),
+            get(interface_show).delete(interface_detach),
+        )
         .route(&format!("{p}/flavors"), get(flavors))
         .route(&format!("{p}/flavors/detail"), get(flavors_detail))
         .route(&format!("{p}/flavors/{{id}}"), get(flavor_show))
@@ -558,4 +567,258 @@ async fn flavors_detail(State(c): State<Arc<Cloud>>) -> Response {
 
 async fn flavor_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> Response {
     axum::Json(json!({"flavor": flavor_json(&c, &id, true)})).into_response()
+}
+
+fn bad_request(msg: impl Into<String>) -> super::ApiError {
+    nova_err(400, "badRequest", msg)
+}
+
+/// A string field of a request body: absent or null → `None`; another type → 400.
+fn opt_str(v: &Value, field: &str) -> Result<Option<String>, super::ApiError> {
+    match v.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(bad_request(format!(
+            "Invalid input for field/attribute {field}. Value: {other}. {other} is not of type 'string'"
+        ))),
+    }
+}
+
+/// Builds a server request from a `POST /servers` body (Compute API "Create Server"): `name`,
+/// `flavorRef`, `imageRef` (or a `block_device_mapping_v2` entry with `source_type: image` and
+/// `boot_index: 0`), `availability_zone`, `networks` (a list of `{uuid, port, fixed_ip}`, or
+/// `"auto"`/`"none"` as of 2.37), volume entries of `block_device_mapping_v2`, `user_data`
+/// (base64, stored decoded), `metadata`, `key_name`, `config_drive`. The image must exist in
+/// Glance, as Nova checks (400 otherwise).
+fn create_spec(inner: &Inner, body: &Value) -> Result<ServerSpec, super::ApiError> {
+    use base64::Engine as _;
+    let s = body
+        .get("server")
+        .filter(|s| s.is_object())
+        .ok_or_else(|| bad_request("Malformed request body: 'server' is a required property"))?;
+    let name = opt_str(s, "name")?
+        .filter(|n| !n.trim().is_empty() && n.len() <= 255)
+        .ok_or_else(|| bad_request("Invalid input for field/attribute name."))?;
+    let flavor = opt_str(s, "flavorRef")?
+        .filter(|f| !f.is_empty())
+        .ok_or_else(|| bad_request("Invalid input for field/attribute flavorRef."))?;
+    let mut image = opt_str(s, "imageRef")?.unwrap_or_default();
+    let mut volumes = Vec::new();
+    let mut next_dev = b'b';
+    for b in s
+        .get("block_device_mapping_v2")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let uuid = opt_str(b, "uuid")?.unwrap_or_default();
+        match b.get("source_type").and_then(Value::as_str) {
+            Some("volume") if !uuid.is_empty() => {
+                let dev = opt_str(b, "device_name")?.unwrap_or_else(|| {
+                    let d = format!("vd{}", next_dev as char);
+                    next_dev += 1;
+                    d
+                });
+                volumes.push((uuid, dev));
+            }
+            Some("image") if image.is_empty() && !uuid.is_empty() => image = uuid,
+            _ => {}
+        }
+    }
+    if image.is_empty() {
+        return Err(bad_request(
+            "Block Device Mapping is Invalid: You specified more local devices than the limit allows",
+        ));
+    }
+    let known = inner.images.contains_key(&image) || inner.images.values().any(|i| i.name == image);
+    if !known {
+        return Err(bad_request(format!("Image {image} could not be found.")));
+    }
+    let mut networks = Vec::new();
+    match s.get("networks") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(a)) if a == "auto" || a == "none" => {}
+        Some(Value::Array(list)) => {
+            for n in list {
+                if let Some(p) = opt_str(n, "port")?.filter(|p| !p.is_empty()) {
+                    networks.push(NetReq::Port(p));
+                } else if let Some(net) = opt_str(n, "uuid")?.filter(|u| !u.is_empty()) {
+                    let fixed_ip = match opt_str(n, "fixed_ip")? {
+                        Some(ip) => Some(ip.parse().map_err(|_| {
+                            bad_request(format!(
+                                "Invalid input for field/attribute fixed_ip. Value: {ip}."
+                            ))
+                        })?),
+                        None => None,
+                    };
+                    networks.push(NetReq::Network { net, fixed_ip });
+                } else {
+                    return Err(bad_request(format!(
+                        "Invalid input for field/attribute networks. Value: {n}."
+                    )));
+                }
+            }
+        }
+        Some(other) => {
+            return Err(bad_request(format!(
+                "Invalid input for field/attribute networks. Value: {other}."
+            )));
+        }
+    }
+    if networks.is_empty() {
+        networks.push(NetReq::Network {
+            net: "testbed-net".into(),
+            fixed_ip: None,
+        });
+    }
+    let user_data = match opt_str(s, "user_data")? {
+        None => None,
+        Some(b64) => {
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(b64.as_bytes())
+                .map_err(|_| bad_request("User data needs to be valid base 64."))?;
+            Some(String::from_utf8_lossy(&raw).into_owned())
+        }
+    };
+    let metadata = s
+        .get("metadata")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str()
+                            .map(String::from)
+                            .unwrap_or_else(|| v.to_string()),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(ServerSpec {
+        name,
+        flavor,
+        image,
+        az: opt_str(s, "availability_zone")?.filter(|z| !z.is_empty()),
+        networks,
+        volumes,
+        user_data,
+        config_drive: matches!(s.get("config_drive"), Some(Value::Bool(true)))
+            || opt_str(s, "config_drive")
+                .ok()
+                .flatten()
+                .is_some_and(|c| c.eq_ignore_ascii_case("true")),
+        metadata,
+        key_name: opt_str(s, "key_name")?.filter(|k| !k.is_empty()),
+        // A server created through the API belongs to no stack the testbed knows of.
+        cluster: String::new(),
+    })
+}
+
+/// `POST /servers` → 202 with the new server's id and links; the server is BUILD until its
+/// host is up (ACTIVE) or failed (ERROR with a `fault`).
+async fn create(
+    State(c): State<Arc<Cloud>>,
+    h: HeaderMap,
+    axum::Json(body): axum::Json<Value>,
+) -> ApiResult {
+    let v = microversion(&h)?;
+    let id = {
+        let mut inner = c.lock();
+        let spec = create_spec(&inner, &body)?;
+        c.server_begin(&mut inner, &spec).map_err(bad_request)?
+    };
+    let base = format!("{}/compute/v2.1", c.base);
+    let r = json!({"server": {
+        "id": id,
+        "links": [
+            {"rel": "self", "href": format!("{base}/servers/{id}")},
+            {"rel": "bookmark", "href": format!("{}/compute/servers/{id}", c.base)}
+        ],
+        "OS-DCF:diskConfig": "MANUAL",
+        "security_groups": [{"name": "default"}],
+    }});
+    let boot = c.clone();
+    let sid = id.clone();
+    tokio::spawn(async move {
+        if let Err(e) = boot.server_boot(&sid).await {
+            tracing::warn!("server {sid} boot: {e}");
+        }
+    });
+    Ok(with_version(
+        (StatusCode::ACCEPTED, axum::Json(r)).into_response(),
+        v,
+    ))
+}
+
+fn interface_json(inner: &Inner, port: &str) -> Option<Value> {
+    let p = inner.ports.get(port)?;
+    Some(json!({
+        "port_id": p.id, "net_id": p.network_id, "mac_addr": p.mac, "port_state": "ACTIVE",
+        "fixed_ips": [{"subnet_id": p.subnet_id, "ip_address": p.ip.to_string()}],
+    }))
+}
+
+/// `GET /servers/{id}/os-interface`: the server's ports (`interfaceAttachments`).
+async fn interfaces(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    let inner = c.lock();
+    let s = inner.servers.get(&id).ok_or_else(|| not_found(&id))?;
+    let list: Vec<Value> = s
+        .ports
+        .iter()
+        .filter_map(|p| interface_json(&inner, p))
+        .collect();
+    Ok(axum::Json(json!({"interfaceAttachments": list})).into_response())
+}
+
+/// `GET /servers/{id}/os-interface/{port}`: one attachment, 404 when the port is not attached.
+async fn interface_show(
+    State(c): State<Arc<Cloud>>,
+    Path((id, port)): Path<(String, String)>,
+) -> ApiResult {
+    let inner = c.lock();
+    let s = inner.servers.get(&id).ok_or_else(|| not_found(&id))?;
+    s.ports
+        .iter()
+        .find(|p| **p == port)
+        .and_then(|p| interface_json(&inner, p))
+        .map(|j| axum::Json(json!({"interfaceAttachment": j})).into_response())
+        .ok_or_else(|| nova_err(404, "itemNotFound", format!("Port {port} is not attached")))
+}
+
+/// `DELETE /servers/{id}/os-interface/{port}` → 202: the port is detached (it stays in Neutron).
+/// A server left without any port is unreachable: its host is stopped, so that the address can
+/// go to the server the port is attached to next (Heat detaches a server's ports before it
+/// creates the server's replacement).
+async fn interface_detach(
+    State(c): State<Arc<Cloud>>,
+    Path((id, port)): Path<(String, String)>,
+) -> ApiResult {
+    let orphaned = {
+        let mut inner = c.lock();
+        let s = inner.servers.get_mut(&id).ok_or_else(|| not_found(&id))?;
+        if !s.ports.contains(&port) {
+            return Err(nova_err(
+                404,
+                "itemNotFound",
+                format!("Port {port} is not attached"),
+            ));
+        }
+        s.ports.retain(|p| *p != port);
+        s.own_ports.retain(|p| *p != port);
+        s.updated = chrono::Utc::now();
+        let orphaned = s.ports.is_empty();
+        if let Some(p) = inner.ports.get_mut(&port) {
+            p.device_id.clear();
+            p.device_owner.clear();
+        }
+        orphaned
+    };
+    if orphaned && let Some(farm) = &c.farm {
+        farm.stop(&id)
+            .await
+            .map_err(|e| nova_err(500, "computeFault", format!("detaching {port}: {e:#}")))?;
+    }
+    Ok(StatusCode::ACCEPTED.into_response())
 }

@@ -79,6 +79,18 @@ fn mac() -> String {
     format!("fa:16:3e:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2])
 }
 
+/// The `allowed_address_pairs` of a Neutron port request: a list of objects, each with a string
+/// `ip_address` (kept verbatim); null is an empty list. The error text is Neutron's.
+pub(crate) fn allowed_pairs(v: &Value) -> Result<Vec<Value>, String> {
+    match v {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(a) if a.iter().all(|p| p["ip_address"].is_string()) => Ok(a.clone()),
+        other => Err(format!(
+            "Invalid input for allowed_address_pairs. Reason: {other} is not a list of address pairs."
+        )),
+    }
+}
+
 /// Normalises `vdb` → `/dev/vdb`.
 pub fn device_path(d: &str) -> String {
     if d.starts_with("/dev/") {
@@ -539,6 +551,14 @@ impl Cloud {
             i.properties.extend(properties);
         }
         id
+    }
+
+    /// Records a network (Neutron `GET /v2.0/networks` lists it) named `id_or_name`, or with
+    /// that id when it is a UUID, mapped onto the testbed bridge; returns its id (the existing
+    /// one's if there is one). The simulated Heat records any network a template names; a real
+    /// Heat looks networks up, so they must exist first.
+    pub fn add_network(&self, id_or_name: &str) -> String {
+        self.lock().network_for(id_or_name, &self.default_subnet)
     }
 
     /// Makes every server's console output `text` (`None`: back to what cloud-init prints, the

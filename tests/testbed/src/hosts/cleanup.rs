@@ -14,7 +14,8 @@ use super::util::{check_prefix, run};
 /// What [`down_all`] removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DownReport {
-    /// PIDs killed (processes inside the farm's network namespaces).
+    /// PIDs killed (processes inside the farm's network namespaces, and processes of a real
+    /// control plane tagged with the prefix: `crate::cloud::real::kill_tagged`).
     pub processes: Vec<i32>,
     /// Network namespaces deleted.
     pub netns: Vec<String>,
@@ -66,6 +67,10 @@ pub async fn down_all(prefix: &str) -> Result<DownReport> {
         })
         .unwrap_or_default();
     namespaces.sort();
+
+    // 0. a real control plane tagged with the prefix (Heat, Keystone, RabbitMQ, MariaDB)
+    rep.processes
+        .extend(crate::cloud::real::kill_tagged(prefix).await);
 
     // 1. processes (killing a host's PID 1 takes its whole PID namespace down)
     let deadline = Instant::now() + Duration::from_secs(5);
