@@ -27,6 +27,11 @@ pub struct ObservedVnfc {
     pub created: Option<String>,
     /// CP name → first fixed IP address of its port.
     pub cp_addresses: BTreeMap<String, String>,
+    /// Port resource name → address, for each port of the stack that is no VNFC's CP and whose
+    /// first fixed IP is in the `allowed_address_pairs` of one of this VNFC's CP ports: an
+    /// address the VNFC may answer at, e.g. the cluster VIP (`vip_CP` of Tacker's `complex`
+    /// flavour) that keepalived moves between the masters. Stored with the CP addresses.
+    pub shared_addresses: BTreeMap<String, String>,
     /// Volumes attached to the server.
     pub volumes: Vec<AttachedVolume>,
     /// `<index>` when the server's stack is the nested stack of a top-level resource named
@@ -54,6 +59,20 @@ pub fn observe(
         .filter(|r| r.resource_type == "OS::Cinder::Volume")
         .map(|r| (r.physical_resource_id.as_str(), r.resource_name.as_str()))
         .collect();
+    // Ports of the stack that are no VNFC's CP (a VIP port), by their first fixed IP.
+    let cp_names: BTreeMap<&str, ()> = vnfd.cps.keys().map(|k| (k.as_str(), ())).collect();
+    let loose_ports: BTreeMap<&str, &str> = resources
+        .iter()
+        .filter(|r| {
+            r.resource_type == "OS::Neutron::Port"
+                && !cp_names.contains_key(r.resource_name.as_str())
+        })
+        .filter_map(|r| {
+            let p = port_by_id.get(r.physical_resource_id.as_str())?;
+            let ip = p.fixed_ips.first()?.ip_address.as_str();
+            Some((ip, r.resource_name.as_str()))
+        })
+        .collect();
     let mut out = Vec::new();
     for r in resources
         .iter()
@@ -64,6 +83,7 @@ pub fn observe(
         }
         let server = server_by_id.get(r.physical_resource_id.as_str());
         let mut cp_addresses = BTreeMap::new();
+        let mut shared_addresses = BTreeMap::new();
         for (cp_name, cp) in &vnfd.cps {
             if cp.vdu != r.resource_name {
                 continue;
@@ -78,6 +98,11 @@ pub fn observe(
                 .map(|f| f.ip_address.clone());
             if let Some(ip) = ip {
                 cp_addresses.insert(cp_name.clone(), ip);
+            }
+            for pair in port.map(|p| p.allowed_address_pairs.as_slice()).unwrap_or(&[]) {
+                if let Some(name) = loose_ports.get(pair.ip_address.as_str()) {
+                    shared_addresses.insert((*name).to_owned(), pair.ip_address.clone());
+                }
             }
         }
         let attached = volumes
@@ -107,6 +132,7 @@ pub fn observe(
             server_status: server.map(|s| s.status.clone()),
             created: server.and_then(|s| s.created.clone()),
             cp_addresses,
+            shared_addresses,
             volumes: attached,
             index,
             parameters: None,
