@@ -181,7 +181,64 @@ pub fn cp_addresses(vnfcs: &[crate::model::VnfcRow]) -> BTreeMap<String, String>
 
 #[cfg(test)]
 mod tests {
-    use super::vnfc_index;
+    use super::{observe, vnfc_index};
+    use crate::cloud::{Port, StackRef, StackResource};
+    use serde_json::json;
+
+    fn resource(name: &str, id: &str, kind: &str, stack: &str) -> StackResource {
+        StackResource {
+            resource_name: name.into(),
+            physical_resource_id: id.into(),
+            resource_type: kind.into(),
+            resource_status: "CREATE_COMPLETE".into(),
+            status_reason: String::new(),
+            stack: StackRef::new(stack, stack),
+            parent_resource: None,
+            nested_stack: None,
+            required_by: Vec::new(),
+        }
+    }
+
+    fn port(id: &str, ip: &str, pairs: &[&str]) -> Port {
+        serde_json::from_value(json!({
+            "id": id,
+            "fixed_ips": [{"ip_address": ip}],
+            "allowed_address_pairs": pairs.iter().map(|p| json!({"ip_address": p})).collect::<Vec<_>>(),
+        }))
+        .unwrap()
+    }
+
+    /// A port of the stack that is no CP of the VNFD (Tacker's `vip_CP`) is recorded on the
+    /// VNFCs whose CP port lists its address in `allowed_address_pairs`, and only there.
+    #[test]
+    fn a_vip_port_in_allowed_address_pairs_is_a_shared_address() {
+        let pkg = crate::package::VnfPackage::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fixtures/packages/pv-k8s-cluster"
+        )))
+        .unwrap();
+        let resources = vec![
+            resource("vip_CP", "p-vip", "OS::Neutron::Port", "top"),
+            resource("masterNode", "s-m", "OS::Nova::Server", "m"),
+            resource("masterNode_CP1", "p-m", "OS::Neutron::Port", "m"),
+            resource("workerNode", "s-w", "OS::Nova::Server", "w"),
+            resource("workerNode_CP2", "p-w", "OS::Neutron::Port", "w"),
+        ];
+        let ports = vec![
+            port("p-vip", "10.0.0.100", &[]),
+            port("p-m", "10.0.0.10", &["10.0.0.100"]),
+            port("p-w", "10.0.0.20", &["10.0.0.99"]),
+        ];
+        let out = observe(&pkg.vnfd, &resources, &[], &ports, &[]);
+        let m = out.iter().find(|o| o.vdu_id == "masterNode").unwrap();
+        assert_eq!(m.cp_addresses["masterNode_CP1"], "10.0.0.10");
+        assert_eq!(
+            m.shared_addresses,
+            [("vip_CP".to_owned(), "10.0.0.100".to_owned())].into()
+        );
+        let w = out.iter().find(|o| o.vdu_id == "workerNode").unwrap();
+        assert!(w.shared_addresses.is_empty(), "{w:?}");
+    }
 
     #[test]
     fn index_comes_only_from_an_exact_vdu_dash_number_parent() {
