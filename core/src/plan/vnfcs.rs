@@ -99,7 +99,10 @@ pub fn observe(
             if let Some(ip) = ip {
                 cp_addresses.insert(cp_name.clone(), ip);
             }
-            for pair in port.map(|p| p.allowed_address_pairs.as_slice()).unwrap_or(&[]) {
+            for pair in port
+                .map(|p| p.allowed_address_pairs.as_slice())
+                .unwrap_or(&[])
+            {
                 if let Some(name) = loose_ports.get(pair.ip_address.as_str()) {
                     shared_addresses.insert((*name).to_owned(), pair.ip_address.clone());
                 }

@@ -321,7 +321,11 @@ fn a_vip_port_is_the_cluster_ip_of_three_masters() {
     let script = "/usr/local/lib/vnfkeeper/install_k8s_cluster.sh";
     for m in ["m0", "m1", "m2"] {
         let a = &install_of(&stages, m).args;
-        assert_eq!(a[1..5], ["-m", "10.10.0.10,10.10.0.11,10.10.0.12", "-i", vip], "{m}");
+        assert_eq!(
+            a[1..5],
+            ["-m", "10.10.0.10,10.10.0.11,10.10.0.12", "-i", vip],
+            "{m}"
+        );
     }
     assert_eq!(
         install_of(&stages, "w0").args,

@@ -95,7 +95,12 @@ async fn hosts_vip_moves_between_masters_through_haproxy_and_keepalived() {
 
     // The control planes: kubeadm init on the first, control-plane joins on the others.
     for m in masters {
-        exec_ok(&f, m, "apt-get install -y kubeadm haproxy keepalived >/dev/null").await;
+        exec_ok(
+            &f,
+            m,
+            "apt-get install -y kubeadm haproxy keepalived >/dev/null",
+        )
+        .await;
     }
     exec_ok(
         &f,
@@ -103,8 +108,18 @@ async fn hosts_vip_moves_between_masters_through_haproxy_and_keepalived() {
         &format!("kubeadm init --control-plane-endpoint {vip}:16443 --upload-certs >/dev/null"),
     )
     .await;
-    let st = f.kube(CLUSTER).kubeadm_state().unwrap().expect("initialized");
-    let token = st["tokens"].as_object().unwrap().keys().next().unwrap().clone();
+    let st = f
+        .kube(CLUSTER)
+        .kubeadm_state()
+        .unwrap()
+        .expect("initialized");
+    let token = st["tokens"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
     let (hash, key) = (
         st["ca_hash"].as_str().unwrap().to_string(),
         st["certificate_key"].as_str().unwrap().to_string(),
@@ -129,12 +144,7 @@ async fn hosts_vip_moves_between_masters_through_haproxy_and_keepalived() {
     // HAProxy :16443 → the three :6443, keepalived with the VIP (priority by position).
     let servers: String = ips
         .iter()
-        .map(|ip| {
-            format!(
-                "    server  master{}  {ip}:6443 check\n",
-                ip.octets()[3]
-            )
-        })
+        .map(|ip| format!("    server  master{}  {ip}:6443 check\n", ip.octets()[3]))
         .collect();
     let haproxy = format!(
         "global\n    maxconn 256\n\ndefaults\n    mode tcp\n    timeout connect 5s\n    \
@@ -203,19 +213,29 @@ async fn hosts_vip_moves_between_masters_through_haproxy_and_keepalived() {
     // kubeadm reset stops that master's API server stand-in; HAProxy's other backend serves.
     exec_ok(&f, &second, "kubeadm reset -f >/dev/null").await;
     let ip = ips[masters.iter().position(|m| *m == second).unwrap()];
-    assert_eq!(get(&f, "w14", &format!("{ip}:6443")).await.0, 0, "{second} after reset");
+    assert_eq!(
+        get(&f, "w14", &format!("{ip}:6443")).await.0,
+        0,
+        "{second} after reset"
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let (code, body) = get(&f, "w14", &format!("{vip}:16443")).await;
         if is_forbidden(code, &body) {
             break;
         }
-        assert!(Instant::now() < deadline, "no backend answers after the reset");
+        assert!(
+            Instant::now() < deadline,
+            "no backend answers after the reset"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // systemctl stop ends keepalived and haproxy for real.
     exec_ok(&f, &second, "systemctl stop keepalived haproxy").await;
-    let o = f.exec(&second, "pgrep -x keepalived; pgrep -x haproxy").await.unwrap();
+    let o = f
+        .exec(&second, "pgrep -x keepalived; pgrep -x haproxy")
+        .await
+        .unwrap();
     assert_eq!(stdout(&o), "", "processes left after systemctl stop");
     g.finish().await;
 }
