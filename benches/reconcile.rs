@@ -216,6 +216,7 @@ async fn record_vnf(cloud: &OpenStackCloud, db: &Db, i: usize) {
             server_status: Some("ACTIVE".into()),
             created: None,
             cp_addresses: Default::default(),
+            shared_addresses: Default::default(),
             volumes: Vec::new(),
             index: None,
             parameters: None,

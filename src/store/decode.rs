@@ -123,6 +123,7 @@ mod tests {
             server_status: Some("ACTIVE".into()),
             created: None,
             cp_addresses: BTreeMap::from([("workerNode_CP2".into(), "10.0.0.5".into())]),
+            shared_addresses: BTreeMap::new(),
             volumes: vec![AttachedVolume {
                 resource: Some("vol".into()),
                 volume_id: "vol-1".into(),

@@ -514,6 +514,19 @@ pub struct Port {
     /// MAC address.
     #[serde(default, deserialize_with = "nullable")]
     pub mac_address: String,
+    /// `allowed_address_pairs` (Networking API v2.0, "Allowed address pairs" extension): other
+    /// addresses the port may send from and receive at, e.g. a VIP that VRRP moves between
+    /// servers.
+    #[serde(default, deserialize_with = "nullable")]
+    pub allowed_address_pairs: Vec<AddressPair>,
+}
+
+/// One `allowed_address_pairs[]` entry of a port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AddressPair {
+    /// An IP address or CIDR.
+    #[serde(default, deserialize_with = "nullable")]
+    pub ip_address: String,
 }
 
 /// One `attachments[]` entry of a volume.

@@ -226,9 +226,10 @@ impl KubeadmNfs {
     /// What every install script run of the cluster shares, as Tacker's sample MgmtDriver
     /// passes it (`kubernetes_mgmt.py` `_install_k8s_cluster`): the masters' `nic_cp_name`
     /// addresses with `anchor` (the master that creates the cluster, or that the others join)
-    /// first, and the cluster IP, the address of `master_node.cluster_cp_name`. Errors: a master
-    /// without a `nic_cp_name` address; `cluster_cp_name` the CP of no VNFC (a VIP port of the
-    /// stack outside the VNFCs is not supported yet: refused rather than ignored).
+    /// first, and the cluster IP, the address of `master_node.cluster_cp_name`: a VNFC's CP, or
+    /// a port of the stack outside the VNFCs whose address the masters' ports list in their
+    /// `allowed_address_pairs` (the VIP of Tacker's `complex` flavour, `vip_CP`). Errors: a
+    /// master without a `nic_cp_name` address; `cluster_cp_name` neither.
     fn cluster_args(
         &self,
         vnfcs: &[VnfcRow],
@@ -240,7 +241,8 @@ impl KubeadmNfs {
             ips.push(self.nic(m)?);
         }
         let cp = &self.k8s.master_node.cluster_cp_name;
-        // The endpoint the cluster was made with: the first VNFC (store order) on the CP.
+        // The endpoint the cluster was made with: the first VNFC (store order) on the CP — a
+        // master's own CP, or the VIP port its port may answer for (recorded with its CPs).
         let cluster_ip = vnfcs
             .iter()
             .find_map(|row| crate::plan::vnfcs::cp_address(row, cp))
@@ -248,8 +250,8 @@ impl KubeadmNfs {
                 FlavourError::new(
                     "k8s.install",
                     format!(
-                        "master_node.cluster_cp_name `{cp}` is the CP of no VNFC; a cluster VIP \
-                         port outside the VNFCs is not supported yet"
+                        "master_node.cluster_cp_name `{cp}` is neither a CP of a VNFC nor a port \
+                         of the stack in a master port's allowed_address_pairs (a VIP)"
                     ),
                 )
             })?;
@@ -719,8 +721,10 @@ impl MgmtDriver for KubeadmNfs {
             // cluster_cp_name: while its server is rebuilt no node can reach the cluster to
             // re-join it.
             let cp = &self.k8s.master_node.cluster_cp_name;
+            let own_cp = self.inputs.vnfd.cps.contains_key(cp);
             let endpoint = vnfcs
                 .iter()
+                .filter(|_| own_cp)
                 .find(|v| crate::plan::vnfcs::cp_address(v, cp).is_some());
             if let Some(v) = endpoint.filter(|v| healed.contains(v.id.as_str())) {
                 return Some(format!(

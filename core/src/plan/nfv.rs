@@ -1,6 +1,8 @@
 //! The `nfv` stack parameter of an AutoScalingGroup BaseHOT (Tacker's DefaultUserData shape):
 //! `{"VDU": {<vdu>: {computeFlavourId, vcImageId, desired_capacity}}, "CP": {<cp>: {network,
-//! fixed_ips?}}}`. Pure.
+//! fixed_ips?}}}`, each VDU entry also with `flavor` and `image` (the same values), the keys of
+//! the user-data classes of Tacker's Kubernetes samples (`KubernetesClusterUserData`, through
+//! `UserDataUtil.create_final_param_dict`), whose BaseHOTs read `nfv.VDU.<vdu>.flavor`. Pure.
 
 use serde_json::{Map, Value, json};
 
@@ -46,6 +48,8 @@ pub fn instantiate_parameters(
             json!({
                 "computeFlavourId": flavour,
                 "vcImageId": image,
+                "flavor": flavour,
+                "image": image,
                 "desired_capacity": vnfd.instances_at_level(name, level),
             }),
         );
@@ -124,6 +128,15 @@ mod tests {
         let nfv = instantiate_parameters(&pkg.vnfd, &pv_request()).unwrap();
         assert_eq!(nfv["VDU"]["masterNode"]["desired_capacity"], 1);
         assert_eq!(nfv["VDU"]["workerNode"]["desired_capacity"], 2);
+        // The keys of Tacker's KubernetesClusterUserData too, with the same values.
+        assert_eq!(
+            nfv["VDU"]["workerNode"]["flavor"],
+            nfv["VDU"]["workerNode"]["computeFlavourId"]
+        );
+        assert_eq!(
+            nfv["VDU"]["workerNode"]["image"],
+            nfv["VDU"]["workerNode"]["vcImageId"]
+        );
         assert_eq!(
             nfv["VDU"]["storage_server"]["computeFlavourId"],
             "m1.medium"

@@ -27,6 +27,11 @@ pub struct ObservedVnfc {
     pub created: Option<String>,
     /// CP name → first fixed IP address of its port.
     pub cp_addresses: BTreeMap<String, String>,
+    /// Port resource name → address, for each port of the stack that is no VNFC's CP and whose
+    /// first fixed IP is in the `allowed_address_pairs` of one of this VNFC's CP ports: an
+    /// address the VNFC may answer at, e.g. the cluster VIP (`vip_CP` of Tacker's `complex`
+    /// flavour) that keepalived moves between the masters. Stored with the CP addresses.
+    pub shared_addresses: BTreeMap<String, String>,
     /// Volumes attached to the server.
     pub volumes: Vec<AttachedVolume>,
     /// `<index>` when the server's stack is the nested stack of a top-level resource named
@@ -54,6 +59,20 @@ pub fn observe(
         .filter(|r| r.resource_type == "OS::Cinder::Volume")
         .map(|r| (r.physical_resource_id.as_str(), r.resource_name.as_str()))
         .collect();
+    // Ports of the stack that are no VNFC's CP (a VIP port), by their first fixed IP.
+    let cp_names: BTreeMap<&str, ()> = vnfd.cps.keys().map(|k| (k.as_str(), ())).collect();
+    let loose_ports: BTreeMap<&str, &str> = resources
+        .iter()
+        .filter(|r| {
+            r.resource_type == "OS::Neutron::Port"
+                && !cp_names.contains_key(r.resource_name.as_str())
+        })
+        .filter_map(|r| {
+            let p = port_by_id.get(r.physical_resource_id.as_str())?;
+            let ip = p.fixed_ips.first()?.ip_address.as_str();
+            Some((ip, r.resource_name.as_str()))
+        })
+        .collect();
     let mut out = Vec::new();
     for r in resources
         .iter()
@@ -64,6 +83,7 @@ pub fn observe(
         }
         let server = server_by_id.get(r.physical_resource_id.as_str());
         let mut cp_addresses = BTreeMap::new();
+        let mut shared_addresses = BTreeMap::new();
         for (cp_name, cp) in &vnfd.cps {
             if cp.vdu != r.resource_name {
                 continue;
@@ -78,6 +98,14 @@ pub fn observe(
                 .map(|f| f.ip_address.clone());
             if let Some(ip) = ip {
                 cp_addresses.insert(cp_name.clone(), ip);
+            }
+            for pair in port
+                .map(|p| p.allowed_address_pairs.as_slice())
+                .unwrap_or(&[])
+            {
+                if let Some(name) = loose_ports.get(pair.ip_address.as_str()) {
+                    shared_addresses.insert((*name).to_owned(), pair.ip_address.clone());
+                }
             }
         }
         let attached = volumes
@@ -107,6 +135,7 @@ pub fn observe(
             server_status: server.map(|s| s.status.clone()),
             created: server.and_then(|s| s.created.clone()),
             cp_addresses,
+            shared_addresses,
             volumes: attached,
             index,
             parameters: None,
@@ -155,7 +184,64 @@ pub fn cp_addresses(vnfcs: &[crate::model::VnfcRow]) -> BTreeMap<String, String>
 
 #[cfg(test)]
 mod tests {
-    use super::vnfc_index;
+    use super::{observe, vnfc_index};
+    use crate::cloud::{Port, StackRef, StackResource};
+    use serde_json::json;
+
+    fn resource(name: &str, id: &str, kind: &str, stack: &str) -> StackResource {
+        StackResource {
+            resource_name: name.into(),
+            physical_resource_id: id.into(),
+            resource_type: kind.into(),
+            resource_status: "CREATE_COMPLETE".into(),
+            status_reason: String::new(),
+            stack: StackRef::new(stack, stack),
+            parent_resource: None,
+            nested_stack: None,
+            required_by: Vec::new(),
+        }
+    }
+
+    fn port(id: &str, ip: &str, pairs: &[&str]) -> Port {
+        serde_json::from_value(json!({
+            "id": id,
+            "fixed_ips": [{"ip_address": ip}],
+            "allowed_address_pairs": pairs.iter().map(|p| json!({"ip_address": p})).collect::<Vec<_>>(),
+        }))
+        .unwrap()
+    }
+
+    /// A port of the stack that is no CP of the VNFD (Tacker's `vip_CP`) is recorded on the
+    /// VNFCs whose CP port lists its address in `allowed_address_pairs`, and only there.
+    #[test]
+    fn a_vip_port_in_allowed_address_pairs_is_a_shared_address() {
+        let pkg = crate::package::VnfPackage::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fixtures/packages/pv-k8s-cluster"
+        )))
+        .unwrap();
+        let resources = vec![
+            resource("vip_CP", "p-vip", "OS::Neutron::Port", "top"),
+            resource("masterNode", "s-m", "OS::Nova::Server", "m"),
+            resource("masterNode_CP1", "p-m", "OS::Neutron::Port", "m"),
+            resource("workerNode", "s-w", "OS::Nova::Server", "w"),
+            resource("workerNode_CP2", "p-w", "OS::Neutron::Port", "w"),
+        ];
+        let ports = vec![
+            port("p-vip", "10.0.0.100", &[]),
+            port("p-m", "10.0.0.10", &["10.0.0.100"]),
+            port("p-w", "10.0.0.20", &["10.0.0.99"]),
+        ];
+        let out = observe(&pkg.vnfd, &resources, &[], &ports, &[]);
+        let m = out.iter().find(|o| o.vdu_id == "masterNode").unwrap();
+        assert_eq!(m.cp_addresses["masterNode_CP1"], "10.0.0.10");
+        assert_eq!(
+            m.shared_addresses,
+            [("vip_CP".to_owned(), "10.0.0.100".to_owned())].into()
+        );
+        let w = out.iter().find(|o| o.vdu_id == "workerNode").unwrap();
+        assert!(w.shared_addresses.is_empty(), "{w:?}");
+    }
 
     #[test]
     fn index_comes_only_from_an_exact_vdu_dash_number_parent() {

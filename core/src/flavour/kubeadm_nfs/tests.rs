@@ -288,8 +288,8 @@ fn the_install_script_gets_tackers_options_and_the_proxies_in_its_environment() 
     assert!(secrets.contains(&"https://user2:password2@host2:port2".to_owned()));
 }
 
-/// A `cluster_cp_name` that is the CP of no VNFC (a VIP port of the stack) is refused with a
-/// reason naming it, not ignored.
+/// A `cluster_cp_name` that is the CP of no VNFC and no port a master may answer for is
+/// refused with a reason naming it, not ignored.
 #[test]
 fn a_cluster_cp_outside_the_vnfcs_is_refused() {
     let mut d = driver();
@@ -355,4 +355,49 @@ fn the_vim_token_and_kubeconfig_are_kept_checked() {
         crate::artifact::kubeconfig_ca_sha256(text),
         Some(crate::digest::sha256_hex(b"-----BEGIN"))
     );
+}
+
+/// Three masters whose ports list the stack's `vip_CP` address in their allowed address pairs
+/// (Tacker's `complex` flavour): every master's install gets `-m` with all three and `-i` the
+/// VIP, the workers `-i` the VIP with `ha_flag=True`; healing the master that created the
+/// cluster is no longer refused (the VIP, not its own address, is the endpoint), two at once
+/// still is (etcd quorum).
+#[test]
+fn a_vip_port_is_the_cluster_ip_of_three_masters() {
+    let mut d = driver();
+    d.k8s.master_node.cluster_cp_name = "vip_CP".into();
+    d.k8s.storage_server = None;
+    let vip = "10.10.0.100";
+    let mut r = vec![
+        row("m0", "masterNode", "masterNode_CP1", "10.10.0.10"),
+        row("m1", "masterNode", "masterNode_CP1", "10.10.0.11"),
+        row("m2", "masterNode", "masterNode_CP1", "10.10.0.12"),
+        row("w0", "workerNode", "workerNode_CP2", "10.10.0.20"),
+    ];
+    for m in &mut r[..3] {
+        m.cp_addresses.insert("vip_CP".into(), vip.into());
+    }
+    let stages = d
+        .instantiate_end(HookContext {
+            vnfcs: &r,
+            pv_wait: Duration::from_secs(60),
+            op_occ_id: "op-1",
+        })
+        .unwrap();
+    let script = "/usr/local/lib/vnfkeeper/install_k8s_cluster.sh";
+    for m in ["m0", "m1", "m2"] {
+        let a = &install_of(&stages, m).args;
+        assert_eq!(
+            a[1..5],
+            ["-m", "10.10.0.10,10.10.0.11,10.10.0.12", "-i", vip],
+            "{m}"
+        );
+    }
+    assert_eq!(
+        install_of(&stages, "w0").args,
+        [script, "-w", "10.10.0.20", "-i", vip]
+    );
+    assert_eq!(d.rebuild_refusal(&r, &["m0".into()]), None);
+    let two = d.rebuild_refusal(&r, &["m0".into(), "m1".into()]).unwrap();
+    assert!(two.contains("quorum"), "{two}");
 }

@@ -31,9 +31,11 @@ pub const HOST_PACKAGES: &[&str] = &[
 
 /// Debian packages [`setup_packages`] installs without their recommended packages:
 /// `ansible-core` (`ansible-playbook` on the Ansible server; it recommends the 300 MB `ansible`
-/// collection bundle, which the kubespray stand-in tree does not use) and `haproxy` (the external
-/// load balancer of the kubespray flavour, run inside a host by the systemctl stand-in).
-pub const LEAN_HOST_PACKAGES: &[&str] = &["ansible-core", "haproxy"];
+/// collection bundle, which the kubespray stand-in tree does not use), `haproxy` (the external
+/// load balancer of the kubespray flavour and the masters' :16443 front of Tacker's install
+/// script) and `keepalived` (the install script's VRRP for the cluster VIP), both run inside a
+/// host by the systemctl stand-in.
+pub const LEAN_HOST_PACKAGES: &[&str] = &["ansible-core", "haproxy", "keepalived"];
 
 /// Installs the missing [`HOST_PACKAGES`] and [`LEAN_HOST_PACKAGES`] with apt-get (one `apt-get update` first, only when
 /// something is missing). Idempotent; needs root. Must run before any host starts: hosts see

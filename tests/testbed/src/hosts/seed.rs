@@ -21,6 +21,7 @@ const DOCKER: &str = include_str!("../../standins/docker-standin");
 const MKFS: &str = include_str!("../../standins/mkfs-wrapper");
 const DPKG_QUERY: &str = include_str!("../../standins/dpkg-query-standin");
 const KUBEADM: &str = include_str!("../../standins/kubeadm-standin");
+const KUBE_APISERVER: &str = include_str!("../../standins/kube-apiserver-standin");
 const CURL: &str = include_str!("../../standins/curl-standin");
 const APT_KEY: &str = include_str!("../../standins/apt-key-standin");
 const ADD_APT_REPOSITORY: &str = include_str!("../../standins/add-apt-repository-standin");
@@ -302,6 +303,12 @@ pub(crate) async fn build_common_seed(seed: &Path, root_pub: &str) -> Result<()>
         seed,
         "usr/local/lib/testbed/kubeadm",
         KUBEADM.as_bytes(),
+        0o755,
+    )?;
+    write_file(
+        seed,
+        "usr/local/lib/testbed/kube-apiserver",
+        KUBE_APISERVER.as_bytes(),
         0o755,
     )?;
     write_file(seed, "usr/local/bin/curl", CURL.as_bytes(), 0o755)?;
