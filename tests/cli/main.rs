@@ -12,7 +12,9 @@ mod metrics_daemon;
 mod pause_cli;
 mod prometheus_server;
 mod reconcile_no_cloud;
+mod shard_cli;
 #[path = "../support/mod.rs"]
 mod support;
+mod units;
 mod verbs_daemon;
 mod verbs_no_daemon;
