@@ -9,6 +9,7 @@ mod describe_daemon;
 mod host_key_forget;
 mod hot_adjust_cli;
 mod metrics_daemon;
+mod pacemaker;
 mod pause_cli;
 mod prometheus_server;
 mod reconcile_no_cloud;
