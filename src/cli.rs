@@ -21,6 +21,11 @@ use crate::store::{OperationRow, Store};
 #[derive(Debug, Parser)]
 #[command(name = "vnfkeeper", version, about)]
 pub struct Cli {
+    /// The shard to use: its configuration is /etc/vnfkeeper/NAME.toml (a `--config` or
+    /// VNFKEEPER_CONFIG file wins). Without it: /etc/vnfkeeper/vnfkeeper.toml, a single
+    /// machine's one shard. NAME: 1 to 32 of a-z, 0-9 and '-', not starting with '-'.
+    #[arg(long, global = true, env = "VNFKEEPER_SHARD", value_name = "NAME")]
+    pub shard: Option<crate::config::Shard>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -401,9 +406,51 @@ fn without_ages(text: &str) -> String {
     out
 }
 
+/// Parses the command line. With `--shard NAME` (or `VNFKEEPER_SHARD`) the `--config` default
+/// of every command becomes `/etc/vnfkeeper/NAME.toml` and the line is parsed again, so that a
+/// `--config` given (or `VNFKEEPER_CONFIG`) still wins and every command reads the file as it
+/// does without a shard. Errors: clap's usage errors (exit 2), e.g. an invalid shard name.
+pub fn parse() -> Cli {
+    parse_from(std::env::args_os())
+}
+
+/// [`parse`] of the given arguments (the first is the program name).
+pub fn parse_from<I, T>(args: I) -> Cli
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let cli = Cli::parse_from(&args);
+    let Some(shard) = &cli.shard else {
+        return cli;
+    };
+    let default = shard.config_path().display().to_string();
+    let matches = with_config_default(Cli::command(), &default).get_matches_from(&args);
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// `cmd` with the default of its `--config` (and of every subcommand's) set to `default`.
+fn with_config_default(cmd: clap::Command, default: &str) -> clap::Command {
+    let mut cmd = if cmd.get_arguments().any(|a| a.get_id() == "config") {
+        cmd.mut_arg("config", |a| a.default_value(default.to_owned()))
+    } else {
+        cmd
+    };
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, |s| with_config_default(s, default));
+    }
+    cmd
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse();
     if let Command::Daemon(c) = &cli.command {
         return crate::daemon::main(&c.config.config, c.recover_spool);
     }
@@ -1108,6 +1155,66 @@ fn table<const N: usize>(header: [&str; N]) -> Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The configuration file `config check` would read for `args`.
+    fn config_of(args: &[&str]) -> PathBuf {
+        match parse_from(args).command {
+            Command::Config {
+                command: ConfigCommand::Check(c),
+            } => c.config,
+            other => panic!("not config check: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn shard_selects_its_file_unless_config_is_given() {
+        // The environment would choose instead (tests/cli/shard_cli.rs covers it).
+        if std::env::var_os("VNFKEEPER_CONFIG").is_some()
+            || std::env::var_os("VNFKEEPER_SHARD").is_some()
+        {
+            panic!("run without VNFKEEPER_CONFIG and VNFKEEPER_SHARD in the environment");
+        }
+        let check = ["vnfkeeper", "config", "check"];
+        assert_eq!(
+            config_of(&check),
+            PathBuf::from(crate::config::DEFAULT_CONFIG_PATH)
+        );
+        // Before or after the subcommand: a global option.
+        let before = ["vnfkeeper", "--shard", "edge-1", "config", "check"];
+        assert_eq!(
+            config_of(&before),
+            PathBuf::from("/etc/vnfkeeper/edge-1.toml")
+        );
+        let after = ["vnfkeeper", "config", "check", "--shard", "edge-1"];
+        assert_eq!(
+            config_of(&after),
+            PathBuf::from("/etc/vnfkeeper/edge-1.toml")
+        );
+        let given = [
+            "vnfkeeper",
+            "--shard",
+            "edge-1",
+            "config",
+            "check",
+            "--config",
+            "/x.toml",
+        ];
+        assert_eq!(config_of(&given), PathBuf::from("/x.toml"));
+        // Every command that reads a configuration takes the shard's file.
+        let daemon = parse_from(["vnfkeeper", "--shard", "b2", "daemon"]);
+        match daemon.command {
+            Command::Daemon(d) => {
+                assert_eq!(d.config.config, PathBuf::from("/etc/vnfkeeper/b2.toml"))
+            }
+            other => panic!("{other:?}"),
+        }
+        for bad in ["../etc/passwd", "A", "-x", ""] {
+            let flag = format!("--shard={bad}");
+            let e = Cli::try_parse_from(["vnfkeeper", flag.as_str(), "config", "check"])
+                .expect_err(bad);
+            assert!(e.to_string().contains("shard name"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn relative_ages_do_not_count_as_a_change() {

@@ -25,3 +25,6 @@ pub const MSG_DATABASE_REFUSED: &str = "79200eb5844b4909b818b82954dadd8b";
 pub const MSG_DATABASE_LOST: &str = "4a885547d5084fc0848057a8bcd6530b";
 /// `MESSAGE_ID` of "maintenance pause ended" (`vnfkeeper resume`, or its `until` reached).
 pub const MSG_MAINTENANCE_RESUMED: &str = "1c6d07bb13d3406c9275e74f3ea360b6";
+/// `MESSAGE_ID` of "daemon fenced": another daemon raised the daemon epoch of this database (a
+/// split brain past the lock and the cluster's fencing); this one exited 79 without writing.
+pub const MSG_DAEMON_FENCED: &str = "0d5b6f3e2a9c4b7e8f1d2c3b4a596877";

@@ -24,6 +24,14 @@ pub(super) struct File {
     #[serde(default)]
     pub(super) metrics: MetricsFile,
     pub(super) tacker: Option<TackerFile>,
+    pub(super) ha: Option<HaFile>,
+}
+
+/// `[ha]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct HaFile {
+    pub(super) require_mount: PathBuf,
 }
 
 /// `[tacker]`.

@@ -11,7 +11,9 @@ pub mod tacker;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use file::{CloudFile, File, LimitsFile, MaxUnhealthyFile, MetricsFile, ReconcileFile, TackerFile};
+use file::{
+    CloudFile, File, HaFile, LimitsFile, MaxUnhealthyFile, MetricsFile, ReconcileFile, TackerFile,
+};
 use schedule::parse_schedule;
 use tacker::TackerSettings;
 
@@ -21,13 +23,75 @@ pub const EXIT_CONFIG: u8 = 78;
 /// Default path of the configuration file.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/vnfkeeper/vnfkeeper.toml";
 
+/// Directory of the configuration files: `vnfkeeper.toml`, and `<shard>.toml` per shard.
+pub const CONFIG_DIR: &str = "/etc/vnfkeeper";
+
 /// The `--config` option shared by every command (clap arguments; `VNFKEEPER_CONFIG` in the
-/// environment, else [`DEFAULT_CONFIG_PATH`]).
+/// environment, else the global `--shard NAME`'s `/etc/vnfkeeper/NAME.toml`, else
+/// [`DEFAULT_CONFIG_PATH`]; the CLI sets the shard's default before it parses, see
+/// `cli::parse`).
 #[derive(Debug, clap::Args)]
 pub struct ConfigArg {
     /// Configuration file.
     #[arg(long, env = "VNFKEEPER_CONFIG", default_value = DEFAULT_CONFIG_PATH)]
     pub config: PathBuf,
+}
+
+/// The name of a shard: one daemon with its own configuration `/etc/vnfkeeper/<name>.toml`,
+/// state directory, spool and clouds (the systemd instance of `vnfkeeper@<name>.service`).
+/// Syntax `[a-z0-9][a-z0-9-]{0,31}`: a file name, a systemd instance name and a Pacemaker
+/// resource id suffix without escaping.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Shard(String);
+
+impl Shard {
+    /// Longest name, in bytes.
+    pub const MAX_LEN: usize = 32;
+
+    /// The name as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The shard's configuration file, `/etc/vnfkeeper/<name>.toml`.
+    pub fn config_path(&self) -> PathBuf {
+        Path::new(CONFIG_DIR).join(format!("{}.toml", self.0))
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    /// Errors: the name does not match `[a-z0-9][a-z0-9-]{0,31}` (the message says why, and
+    /// repeats the name only when it is of that alphabet).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let first_ok = s
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        let rest_ok = s
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if s.len() > Self::MAX_LEN {
+            return Err(format!(
+                "a shard name has at most {} characters",
+                Self::MAX_LEN
+            ));
+        }
+        if !first_ok || !rest_ok {
+            return Err(
+                "a shard name is 1 to 32 of a-z, 0-9 and '-', starting with a letter or digit"
+                    .into(),
+            );
+        }
+        Ok(Self(s.to_owned()))
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// A configuration problem: which file, which key, why.
@@ -83,6 +147,23 @@ pub struct Settings {
     pub metrics: MetricsSettings,
     /// Companion mode with OpenStack Tacker (`[tacker]`); `None`: off.
     pub tacker: Option<TackerSettings>,
+    /// High-availability mode (`[ha]`): the shard runs under a cluster manager (Pacemaker) on a
+    /// file system that moves between nodes. `None`: a single machine.
+    pub ha: Option<HaSettings>,
+}
+
+/// `[ha]`: what the daemon requires of itself when a cluster manager moves its shard between
+/// nodes (README "Beyond one machine").
+///
+/// In this mode the daemon refuses to start (exit 78) unless `require_mount` is a mount point
+/// and the database already exists there (a missing database means the shard's file system is
+/// not mounted, not that the data is gone: it is never created, only `vnfkeeper db init` makes
+/// one), and it runs SQLite with `synchronous=FULL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HaSettings {
+    /// The mount point of the shard's file system (e.g. `/srv/vnfkeeper/edge-1`); `database`
+    /// and `spool_dir` must lie below it. Absolute.
+    pub require_mount: PathBuf,
 }
 
 /// The opt-in Prometheus endpoint (`[metrics]`).
@@ -220,6 +301,14 @@ impl Settings {
                 None => None,
                 Some(t) => Some(r.tacker(t, &file.metrics, cloud.as_ref())?),
             },
+            ha: None,
+        })
+        .and_then(|s| {
+            let ha = match file.ha {
+                None => None,
+                Some(h) => Some(r.ha(h, &s)?),
+            };
+            Ok(Settings { ha, ..s })
         })
     }
 
@@ -261,6 +350,14 @@ impl Settings {
         match &self.tacker {
             None => out.push_str("# [tacker] not configured: no notification endpoint\n"),
             Some(t) => t.write_toml(&mut out),
+        }
+        out.push('\n');
+        match &self.ha {
+            None => out.push_str("# [ha] not configured: a single machine\n"),
+            Some(h) => {
+                out.push_str("[ha]\n");
+                out.push_str(&format!("require_mount = {}\n", path(&h.require_mount)));
+            }
         }
         out
     }
@@ -483,6 +580,39 @@ impl Reader<'_> {
     }
 
     /// `[limits]`. Errors: the first key out of range.
+    /// `[ha]`: an absolute `require_mount` holding `database` and `spool_dir`.
+    fn ha(&self, f: HaFile, s: &Settings) -> Result<HaSettings, ConfigError> {
+        let mount = self.absolute("ha.require_mount", Some(f.require_mount), "/")?;
+        if mount == Path::new("/") {
+            return Err(self.invalid(
+                "ha.require_mount",
+                "must be the shard's own mount point, not /".into(),
+            ));
+        }
+        for (key, p) in [
+            ("ha.require_mount", &mount),
+            ("database", &s.database),
+            ("spool_dir", &s.spool_dir),
+        ] {
+            if p.components().any(|c| c == std::path::Component::ParentDir) {
+                return Err(self.invalid(key, "with [ha], must not contain `..`".into()));
+            }
+            if !p.starts_with(&mount) {
+                return Err(self.invalid(
+                    key,
+                    format!(
+                        "with [ha], must lie below ha.require_mount {} (the shard's file system \
+                         moves between nodes with its database and spool)",
+                        mount.display()
+                    ),
+                ));
+            }
+        }
+        Ok(HaSettings {
+            require_mount: mount,
+        })
+    }
+
     fn limits(&self, f: &LimitsFile) -> Result<Limits, ConfigError> {
         Ok(Limits {
             max_parallel_hosts: self.count(
@@ -566,6 +696,31 @@ mod tests {
 
     fn parse(text: &str) -> Result<Settings, ConfigError> {
         Settings::parse(text, Path::new("test.toml"))
+    }
+
+    #[test]
+    fn shard_names_are_checked_and_select_their_file() {
+        for good in ["a", "0", "edge-1", "a-", &"x".repeat(32)] {
+            let shard: Shard = good.parse().unwrap();
+            assert_eq!(
+                shard.config_path(),
+                PathBuf::from(format!("/etc/vnfkeeper/{good}.toml"))
+            );
+        }
+        for bad in [
+            "",
+            "-a",
+            "A",
+            "a_b",
+            "a.b",
+            "../x",
+            "a/b",
+            "é",
+            " a",
+            &"x".repeat(33),
+        ] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad:?} was accepted");
+        }
     }
 
     #[test]
@@ -791,6 +946,39 @@ mod tests {
         assert!(e.contains("listen"), "{e}");
         let e = parse("[metrics]\nport = 9464\n").unwrap_err().to_string();
         assert!(e.contains("port"), "{e}");
+    }
+
+    #[test]
+    fn ha_requires_database_and_spool_below_its_mount() {
+        let ok = parse(
+            "database = \"/srv/vnfkeeper/a/state/state.db\"\nspool_dir = \"/srv/vnfkeeper/a/spool\"\n\
+             [ha]\nrequire_mount = \"/srv/vnfkeeper/a\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            ok.ha.as_ref().unwrap().require_mount,
+            PathBuf::from("/srv/vnfkeeper/a")
+        );
+        assert_eq!(parse(&ok.to_toml()).unwrap(), ok);
+        assert!(parse("").unwrap().ha.is_none());
+        for (text, key) in [
+            ("[ha]\nrequire_mount = \"/srv/a\"\n", "`database`"),
+            (
+                "database = \"/srv/a/s.db\"\n[ha]\nrequire_mount = \"/srv/a\"\n",
+                "`spool_dir`",
+            ),
+            (
+                "database = \"/srv/a/../b/s.db\"\nspool_dir = \"/srv/a/s\"\n[ha]\nrequire_mount = \"/srv/a\"\n",
+                "`database`",
+            ),
+            ("[ha]\nrequire_mount = \"srv\"\n", "`ha.require_mount`"),
+            ("[ha]\nrequire_mount = \"/\"\n", "`ha.require_mount`"),
+            ("[ha]\n", "require_mount"),
+            ("[ha]\nrequire_mount = \"/a\"\nmode = \"x\"\n", "mode"),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
     }
 
     #[test]

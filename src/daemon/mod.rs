@@ -12,6 +12,7 @@
 //! and the operation scheduler and its status counts on their own task ([`runner::Scheduler`]).
 
 mod connect;
+pub mod ha;
 pub mod http;
 pub mod lock;
 pub mod logging;
@@ -83,6 +84,18 @@ pub fn main(config_path: &Path, recover_spool: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // [ha]: before the lock, which would create the state directory on the node's own disk
+    // when the shard's file system is not mounted.
+    if let Some(h) = &settings.ha
+        && let Err(e) = ha::check_start(&h.require_mount, &settings.database)
+    {
+        tracing::error!(
+            message_id = crate::message_ids::MSG_DATABASE_REFUSED,
+            database = %settings.database.display(),
+            "refusing to start: {e}"
+        );
+        return ExitCode::from(EXIT_CONFIG);
+    }
     // Before the database: a second daemon on the same state must not even migrate it.
     let state_dir = match settings.database.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -117,6 +130,9 @@ pub fn main(config_path: &Path, recover_spool: bool) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Err(code) = hold_epoch(&settings, &mut store) {
+        return code;
+    }
     if let Err(code) = check_spool(&settings, &mut store, recover_spool) {
         return code;
     }
@@ -170,6 +186,27 @@ fn open_store(settings: &Settings) -> crate::store::Result<Store> {
     let rejected = settings.spool_dir.join("rejected");
     let dirs = [accepted.as_path(), rejected.as_path()];
     Store::open_guarded(&settings.database, crate::store::History { dirs: &dirs })
+}
+
+/// `[ha]`'s `synchronous=FULL`, then raises the daemon epoch (at every start, with or without
+/// `[ha]`: one code path, and a database copied or shared past `daemon.lock` is fenced on a
+/// single machine too) with the hook that exits when a later write is fenced. `Err` is the exit
+/// status (1, logged).
+fn hold_epoch(settings: &Settings, store: &mut Store) -> Result<(), ExitCode> {
+    let fatal = |e: StoreError| {
+        tracing::error!(error = %e, "vnfkeeper stopped on a fatal error: {e}");
+        ExitCode::FAILURE
+    };
+    if settings.ha.is_some() {
+        let level = store.set_synchronous_full().map_err(fatal)?;
+        tracing::info!(synchronous = level, "[ha]: SQLite synchronous=FULL (2)");
+    }
+    let node = ha::node_name();
+    let epoch = store
+        .hold_epoch(&node, Timestamp(chrono::Utc::now()), Some(ha::exit_fenced))
+        .map_err(fatal)?;
+    tracing::info!(epoch = epoch.0, node = %node, "daemon epoch {epoch} raised");
+    Ok(())
 }
 
 /// Compares the spool's filed copies with the database ([`crate::intake::check::check`]) and,

@@ -84,6 +84,8 @@ fn restart_only(old: &Settings, new: &Settings, password_changed: bool) -> Vec<&
     differ("[cloud]", old.cloud != new.cloud);
     differ("[limits]", old.limits != new.limits);
     differ("[metrics]", old.metrics != new.metrics);
+    // Its checks and synchronous=FULL act when the daemon starts.
+    differ("[ha]", old.ha != new.ha);
     match (&old.tacker, &new.tacker) {
         (None, None) => {}
         (Some(_), None) | (None, Some(_)) => differ("[tacker]", true),
@@ -222,5 +224,10 @@ mod tests {
         assert_eq!(restart_only(&old, &other, false), ["tacker.listen"]);
         other.tacker = None;
         assert_eq!(restart_only(&old, &other, false), ["[tacker]"]);
+        let mut ha = old.clone();
+        ha.ha = Some(crate::config::HaSettings {
+            require_mount: "/d".into(),
+        });
+        assert_eq!(restart_only(&old, &ha, false), ["[ha]"]);
     }
 }

@@ -6,6 +6,7 @@
 mod decode;
 mod describe;
 mod engine;
+mod epoch;
 mod gauges;
 mod hostkeys;
 mod packages;
@@ -27,6 +28,7 @@ use rusqlite::{
 
 pub use describe::LastDecision;
 pub use engine::JournalRow;
+pub use epoch::{Epoch, OnFenced};
 pub use gauges::{StateGauges, holds_heal};
 pub use hostkeys::ForgottenHostKey;
 pub use reconcile::ReconcileStateRow;
@@ -96,7 +98,25 @@ pub enum StoreError {
     /// failing `PRAGMA quick_check`. The daemon exits 78 (`EX_CONFIG`) on it.
     #[error(transparent)]
     Refused(#[from] Refusal),
+    /// Another daemon raised the daemon epoch since this store's daemon started
+    /// ([`Store::hold_epoch`]): the write transaction was rolled back before it wrote anything.
+    /// The daemon exits with [`EXIT_FENCED`].
+    #[error(
+        "fenced: this daemon holds epoch {held}, but the database's daemon epoch is {current}: \
+         another daemon started on this database since; nothing was written"
+    )]
+    Fenced {
+        /// The epoch this daemon raised at its start.
+        held: Epoch,
+        /// The database's epoch now.
+        current: Epoch,
+    },
 }
+
+/// Exit status of a daemon whose write was fenced ([`StoreError::Fenced`]): another daemon
+/// started on its database. The units' `RestartPreventExitStatus` lists it: a restart would
+/// fence that other daemon in turn.
+pub const EXIT_FENCED: u8 = 79;
 
 impl From<std::io::Error> for StoreError {
     fn from(e: std::io::Error) -> Self {
@@ -113,6 +133,8 @@ pub struct Store {
     conn: Connection,
     /// Seals and opens request secrets (see `secrets.rs`).
     key: Option<SecretsKey>,
+    /// The daemon epoch held since [`Store::hold_epoch`]; `None` for a command's store.
+    fence: Option<epoch::Fence>,
 }
 
 impl Store {
@@ -158,7 +180,19 @@ impl Store {
         Ok(Self {
             conn,
             key: Some(key),
+            fence: None,
         })
+    }
+
+    /// `PRAGMA synchronous=FULL` (`[ha]`): each commit is synced to disk before it returns, so a
+    /// power-off (a cluster's fencing) loses no committed transaction; the default `NORMAL` in
+    /// WAL mode may lose the last ones. Returns SQLite's value read back (2 for FULL). Errors:
+    /// SQLite's.
+    pub fn set_synchronous_full(&mut self) -> Result<i64> {
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        Ok(self
+            .conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))?)
     }
 
     /// Runs `f` inside one transaction and commits if it returns `Ok`.
@@ -168,13 +202,27 @@ impl Store {
     /// timeout (5 s) for it. A deferred transaction that reads first and then writes would fail
     /// at once with `SQLITE_BUSY` ("database is locked"): SQLite cannot wait for the lock there
     /// without risking a deadlock, so it does not call the busy handler.
+    ///
+    /// With a daemon epoch held ([`Store::hold_epoch`]) it first checks that it is still the
+    /// database's; if not, it rolls back, calls the fence hook (the daemon's exits) and returns
+    /// [`StoreError::Fenced`] without running `f`.
     pub fn write<T>(&mut self, f: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if let Err(e) = epoch::check(&tx, self.fence) {
+            drop(tx);
+            if let (Some(fence), StoreError::Fenced { held, current }) = (self.fence, &e)
+                && let Some(hook) = fence.on_fenced
+            {
+                hook(*held, *current);
+            }
+            return Err(e);
+        }
         let mut w = Tx {
             tx,
             key: self.key.as_ref(),
+            epoch: self.fence.map(|f| f.epoch),
         };
         let out = f(&mut w)?;
         w.tx.commit()?;
@@ -435,6 +483,8 @@ fn collect_checked<T>(rows: impl Iterator<Item = rusqlite::Result<Result<T>>>) -
 pub struct Tx<'c> {
     tx: Transaction<'c>,
     key: Option<&'c SecretsKey>,
+    /// The daemon epoch stamped on appended events (`None`: a command's write).
+    epoch: Option<Epoch>,
 }
 
 /// Prepared statements kept per connection (rusqlite's default is 16). The daemon's one
@@ -753,8 +803,8 @@ impl Tx<'_> {
     /// Appends an audit event.
     pub fn append_event(&mut self, ev: &NewEvent<'_>, now: Timestamp) -> Result<()> {
         self.tx.prepare_cached(
-            "INSERT INTO event (at, kind, vnf_instance_id, vnf_lcm_op_occ_id, vnfc_id, message, evidence)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO event (at, kind, vnf_instance_id, vnf_lcm_op_occ_id, vnfc_id, message, evidence, epoch)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?.execute(
             params![
                 now.to_rfc3339(),
@@ -763,7 +813,8 @@ impl Tx<'_> {
                 ev.vnf_lcm_op_occ_id.map(OpOccId::as_str),
                 ev.vnfc_id.map(VnfcId::as_str),
                 ev.message,
-                ev.evidence
+                ev.evidence,
+                self.epoch.map(|e| e.0)
             ],
         )?;
         Ok(())

@@ -9,10 +9,13 @@ mod describe_daemon;
 mod host_key_forget;
 mod hot_adjust_cli;
 mod metrics_daemon;
+mod pacemaker;
 mod pause_cli;
 mod prometheus_server;
 mod reconcile_no_cloud;
+mod shard_cli;
 #[path = "../support/mod.rs"]
 mod support;
+mod units;
 mod verbs_daemon;
 mod verbs_no_daemon;

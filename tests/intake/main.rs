@@ -5,6 +5,7 @@
 //! One test binary per subject (fewer links, one process per test under nextest); each module
 //! is one former test file, its tests unchanged.
 
+mod ha_fencing;
 mod intake_busy;
 mod package_snapshot;
 mod secrets_at_rest;

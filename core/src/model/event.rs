@@ -61,11 +61,14 @@ pub enum EventKind {
     ReconcilePaused,
     /// A server rebuild reconcile would start is one the VNF's flavour refuses (alert).
     ReconcileRebuildRefused,
+    /// A daemon started and raised the daemon epoch (its evidence: `epoch`, `node`); rows it
+    /// writes carry that epoch.
+    DaemonStarted,
 }
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 27] = [
+    pub const ALL: [EventKind; 28] = [
         EventKind::RequestAccepted,
         EventKind::RequestRejected,
         EventKind::RequestDuplicate,
@@ -93,6 +96,7 @@ impl EventKind {
         EventKind::ReconcilePvBoundBlock,
         EventKind::ReconcilePaused,
         EventKind::ReconcileRebuildRefused,
+        EventKind::DaemonStarted,
     ];
 
     /// The stored form, e.g. `REQUEST_ACCEPTED`.
@@ -125,6 +129,7 @@ impl EventKind {
             EventKind::ReconcilePvBoundBlock => "RECONCILE_PV_BOUND_BLOCK",
             EventKind::ReconcilePaused => "RECONCILE_PAUSED",
             EventKind::ReconcileRebuildRefused => "RECONCILE_REBUILD_REFUSED",
+            EventKind::DaemonStarted => "DAEMON_STARTED",
         }
     }
 
