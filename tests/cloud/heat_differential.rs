@@ -368,8 +368,10 @@ fn register(tb: &testbed::cloud::Testbed, adjusted: &Value) {
     }
 }
 
+/// A real Heat validates a template synchronously (Glance, Nova and Neutron lookups): under the
+/// load of the whole test suite a `POST /stacks` took more than 30 s, hence 180 s for both clouds.
 async fn connect(path: &Path) -> OpenStackCloud {
-    OpenStackCloud::connect(path, "testbed", Duration::from_secs(30))
+    OpenStackCloud::connect(path, "testbed", Duration::from_secs(180))
         .await
         .unwrap()
 }

@@ -303,13 +303,20 @@ fn replacing_new_or_the_whole_spool_keeps_intake_event_driven() {
         &good("pv-k8s-cluster.10-instantiate.json"),
     );
 
-    // new/ removed and left missing: re-created by the daemon.
+    // new/ removed and left missing: re-created by the daemon, and watched. (Waiting for the
+    // directory alone would race: the spool replaced below between the daemon's re-creation and
+    // its watch makes one re-establishment of the two.)
     fs::remove_dir_all(&new).unwrap();
     assert!(
-        wait_until(Duration::from_secs(5), || new.is_dir()),
-        "new/ not re-created:\n{}",
+        wait_until(Duration::from_secs(15), || {
+            daemon
+                .log_text()
+                .contains("watch re-established (missing directories re-created)")
+        }),
+        "new/ not re-created and watched:\n{}",
         daemon.log_text()
     );
+    assert!(new.is_dir());
 
     // The whole spool replaced.
     fs::remove_dir_all(&install.spool).unwrap();

@@ -57,12 +57,18 @@ impl Bed {
             .prefix("vk-engine-")
             .tempdir_in("/var/tmp")
             .unwrap();
+        // A real Heat validates a template synchronously (Glance, Nova and Neutron lookups) on a
+        // machine every test binary loads: its calls get longer than the product's default.
+        let api_timeout = match control_plane {
+            testbed::cloud::ControlPlane::Real(_) => Duration::from_secs(180),
+            _ => Duration::from_secs(30),
+        };
         let (farm, tb, cleanup) =
             super::testbed_with_hosts_on(prefix, net, dir.path(), false, control_plane).await;
         let db = Db::new(Store::open(&dir.path().join("state.db")).unwrap());
         let spool = Spool::open(&dir.path().join("spool")).unwrap();
         let cloud = Arc::new(
-            OpenStackCloud::connect(tb.clouds_yaml(), "testbed", Duration::from_secs(30))
+            OpenStackCloud::connect(tb.clouds_yaml(), "testbed", api_timeout)
                 .await
                 .unwrap(),
         );
