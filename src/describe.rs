@@ -242,7 +242,7 @@ fn reader(settings: &Settings) -> anyhow::Result<crate::store::Reader> {
 /// probes, counted since the first of them), `NOT_FAILING` (the loop observed the VNFC and
 /// holds no failed probe; a cloud-only pass does not probe, so this is not proof of a passing
 /// probe), `UNKNOWN` (never observed).
-fn probe_verdict(m: Option<&ReconcileStateRow>) -> &'static str {
+pub(crate) fn probe_verdict(m: Option<&ReconcileStateRow>) -> &'static str {
     match m {
         None => "UNKNOWN",
         Some(m) if m.probe_failures > 0 => "FAILING",
@@ -252,7 +252,7 @@ fn probe_verdict(m: Option<&ReconcileStateRow>) -> &'static str {
 
 /// Since when the VNFC has been failing (the earlier of its first failed cloud observation
 /// and its first failed probe, while they are counted); `None` when no failure is counted.
-fn unhealthy_since(m: Option<&ReconcileStateRow>) -> Option<Timestamp> {
+pub(crate) fn unhealthy_since(m: Option<&ReconcileStateRow>) -> Option<Timestamp> {
     let m = m?;
     let cloud = (m.cloud_failures > 0)
         .then_some(m.cloud_first_failure_at)
@@ -282,21 +282,33 @@ fn decision_json(d: &LastDecision) -> Value {
     })
 }
 
-/// `status VNF`: one instance and its VNFCs. Errors: no such instance (naming `status`), the
-/// store's.
-pub fn status_vnf(
-    settings: &Settings,
+/// What `status VNF` shows of one instance: its JSON document (the `-o json` output, also what
+/// the daemon's status page draws) and the typed facts its table prints.
+#[derive(Debug)]
+pub struct VnfView {
+    /// The document: instance facts, cluster endpoint, Kubernetes VIM (never its token),
+    /// pause, operations, last VNF decision and `vnfcs` (one object per VNFC, see `vnfc_rows`).
+    pub doc: Value,
+    inst: crate::store::InstanceRow,
+    summary: Option<crate::store::OperationSummary>,
+    pause: Option<vnfkeeper_core::model::MaintenancePause>,
+    vnf_decision: Option<LastDecision>,
+    rows: Vec<Value>,
+}
+
+/// Reads one instance's [`VnfView`] through `q` at `now`; `state_dir` is the directory of the
+/// database, where the engine keeps the cluster's artifacts (admin kubeconfig, VIM). `None`: no
+/// such instance. Work: the instance list, its VNFCs, the reconcile memory, its last decisions,
+/// the newest operation per instance and the pauses (what `status` reads), and two small files.
+/// Errors: the store's.
+pub fn vnf_view(
+    q: crate::store::ReaderRef<'_>,
+    state_dir: Option<&std::path::Path>,
     vnf: &str,
-    out: &Output,
     now: Timestamp,
-) -> anyhow::Result<()> {
-    let db = reader(settings)?;
-    let q = db.queries();
+) -> anyhow::Result<Option<VnfView>> {
     let Some(inst) = q.instances()?.into_iter().find(|i| i.id == vnf) else {
-        anyhow::bail!(
-            "no VNF instance {vnf:?} in {} (`vnfkeeper status` lists them)",
-            settings.database.display()
-        );
+        return Ok(None);
     };
     let vnf_id = VnfInstanceId::from(vnf);
     let vnfcs = q.vnfcs(&vnf_id)?;
@@ -310,15 +322,13 @@ pub fn status_vnf(
     let synced = q.vnfc_synced_at(vnf)?;
     let summary = q.operation_summaries()?.remove(vnf);
     let pauses = q.maintenance_pauses()?;
-    let pause = vnfkeeper_core::model::pause::in_force(&pauses, &vnf_id, now);
-    let kubeconfig = settings
-        .database
-        .parent()
+    let pause = vnfkeeper_core::model::pause::in_force(&pauses, &vnf_id, now).cloned();
+    let kubeconfig = state_dir
         .and_then(|dir| std::fs::read_to_string(Artifact::AdminKubeconfig.path(dir, vnf)).ok());
     let endpoint = kubeconfig
         .as_deref()
         .and_then(vnfkeeper_core::artifact::kubeconfig_server);
-    let vim = kubernetes_vim(settings, vnf, kubeconfig.as_deref(), endpoint.as_deref());
+    let vim = kubernetes_vim(state_dir, vnf, kubeconfig.as_deref(), endpoint.as_deref());
     let vnf_decision = decisions.remove(&None);
 
     let rows = vnfc_rows(&vnfcs, &memory, &mut decisions, &synced);
@@ -333,7 +343,7 @@ pub fn status_vnf(
         "updatedAt": inst.updated_at.to_rfc3339(),
         "clusterEndpoint": endpoint,
         "kubernetesVim": vim,
-        "maintenancePause": pause.map(vnfkeeper_core::policy::pause_json),
+        "maintenancePause": pause.as_ref().map(vnfkeeper_core::policy::pause_json),
         "unfinishedOperations": summary.as_ref().map_or(0, |s| s.unfinished),
         "lastOperation": summary.as_ref().map(|s| json!({
             "id": s.last.id,
@@ -344,6 +354,40 @@ pub fn status_vnf(
         "lastVnfDecision": vnf_decision.as_ref().map(decision_json),
         "vnfcs": rows,
     });
+    Ok(Some(VnfView {
+        doc,
+        inst,
+        summary,
+        pause,
+        vnf_decision,
+        rows,
+    }))
+}
+
+/// `status VNF`: one instance and its VNFCs. Errors: no such instance (naming `status`), the
+/// store's.
+pub fn status_vnf(
+    settings: &Settings,
+    vnf: &str,
+    out: &Output,
+    now: Timestamp,
+) -> anyhow::Result<()> {
+    let db = reader(settings)?;
+    let Some(view) = vnf_view(db.queries(), settings.database.parent(), vnf, now)? else {
+        anyhow::bail!(
+            "no VNF instance {vnf:?} in {} (`vnfkeeper status` lists them)",
+            settings.database.display()
+        );
+    };
+    let VnfView {
+        doc,
+        inst,
+        summary,
+        pause,
+        vnf_decision,
+        rows,
+    } = view;
+    let pause = pause.as_ref();
     if !out.is_table() {
         return emit(&doc, out);
     }
@@ -397,12 +441,12 @@ pub fn status_vnf(
 /// ([`Artifact::KubernetesVim`]): its name, endpoint, the SHA-256 of its CA (from the admin
 /// kubeconfig) and where its bearer token is kept — never the token. `None` when none is kept.
 fn kubernetes_vim(
-    settings: &Settings,
+    state_dir: Option<&std::path::Path>,
     vnf: &str,
     kubeconfig: Option<&str>,
     endpoint: Option<&str>,
 ) -> Option<Value> {
-    let path = Artifact::KubernetesVim.path(settings.database.parent()?, vnf);
+    let path = Artifact::KubernetesVim.path(state_dir?, vnf);
     let vim = vnfkeeper_core::artifact::KubernetesVim::parse(&std::fs::read_to_string(&path).ok()?)
         .ok()?;
     Some(json!({

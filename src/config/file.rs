@@ -113,4 +113,5 @@ pub(super) struct IntakeFile {
 #[serde(deny_unknown_fields)]
 pub(super) struct MetricsFile {
     pub(super) listen: Option<String>,
+    pub(super) status_page: Option<bool>,
 }

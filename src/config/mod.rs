@@ -174,6 +174,10 @@ pub struct MetricsSettings {
     /// port, e.g. `127.0.0.1:9464` or `[::1]:9464`; host names are refused so that the daemon
     /// never resolves names to decide where it listens.
     pub listen: Option<std::net::SocketAddr>,
+    /// `status_page = true`: the same listener also serves the read-only status page
+    /// (`GET /status`, `GET /status/vnf/ID`: the fleet and one VNF's timeline, HTML and SVG).
+    /// Default false (off); it needs `listen`.
+    pub status_page: bool,
 }
 
 /// Which cloud to use, the OpenStack way: an entry of a `clouds.yaml` file.
@@ -296,6 +300,15 @@ impl Settings {
                             .map_err(|reason| r.invalid("metrics.listen", reason))?,
                     ),
                 },
+                status_page: match (file.metrics.status_page, &file.metrics.listen) {
+                    (Some(true), None) => {
+                        return Err(r.invalid(
+                            "metrics.status_page",
+                            "the status page is served on metrics.listen, which is not set".into(),
+                        ));
+                    }
+                    (on, _) => on.unwrap_or(false),
+                },
             },
             tacker: match file.tacker {
                 None => None,
@@ -344,6 +357,7 @@ impl Settings {
             Some(addr) => {
                 out.push_str("[metrics]\n");
                 out.push_str(&format!("listen = {}\n", toml_string(&addr.to_string())));
+                out.push_str(&format!("status_page = {}\n", self.metrics.status_page));
             }
         }
         out.push('\n');
@@ -916,6 +930,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("reconcile.changes_since_interval_secs"), "{e}");
+    }
+
+    #[test]
+    fn the_status_page_is_off_by_default_and_needs_the_metrics_listener() {
+        assert!(!parse("").unwrap().metrics.status_page);
+        let s = parse("[metrics]\nlisten = \"127.0.0.1:9464\"\nstatus_page = true\n").unwrap();
+        assert!(s.metrics.status_page);
+        assert_eq!(parse(&s.to_toml()).unwrap(), s);
+        let e = parse("[metrics]\nstatus_page = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("metrics.status_page"), "{e}");
+        assert!(
+            !parse("[metrics]\nstatus_page = false\n")
+                .unwrap()
+                .metrics
+                .status_page
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod logging;
 mod reconcile;
 pub mod reload;
 mod runner;
+pub mod status_page;
 mod tacker;
 pub mod tls;
 mod watch;
@@ -1002,14 +1003,14 @@ async fn start_http(
     };
     let mut credentials = None;
     if let Some(addr) = settings.metrics.listen {
-        let what = "metrics endpoint GET /metrics".to_owned();
-        add(
-            addr,
-            http::router(metrics.clone(), db.clone()),
-            what,
-            "metrics.listen",
-            None,
-        );
+        let mut what = "metrics endpoint GET /metrics".to_owned();
+        let mut router = http::router(metrics.clone(), db.clone());
+        if settings.metrics.status_page {
+            what.push_str(", status page GET /status");
+            let state_dir = settings.database.parent().map(std::path::Path::to_path_buf);
+            router = router.merge(status_page::router(db.clone(), state_dir));
+        }
+        add(addr, router, what, "metrics.listen", None);
     }
     if let Some(t) = &settings.tacker {
         let password = t

@@ -270,11 +270,35 @@ impl<C: Cloud> Engine<C> {
     }
 }
 
-/// Backoff before attempt `n` (1-based, the first retry is n = 2): base × 2^(n-2), ±25 %
-/// jitter, at most 30 s.
-fn backoff(base: Duration, n: u32) -> Duration {
-    let exp = base.saturating_mul(1 << n.saturating_sub(2).min(10));
-    let capped = exp.min(Duration::from_secs(30));
-    let jitter = 0.75 + fastrand::f64() * 0.5;
-    capped.mul_f64(jitter)
+/// The waits between the `attempts` attempts of a step: backon's exponential backoff from `base`,
+/// doubling, at most 30 s, each with ±25 % jitter (ours: backon's own jitter only lengthens a
+/// wait, up to twice it, also past the cap).
+fn retries(base: Duration, attempts: u32) -> impl backon::Backoff {
+    use backon::BackoffBuilder as _;
+    backon::ExponentialBuilder::default()
+        .with_min_delay(base)
+        .with_factor(2.0)
+        .with_max_delay(Duration::from_secs(30))
+        .with_max_times(attempts.saturating_sub(1) as usize)
+        .build()
+        .map(|wait| wait.mul_f64(0.75 + fastrand::f64() * 0.5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_double_from_the_base_up_to_30_s_with_a_quarter_of_jitter() {
+        let waits: Vec<Duration> = retries(Duration::from_secs(4), 6).collect();
+        assert_eq!(waits.len(), 5, "attempts - 1 waits");
+        for (w, nominal) in waits.iter().zip([4.0, 8.0, 16.0, 30.0, 30.0]) {
+            let s = w.as_secs_f64();
+            assert!(
+                (nominal * 0.75..=nominal * 1.25).contains(&s),
+                "{s} s for {nominal} s"
+            );
+        }
+        assert_eq!(retries(Duration::from_secs(1), 1).count(), 0);
+    }
 }

@@ -6,7 +6,9 @@ use std::future::Future;
 use futures::StreamExt as _;
 use tracing::Instrument as _;
 
-use super::{Engine, EngineError, backoff, now};
+use backon::Retryable as _;
+
+use super::{Engine, EngineError, now, retries};
 use crate::cloud::{Cloud, CloudError};
 use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
 use crate::store::{OperationRow, StoreError};
@@ -201,43 +203,44 @@ impl<C: Cloud> Engine<C> {
         P: FnOnce(&T) -> Result<(), EngineError>,
     {
         let mut attempt = 1;
-        loop {
-            match f().await {
-                Ok(v) => {
-                    if let Err(err) = persist(&v) {
-                        if let EngineError::Step(f) = &err {
-                            self.db.write(|tx| {
-                                tx.journal_finish(
-                                    &op.id,
-                                    key,
-                                    StepState::Failed,
-                                    None,
-                                    &f.reason,
-                                    now(),
-                                )
-                            })?;
-                        }
-                        return Err(err);
+        let result = (|| f())
+            .retry(retries(self.limits.backoff, self.limits.attempts))
+            .sleep(tokio::time::sleep)
+            .when(CloudError::is_transient)
+            .notify(|e, wait| {
+                attempt += 1;
+                tracing::warn!(step = name, error = %e, attempt, wait_ms = wait.as_millis() as u64, "transient cloud error; retrying");
+            })
+            .await;
+        match result {
+            Ok(v) => {
+                if let Err(err) = persist(&v) {
+                    if let EngineError::Step(f) = &err {
+                        self.db.write(|tx| {
+                            tx.journal_finish(
+                                &op.id,
+                                key,
+                                StepState::Failed,
+                                None,
+                                &f.reason,
+                                now(),
+                            )
+                        })?;
                     }
-                    self.db.write(|tx| {
-                        tx.journal_finish(&op.id, key, StepState::Done, None, "done", now())
-                    })?;
-                    crate::failpoint::hit("engine-step-done");
-                    return Ok(v);
+                    return Err(err);
                 }
-                Err(e) if e.is_transient() && attempt < self.limits.attempts => {
-                    attempt += 1;
-                    let wait = backoff(self.limits.backoff, attempt);
-                    tracing::warn!(step = name, error = %e, attempt, wait_ms = wait.as_millis() as u64, "transient cloud error; retrying");
-                    tokio::time::sleep(wait).await;
-                }
-                Err(e) => {
-                    let f = StepFailure::cloud(name, &e);
-                    self.db.write(|tx| {
-                        tx.journal_finish(&op.id, key, StepState::Failed, None, &f.reason, now())
-                    })?;
-                    return Err(f.into());
-                }
+                self.db.write(|tx| {
+                    tx.journal_finish(&op.id, key, StepState::Done, None, "done", now())
+                })?;
+                crate::failpoint::hit("engine-step-done");
+                Ok(v)
+            }
+            Err(e) => {
+                let f = StepFailure::cloud(name, &e);
+                self.db.write(|tx| {
+                    tx.journal_finish(&op.id, key, StepState::Failed, None, &f.reason, now())
+                })?;
+                Err(f.into())
             }
         }
     }
@@ -278,60 +281,68 @@ impl<C: Cloud> Engine<C> {
             tx.journal_start(&op.id, key, step_no, step.name(), &host.vnfc_id, now())
         })?;
         let started = std::time::Instant::now();
-        let mut attempt = 1;
-        let outcome = loop {
-            match self.check_apply(step, host, attempt, driver).await {
-                Ok(detail) => break Ok(detail),
-                Err(Attempt::Console(why)) if attempt < self.limits.attempts => {
-                    attempt += 1;
-                    let wait = backoff(self.limits.backoff, attempt);
-                    tracing::info!(reason = %why, attempt, wait_ms = wait.as_millis() as u64, "host key not verifiable yet; retrying");
-                    tokio::time::sleep(wait).await;
+        // Which attempt runs (1-based): the host key check of the first contact reads it.
+        let attempt = std::sync::atomic::AtomicU32::new(0);
+        let next = || attempt.load(std::sync::atomic::Ordering::Relaxed) + 1;
+        let result = (|| {
+            attempt.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.check_apply(step, host, next() - 1, driver)
+        })
+        .retry(retries(self.limits.backoff, self.limits.attempts))
+        .sleep(tokio::time::sleep)
+        .when(|e| match e {
+            Attempt::Console(_) => true,
+            Attempt::Remote(e) => e.is_transient(),
+            Attempt::Failed { .. } | Attempt::Store(_) => false,
+        })
+        .notify(|e, wait| {
+            let (attempt, wait_ms) = (next(), wait.as_millis() as u64);
+            match e {
+                Attempt::Console(why) => {
+                    tracing::info!(reason = %why, attempt, wait_ms, "host key not verifiable yet; retrying");
                 }
-                Err(Attempt::Console(why)) => {
-                    break Err(StepFailure {
-                        step: step.name().into(),
-                        host: host.label(),
-                        exit_status: None,
-                        reason: why,
-                        status: 500,
-                    });
+                Attempt::Remote(e) => {
+                    tracing::warn!(error = %e, kind = e.kind(), attempt, wait_ms, "transient SSH failure; retrying");
                 }
-                Err(Attempt::Remote(e)) if e.is_transient() && attempt < self.limits.attempts => {
-                    attempt += 1;
-                    let wait = backoff(self.limits.backoff, attempt);
-                    tracing::warn!(error = %e, kind = e.kind(), attempt, wait_ms = wait.as_millis() as u64, "transient SSH failure; retrying");
-                    tokio::time::sleep(wait).await;
-                }
-                Err(Attempt::Remote(e)) => {
-                    break Err(StepFailure {
-                        step: step.name().into(),
-                        host: host.label(),
-                        exit_status: None,
-                        reason: format!("{e} ({})", e.kind()),
-                        status: 500,
-                    });
-                }
-                Err(Attempt::Failed {
+                Attempt::Failed { .. } | Attempt::Store(_) => {}
+            }
+        })
+        .await;
+        let outcome = match result {
+            Ok(detail) => Ok(detail),
+            Err(Attempt::Console(why)) => Err(StepFailure {
+                step: step.name().into(),
+                host: host.label(),
+                exit_status: None,
+                reason: why,
+                status: 500,
+            }),
+            Err(Attempt::Remote(e)) => Err(StepFailure {
+                step: step.name().into(),
+                host: host.label(),
+                exit_status: None,
+                reason: format!("{e} ({})", e.kind()),
+                status: 500,
+            }),
+            Err(Attempt::Failed {
+                exit_status,
+                reason,
+            }) => {
+                // A script that refuses (e.g. a PersistentVolume in use) changed nothing: 409.
+                let status = if exit_status == Some(EXIT_REFUSED) {
+                    409
+                } else {
+                    500
+                };
+                Err(StepFailure {
+                    step: step.name().into(),
+                    host: host.label(),
                     exit_status,
                     reason,
-                }) => {
-                    // A script that refuses (e.g. a PersistentVolume in use) changed nothing: 409.
-                    let status = if exit_status == Some(EXIT_REFUSED) {
-                        409
-                    } else {
-                        500
-                    };
-                    break Err(StepFailure {
-                        step: step.name().into(),
-                        host: host.label(),
-                        exit_status,
-                        reason,
-                        status,
-                    });
-                }
-                Err(Attempt::Store(e)) => return Err(e.into()),
+                    status,
+                })
             }
+            Err(Attempt::Store(e)) => return Err(e.into()),
         };
         self.metrics
             .step_finished(step.name(), outcome.is_ok(), started.elapsed());

@@ -375,6 +375,28 @@ impl ReaderRef<'_> {
             .collect())
     }
 
+    /// Operations in `state`, a state that is not final (`FAILED_TEMP`, `PROCESSING`…), oldest
+    /// first, at most `limit`; read from the partial index `op_unfinished` (migration V6), so
+    /// the finished history is never read. A final state: none.
+    pub fn operations_in_state(
+        &self,
+        state: vnfkeeper_core::model::OperationState,
+        limit: usize,
+    ) -> Result<Vec<OperationRow>> {
+        if state.is_final() {
+            return Ok(Vec::new());
+        }
+        let mut st = self.conn.prepare_cached(&format!(
+            "SELECT {} FROM vnf_lcm_op_occ INDEXED BY op_unfinished
+             WHERE operation_state NOT IN ('COMPLETED', 'FAILED', 'ROLLED_BACK')
+               AND operation_state = ?1 ORDER BY seq LIMIT ?2",
+            OperationRow::COLUMNS
+        ))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = st.query_map(params![state.as_str(), limit], OperationRow::from_row)?;
+        collect_checked(rows)
+    }
+
     /// `(VNF instances, operations not in a final state)`, for the one-line service status. The
     /// second count reads only the partial index `op_unfinished` (migration V6).
     pub fn counts(&self) -> Result<(i64, i64)> {

@@ -1,5 +1,5 @@
 //! The command line and the daemon's operator interfaces: task verbs, pause/resume, `hot adjust`,
-//! `host-key forget` and the Prometheus endpoint.
+//! `host-key forget`, the Prometheus endpoint and the status page.
 //!
 //! One test binary per subject (fewer links, one process per test under nextest); each module
 //! is one former test file, its tests unchanged.
@@ -14,6 +14,7 @@ mod pause_cli;
 mod prometheus_server;
 mod reconcile_no_cloud;
 mod shard_cli;
+mod status_page;
 #[path = "../support/mod.rs"]
 mod support;
 mod units;

@@ -112,7 +112,7 @@ pub enum TimeArgError {
         "`{0}`: expected an RFC 3339 time (e.g. 2026-11-24T18:00:00Z) or a span such as 90m, 2h, 1d"
     )]
     NotTimeOrSpan(String),
-    /// A span of zero, or of more than 366 days.
+    /// A span of zero, of a fraction of a second, of more than 366 days, or in an unknown unit.
     #[error(
         "`{0}`: expected an RFC 3339 time (e.g. 2026-11-24T18:00:00Z) or a span such as 90m, 2h, 1d (at most 366d)"
     )]
@@ -130,29 +130,26 @@ pub enum TimeArgError {
     },
 }
 
-/// Parses a span: a positive whole number followed by `s`, `m`, `h` or `d` (`90m`, `2h`), at
-/// most 366 days. Errors: [`TimeArgError`] quoting `text`.
+/// Parses a span with `humantime` (`90m`, `2h`, `1d`, `1h30m`, `2w`; `m` is minutes, `M`
+/// months), of whole seconds, more than zero and at most 366 days. Errors: [`TimeArgError`]
+/// quoting `text` — `NotTimeOrSpan` for text that is no span, `SpanOutOfRange` for a span out
+/// of bounds or with a fraction of a second.
 fn parse_span(text: &str, t: &str) -> Result<chrono::Duration, TimeArgError> {
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, unit) = t.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| TimeArgError::NotTimeOrSpan(text.to_owned()))?;
-    let secs = match unit {
-        "s" => Some(n),
-        "m" => n.checked_mul(60),
-        "h" => n.checked_mul(3600),
-        "d" => n.checked_mul(86_400),
-        _ => None,
+    let span = humantime::parse_duration(t).map_err(|e| match e {
+        // A number and a unit, but one of them out of what a span may be.
+        humantime::DurationError::UnknownUnit { .. } | humantime::DurationError::NumberOverflow => {
+            TimeArgError::SpanOutOfRange(text.to_owned())
+        }
+        _ => TimeArgError::NotTimeOrSpan(text.to_owned()),
+    })?;
+    if span.is_zero() || span.subsec_nanos() != 0 || span > Duration::from_secs(366 * 86_400) {
+        return Err(TimeArgError::SpanOutOfRange(text.to_owned()));
     }
-    .filter(|s| *s > 0 && *s <= 366 * 86_400)
-    .ok_or_else(|| TimeArgError::SpanOutOfRange(text.to_owned()))?;
-    chrono::Duration::from_std(Duration::from_secs(secs))
-        .map_err(|_| TimeArgError::TooLong(text.to_owned()))
+    chrono::Duration::from_std(span).map_err(|_| TimeArgError::TooLong(text.to_owned()))
 }
 
 /// Parses `--until`: an RFC 3339 time (`2026-11-24T18:00:00Z`) or a span from `now` — a
-/// positive whole number followed by `s`, `m`, `h` or `d` (`90m`, `2h`). Errors:
+/// span such as `90m`, `2h`, `1h30m` (see `parse_span`). Errors:
 /// [`TimeArgError`], naming both forms, or a time not after `now`.
 pub fn parse_until(text: &str, now: Timestamp) -> Result<Timestamp, TimeArgError> {
     let t = text.trim();
@@ -226,6 +223,9 @@ mod tests {
         let now = t("2026-11-24T07:00:00Z");
         assert_eq!(parse_until("90m", now), Ok(t("2026-11-24T08:30:00Z")));
         assert_eq!(parse_until("1d", now), Ok(t("2026-11-25T07:00:00Z")));
+        // humantime's forms: combined units and weeks.
+        assert_eq!(parse_until("1h30m", now), Ok(t("2026-11-24T08:30:00Z")));
+        assert_eq!(parse_until("2w", now), Ok(t("2026-12-08T07:00:00Z")));
         assert_eq!(
             parse_until("2026-11-24T09:00:00+01:00", now),
             Ok(t("2026-11-24T08:00:00Z"))
@@ -234,7 +234,7 @@ mod tests {
             "",
             "0m",
             "5",
-            "2w",
+            "500ms",
             "-1h",
             "h",
             "400d",
@@ -253,7 +253,17 @@ mod tests {
             parse_since("2026-11-24T09:00:00+01:00", now),
             Ok(t("2026-11-24T08:00:00Z"))
         );
-        for bad in ["", "0m", "5", "2w", "-1h", "h", "400d", "yesterday"] {
+        for bad in [
+            "",
+            "0m",
+            "5",
+            "500ms",
+            "2x",
+            "-1h",
+            "h",
+            "400d",
+            "yesterday",
+        ] {
             let e = parse_since(bad, now).unwrap_err();
             assert!(e.to_string().contains("RFC 3339"), "{bad}: {e}");
         }
