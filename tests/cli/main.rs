@@ -6,6 +6,7 @@
 
 mod config_cloud;
 mod describe_daemon;
+mod fleet_scenario;
 mod host_key_forget;
 mod hot_adjust_cli;
 mod metrics_daemon;

@@ -6,14 +6,13 @@
 //! query of the Grafana dashboard (`packaging/grafana/vnfkeeper.json`) is evaluated through
 //! Prometheus's HTTP API and returns series, and the two state alerts are pending.
 
-use crate::support;
+use crate::{fleet_scenario, support};
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{Install, free_port, wait_until};
-use testbed::cloud::{CloudOptions, FaultRule, Testbed};
 
 const ALERT_RULES: &str = "packaging/prometheus/vnfkeeper-alerts.yml";
 const DASHBOARD: &str = "packaging/grafana/vnfkeeper.json";
@@ -179,18 +178,7 @@ async fn prometheus_evaluates_every_alert_and_dashboard_query() {
     );
 
     let install = Install::new();
-    let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
-        .await
-        .unwrap();
-    let port = free_port();
-    let mut text = std::fs::read_to_string(&install.config).unwrap();
-    text.push_str(&format!(
-        "\n[cloud]\nclouds_yaml = \"{}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n\n[metrics]\nlisten = \"127.0.0.1:{port}\"\n",
-        tb.clouds_yaml().display()
-    ));
-    std::fs::write(&install.config, text).unwrap();
-    let daemon = install.start();
-    daemon.wait_for_log("metrics endpoint", Duration::from_secs(5));
+    let (tb, daemon, port) = fleet_scenario::daemon_with_metrics(&install, "").await;
 
     let prom_dir = install.dir.path().join("prometheus");
     std::fs::create_dir_all(&prom_dir).unwrap();
@@ -215,49 +203,16 @@ async fn prometheus_evaluates_every_alert_and_dashboard_query() {
         .unwrap();
     assert!(!prom.query(no_pass).await.is_empty(), "{no_pass}");
 
-    // An INSTANTIATE (a plain VNF: cloud steps only).
-    let fixture =
-        support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
-    let mut env: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
-    env["request"]["additionalParams"]
-        .as_object_mut()
-        .unwrap()
-        .remove("k8s_cluster_installation_param");
-    let vnf = env["vnfInstanceId"].as_str().unwrap().to_owned();
-    install.drop_file("instantiate.json", env.to_string().as_bytes());
-    assert!(wait_until(Duration::from_secs(60), || {
-        install
-            .ops_json()
-            .first()
-            .is_some_and(|o| o["operationState"] == "COMPLETED")
-    }));
-
+    let vnf = fleet_scenario::instantiate_plain(&install);
     // Every server in ERROR: more than max_unhealthy (40 %), so reconcile heals none.
-    let status: Value = serde_json::from_slice(&install.cli(&["status", "--json"]).stdout).unwrap();
-    let vnfcs = status[0]["vnfcs"].as_array().unwrap().clone();
-    for v in &vnfcs {
-        tb.cloud()
-            .inject_server_error(v["serverId"].as_str().unwrap(), "hypervisor lost")
-            .await
-            .unwrap();
-    }
-    assert!(install.cli(&["reconcile", "--now"]).status.success());
+    let vnfcs = fleet_scenario::every_server_in_error(&install, &tb).await;
     let held = prom
         .until_series("vnfkeeper_vnfcs_unhealthy{held_by=\"max_unhealthy\"} > 0")
         .await;
     assert_eq!(held.len(), 1, "no VNFC held by max_unhealthy");
 
     // An operator HEAL that Heat refuses stops in FAILED_TEMP (exit 3) and stays there.
-    tb.cloud().add_api_fault(
-        "orchestration",
-        FaultRule {
-            status: Some(400),
-            ..FaultRule::default()
-        },
-    );
-    let out = install.cli(&["heal", &vnf, vnfcs[0]["id"].as_str().unwrap(), "--wait"]);
-    assert_eq!(out.status.code(), Some(3), "{out:?}");
-    tb.cloud().clear_api_faults(None);
+    fleet_scenario::heal_refused_by_heat(&install, &tb, &vnf, vnfcs[0]["id"].as_str().unwrap());
     let failed_temp = prom
         .until_series("vnfkeeper_operations{operation=\"HEAL\",state=\"FAILED_TEMP\"} == 1")
         .await;

@@ -8,15 +8,14 @@
 //! too when set: README's `docs/status-page.png` is made that way). The page answers only GET,
 //! escapes what it shows and 404s an unknown instance.
 
-use crate::support;
+use crate::{fleet_scenario, support};
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Install, free_port, wait_until};
-use testbed::cloud::{CloudOptions, FaultRule, Testbed};
+use support::{Install, wait_until};
 
 /// Runs headless Chromium on `url` with `args` (a profile of its own under `dir`, 90 s at
 /// most); returns its stdout. Panics when it fails.
@@ -55,48 +54,13 @@ async fn status_page_renders_the_fleet_and_a_vnf_timeline_in_chromium() {
         .expect("Debian's chromium package cannot be installed");
 
     let install = Install::new();
-    let tb = Testbed::start(CloudOptions::no_hosts(install.dir.path().join("cloud")))
-        .await
-        .unwrap();
-    let port = free_port();
-    let mut text = std::fs::read_to_string(&install.config).unwrap();
-    text.push_str(&format!(
-        "\n[cloud]\nclouds_yaml = \"{}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n\n[metrics]\nlisten = \"127.0.0.1:{port}\"\nstatus_page = true\n",
-        tb.clouds_yaml().display()
-    ));
-    std::fs::write(&install.config, text).unwrap();
-    let daemon = install.start();
-    daemon.wait_for_log("status page GET /status", Duration::from_secs(5));
+    let (tb, daemon, port) =
+        fleet_scenario::daemon_with_metrics(&install, "status_page = true\n").await;
     let base = format!("http://127.0.0.1:{port}");
 
-    // An INSTANTIATE (a plain VNF: cloud steps only).
-    let fixture =
-        support::repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json");
-    let mut env: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
-    env["request"]["additionalParams"]
-        .as_object_mut()
-        .unwrap()
-        .remove("k8s_cluster_installation_param");
-    let vnf = env["vnfInstanceId"].as_str().unwrap().to_owned();
-    install.drop_file("instantiate.json", env.to_string().as_bytes());
-    assert!(wait_until(Duration::from_secs(60), || {
-        install
-            .ops_json()
-            .first()
-            .is_some_and(|o| o["operationState"] == "COMPLETED")
-    }));
-
+    let vnf = fleet_scenario::instantiate_plain(&install);
     // Every server in ERROR: more than max_unhealthy, so reconcile heals none.
-    let status: Value = serde_json::from_slice(&install.cli(&["status", "--json"]).stdout).unwrap();
-    let vnfcs = status[0]["vnfcs"].as_array().unwrap().clone();
-    assert!(!vnfcs.is_empty());
-    for v in &vnfcs {
-        tb.cloud()
-            .inject_server_error(v["serverId"].as_str().unwrap(), "hypervisor lost")
-            .await
-            .unwrap();
-    }
-    assert!(install.cli(&["reconcile", "--now"]).status.success());
+    let vnfcs = fleet_scenario::every_server_in_error(&install, &tb).await;
     // The pass runs in the daemon: wait until it counts every VNFC unhealthy.
     assert!(
         wait_until(Duration::from_secs(60), || {
@@ -110,22 +74,8 @@ async fn status_page_renders_the_fleet_and_a_vnf_timeline_in_chromium() {
         "reconcile counted no failure"
     );
     // An operator HEAL that Heat refuses stops in FAILED_TEMP (exit 3).
-    tb.cloud().add_api_fault(
-        "orchestration",
-        FaultRule {
-            status: Some(400),
-            ..FaultRule::default()
-        },
-    );
-    let out = install.cli(&["heal", &vnf, vnfcs[0]["id"].as_str().unwrap(), "--wait"]);
-    assert_eq!(out.status.code(), Some(3), "{out:?}");
-    tb.cloud().clear_api_faults(None);
-    let heal = install
-        .ops_json()
-        .into_iter()
-        .find(|o| o["operation"] == "HEAL")
-        .unwrap();
-    let heal_id = heal["id"].as_str().unwrap().to_owned();
+    let heal_id =
+        fleet_scenario::heal_refused_by_heat(&install, &tb, &vnf, vnfcs[0]["id"].as_str().unwrap());
 
     // HTTP: GET only, the page's headers, an unknown or hostile id is a 404 that escapes it.
     let client = reqwest::Client::new();
