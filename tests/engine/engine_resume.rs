@@ -11,40 +11,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Install, repo_root, wait_until};
+use support::{Install, StoredPlan, repo_root, wait_until};
 
 const PREFIX: &str = "vkrs";
 const VNF: &str = "resume-1";
 
 /// (stage keys of the stored plan in order, steps_total, DONE stage key → attempts).
 fn plan_and_journal(db: &Path, op: &str) -> (Vec<String>, i64, BTreeMap<String, i64>) {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let (plan, total): (String, i64) = conn
-        .query_row(
-            "SELECT plan, steps_total FROM vnf_lcm_op_occ WHERE id = ?1",
-            [op],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    let plan: Value = serde_json::from_str(&plan).unwrap();
-    let keys = plan["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["key"].as_str().unwrap().to_owned())
-        .collect();
-    let mut st = conn
-        .prepare(
-            "SELECT stage_key, attempts FROM step_journal
-             WHERE vnf_lcm_op_occ_id = ?1 AND state = 'DONE'",
-        )
-        .unwrap();
-    let done = st
-        .query_map([op], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    (keys, total, done)
+    let p = StoredPlan::read(db, op);
+    (p.keys(), p.total, p.done)
 }
 
 fn op_of(install: &Install) -> Option<Value> {

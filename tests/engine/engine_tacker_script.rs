@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Install, repo_root, wait_until};
+use support::{Install, StoredPlan, repo_root, wait_until};
 
 const PREFIX: &str = "vkts";
 const VNF: &str = "tacker-script-1";
@@ -30,38 +30,10 @@ fn op_of(install: &Install) -> Option<Value> {
 }
 
 /// Stages of the stored plan in order as (key, wave), and the keys journaled DONE.
-fn plan_and_done(db: &Path) -> (Vec<(String, i64)>, Vec<String>) {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let (op, plan): (String, String) = conn
-        .query_row(
-            "SELECT id, plan FROM vnf_lcm_op_occ WHERE vnf_instance_id = ?1",
-            [VNF],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    let plan: Value = serde_json::from_str(&plan).unwrap();
-    let stages = plan["stages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["key"].as_str().unwrap().to_owned(),
-                s["wave"].as_i64().unwrap_or_default(),
-            )
-        })
-        .collect();
-    let mut st = conn
-        .prepare(
-            "SELECT stage_key FROM step_journal WHERE vnf_lcm_op_occ_id = ?1 AND state = 'DONE'",
-        )
-        .unwrap();
-    let done = st
-        .query_map([op], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    (stages, done)
+fn plan_and_done(install: &Install) -> (Vec<(String, u64)>, Vec<String>) {
+    let op = op_of(install).unwrap()["id"].as_str().unwrap().to_owned();
+    let p = StoredPlan::read(&install.database, &op);
+    (p.stages, p.done.into_keys().collect())
 }
 
 /// Runs the daemon until it aborts at its failpoint.
@@ -136,7 +108,7 @@ async fn tackers_install_script_survives_crashes_with_one_init_and_keeps_secrets
     let mut logs = String::new();
     install.drop_file("instantiate.json", &serde_json::to_vec(&env).unwrap());
     run_until_abort(&install, "engine-applied-k8s.install:1", &mut logs);
-    let (stages, done) = plan_and_done(&install.database);
+    let (stages, done) = plan_and_done(&install);
     assert!(
         !done.iter().any(|k| k.starts_with("k8s.install")),
         "{done:?}"
@@ -151,7 +123,7 @@ async fn tackers_install_script_survives_crashes_with_one_init_and_keeps_secrets
         .unwrap()
         .clone();
     run_until_abort(&install, "engine-applied-k8s.install:1", &mut logs);
-    let (_, done2) = plan_and_done(&install.database);
+    let (_, done2) = plan_and_done(&install);
     assert!(done2.contains(&master_install), "{done2:?}");
     assert!(
         done2.iter().any(|k| k.starts_with("k8s.join_material")),

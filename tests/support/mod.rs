@@ -422,3 +422,60 @@ pub async fn testbed_with_hosts_on(
     let tb = testbed::cloud::Testbed::start(opts).await.unwrap();
     (farm, tb, cleanup)
 }
+
+/// An operation's stored plan and step journal, as the database holds them.
+pub struct StoredPlan {
+    /// The plan's stages in order: (stage key, wave).
+    pub stages: Vec<(String, u64)>,
+    /// `steps_total` of the operation.
+    pub total: i64,
+    /// Stage key → attempts, for every stage journaled DONE.
+    pub done: std::collections::BTreeMap<String, i64>,
+}
+
+impl StoredPlan {
+    /// The stored plan and DONE stages of operation `op` in the database at `db`.
+    pub fn read(db: &Path, op: &str) -> Self {
+        let conn = rusqlite::Connection::open(db).unwrap();
+        let (plan, total): (String, i64) = conn
+            .query_row(
+                "SELECT plan, steps_total FROM vnf_lcm_op_occ WHERE id = ?1",
+                [op],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
+        let stages = plan["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["key"].as_str().unwrap().to_owned(),
+                    s["wave"].as_u64().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let mut st = conn
+            .prepare(
+                "SELECT stage_key, attempts FROM step_journal
+                 WHERE vnf_lcm_op_occ_id = ?1 AND state = 'DONE'",
+            )
+            .unwrap();
+        let done = st
+            .query_map([op], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        Self {
+            stages,
+            total,
+            done,
+        }
+    }
+
+    /// The stage keys in plan order.
+    pub fn keys(&self) -> Vec<String> {
+        self.stages.iter().map(|(k, _)| k.clone()).collect()
+    }
+}
