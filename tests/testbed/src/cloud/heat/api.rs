@@ -504,11 +504,19 @@ async fn delete(State(c): St, Path((_p, name, id)): Path<(String, String, String
 }
 
 fn start_delete(c: Arc<Cloud>, id: String) -> ApiResult {
-    let busy = c
-        .lock()
-        .stacks
-        .get(&id)
-        .is_some_and(|s| s.busy() && s.action != "DELETE");
+    let busy = {
+        let mut inner = c.lock();
+        let busy = inner
+            .stacks
+            .get(&id)
+            .is_some_and(|s| s.busy() && s.action != "DELETE");
+        // Heat's API answers once the engine has stored DELETE_IN_PROGRESS: a GET right after
+        // the 204 never shows the stack's previous state.
+        if !busy && let Some(s) = inner.stacks.get_mut(&id) {
+            s.mark_delete_in_progress();
+        }
+        busy
+    };
     tokio::spawn(async move {
         if busy {
             // Heat cancels the running action; the testbed waits for it to finish.

@@ -319,10 +319,7 @@ pub(crate) fn delete_stack(cloud: Arc<Cloud>, sid: String) -> Fut {
             let Some(s) = inner.stacks.get_mut(&sid) else {
                 return Ok(());
             };
-            s.action = "DELETE".into();
-            s.status = "IN_PROGRESS".into();
-            s.reason = "Stack DELETE started".into();
-            s.stack_event();
+            s.mark_delete_in_progress();
             s.resources
                 .iter()
                 .map(|r| r.name.clone())

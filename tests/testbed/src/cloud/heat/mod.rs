@@ -178,6 +178,18 @@ impl Stack {
     pub fn busy(&self) -> bool {
         self.status == "IN_PROGRESS"
     }
+
+    /// Stores `DELETE_IN_PROGRESS` with its event, once: the API marks it before it answers
+    /// and the delete itself finds it already set.
+    pub fn mark_delete_in_progress(&mut self) {
+        if self.action == "DELETE" && self.busy() {
+            return;
+        }
+        self.action = "DELETE".into();
+        self.status = "IN_PROGRESS".into();
+        self.reason = "Stack DELETE started".into();
+        self.stack_event();
+    }
 }
 
 impl Res {
