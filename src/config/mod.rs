@@ -199,7 +199,7 @@ pub struct ReconcileSettings {
     /// The schedule as written (5-field crontab or 6/7-field with seconds). Default `*/5 * * * *`.
     pub schedule_text: String,
     /// The parsed schedule (UTC).
-    pub schedule: cron::Schedule,
+    pub schedule: schedule::Schedule,
     /// Cloud-only passes (list calls, no SSH) run this often. Default 15 s.
     pub cloud_interval: Duration,
     /// The fast observation (one Nova `GET /servers/detail?changes-since=…` per poll, whatever
@@ -525,7 +525,7 @@ impl Reader<'_> {
         &self,
         f: &ReconcileFile,
         schedule_text: String,
-        schedule: cron::Schedule,
+        schedule: schedule::Schedule,
     ) -> Result<ReconcileSettings, ConfigError> {
         Ok(ReconcileSettings {
             enabled: f.enabled.unwrap_or(true),

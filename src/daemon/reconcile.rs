@@ -147,7 +147,7 @@ impl ReconcileLoop {
         let schedule = &settings.reconcile.schedule;
         let next_full = *self
             .next_full
-            .get_or_insert_with(|| schedule.after(&now).next().unwrap_or(now));
+            .get_or_insert_with(|| schedule.next_after(&now).unwrap_or(now));
         let Some(conn) = conn else { return };
         let (triggered, only) = if self
             .last_trigger_scan
@@ -177,7 +177,7 @@ impl ReconcileLoop {
         // A named pass of VNFs whose listing already failed once is not retried again.
         let retried = matches!(scope, Scope::Named(_)) && self.pending_is_retry;
         if kind == PassKind::Full && !triggered {
-            self.next_full = schedule.after(&now).next();
+            self.next_full = schedule.next_after(&now);
         }
         match &scope {
             // A pass over every instance observes the named ones too.
