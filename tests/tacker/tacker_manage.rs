@@ -86,6 +86,7 @@ fn settings(pkg: PathBuf) -> TackerSettings {
         username: "tacker".into(),
         password_file: "/nonexistent".into(),
         token_path: "/vnfkeeper/token".into(),
+        hook_path: "/vnfkeeper/mgmt-hooks".into(),
         token_lifetime: Duration::from_secs(3600),
         tls: None,
         max_body_bytes: 1 << 20,
