@@ -96,11 +96,7 @@ fn answer(h: &Hooks, id: &OpOccId, o: &HookOutcome) -> Response {
                     "the operation failed".to_string(),
                 ),
             };
-            problem(
-                status,
-                format!("vnfkeeper's {} (operation {id}) failed: {detail}", o.hook),
-                Vec::new(),
-            )
+            problem(status, format!("operation {id}: {detail}"), Vec::new())
         }
         s => {
             let mut r = json_response(StatusCode::ACCEPTED, body(s.as_str()));
