@@ -185,11 +185,8 @@ fn unknown_keys(
     errs: &mut Vec<FieldProblem>,
 ) {
     for k in obj.keys().filter(|k| !known.contains(&k.as_str())) {
-        // The key itself is outside input: named escaped, never interpreted.
-        errs.push(problem(
-            &format!("{base}/{}", k.escape_default()),
-            "unknown field",
-        ));
+        // The key is outside input: only as an RFC 6901 reference token, never interpreted.
+        errs.push(problem(&crate::wire::check::push(base, k), "unknown field"));
     }
 }
 
@@ -459,5 +456,8 @@ mod tests {
             )),
             ["/request"]
         );
+        let p = pointers(&body(json!({"hook": "heal_start", "vnfInstanceId": "v",
+                                      "vnfLcmOpOccId": "o", "request": {}, "a/b~": 1})));
+        assert_eq!(p, ["/a~1b~0"]);
     }
 }

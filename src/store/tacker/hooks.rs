@@ -601,6 +601,41 @@ mod tests {
         assert!(new && retry != end);
     }
 
+    /// heal_start of a heal reconcile asked Tacker for (a HEAL waiting for Tacker) runs
+    /// nothing: it would queue behind that waiting operation and never run.
+    #[test]
+    fn heal_start_of_a_heal_vnfkeeper_asked_for_runs_nothing() {
+        let (_d, mut store) = adopted();
+        store
+            .write(|tx| {
+                let body =
+                    RequestBody::split(LcmOperationType::Heal, r#"{"vnfcInstanceId":["w1"]}"#);
+                tx.insert_operation(
+                    &NewOperation {
+                        id: &OpOccId::from("auto"),
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
+                        operation: LcmOperationType::Heal,
+                        operation_params: &body,
+                        vnf_package: None,
+                        request_id: None,
+                        is_automatic_invocation: true,
+                        status_detail: None,
+                    },
+                    t(1),
+                )?;
+                tx.make_tacker_heal(&OpOccId::from("auto"), true)
+            })
+            .unwrap();
+        let r = store
+            .write(|tx| tx.receive_tacker_hook(&heal("heal_start", &["workerNode-srv-1"]), t(2)))
+            .unwrap();
+        assert!(
+            matches!(r, HookReceipt::Nothing(ref why) if why.contains("auto")),
+            "{r:?}"
+        );
+        assert_eq!(store.reader().operations(Some("vnf-1")).unwrap().len(), 2);
+    }
+
     /// scale_start of a SCALE_IN runs on the VNFCs of the Grant's removed servers; of a
     /// SCALE_OUT nothing; a VNF vnfkeeper did not adopt is refused.
     #[test]
