@@ -295,8 +295,26 @@ async fn tacker_runs_vnfkeeper_as_its_mgmt_driver() {
         "{}",
         op.get(&format!("/vnf_lcm_op_occs/{healed_occ}")).await["error"]
     );
-    // A poll and the COMPLETED notification have been seen: still exactly two new operations.
-    std::thread::sleep(Duration::from_secs(7));
+    // Once vnfkeeper has recorded Tacker's COMPLETED (notification or poll) and synced again:
+    // still exactly two new operations.
+    assert!(
+        wait_until(WITHIN, || {
+            store(&db)
+                .reader()
+                .tacker_op_occs()
+                .unwrap()
+                .iter()
+                .any(|o| o.occ.id == healed_occ && o.occ.state == OperationState::Completed)
+        }),
+        "vnfkeeper never saw Tacker's COMPLETED: {}",
+        d.log_text()
+    );
+    let synced = d.log_text().matches("Tacker synced").count();
+    assert!(wait_until(WITHIN, || d
+        .log_text()
+        .matches("Tacker synced")
+        .count()
+        > synced));
     let ops = store(&db).reader().operations(Some(&inst)).unwrap();
     assert_eq!(ops.len(), 4, "heal_start and heal_end only: {ops:?}");
     let (start, end) = (&ops[2], &ops[3]);
