@@ -17,6 +17,8 @@ pub mod digest;
 pub mod flavour;
 /// Individual VNFC management: BaseHOT → adjusted HOT + `nfv` parameters, merge patches.
 pub mod heat;
+/// vnfkeeper as Tacker v2's MgmtDriver: hook requests checked, what each hook runs.
+pub mod mgmt_hook;
 /// Domain types and invariants: operation states, instances, VNFC rows, roles, times.
 pub mod model;
 /// VNF packages: VNFD, BaseHOT and package files (reads confined to the package directory).

@@ -54,6 +54,11 @@ pub const TARGETS: &[Target] = &[
         what: "a Tacker LCM notification body: wire::notification::parse",
         run: targets::notification::run,
     },
+    Target {
+        name: "mgmt_hook",
+        what: "a Tacker MgmtDriver hook request body: mgmt_hook::parse",
+        run: targets::mgmt_hook::run,
+    },
     #[cfg(feature = "daemon")]
     Target {
         name: "config",

@@ -51,6 +51,7 @@ pub(super) struct TackerFile {
     pub(super) poll_interval_secs: Option<u64>,
     pub(super) packages: Option<BTreeMap<String, PathBuf>>,
     pub(super) token_path: Option<String>,
+    pub(super) hook_path: Option<String>,
     pub(super) token_lifetime_secs: Option<u64>,
     pub(super) tls_cert_file: Option<PathBuf>,
     pub(super) tls_key_file: Option<PathBuf>,

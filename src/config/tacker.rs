@@ -62,6 +62,10 @@ pub struct TackerSettings {
     /// `token_path`: the path of the token endpoint on `listen` (only with
     /// `OAUTH2_CLIENT_CREDENTIALS`). Default `/vnfkeeper/token`.
     pub token_path: String,
+    /// `hook_path`: the path on `listen` vnfkeeper's MgmtDriver script (Tacker's `Vnflcm`
+    /// hooks) sends to, with the same credentials as the callback (`POST`; `GET
+    /// <hook_path>/<operation id>`). Default `/vnfkeeper/mgmt-hooks`.
+    pub hook_path: String,
     /// `token_lifetime_secs`: how long an access token the token endpoint issues is accepted
     /// (`expires_in`). Default 3600, 60–86400.
     pub token_lifetime: Duration,
@@ -193,6 +197,7 @@ impl TackerSettings {
         ));
         out.push_str(&format!("max_body_kib = {}\n", t.max_body_bytes / 1024));
         out.push_str(&format!("token_path = {}\n", toml_string(&t.token_path)));
+        out.push_str(&format!("hook_path = {}\n", toml_string(&t.hook_path)));
         out.push_str(&format!(
             "token_lifetime_secs = {}\n",
             t.token_lifetime.as_secs()
@@ -255,6 +260,7 @@ impl TackerSettings {
         let callback_path = callback_path(t.callback_path)?;
         let auth_type = TackerAuth::from_file(t.auth_type.as_deref())?;
         let token_path = token_path(t.token_path, &callback_path)?;
+        let hook_path = hook_path(t.hook_path, &callback_path, &token_path)?;
         let lifetime = t.token_lifetime_secs.unwrap_or(3600);
         if !(60..=86_400).contains(&lifetime) {
             return Err((
@@ -297,6 +303,7 @@ impl TackerSettings {
             username: t.username,
             password_file: t.password_file,
             token_path,
+            hook_path,
             token_lifetime: Duration::from_secs(lifetime),
             tls,
             max_body_bytes: kib as usize * 1024,
@@ -363,6 +370,29 @@ fn token_path(written: Option<String>, callback_path: &str) -> Result<String, Ke
         ));
     }
     Ok(token_path)
+}
+
+/// `hook_path` (default `/vnfkeeper/mgmt-hooks`). Errors: not a URL path [`url_path_ok`]
+/// accepts, or `callback_path` or `token_path`.
+fn hook_path(
+    written: Option<String>,
+    callback_path: &str,
+    token_path: &str,
+) -> Result<String, KeyError> {
+    let hook_path = written.unwrap_or_else(|| "/vnfkeeper/mgmt-hooks".into());
+    if !url_path_ok(&hook_path)
+        || hook_path.ends_with('/')
+        || hook_path == callback_path
+        || hook_path == token_path
+    {
+        return Err((
+            "tacker.hook_path",
+            format!(
+                "must be an absolute URL path of [A-Za-z0-9/._-], not /metrics, callback_path nor token_path, got {hook_path:?}"
+            ),
+        ));
+    }
+    Ok(hook_path)
 }
 
 /// `tls_cert_file` and `tls_key_file`: both (absolute paths) or neither (`None`: plain HTTP).

@@ -42,7 +42,7 @@ use crate::intake::spool::{self, FileLook, Found, IntakeContext, Outcome, Spool}
 use crate::message_ids::{MSG_REQUEST_ACCEPTED, MSG_REQUEST_REJECTED};
 use crate::metrics::Metrics;
 use crate::store::{Db, Store, StoreError};
-use crate::tacker::{notifications, oauth};
+use crate::tacker::{hooks, notifications, oauth};
 use connect::Connector;
 use logging::LogTarget;
 use runner::{QueueStatus, Scheduler};
@@ -1034,8 +1034,12 @@ async fn start_http(
             t.max_body_bytes,
             Some(tacker_wake.clone()),
         );
-        let mut what = format!("Tacker notification endpoint GET/POST {}", t.callback_path);
-        let mut router = notifications::router(&t.callback_path, callback);
+        let mut what = format!(
+            "Tacker notification endpoint GET/POST {}, MgmtDriver hooks POST {}",
+            t.callback_path, t.hook_path
+        );
+        let mut router = notifications::router(&t.callback_path, callback.clone())
+            .merge(hooks::router(&t.hook_path, callback, db.clone()));
         if let Some(tokens) = tokens {
             what.push_str(&format!(", OAuth 2.0 token endpoint POST {}", t.token_path));
             router = router.merge(oauth::router(&t.token_path, tokens));

@@ -23,9 +23,10 @@
 //! stack, step 4 is a full update (PUT) with the adjusted documents, so only the targets' servers
 //! are rebuilt.
 //!
-//! Origin `tacker` (after Tacker's HEAL COMPLETED): Tacker replaced the servers; the plan is
-//! `heat.read_vnfcs` of Tacker's stack (found by name first) and `heal_end` over the targets
-//! (`tacker::heal_stages`).
+//! Origin `tacker` (after Tacker's HEAL COMPLETED, or Tacker's `heal_end` hook): Tacker replaced
+//! the servers; the plan is `heat.read_vnfcs` of Tacker's stack (found by name first) and
+//! `heal_end` over the targets (`tacker::heal_stages`). Tacker's `heal_start` hook (vnfkeeper as
+//! its MgmtDriver, `store::tacker::hooks`): steps 1–2 only, before Tacker replaces anything.
 //!
 //! `additionalParams.configuration_only: true` (vnfkeeper; used by reconcile for drift that needs
 //! no new server, e.g. a lost export line) skips 1–6 and only runs the idempotent configuration
@@ -41,6 +42,7 @@ use crate::cloud::{Cloud, StackRef};
 use crate::store::{OperationRow, VnfcRow};
 use vnfkeeper_core::flavour::HookContext;
 use vnfkeeper_core::heat;
+use vnfkeeper_core::mgmt_hook::MgmtHook;
 use vnfkeeper_core::model::VnfcId;
 use vnfkeeper_core::plan;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
@@ -149,6 +151,25 @@ fn stages<C: Cloud>(
     p: &HealPlan,
 ) -> Result<Vec<Stage>, EngineError> {
     if op.origin == Origin::Tacker {
+        let hook = e.db.with(|s| s.reader().tacker_hook_of(&op.id))?;
+        if matches!(hook, Some((MgmtHook::HealStart, _))) {
+            // Tacker's `heal_start` (vnfkeeper as its MgmtDriver): before Tacker touches a
+            // server, the same refusal and pre-steps as a heal of vnfkeeper's own; Tacker
+            // replaces the servers once this operation COMPLETED.
+            if let Some(why) = inst.driver.rebuild_refusal(before, &p.targets) {
+                return Err(StepFailure {
+                    status: 409,
+                    ..StepFailure::input("heal_start", why)
+                }
+                .into());
+            }
+            let c = HookContext {
+                vnfcs: before,
+                pv_wait: e.limits.pv_wait,
+                op_occ_id: op.id.as_str(),
+            };
+            return Ok(inst.driver.heal_start(c, &p.targets)?);
+        }
         // Tacker replaced the servers: read them and configure (no heal_start, no Heat call).
         return Ok(vnfkeeper_core::tacker::heal_stages());
     }

@@ -30,6 +30,7 @@ use crate::cloud::{Cloud, StackRef};
 use crate::store::{OperationRow, VnfcRow};
 use vnfkeeper_core::flavour::HookContext;
 use vnfkeeper_core::heat;
+use vnfkeeper_core::mgmt_hook::MgmtHook;
 use vnfkeeper_core::model::{StageKey, VnfcId};
 use vnfkeeper_core::plan;
 use vnfkeeper_core::plan::individual::AdjustedPlan;
@@ -249,6 +250,32 @@ async fn run_tacker<C: Cloud>(
     let plan = match e.db.with(|s| s.reader().operation_plan(&op.id))? {
         Some(text) => serde_json::from_str::<TackerScalePlan>(&text)
             .map_err(|_| StepFailure::input("plan", "stored scale plan does not parse"))?,
+        None if matches!(
+            e.db.with(|s| s.reader().tacker_hook_of(&op.id))?,
+            Some((MgmtHook::ScaleStart, _))
+        ) =>
+        {
+            // Tacker's `scale_start` (vnfkeeper as its MgmtDriver), before Tacker removes the
+            // servers: the flavour's `scale_start` over the VNFCs its Grant removes (the kubeadm
+            // cluster: the nodes drained and deleted).
+            let (_, victims) =
+                e.db.with(|s| s.reader().tacker_hook_of(&op.id))?
+                    .unwrap_or((MgmtHook::ScaleStart, Vec::new()));
+            let before = e.db.with(|s| s.reader().vnfcs(&op.vnf_instance_id))?;
+            let c = HookContext {
+                vnfcs: &before,
+                pv_wait: e.limits.pv_wait,
+                op_occ_id: op.id.as_str(),
+            };
+            let p = TackerScalePlan {
+                gone: Vec::new(),
+                stages: inst.driver.scale_start(c, &victims)?,
+            };
+            let json = serde_json::to_string(&p).unwrap_or_default();
+            let text = adjusted::store(e, op, &json, None, p.stages.len())?;
+            serde_json::from_str::<TackerScalePlan>(&text)
+                .map_err(|_| StepFailure::input("plan", "stored scale plan does not parse"))?
+        }
         None => {
             let out = req.scale_type == ScaleType::ScaleOut;
             let (gone, cleanup) = if out {

@@ -41,6 +41,7 @@ pub use tacker::{
     HealAdoption, PendingFollowup, PollRecord, RecordedInstance, RecordedOpOcc, Retired,
     StoredSubscription,
 };
+pub use tacker::{HookOutcome, HookReceipt};
 pub use timeline::{IntakeFacts, StepFacts, TimelineEntry, TimelineSource};
 pub use vnfkeeper_core::model::VnfcRow;
 

@@ -7,6 +7,7 @@
 
 mod client;
 pub mod credentials;
+pub mod hooks;
 pub mod notifications;
 pub mod oauth;
 use serde_json::{Value, json};

@@ -58,8 +58,8 @@ pub enum Check {
 /// What the endpoint needs: the credentials Tacker must present, the size limit, and the
 /// committer that records notifications in the store.
 pub struct Callback {
-    check: Check,
-    max_body_bytes: usize,
+    pub(super) check: Check,
+    pub(super) max_body_bytes: usize,
     commits: tokio::sync::mpsc::Sender<Job>,
 }
 
@@ -135,7 +135,7 @@ impl Callback {
     /// Whether the request carries the configured credentials: `Authorization: Basic
     /// <base64(user:password)>` (RFC 7617) or `Authorization: Bearer <token>` (RFC 6750 §2.1)
     /// as `tacker.auth_type` says; compared in constant time.
-    fn authorized(&self, headers: &HeaderMap) -> bool {
+    pub(super) fn authorized(&self, headers: &HeaderMap) -> bool {
         let credentials = match &self.check {
             Check::Basic(credentials) => credentials,
             Check::Bearer(tokens) => return tokens.authorized(headers),
@@ -173,7 +173,11 @@ pub fn router(path: &str, callback: Arc<Callback>) -> Router {
         .with_state(callback)
 }
 
-fn problem(status: StatusCode, detail: impl Into<String>, errors: Vec<FieldProblem>) -> Response {
+pub(super) fn problem(
+    status: StatusCode,
+    detail: impl Into<String>,
+    errors: Vec<FieldProblem>,
+) -> Response {
     let p = ProblemDetails::new(status.as_u16(), detail, errors);
     let body = serde_json::to_vec(&p).unwrap_or_default();
     (
@@ -187,7 +191,7 @@ fn problem(status: StatusCode, detail: impl Into<String>, errors: Vec<FieldProbl
         .into_response()
 }
 
-fn unauthorized(check: &Check) -> Response {
+pub(super) fn unauthorized(check: &Check) -> Response {
     let (detail, challenge) = match check {
         Check::Basic(_) => (
             "missing or wrong credentials (HTTP Basic, the subscription's paramsBasic)",
@@ -208,11 +212,14 @@ fn unauthorized(check: &Check) -> Response {
 
 /// How much of a body over the limit is still read (and dropped) so that the client gets the
 /// 413 instead of a reset connection; a larger declared body is refused without reading.
-const DRAIN_BYTES: usize = 1 << 20;
+pub(super) const DRAIN_BYTES: usize = 1 << 20;
 
 /// The body, at most `max` bytes. `Ok(None)`: longer (read on up to [`DRAIN_BYTES`] more, then
 /// dropped). Errors: the client's stream failed.
-async fn read_body(mut body: axum::body::Body, max: usize) -> Result<Option<Vec<u8>>, String> {
+pub(super) async fn read_body(
+    mut body: axum::body::Body,
+    max: usize,
+) -> Result<Option<Vec<u8>>, String> {
     use http_body_util::BodyExt as _;
     let mut buf = Vec::new();
     let mut seen = 0usize;

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use testbed::cloud::Testbed;
-use testbed::cloud::tacker::StandInPackage;
+use testbed::cloud::tacker::{MgmtDriverRun, StandInPackage};
 
 /// The `vnfdId` of the package [`register_pv_package`] registers.
 pub const VNFD: &str = "b1bb0ce7-ebca-4fa7-95ed-4840d70a1177";
@@ -41,6 +41,54 @@ pub fn register_pv_package(tb: &Testbed) {
             }}))
             .unwrap(),
             aspects: Default::default(),
+            mgmt_driver: None,
+        })
+        .unwrap();
+}
+
+/// The seed's INSTANTIATE request (the envelope of the spool fixture
+/// `pv-k8s-cluster.10-instantiate.json`) and its package directory.
+pub fn seed() -> (Value, std::path::PathBuf) {
+    let root = super::repo_root();
+    let env: Value = serde_json::from_slice(
+        &std::fs::read(root.join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let pkg = root.join(env["vnfPackage"].as_str().unwrap());
+    (env["request"].clone(), pkg)
+}
+
+/// Registers the package at `pkg_dir` with the stand-in as `vnfd_id`, as Tacker would have it:
+/// the flavour's BaseHOT and nested templates, the `nfv` stack parameter vnfkeeper computes for
+/// `request`, the VNFD's aspects, and the package's MgmtDriver run by Tacker's code (`mgmt`).
+pub fn register(
+    tb: &Testbed,
+    vnfd_id: &str,
+    request: &Value,
+    pkg_dir: &std::path::Path,
+    mgmt_driver: Option<MgmtDriverRun>,
+) {
+    let pkg = vnfkeeper_core::package::VnfPackage::load(pkg_dir).unwrap();
+    let req: vnfkeeper_core::wire::sol003::InstantiateVnfRequest =
+        serde_json::from_value(request.clone()).unwrap();
+    let hot = pkg.base_hot(&req.flavour_id).unwrap();
+    let nfv = vnfkeeper_core::plan::nfv::instantiate_parameters(&pkg.vnfd, &req).unwrap();
+    let mut parameters = serde_json::Map::new();
+    parameters.insert("nfv".into(), nfv);
+    tb.cloud()
+        .tacker_register_package(StandInPackage {
+            vnfd_id: vnfd_id.into(),
+            template: hot.template,
+            files: hot.files,
+            parameters,
+            aspects: pkg
+                .vnfd
+                .aspects
+                .iter()
+                .map(|(a, asp)| (a.clone(), asp.vdu_deltas.clone()))
+                .collect(),
+            mgmt_driver,
         })
         .unwrap();
 }
@@ -177,4 +225,35 @@ impl Operator {
             .await;
         (inst, instantiate, terminate)
     }
+}
+
+/// The python of Tacker 16.0.0's venv (`scripts/tacker-venv`, made once and cached). Panics
+/// when it cannot be made (the Tacker tests fail, they never skip).
+pub fn venv_python() -> &'static std::path::Path {
+    static PY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        let out = std::process::Command::new(super::repo_root().join("scripts/tacker-venv"))
+            .output()
+            .expect("run scripts/tacker-venv");
+        assert!(
+            out.status.success(),
+            "scripts/tacker-venv failed (needs python3-venv and PyPI the first time):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    })
+}
+
+/// The directory holding Tacker 16.0.0's `samples/` (`scripts/tacker-samples`, fetched once
+/// from PyPI and cached). Panics when it cannot be fetched.
+pub fn samples_dir() -> std::path::PathBuf {
+    let out = std::process::Command::new(super::repo_root().join("scripts/tacker-samples"))
+        .output()
+        .expect("run scripts/tacker-samples");
+    assert!(
+        out.status.success(),
+        "scripts/tacker-samples failed (needs PyPI the first time): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }

@@ -8,6 +8,7 @@
 mod support;
 mod tacker_companion;
 mod tacker_manage;
+mod tacker_mgmt_driver;
 mod tacker_notifications;
 mod tacker_oauth_tls;
 mod tacker_parity;

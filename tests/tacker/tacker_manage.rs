@@ -15,7 +15,6 @@ use vnfkeeper_core::model::{
     InstantiationState, OpOccId, OperationState, StepState, Timestamp, VnfInstanceId,
 };
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,7 +23,6 @@ use support::bed::{Bed, fast_limits};
 use support::tacker::Operator;
 use support::wait_until;
 use testbed::cloud::Testbed;
-use testbed::cloud::tacker::StandInPackage;
 use vnfkeeper::cloud::OpenStackCloud;
 use vnfkeeper::config::tacker::TackerSettings;
 use vnfkeeper::reconcile::probe::ProbeSettings;
@@ -37,44 +35,6 @@ use vnfkeeper_core::wire::Secret;
 
 const VNFD: &str = "pv-k8s-cluster-vnfd";
 
-/// The seed's INSTANTIATE request (the envelope of the spool fixture) and its package.
-fn seed() -> (Value, PathBuf) {
-    let root = support::repo_root();
-    let env: Value = serde_json::from_slice(
-        &std::fs::read(root.join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    let pkg = root.join(env["vnfPackage"].as_str().unwrap());
-    (env["request"].clone(), pkg)
-}
-
-/// Registers the package in the stand-in as Tacker would have it: the flavour's BaseHOT and
-/// nested templates, and the `nfv` stack parameter vnfkeeper computes for the same request.
-fn register(tb: &Testbed, request: &Value, pkg_dir: &std::path::Path) {
-    let pkg = vnfkeeper_core::package::VnfPackage::load(pkg_dir).unwrap();
-    let req: vnfkeeper_core::wire::sol003::InstantiateVnfRequest =
-        serde_json::from_value(request.clone()).unwrap();
-    let hot = pkg.base_hot(&req.flavour_id).unwrap();
-    let nfv = vnfkeeper_core::plan::nfv::instantiate_parameters(&pkg.vnfd, &req).unwrap();
-    let mut parameters = serde_json::Map::new();
-    parameters.insert("nfv".into(), nfv);
-    tb.cloud()
-        .tacker_register_package(StandInPackage {
-            vnfd_id: VNFD.into(),
-            template: hot.template,
-            files: hot.files,
-            parameters,
-            aspects: pkg
-                .vnfd
-                .aspects
-                .iter()
-                .map(|(a, asp)| (a.clone(), asp.vdu_deltas.clone()))
-                .collect::<BTreeMap<_, _>>(),
-        })
-        .unwrap();
-}
-
 /// How long a Tacker operation of these tests may take in the stand-in.
 const WITHIN: Duration = Duration::from_secs(300);
 
@@ -86,6 +46,7 @@ fn settings(pkg: PathBuf) -> TackerSettings {
         username: "tacker".into(),
         password_file: "/nonexistent".into(),
         token_path: "/vnfkeeper/token".into(),
+        hook_path: "/vnfkeeper/mgmt-hooks".into(),
         token_lifetime: Duration::from_secs(3600),
         tls: None,
         max_body_bytes: 1 << 20,
@@ -136,8 +97,8 @@ async fn pass(
 #[ignore = "needs root (network namespaces, loop devices)"]
 async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate_retires() {
     let bed = Bed::new("vkz", 93, fast_limits()).await;
-    let (request, pkg_dir) = seed();
-    register(&bed.tb, &request, &pkg_dir);
+    let (request, pkg_dir) = support::tacker::seed();
+    support::tacker::register(&bed.tb, VNFD, &request, &pkg_dir, None);
     let op = Operator::login(&bed.tb).await;
     let inst = op.create(VNFD).await;
     let occ = op

@@ -12,9 +12,8 @@
 //! The venv cannot be made (no python3-venv, no PyPI): the test fails, it does not skip.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
@@ -22,21 +21,9 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The venv's python, made once per target directory.
+/// The venv's python, made once (`support::tacker::venv_python`).
 fn python() -> &'static Path {
-    static PY: OnceLock<PathBuf> = OnceLock::new();
-    PY.get_or_init(|| {
-        let out = Command::new(root().join("scripts/tacker-venv"))
-            .output()
-            .expect("run scripts/tacker-venv");
-        assert!(
-            out.status.success(),
-            "scripts/tacker-venv failed (the differential test needs python3-venv and PyPI \
-             the first time):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    })
+    crate::support::tacker::venv_python()
 }
 
 /// A difference from Tacker that vnfkeeper keeps on purpose (README, "Differences from Tacker").

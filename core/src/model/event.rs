@@ -39,6 +39,9 @@ pub enum EventKind {
     TackerHealNotStarted,
     /// Companion mode: Tacker's HEAL completed.
     TackerHealCompleted,
+    /// Companion mode: vnfkeeper's MgmtDriver script sent a hook of a running Tacker operation
+    /// (`heal_start`, …) and vnfkeeper queued the operation that runs it.
+    TackerHookReceived,
     /// Reconcile queued a HEAL.
     ReconcileHealStarted,
     /// Reconcile found configuration drift and queued its repair.
@@ -68,7 +71,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 28] = [
+    pub const ALL: [EventKind; 29] = [
         EventKind::RequestAccepted,
         EventKind::RequestRejected,
         EventKind::RequestDuplicate,
@@ -85,6 +88,7 @@ impl EventKind {
         EventKind::TackerHealSent,
         EventKind::TackerHealNotStarted,
         EventKind::TackerHealCompleted,
+        EventKind::TackerHookReceived,
         EventKind::ReconcileHealStarted,
         EventKind::ReconcileDriftDetected,
         EventKind::ReconcileDeferredUnknown,
@@ -118,6 +122,7 @@ impl EventKind {
             EventKind::TackerHealSent => "TACKER_HEAL_SENT",
             EventKind::TackerHealNotStarted => "TACKER_HEAL_NOT_STARTED",
             EventKind::TackerHealCompleted => "TACKER_HEAL_COMPLETED",
+            EventKind::TackerHookReceived => "TACKER_HOOK_RECEIVED",
             EventKind::ReconcileHealStarted => "RECONCILE_HEAL_STARTED",
             EventKind::ReconcileDriftDetected => "RECONCILE_DRIFT_DETECTED",
             EventKind::ReconcileDeferredUnknown => "RECONCILE_DEFERRED_UNKNOWN",

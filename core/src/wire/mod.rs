@@ -10,7 +10,7 @@
 //! [`LcmEnvelope::typed_request`] once a request is valid, and [`Secret`] hides credentials from
 //! `Debug`.
 
-mod check;
+pub(crate) mod check;
 pub mod notification;
 pub mod params;
 pub mod redact;

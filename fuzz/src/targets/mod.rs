@@ -10,6 +10,7 @@ pub mod intake;
 #[cfg(feature = "daemon")]
 pub mod intake_store;
 pub mod kubectl;
+pub mod mgmt_hook;
 pub mod notification;
 pub mod package;
 pub mod package_dir;

@@ -3,12 +3,14 @@
 
 mod adoption;
 mod heal;
+mod hooks;
 
 pub use adoption::{
     HealAdoption, PendingFollowup, PollRecord, RecordedInstance, RecordedOpOcc, Retired,
     StoredSubscription,
 };
 pub use heal::WaitingHeal;
+pub use hooks::{HookOutcome, HookReceipt};
 use rusqlite::params;
 
 use super::decode::Cells;

@@ -208,6 +208,7 @@ pub async fn run(clouds_yaml: &Path, cmd: TackerCmd) -> anyhow::Result<()> {
                 files: hot.files,
                 parameters,
                 aspects,
+                mgmt_driver: None,
             };
             let r = op
                 .http

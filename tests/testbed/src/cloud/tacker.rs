@@ -87,6 +87,30 @@ pub struct StandInPackage {
     /// `nfv.VDU.<vdu>.desired_capacity` by `delta × numberOfSteps` and updates the stack.
     #[serde(default)]
     pub aspects: BTreeMap<String, BTreeMap<String, u32>>,
+    /// The package's MgmtDriver, run by **Tacker's own code**: when set, each operation runs
+    /// its `<operation>_start` hook after `PROCESSING` and before its stack work, and its
+    /// `<operation>_end` hook after it, through Tacker 16.0.0's
+    /// `VnfLcmDriverV2._exec_mgmt_driver_script` (`tests/tacker/mgmt/conductor.py` in Tacker's
+    /// venv), which runs the script the package's VNFD names for the hook, if any. A hook that
+    /// fails ends the operation `FAILED_TEMP` with Tacker's error (`MgmtDriverExecutionFailed`,
+    /// 422) as its `error`, as Tacker's conductor does; a failed `*_start` leaves the stack
+    /// untouched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mgmt_driver: Option<MgmtDriverRun>,
+}
+
+/// How the stand-in runs a package's MgmtDriver hooks through Tacker's code.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MgmtDriverRun {
+    /// The python of Tacker's venv (`scripts/tacker-venv`).
+    pub python: std::path::PathBuf,
+    /// `tests/tacker/mgmt/conductor.py`.
+    pub conductor: std::path::PathBuf,
+    /// The unpacked VNF package (`TOSCA-Metadata/`, `Definitions/`, `Scripts/`).
+    pub csar_dir: std::path::PathBuf,
+    /// Environment of the conductor process (and so of the script it runs).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 /// Notification fault switches; the default delivers every notification once, at once.
@@ -1057,7 +1081,21 @@ async fn run(c: Arc<Cloud>, occ_id: String) {
     transition(&c, &occ_id, "STARTING", None);
     tokio::time::sleep(Duration::from_millis(50)).await;
     transition(&c, &occ_id, "PROCESSING", None);
+    if let Err(e) = hook(&c, &occ_id, "start").await {
+        transition(&c, &occ_id, "FAILED_TEMP", Some(e));
+        return;
+    }
     let r = work(&c, &occ_id).await;
+    let r = match r {
+        Ok(()) => match hook(&c, &occ_id, "end").await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                transition(&c, &occ_id, "FAILED_TEMP", Some(e));
+                return;
+            }
+        },
+        Err(detail) => Err(detail),
+    };
     match r {
         Ok(()) => transition(&c, &occ_id, "COMPLETED", None),
         Err(detail) => transition(
@@ -1070,6 +1108,71 @@ async fn run(c: Arc<Cloud>, occ_id: String) {
 }
 
 const STACK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Runs the `<operation>_<phase>` hook of `occ_id`'s package through Tacker's own
+/// `_exec_mgmt_driver_script` ([`StandInPackage::mgmt_driver`]); nothing without one. Errors:
+/// the ProblemDetails Tacker records for the op occ (its exception's status, title, detail).
+async fn hook(c: &Arc<Cloud>, occ_id: &str, phase: &str) -> Result<(), Value> {
+    let (occ, inst, run) = {
+        let t = c.tacker();
+        let Some(occ) = t.occs.iter().find(|o| o.id == occ_id).cloned() else {
+            return Ok(());
+        };
+        let Some(inst) = t.instances.get(&occ.instance).cloned() else {
+            return Ok(());
+        };
+        let run = t
+            .packages
+            .get(&inst.vnfd_id)
+            .and_then(|p| p.mgmt_driver.clone());
+        (occ, inst, run)
+    };
+    let Some(run) = run else { return Ok(()) };
+    let flavour = inst
+        .flavour_id
+        .clone()
+        .or_else(|| occ.params["flavourId"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    let input = json!({
+        "csar_dir": run.csar_dir,
+        "flavour_id": flavour,
+        "hook": format!("{}_{phase}", occ.operation.to_lowercase()),
+        "operation": occ.operation,
+        "vnf_instance_id": inst.id,
+        "vnfd_id": inst.vnfd_id,
+        "vnf_lcm_op_occ_id": occ.id,
+        "request": occ.params,
+    });
+    let failed =
+        |detail: String| json!({"status": 500, "title": "Internal Server Error", "detail": detail});
+    let mut child = tokio::process::Command::new(&run.python)
+        .arg(&run.conductor)
+        .envs(&run.env)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| failed(format!("cannot run Tacker's conductor code: {e}")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        use tokio::io::AsyncWriteExt as _;
+        let _ = stdin.write_all(input.to_string().as_bytes()).await;
+    }
+    let out = tokio::time::timeout(STACK_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| failed("Tacker's conductor code did not return".into()))?
+        .map_err(|e| failed(e.to_string()))?;
+    let answer: Value = serde_json::from_slice(&out.stdout).map_err(|_| {
+        failed(format!(
+            "Tacker's conductor code failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    })?;
+    if answer.get("detail").is_some() {
+        return Err(answer);
+    }
+    Ok(())
+}
 
 async fn work(c: &Arc<Cloud>, occ_id: &str) -> Result<(), String> {
     let (occ, inst, pkg) = {

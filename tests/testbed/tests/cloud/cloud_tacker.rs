@@ -88,6 +88,7 @@ fn register(tb: &testbed::cloud::Testbed) {
             )]
             .into_iter()
             .collect(),
+            mgmt_driver: None,
         })
         .unwrap();
 }
