@@ -208,7 +208,7 @@ const INSTANCE_STATES: [InstantiationState; 2] = [
 
 /// The names of the cloud actions' steps (`CloudAction::name`): their
 /// `vnfkeeper_step_duration_seconds` series exist, at 0, before any step ran.
-const CLOUD_STEPS: [&str; 8] = [
+const CLOUD_STEPS: [&str; 10] = [
     "heat.create",
     "heat.wait_create",
     "heat.update",
@@ -217,6 +217,8 @@ const CLOUD_STEPS: [&str; 8] = [
     "heat.mark_unhealthy",
     "heat.delete",
     "heat.wait_delete",
+    "nova.stop",
+    "nova.detach_volume",
 ];
 
 impl std::fmt::Debug for Metrics {

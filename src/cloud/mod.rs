@@ -154,6 +154,36 @@ pub trait Cloud: Send + Sync {
         length: u32,
     ) -> impl Future<Output = Result<String, CloudError>> + Send;
 
+    /// One server: `GET /v2.1/servers/{id}` (Compute API "Show Server Details"); `None` when
+    /// Nova answers 404 (gone).
+    fn server(
+        &self,
+        server_id: &str,
+    ) -> impl Future<Output = Result<Option<Server>, CloudError>> + Send;
+
+    /// Stops a server: `POST /v2.1/servers/{id}/action` with `{"os-stop": null}` (Compute API
+    /// "Stop Server"; 202). Returns once Nova accepted; the server becomes `SHUTOFF` later
+    /// (poll [`Cloud::server`]). Errors: 409 when the server is not `ACTIVE` (or busy), 404.
+    fn stop_server(&self, server_id: &str) -> impl Future<Output = Result<(), CloudError>> + Send;
+
+    /// One volume: `GET /v3/{project}/volumes/{id}` (Block Storage API v3 "Show a volume's
+    /// details"); `None` when Cinder answers 404.
+    fn volume(
+        &self,
+        volume_id: &str,
+    ) -> impl Future<Output = Result<Option<Volume>, CloudError>> + Send;
+
+    /// Detaches a volume from a server:
+    /// `DELETE /v2.1/servers/{server_id}/os-volume_attachments/{volume_id}` (Compute API
+    /// "Detach a volume from an instance"; 202). The volume becomes `available` later (poll
+    /// [`Cloud::volume`]). Errors: 404 when the volume is not attached to that server, 409 when
+    /// the server's state forbids it (e.g. `ERROR`) or the volume is the root disk.
+    fn detach_volume(
+        &self,
+        server_id: &str,
+        volume_id: &str,
+    ) -> impl Future<Output = Result<(), CloudError>> + Send;
+
     /// All ports of the project: `GET /v2.0/ports`, every page (Networking API "List ports",
     /// `ports_links[rel=next]`).
     fn ports(&self) -> impl Future<Output = Result<Vec<Port>, CloudError>> + Send;

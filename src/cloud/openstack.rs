@@ -923,6 +923,62 @@ impl Cloud for OpenStackCloud {
         Ok(text)
     }
 
+    async fn server(&self, server_id: &str) -> Result<Option<Server>, CloudError> {
+        #[derive(serde::Deserialize)]
+        struct Show {
+            server: Server,
+        }
+        match self
+            .call(COMPUTE, Method::GET, &["servers", server_id], &[], None)
+            .await
+        {
+            Ok(reply) => Ok(Some(reply.json::<Show>()?.server)),
+            Err(e) if matches!(e.kind(), super::ErrorKind::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn stop_server(&self, server_id: &str) -> Result<(), CloudError> {
+        let body = serde_json::json!({"os-stop": null});
+        self.call(
+            COMPUTE,
+            Method::POST,
+            &["servers", server_id, "action"],
+            &[],
+            Some(&body),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    async fn volume(&self, volume_id: &str) -> Result<Option<Volume>, CloudError> {
+        #[derive(serde::Deserialize)]
+        struct Show {
+            volume: Volume,
+        }
+        let svc = self.block_storage().await?;
+        match self
+            .call(svc, Method::GET, &["volumes", volume_id], &[], None)
+            .await
+        {
+            Ok(reply) => Ok(Some(reply.json::<Show>()?.volume)),
+            Err(e) if matches!(e.kind(), super::ErrorKind::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn detach_volume(&self, server_id: &str, volume_id: &str) -> Result<(), CloudError> {
+        self.call(
+            COMPUTE,
+            Method::DELETE,
+            &["servers", server_id, "os-volume_attachments", volume_id],
+            &[],
+            None,
+        )
+        .await
+        .map(|_| ())
+    }
+
     async fn ports(&self) -> Result<Vec<Port>, CloudError> {
         self.list_all(NETWORK, &["ports"], "ports").await
     }

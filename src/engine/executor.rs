@@ -432,7 +432,125 @@ impl<C: Cloud> Engine<C> {
             }
             CloudAction::DeleteStack => self.delete_stack(&at).await,
             CloudAction::WaitDelete => self.wait_delete(&at).await,
+            CloudAction::StopServer { server_id } => self.stop_server(&at, server_id).await,
+            CloudAction::DetachVolume {
+                server_id,
+                volume_id,
+            } => self.detach_volume(&at, server_id, volume_id).await,
         }
+    }
+
+    /// `nova.stop`: the server `SHUTOFF` (asked once with `os-stop` while it is `ACTIVE` or in
+    /// `ERROR`) or gone. Polled for at most the stack timeout.
+    async fn stop_server(&self, at: &At<'_>, server_id: &str) -> Result<(), EngineError> {
+        let deadline = self.limits.stack_timeout;
+        self.cloud_step(
+            at.op,
+            at.key,
+            at.step_no,
+            at.name,
+            || async move {
+                let started = std::time::Instant::now();
+                let mut asked = false;
+                let mut pause = std::time::Duration::from_millis(500);
+                loop {
+                    let Some(s) = self.cloud.server(server_id).await? else {
+                        return Ok(None);
+                    };
+                    match s.status.as_str() {
+                        "SHUTOFF" => return Ok(None),
+                        // Nova stops an ERROR server too (its vm_state becomes `stopped`, from
+                        // which a volume can be detached).
+                        "ACTIVE" | "ERROR" if !asked => {
+                            match self.cloud.stop_server(server_id).await {
+                                // Already being stopped (or otherwise busy): keep polling.
+                                Err(e) if matches!(e.kind(), ErrorKind::Conflict) => {}
+                                other => other?,
+                            }
+                            asked = true;
+                        }
+                        _ => {}
+                    }
+                    if started.elapsed() >= deadline {
+                        return Ok(Some(format!(
+                            "server {server_id} is still {} after {} s",
+                            s.status,
+                            deadline.as_secs()
+                        )));
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
+                }
+            },
+            |late: &Option<String>| match late {
+                None => Ok(()),
+                Some(why) => Err(StepFailure::input(at.name, why.clone()).into()),
+            },
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `nova.detach_volume`: the volume no longer attached to `server_id` and `available`
+    /// (detached once through Nova while attached there). A kept volume that is gone or attached
+    /// to another server fails the stage. Polled for at most the stack timeout.
+    async fn detach_volume(
+        &self,
+        at: &At<'_>,
+        server_id: &str,
+        volume_id: &str,
+    ) -> Result<(), EngineError> {
+        let deadline = self.limits.stack_timeout;
+        self.cloud_step(
+            at.op,
+            at.key,
+            at.step_no,
+            at.name,
+            || async move {
+                let started = std::time::Instant::now();
+                let mut asked = false;
+                let mut pause = std::time::Duration::from_millis(500);
+                loop {
+                    let Some(v) = self.cloud.volume(volume_id).await? else {
+                        return Ok(Some(format!("volume {volume_id} is gone")));
+                    };
+                    let here = v.attachments.iter().any(|a| a.server_id == server_id);
+                    if !here {
+                        if let Some(a) = v.attachments.first() {
+                            return Ok(Some(format!(
+                                "volume {volume_id} is attached to server {}, not {server_id}",
+                                a.server_id
+                            )));
+                        }
+                        if v.status == "available" {
+                            return Ok(None);
+                        }
+                    } else if !asked && v.status == "in-use" {
+                        match self.cloud.detach_volume(server_id, volume_id).await {
+                            // Nova no longer lists the attachment: Cinder catches up.
+                            Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {}
+                            other => other?,
+                        }
+                        asked = true;
+                    }
+                    if started.elapsed() >= deadline {
+                        return Ok(Some(format!(
+                            "volume {volume_id} is still {} after {} s",
+                            v.status,
+                            deadline.as_secs()
+                        )));
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
+                }
+            },
+            |late: &Option<String>| match late {
+                None => Ok(()),
+                Some(why) => Err(StepFailure::input(at.name, why.clone()).into()),
+            },
+        )
+        .await
+        .map(|_| ())
     }
 
     /// `f` as the journaled cloud step `at`, with nothing to store of its result.

@@ -7,6 +7,11 @@
 //! 1.–2. the flavour's `heal_start` stages (for the kubeadm cluster: `pv.not_bound` refusing with
 //!    409 while a PersistentVolume is Bound, `pv.unregister`, `k8s.remove_node` of the targeted
 //!    nodes through a surviving master);
+//! 2b. for each target whose stack volumes are kept (the storage server): `nova.stop` of its
+//!    server, then `nova.detach_volume` of each such volume (until Cinder reports it
+//!    `available`) — Heat creates the replacement before it deletes the old server, and Nova
+//!    refuses a volume that is still attached; each checks first, so a RETRY or a resume after
+//!    a crash repeats nothing;
 //! 3. `heat.mark_unhealthy` of each target's server resource in the stack that owns it (the
 //!    nested stack of an AutoScalingGroup member) — and of its volumes only when
 //!    `additionalParams.all` is true; 4. `heat.update` (PATCH `{}`: only marked resources are
@@ -191,6 +196,32 @@ fn stages<C: Cloud>(
             op_occ_id: op.id.as_str(),
         };
         list.append(inst.driver.heal_start(c, &p.targets)?);
+        // Heat creates a server's replacement before it deletes the server (convergence), and
+        // Nova refuses a volume attached elsewhere: a target whose stack volumes are kept is
+        // stopped and those volumes detached first, so its replacement can attach them.
+        if !p.recreate_volumes {
+            for v in before.iter().filter(|v| p.targets.contains(&v.id)) {
+                let kept: Vec<_> = v.volumes.iter().filter(|a| a.resource.is_some()).collect();
+                let Some(server_id) = v.server_id.as_ref().filter(|_| !kept.is_empty()) else {
+                    continue;
+                };
+                list.cloud_on(
+                    v.id.as_str(),
+                    CloudAction::StopServer {
+                        server_id: server_id.clone(),
+                    },
+                );
+                for a in kept {
+                    list.cloud_on(
+                        &a.volume_id,
+                        CloudAction::DetachVolume {
+                            server_id: server_id.clone(),
+                            volume_id: a.volume_id.clone(),
+                        },
+                    );
+                }
+            }
+        }
         // Mark the targets' servers (and, if asked, their volumes) unhealthy in the stack that
         // owns each (an AutoScalingGroup member's nested stack).
         let mut marks = Vec::new();

@@ -44,7 +44,8 @@ pub struct EngineLimits {
     pub attempts: u32,
     /// First backoff delay; doubles per attempt (with ±25 % jitter), capped at 30 s.
     pub backoff: Duration,
-    /// Longest wait for a Heat stack to reach `*_COMPLETE`.
+    /// Longest wait for a Heat stack to reach `*_COMPLETE` (and for a server a HEAL stops to
+    /// become `SHUTOFF`, a volume it detaches to become `available`).
     pub stack_timeout: Duration,
     /// Longest wait for a PersistentVolume to become Available.
     pub pv_wait: Duration,

@@ -5,7 +5,9 @@
 //! simulated services can back for a real Heat (`OS::Nova::Server`, `OS::Neutron::Port`, nested
 //! templates, `OS::Heat::AutoScalingGroup`, `OS::Heat::ScalingPolicy`), the adjusted HOT of its
 //! INSTANTIATE (`vnfkeeper hot adjust`) goes through both Heats, then the same PATCH updates
-//! (a changed `nfv` parameter, a mark-unhealthy and a converge) and the delete; after each step
+//! (a changed `nfv` parameter, a mark-unhealthy and a converge — for the storage server, which
+//! keeps its volume, after stopping it and detaching the volume as vnfkeeper's HEAL does) and
+//! the delete; the three templates' stacks run concurrently; after each step
 //! both stacks must have the same resources (by path, type and status; members of a scaling
 //! group by count), the same server and port properties as Nova and Neutron record them, the
 //! same outputs, and the same update decisions (which resources kept their physical ids, which
@@ -17,7 +19,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vnfkeeper::cloud::{Cloud, OpenStackCloud, StackCreate, StackRef, StackStatus};
+use vnfkeeper::cloud::{Cloud, OpenStackCloud, PollPolicy, StackCreate, StackRef, StackStatus};
 
 use crate::support;
 
@@ -232,13 +234,25 @@ enum Step {
     /// Mark the first server (by path, then physical id) whose path starts with this prefix
     /// unhealthy, then PATCH `{}`.
     HealServer(&'static str),
-    /// A known difference: [`Step::HealServer`] completes on the simulated Heat, but the real
-    /// Heat's update fails with a reason containing the text. The real Heat creates a server's
-    /// replacement before it deletes the server and only moves its ports over
-    /// (`Server.prepare_for_replace`), so a volume attached through `block_device_mapping_v2`
-    /// is still in use by the old server when the new one asks for it, and Nova refuses; the
-    /// simulated Heat deletes first. The last step of a case (the stacks differ afterwards).
-    HealServerRealFails(&'static str, &'static str),
+    /// [`Step::HealServer`] of a server whose volumes its replacement attaches again (the PV
+    /// flavour's storage server), done the way vnfkeeper's HEAL does it: Heat creates the
+    /// replacement before it deletes the server (and detaches only its ports,
+    /// `Server.prepare_for_replace`), so the server is stopped (`os-stop`) and its volumes
+    /// detached (`os-volume_attachments`, until Cinder reports them `available`) first.
+    HealKeepingVolumes(&'static str),
+}
+
+/// Polls `done` every 200 ms for at most [`WAIT`].
+async fn until<F, Fut>(what: &str, done: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let t0 = std::time::Instant::now();
+    while !done().await {
+        assert!(t0.elapsed() < WAIT, "{what}: not reached within {WAIT:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Applies `step`; returns the wait's result (`UPDATE_COMPLETE` or the failure).
@@ -249,7 +263,7 @@ async fn apply(
 ) -> Result<vnfkeeper::cloud::Stack, vnfkeeper::cloud::CloudError> {
     match step {
         Step::Patch(p) => cloud.update_stack_patch(s, p.clone()).await.unwrap(),
-        Step::HealServer(prefix) | Step::HealServerRealFails(prefix, _) => {
+        Step::HealServer(prefix) | Step::HealKeepingVolumes(prefix) => {
             let res = cloud.stack_resources(s, 5).await.unwrap();
             let (_, ids) = view(cloud, s).await;
             let target = ids
@@ -263,6 +277,29 @@ async fn apply(
                 .iter()
                 .find(|r| r.physical_resource_id == target)
                 .unwrap();
+            if matches!(step, Step::HealKeepingVolumes(_)) {
+                let volumes: Vec<String> = cloud
+                    .volumes()
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .filter(|v| v.attachments.iter().any(|a| a.server_id == target))
+                    .map(|v| v.id)
+                    .collect();
+                assert!(!volumes.is_empty(), "{target} has no volume");
+                cloud.stop_server(&target).await.unwrap();
+                until("SHUTOFF", || async {
+                    cloud.server(&target).await.unwrap().unwrap().status == "SHUTOFF"
+                })
+                .await;
+                for v in &volumes {
+                    cloud.detach_volume(&target, v).await.unwrap();
+                    until("available", || async {
+                        cloud.volume(v).await.unwrap().unwrap().status == "available"
+                    })
+                    .await;
+                }
+            }
             cloud
                 .mark_unhealthy(&r.stack, &r.resource_name, "differential check")
                 .await
@@ -278,8 +315,8 @@ async fn apply(
 /// Runs `adjusted` and `steps` through both Heats and compares them after each step; each step
 /// comes with decisions it must show (path → (kept, added, removed)), checked on the real Heat.
 async fn differential(
-    sim: &OpenStackCloud,
-    real: &OpenStackCloud,
+    sim: &'static OpenStackCloud,
+    real: &'static OpenStackCloud,
     name: &str,
     adjusted: &Value,
     steps: &[(Step, Expected<'_>)],
@@ -292,15 +329,19 @@ async fn differential(
         timeout_mins: None,
         disable_rollback: true,
     };
-    let mut stacks = Vec::new();
-    for cloud in [sim, real] {
-        let s = cloud.create_stack(&req).await.unwrap();
-        cloud
-            .wait_stack(&s, &[StackStatus::CreateComplete], WAIT)
-            .await
-            .unwrap();
-        stacks.push(s);
-    }
+    let create = |cloud: &'static OpenStackCloud| {
+        let req = &req;
+        async move {
+            let s = cloud.create_stack(req).await.unwrap();
+            cloud
+                .wait_stack(&s, &[StackStatus::CreateComplete], WAIT)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: create: {e}"));
+            s
+        }
+    };
+    let (a, b) = tokio::join!(create(sim), create(real));
+    let stacks = [a, b];
     let (vs, mut is) = view(sim, &stacks[0]).await;
     let (vr, mut ir) = view(real, &stacks[1]).await;
     assert_eq!(
@@ -308,14 +349,9 @@ async fn differential(
         "{name}: after create (left: simulated, right: real)"
     );
     for (i, (step, expected)) in steps.iter().enumerate() {
-        apply(sim, &stacks[0], step).await.unwrap();
-        let r = apply(real, &stacks[1], step).await;
-        if let Step::HealServerRealFails(_, reason) = step {
-            let e = r.expect_err("the real Heat's update fails");
-            assert!(e.to_string().contains(reason), "{name}: step {i}: {e}");
-            break;
-        }
-        r.unwrap();
+        let (a, b) = tokio::join!(apply(sim, &stacks[0], step), apply(real, &stacks[1], step));
+        a.unwrap_or_else(|e| panic!("{name}: step {i} on the simulated Heat: {e}"));
+        b.unwrap_or_else(|e| panic!("{name}: step {i} on the real Heat: {e}"));
         let (vs, is2) = view(sim, &stacks[0]).await;
         let (vr, ir2) = view(real, &stacks[1]).await;
         assert_eq!(
@@ -338,18 +374,17 @@ async fn differential(
         is = is2;
         ir = ir2;
     }
-    for (cloud, s) in [(sim, &stacks[0]), (real, &stacks[1])] {
-        cloud.delete_stack(s).await.unwrap();
-        cloud
-            .wait_stack(s, &[StackStatus::DeleteComplete], WAIT)
-            .await
-            .unwrap();
-    }
-    assert!(
-        sim.servers().await.unwrap().is_empty(),
-        "{name}: servers left"
-    );
-    assert!(sim.ports().await.unwrap().is_empty(), "{name}: ports left");
+    let delete = |cloud: &'static OpenStackCloud, s: &StackRef| {
+        let s = s.clone();
+        async move {
+            cloud.delete_stack(&s).await.unwrap();
+            cloud
+                .wait_stack(&s, &[StackStatus::DeleteComplete], WAIT)
+                .await
+                .unwrap_or_else(|e| panic!("{name}: delete: {e}"));
+        }
+    };
+    tokio::join!(delete(sim, &stacks[0]), delete(real, &stacks[1]));
 }
 
 /// Every network the `nfv` parameter names, and every image, registered in the simulation (the
@@ -370,16 +405,31 @@ fn register(tb: &testbed::cloud::Testbed, adjusted: &Value) {
 
 /// A real Heat validates a template synchronously (Glance, Nova and Neutron lookups): under the
 /// load of the whole test suite a `POST /stacks` took more than 30 s, hence 180 s for both clouds.
-async fn connect(path: &Path) -> OpenStackCloud {
-    OpenStackCloud::connect(path, "testbed", Duration::from_secs(180))
+/// Stacks are polled every second at most (the product's policy grows to 20 s between polls,
+/// which would leave a finished step waiting for its next poll).
+async fn connect(path: &Path) -> &'static OpenStackCloud {
+    let cloud = OpenStackCloud::connect(path, "testbed", Duration::from_secs(180))
         .await
         .unwrap()
+        .with_poll_policy(PollPolicy {
+            initial: Duration::from_millis(250),
+            max: Duration::from_secs(1),
+            factor: 1.5,
+            jitter: 0.2,
+        });
+    Box::leak(Box::new(cloud))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs root (MariaDB and RabbitMQ packages, /run)"]
 async fn simulated_heat_matches_real_heat_on_the_project_templates() {
     const TAG: &str = "vkdiff";
+    // The tag's lease first: a run of this test in another process (another checkout) waits
+    // here instead of having its control plane killed as leftovers.
+    let _lease = tokio::task::spawn_blocking(|| testbed::hosts::Lease::control_plane(TAG))
+        .await
+        .unwrap()
+        .unwrap();
     testbed::cloud::real::kill_tagged(TAG).await;
     let dir = tempfile::Builder::new()
         .prefix("vk-heat-diff-")
@@ -391,6 +441,11 @@ async fn simulated_heat_matches_real_heat_on_the_project_templates() {
     })
     .await
     .unwrap();
+    eprintln!(
+        "real control plane up in {:.1} s",
+        tb.real().map(|r| r.start_time.as_secs_f64()).unwrap_or(0.0)
+    );
+    let t0 = std::time::Instant::now();
     let real = connect(tb.clouds_yaml()).await;
     let sim = connect(&dir.path().join(testbed::cloud::SIMULATED_CLOUDS_YAML)).await;
 
@@ -400,84 +455,87 @@ async fn simulated_heat_matches_real_heat_on_the_project_templates() {
         "individual-vnfc-management.10-instantiate.json",
     );
     register(&tb, &individual);
-    differential(
-        &sim,
-        &real,
-        "diff-individual",
-        &individual,
-        &[(
-            Step::HealServer("VDU1-1/"),
-            &[
-                ("VDU1-1/VDU1", (0, 1, 1)),
-                ("VDU1-1/VDU1_CP1", (1, 0, 0)),
-                ("VDU1-0/VDU1", (1, 0, 0)),
-            ],
-        )],
-    )
-    .await;
-
     let cir = adjusted(
         "cir-k8s-cluster",
         "simple",
         "cir-k8s-cluster.20-instantiate.json",
     );
     register(&tb, &cir);
-    let mut nfv = cir["parameters"]["nfv"].clone();
-    nfv["VDU"]["workerNode"]["desired_capacity"] = json!(3);
-    differential(
-        &sim,
-        &real,
-        "diff-cir",
-        &cir,
-        &[
-            (
-                Step::Patch(json!({"nfv": nfv})),
-                &[
-                    ("worker_instance/member", (2, 1, 0)),
-                    ("worker_instance/member/workerNode", (2, 1, 0)),
-                    ("master_instance/member/masterNode", (1, 0, 0)),
-                ],
-            ),
-            (
-                Step::HealServer("worker_instance/member/workerNode"),
-                &[
-                    ("worker_instance/member", (3, 0, 0)),
-                    ("worker_instance/member/workerNode", (2, 1, 1)),
-                    ("worker_instance/member/workerNode_CP2", (3, 0, 0)),
-                ],
-            ),
-        ],
-    )
-    .await;
-
+    let mut cir_nfv = cir["parameters"]["nfv"].clone();
+    cir_nfv["VDU"]["workerNode"]["desired_capacity"] = json!(3);
     let pv = adjusted(
         "pv-k8s-cluster",
         "simple",
         "pv-k8s-cluster.10-instantiate.json",
     );
     register(&tb, &pv);
-    let mut nfv = pv["parameters"]["nfv"].clone();
-    nfv["VDU"]["workerNode"]["desired_capacity"] = json!(3);
-    differential(
-        &sim,
-        &real,
-        "diff-pv",
-        &pv,
-        &[
-            (
-                Step::Patch(json!({"nfv": nfv})),
+    let mut pv_nfv = pv["parameters"]["nfv"].clone();
+    pv_nfv["VDU"]["workerNode"]["desired_capacity"] = json!(3);
+
+    let cir_steps: [(Step, Expected); 2] = [
+        (
+            Step::Patch(json!({"nfv": cir_nfv})),
+            &[
+                ("worker_instance/member", (2, 1, 0)),
+                ("worker_instance/member/workerNode", (2, 1, 0)),
+                ("master_instance/member/masterNode", (1, 0, 0)),
+            ],
+        ),
+        (
+            Step::HealServer("worker_instance/member/workerNode"),
+            &[
+                ("worker_instance/member", (3, 0, 0)),
+                ("worker_instance/member/workerNode", (2, 1, 1)),
+                ("worker_instance/member/workerNode_CP2", (3, 0, 0)),
+            ],
+        ),
+    ];
+    let pv_steps: [(Step, Expected); 2] = [
+        (
+            Step::Patch(json!({"nfv": pv_nfv})),
+            &[
+                ("worker_instance/member/workerNode", (2, 1, 0)),
+                ("storage_server", (1, 0, 0)),
+                ("storage_server_volume", (1, 0, 0)),
+            ],
+        ),
+        (
+            Step::HealKeepingVolumes("storage_server"),
+            &[
+                ("storage_server", (0, 1, 1)),
+                ("storage_server_volume", (1, 0, 0)),
+                ("storage_server_CP", (1, 0, 0)),
+                ("worker_instance/member/workerNode", (3, 0, 0)),
+            ],
+        ),
+    ];
+
+    // The three templates' stacks are independent: driven concurrently (each step still runs
+    // on both Heats before the two are compared).
+    tokio::join!(
+        differential(
+            sim,
+            real,
+            "diff-individual",
+            &individual,
+            &[(
+                Step::HealServer("VDU1-1/"),
                 &[
-                    ("worker_instance/member/workerNode", (2, 1, 0)),
-                    ("storage_server", (1, 0, 0)),
-                    ("storage_server_volume", (1, 0, 0)),
+                    ("VDU1-1/VDU1", (0, 1, 1)),
+                    ("VDU1-1/VDU1_CP1", (1, 0, 0)),
+                    ("VDU1-0/VDU1", (1, 0, 0)),
                 ],
-            ),
-            (
-                Step::HealServerRealFails("storage_server", "is already attached to a server"),
-                &[],
-            ),
-        ],
-    )
-    .await;
+            )],
+        ),
+        differential(sim, real, "diff-cir", &cir, &cir_steps),
+        differential(sim, real, "diff-pv", &pv, &pv_steps),
+    );
+    eprintln!(
+        "three templates through both Heats: {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    assert!(sim.servers().await.unwrap().is_empty(), "servers left");
+    assert!(sim.ports().await.unwrap().is_empty(), "ports left");
+    assert!(sim.volumes().await.unwrap().is_empty(), "volumes left");
     tb.shutdown().await;
 }

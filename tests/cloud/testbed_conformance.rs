@@ -537,7 +537,27 @@ async fn conformance_with_the_real_clients() {
     assert_eq!(r["resource_status_reason"], "conformance", "{r}");
 
     // Heal as Tacker does: mark unhealthy, then update with the existing template (and a
-    // third worker): the marked server is replaced, the stack ends UPDATE_COMPLETE.
+    // third worker): the marked server is replaced, the stack ends UPDATE_COMPLETE. Heat creates
+    // the replacement before it deletes the server, so the server keeping its volume is stopped
+    // and the volume detached first, as vnfkeeper's HEAL does (`server stop`, `server remove
+    // volume`: Nova's os-stop and os-volume_attachments through the real client).
+    let r = osc.run(&["server", "stop", &storage]).await;
+    assert!(r.ok, "server stop: {}", r.stderr);
+    let t = std::time::Instant::now();
+    loop {
+        let s = osc.json(&["server", "show", &storage]).await;
+        if s["status"] == "SHUTOFF" {
+            break;
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(60), "{s}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let r = osc
+        .run(&["server", "remove", "volume", &storage, &volume])
+        .await;
+    assert!(r.ok, "server remove volume: {}", r.stderr);
+    let vs = osc.json(&["volume", "show", &volume]).await;
+    assert_eq!(vs["status"], "available", "{vs}");
     let nfv3 = nfv(3).to_string();
     let r = osc
         .run(&[

@@ -4,7 +4,11 @@
 //! Glance, whose servers are real SSH hosts. A VNF from
 //! `fixtures/packages/individual-vnfc-management` goes through INSTANTIATE (2 VNFCs), SCALE_OUT
 //! by 1 (PATCH update with `existing`), HEAL of one VNFC with a new image (mark-unhealthy of its
-//! server, then an update) and TERMINATE; requests go through intake, the engine runs them, and
+//! server, then an update) and TERMINATE; then, on the same control plane, the PV flavour
+//! (`fixtures/packages/pv-k8s-cluster`) goes through INSTANTIATE, a HEAL of its storage server
+//! (stopped and its volume detached before Heat's update, the volume attached to the new server
+//! with its file system and NFS export intact) and TERMINATE; requests go through intake, the
+//! engine runs them, and
 //! the test reads the stack from the real Heat and the servers and ports from the simulated
 //! Nova and Neutron, which only real Heat called (the simulated Heat answers no request).
 
@@ -177,6 +181,66 @@ fn server_of(r: &VnfcRow) -> String {
     r.server_id.clone().unwrap()
 }
 
+/// The PV flavour's VNF, healed on the same control plane.
+const PV_VNF: &str = "vnf-pv-k8s-cluster";
+/// A file on the storage server's kept volume (under pv1's NFS export).
+const FILE_ON_PV: &str = "/volume/nfs/pv1/kept-across-heal.txt";
+
+/// The PV VNF's VNFC rows.
+fn pv_rows(bed: &Bed) -> Vec<VnfcRow> {
+    bed.db
+        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(PV_VNF)))
+        .unwrap()
+}
+
+/// HEAL of one VNFC of the PV VNF.
+fn heal_storage(vnfc: &str) -> Value {
+    json!({
+        "operation": "HEAL",
+        "vnfInstanceId": PV_VNF,
+        "requestId": "vnf-pv-k8s-cluster.40-real-heat",
+        "request": {"vnfcInstanceId": [vnfc], "cause": "storage server rebuilt on real Heat"}
+    })
+}
+
+/// Registers the networks and images the adjusted HOT of `request` names in the simulation (a
+/// real Heat looks them up; `vnfkeeper hot adjust` says which).
+fn register(bed: &Bed, package: &str, request: &str) {
+    let root = support::repo_root();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
+        .current_dir(&root)
+        .args(["hot", "adjust", "--package"])
+        .arg(root.join("fixtures/packages").join(package))
+        .args([
+            "--flavour",
+            "simple",
+            "--operation",
+            "instantiate",
+            "--request",
+        ])
+        .arg(root.join("fixtures/requests/good").join(request))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let adjusted: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let nfv = &adjusted["parameters"]["nfv"];
+    for cp in nfv["CP"].as_object().into_iter().flatten() {
+        if let Some(n) = cp.1["network"].as_str() {
+            bed.tb.cloud().add_network(n);
+        }
+    }
+    for vdu in nfv["VDU"].as_object().into_iter().flatten() {
+        if let Some(i) = vdu.1["vcImageId"].as_str() {
+            bed.tb.cloud().set_image_properties(i, BTreeMap::new());
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs root (network namespaces), MariaDB and RabbitMQ"]
 async fn instantiate_scale_out_heal_terminate_through_real_heat() {
@@ -330,6 +394,118 @@ async fn instantiate_scale_out_heal_terminate_through_real_heat() {
         ),
         Ok(st) => assert_eq!(st.stack_status.as_str(), "DELETE_COMPLETE", "{st:?}"),
     }
+    // The PV flavour on the same control plane: a HEAL of the storage server keeps its Cinder
+    // volume. Heat creates the replacement before it deletes the server, so vnfkeeper stops the
+    // server and detaches the volume first; the replacement attaches it, mounts it without a
+    // mkfs, and exports it again.
+    let t1 = Instant::now();
+    register(&bed, "pv-k8s-cluster", "pv-k8s-cluster.10-instantiate.json");
+    run(&bed, &fixture("pv-k8s-cluster.10-instantiate.json")).await;
+    let pv0 = pv_rows(&bed);
+    let storage = pv0
+        .iter()
+        .find(|v| v.vdu_id == "storage_server")
+        .unwrap()
+        .clone();
+    let old = server_of(&storage);
+    let volume = storage.volumes[0].volume_id.clone();
+    let out = bed
+        .farm
+        .exec(
+            &old,
+            &format!("echo written-before-heal > {FILE_ON_PV} && sync"),
+        )
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(bed.farm.mkfs_log(&old).await.unwrap().len(), 1);
+    let heal = run(&bed, &heal_storage(storage.id.as_str())).await;
+    let stages: Vec<String> = bed
+        .db
+        .with(|s| s.reader().journal(&heal))
+        .unwrap()
+        .into_iter()
+        .map(|j| j.name)
+        .collect();
+    let at = |name: &str| stages.iter().position(|n| n == name).unwrap_or(usize::MAX);
+    assert!(
+        at("pv.not_bound") < at("nova.stop")
+            && at("nova.stop") < at("nova.detach_volume")
+            && at("nova.detach_volume") < at("heat.mark_unhealthy")
+            && at("heat.mark_unhealthy") < at("heat.update"),
+        "{stages:?}"
+    );
+    let pv1 = pv_rows(&bed);
+    let healed = pv1.iter().find(|v| v.id == storage.id).unwrap();
+    let new = server_of(healed);
+    assert_ne!(new, old, "the storage server was replaced");
+    for v in pv1.iter().filter(|v| v.id != storage.id) {
+        let was = pv0.iter().find(|b| b.id == v.id).unwrap();
+        assert_eq!(v.server_id, was.server_id, "VNFC {} untouched", v.id);
+    }
+    assert!(
+        !nova(&bed).await.contains_key(&old),
+        "the old server is gone"
+    );
+    let vol = bed
+        .cloud
+        .volumes()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|v| v.id == volume)
+        .expect("the volume is kept");
+    assert_eq!(vol.status, "in-use");
+    assert_eq!(
+        vol.attachments
+            .iter()
+            .map(|a| a.server_id.as_str())
+            .collect::<Vec<_>>(),
+        [new.as_str()],
+        "the volume is attached to the new server"
+    );
+    let read = bed
+        .farm
+        .exec(&new, &format!("cat {FILE_ON_PV}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&read.stdout).trim(),
+        "written-before-heal",
+        "the filesystem is intact"
+    );
+    assert!(
+        bed.farm.mkfs_log(&new).await.unwrap().is_empty(),
+        "no mkfs on the kept volume"
+    );
+    // The export is back: a worker reads the file over NFS.
+    let storage_ip = healed.ip_address.clone().unwrap();
+    let worker = pv1.iter().find(|v| v.vdu_id == "workerNode").unwrap();
+    let read = bed
+        .farm
+        .exec(
+            &server_of(worker),
+            &format!("nfs-cat nfs://{storage_ip}/volume/nfs/pv1/kept-across-heal.txt"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&read.stdout).trim(),
+        "written-before-heal",
+        "the NFS export is back: {}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    run(&bed, &fixture("pv-k8s-cluster.90-terminate.json")).await;
+    assert!(pv_rows(&bed).is_empty());
+    assert!(nova(&bed).await.is_empty());
+    assert!(
+        bed.cloud.volumes().await.unwrap().is_empty(),
+        "volume deleted"
+    );
+    eprintln!(
+        "PV instantiate, storage heal, terminate: {:.1} s",
+        t1.elapsed().as_secs_f64()
+    );
     eprintln!(
         "whole test: {:.1} s, control plane {} MiB resident at the end",
         t0.elapsed().as_secs_f64(),

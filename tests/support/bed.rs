@@ -59,19 +59,31 @@ impl Bed {
             .unwrap();
         // A real Heat validates a template synchronously (Glance, Nova and Neutron lookups) on a
         // machine every test binary loads: its calls get longer than the product's default.
-        let api_timeout = match control_plane {
-            testbed::cloud::ControlPlane::Real(_) => Duration::from_secs(180),
-            _ => Duration::from_secs(30),
+        let real = matches!(control_plane, testbed::cloud::ControlPlane::Real(_));
+        let api_timeout = if real {
+            Duration::from_secs(180)
+        } else {
+            Duration::from_secs(30)
         };
         let (farm, tb, cleanup) =
             super::testbed_with_hosts_on(prefix, net, dir.path(), false, control_plane).await;
         let db = Db::new(Store::open(&dir.path().join("state.db")).unwrap());
         let spool = Spool::open(&dir.path().join("spool")).unwrap();
-        let cloud = Arc::new(
-            OpenStackCloud::connect(tb.clouds_yaml(), "testbed", api_timeout)
-                .await
-                .unwrap(),
-        );
+        let mut cloud = OpenStackCloud::connect(tb.clouds_yaml(), "testbed", api_timeout)
+            .await
+            .unwrap();
+        if real {
+            // A real Heat's stack operation takes 5-15 s: polled at most every second, so that
+            // the product's backoff (up to 20 s between polls) does not leave a finished step
+            // waiting.
+            cloud = cloud.with_poll_policy(vnfkeeper::cloud::PollPolicy {
+                initial: Duration::from_millis(250),
+                max: Duration::from_secs(1),
+                factor: 1.5,
+                jitter: 0.2,
+            });
+        }
+        let cloud = Arc::new(cloud);
         let engine = Engine::new(
             db.clone(),
             cloud.clone(),

@@ -157,6 +157,23 @@ pub enum CloudAction {
     DeleteStack,
     /// `heat.wait_delete`: until `DELETE_COMPLETE` or gone.
     WaitDelete,
+    /// `nova.stop` of a server whose kept volumes its replacement will attach (HEAL): Compute
+    /// API `os-stop` unless it is `SHUTOFF` already (or gone), then until `SHUTOFF` (Nova stops
+    /// a server in `ERROR` too).
+    StopServer {
+        /// Nova server id (decided with the plan).
+        server_id: String,
+    },
+    /// `nova.detach_volume` of a kept volume from the server a HEAL replaces: Compute API
+    /// `DELETE /servers/{server_id}/os-volume_attachments/{volume_id}` unless the volume is no
+    /// longer attached to it, then until Cinder reports it `available`. Heat creates a server's
+    /// replacement before it deletes the server, and Nova refuses a volume attached elsewhere.
+    DetachVolume {
+        /// Nova server id the volume is attached to (decided with the plan).
+        server_id: String,
+        /// Cinder volume id.
+        volume_id: String,
+    },
 }
 
 impl CloudAction {
@@ -173,6 +190,8 @@ impl CloudAction {
             }
             CloudAction::DeleteStack => "heat.delete",
             CloudAction::WaitDelete => "heat.wait_delete",
+            CloudAction::StopServer { .. } => "nova.stop",
+            CloudAction::DetachVolume { .. } => "nova.detach_volume",
         }
     }
 }
@@ -182,6 +201,16 @@ impl Stage {
     pub fn cloud(wave: u32, action: CloudAction) -> Self {
         Self {
             key: StageKey::from(action.name()),
+            wave,
+            action: Action::Cloud(action),
+        }
+    }
+
+    /// A cloud stage about one subject (a server, a volume) in its own wave, keyed
+    /// `<action name>@<subject>`.
+    pub fn cloud_on(wave: u32, subject: &str, action: CloudAction) -> Self {
+        Self {
+            key: StageKey::new(format!("{}@{subject}", action.name())),
             wave,
             action: Action::Cloud(action),
         }
@@ -229,6 +258,11 @@ impl StageList {
     /// Adds a cloud stage as its own wave.
     pub fn cloud(&mut self, action: CloudAction) -> &mut Self {
         self.wave(|w| vec![Stage::cloud(w, action)])
+    }
+
+    /// Adds a cloud stage about `subject` ([`Stage::cloud_on`]) as its own wave.
+    pub fn cloud_on(&mut self, subject: &str, action: CloudAction) -> &mut Self {
+        self.wave(|w| vec![Stage::cloud_on(w, subject, action)])
     }
 
     /// Appends a hook's stages (their waves from 0 on) after the waves so far, keeping their
@@ -337,6 +371,37 @@ mod tests {
 
     fn remote(wave: u32, host: &str) -> Stage {
         Stage::remote(wave, host, Role::Worker, crate::recipes::nfs_client(host))
+    }
+
+    /// The HEAL's Nova stages are stored under these names and keys (a stored plan and its
+    /// journal must load again after an upgrade), each about its subject.
+    #[test]
+    fn nova_stages_are_stored_by_name_and_keyed_by_subject() {
+        let mut list = StageList::default();
+        list.cloud_on(
+            "vnfc-storage_server-0",
+            CloudAction::StopServer {
+                server_id: "s1".into(),
+            },
+        )
+        .cloud_on(
+            "v1",
+            CloudAction::DetachVolume {
+                server_id: "s1".into(),
+                volume_id: "v1".into(),
+            },
+        );
+        let stages = list.into_stages();
+        check(&stages).unwrap();
+        assert_eq!(
+            serde_json::to_value(&stages).unwrap(),
+            serde_json::json!([
+                {"key": "nova.stop@vnfc-storage_server-0", "wave": 0,
+                 "action": {"cloud": {"stop_server": {"server_id": "s1"}}}},
+                {"key": "nova.detach_volume@v1", "wave": 1,
+                 "action": {"cloud": {"detach_volume": {"server_id": "s1", "volume_id": "v1"}}}},
+            ])
+        );
     }
 
     /// A plan stored before steps had a closed kind (one stage of every step kind, then

@@ -40,6 +40,14 @@ pub(crate) fn routes() -> Router<Arc<Cloud>> {
             &format!("{p}/servers/{{id}}/os-interface/{{port}}"),
             get(interface_show).delete(interface_detach),
         )
+        .route(
+            &format!("{p}/servers/{{id}}/os-volume_attachments"),
+            get(volume_attachments),
+        )
+        .route(
+            &format!("{p}/servers/{{id}}/os-volume_attachments/{{volume}}"),
+            get(volume_attachment_show).delete(volume_detach),
+        )
         .route(&format!("{p}/flavors"), get(flavors))
         .route(&format!("{p}/flavors/detail"), get(flavors_detail))
         .route(&format!("{p}/flavors/{{id}}"), get(flavor_show))
@@ -787,38 +795,80 @@ async fn interface_show(
         .ok_or_else(|| nova_err(404, "itemNotFound", format!("Port {port} is not attached")))
 }
 
-/// `DELETE /servers/{id}/os-interface/{port}` → 202: the port is detached (it stays in Neutron).
-/// A server left without any port is unreachable: its host is stopped, so that the address can
-/// go to the server the port is attached to next (Heat detaches a server's ports before it
-/// creates the server's replacement).
+/// `DELETE /servers/{id}/os-interface/{port}` → 202: the port is detached
+/// ([`Cloud::interface_detach`]: a port Nova created is deleted, others stay in Neutron). A
+/// server left without any port is unreachable: its host is stopped, so that the address can go
+/// to the server the port is attached to next (Heat detaches a server's ports before it creates
+/// the server's replacement).
 async fn interface_detach(
     State(c): State<Arc<Cloud>>,
     Path((id, port)): Path<(String, String)>,
 ) -> ApiResult {
     let orphaned = {
         let mut inner = c.lock();
-        let s = inner.servers.get_mut(&id).ok_or_else(|| not_found(&id))?;
-        if !s.ports.contains(&port) {
-            return Err(nova_err(
-                404,
-                "itemNotFound",
-                format!("Port {port} is not attached"),
-            ));
+        if !inner.servers.contains_key(&id) {
+            return Err(not_found(&id));
         }
-        s.ports.retain(|p| *p != port);
-        s.own_ports.retain(|p| *p != port);
-        s.updated = chrono::Utc::now();
-        let orphaned = s.ports.is_empty();
-        if let Some(p) = inner.ports.get_mut(&port) {
-            p.device_id.clear();
-            p.device_owner.clear();
-        }
-        orphaned
+        c.interface_detach(&mut inner, &id, &port)
+            .map_err(|e| nova_err(404, "itemNotFound", e))?
     };
     if orphaned && let Some(farm) = &c.farm {
         farm.stop(&id)
             .await
             .map_err(|e| nova_err(500, "computeFault", format!("detaching {port}: {e:#}")))?;
     }
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
+fn volume_attachment_json(server: &str, vol: &str, dev: &str) -> Value {
+    json!({"id": vol, "volumeId": vol, "serverId": server, "device": dev})
+}
+
+/// `GET /servers/{id}/os-volume_attachments`: the server's volumes (`volumeAttachments`).
+async fn volume_attachments(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    let inner = c.lock();
+    let s = inner.servers.get(&id).ok_or_else(|| not_found(&id))?;
+    let list: Vec<Value> = s
+        .volumes
+        .iter()
+        .map(|(v, d)| volume_attachment_json(&id, v, d))
+        .collect();
+    Ok(axum::Json(json!({"volumeAttachments": list})).into_response())
+}
+
+/// `GET /servers/{id}/os-volume_attachments/{volume}`: one attachment, 404 when the volume is
+/// not attached to the server.
+async fn volume_attachment_show(
+    State(c): State<Arc<Cloud>>,
+    Path((id, vol)): Path<(String, String)>,
+) -> ApiResult {
+    let inner = c.lock();
+    let s = inner.servers.get(&id).ok_or_else(|| not_found(&id))?;
+    s.volumes
+        .iter()
+        .find(|(v, _)| *v == vol)
+        .map(|(v, d)| {
+            axum::Json(json!({"volumeAttachment": volume_attachment_json(&id, v, d)}))
+                .into_response()
+        })
+        .ok_or_else(|| nova_err(404, "itemNotFound", format!("volume_id not found: {vol}")))
+}
+
+/// `DELETE /servers/{id}/os-volume_attachments/{volume}` → 202: the volume is detached
+/// ([`Cloud::volume_detach`]; 409 unless the server is `SHUTOFF`, 404 when not attached).
+async fn volume_detach(
+    State(c): State<Arc<Cloud>>,
+    Path((id, vol)): Path<(String, String)>,
+) -> ApiResult {
+    let mut inner = c.lock();
+    c.volume_detach(&mut inner, &id, &vol)
+        .map_err(|(status, msg)| {
+            let kind = if status == 404 {
+                "itemNotFound"
+            } else {
+                "conflictingRequest"
+            };
+            nova_err(status, kind, msg)
+        })?;
     Ok(StatusCode::ACCEPTED.into_response())
 }

@@ -422,6 +422,82 @@ impl Cloud {
         Ok(())
     }
 
+    /// Nova's interface detach (`DELETE /servers/{id}/os-interface/{port}`, also what Heat
+    /// asks before it replaces a server): the port leaves the server; a port Nova created for a
+    /// `{network: …}` request is deleted, as Nova does, others stay in Neutron. Returns whether
+    /// the server is left without any port (its host is then unreachable and should be stopped,
+    /// so that the address can go to the server the port is attached to next).
+    ///
+    /// Errors: unknown server; the port is not attached to it.
+    pub(crate) fn interface_detach(
+        &self,
+        inner: &mut Inner,
+        server_id: &str,
+        port: &str,
+    ) -> Result<bool, String> {
+        let s = inner
+            .servers
+            .get_mut(server_id)
+            .ok_or_else(|| format!("Instance {server_id} could not be found."))?;
+        if !s.ports.iter().any(|p| p == port) {
+            return Err(format!("Port {port} is not attached"));
+        }
+        s.ports.retain(|p| p != port);
+        let own = s.own_ports.iter().any(|p| p == port);
+        s.own_ports.retain(|p| p != port);
+        s.updated = Utc::now();
+        let orphaned = s.ports.is_empty();
+        if own {
+            self.port_delete(inner, port);
+        } else if let Some(p) = inner.ports.get_mut(port) {
+            p.device_id.clear();
+            p.device_owner.clear();
+        }
+        Ok(orphaned)
+    }
+
+    /// Nova's volume detach (`DELETE /servers/{id}/os-volume_attachments/{volume}`): the
+    /// attachment goes; the volume is `available` once it has none left. The testbed cannot
+    /// unplug a loop device from a running host: a server whose host runs (`ACTIVE`, `BUILD`,
+    /// `REBOOT`) is refused with 409, like Nova refuses `ERROR` and `BUILD` servers.
+    ///
+    /// Errors: (404, …) unknown server or volume not attached to it; (409, …) server state.
+    pub(crate) fn volume_detach(
+        &self,
+        inner: &mut Inner,
+        server_id: &str,
+        volume_id: &str,
+    ) -> Result<(), (u16, String)> {
+        let s = inner
+            .servers
+            .get_mut(server_id)
+            .ok_or_else(|| (404, format!("Instance {server_id} could not be found.")))?;
+        if !s.volumes.iter().any(|(v, _)| v == volume_id) {
+            return Err((
+                404,
+                format!("volume_id not found: {volume_id} is not attached to {server_id}"),
+            ));
+        }
+        if s.status != "SHUTOFF" {
+            return Err((
+                409,
+                format!(
+                    "Cannot 'detach_volume' instance {server_id} while it is in vm_state {} (the testbed detaches volumes from stopped servers only)",
+                    s.vm_state
+                ),
+            ));
+        }
+        s.volumes.retain(|(v, _)| v != volume_id);
+        s.updated = Utc::now();
+        if let Some(v) = inner.volumes.get_mut(volume_id) {
+            v.attachments.retain(|a| a.0 != server_id);
+            if v.attachments.is_empty() {
+                v.status = "available".to_string();
+            }
+        }
+        Ok(())
+    }
+
     /// Nova `os-stop`: SHUTOFF (the host is stopped; volumes and ports stay).
     pub(crate) async fn server_stop(&self, id: &str) -> Result<(), String> {
         if let Some(farm) = &self.farm {

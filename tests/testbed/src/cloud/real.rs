@@ -88,6 +88,9 @@ pub struct RealControlPlane {
     pub admin_project_id: String,
     /// Wall time of [`RealControlPlane::start`].
     pub start_time: Duration,
+    /// The tag's lease: no other process runs or cleans up a control plane of this tag
+    /// meanwhile.
+    _lease: crate::hosts::Lease,
 }
 
 impl std::fmt::Debug for RealControlPlane {
@@ -241,6 +244,12 @@ impl RealControlPlane {
                 && tag.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'),
             "control plane tag {tag:?}: 1-32 letters, digits or '-'"
         );
+        let lease = {
+            let tag = tag.to_string();
+            tokio::task::spawn_blocking(move || crate::hosts::Lease::control_plane(&tag))
+                .await
+                .context("leasing the control plane's tag")??
+        };
         std::fs::create_dir_all(run_dir.join("logs"))
             .with_context(|| format!("creating {}", run_dir.display()))?;
         let out = tokio::process::Command::new(venv_script())
@@ -267,6 +276,7 @@ impl RealControlPlane {
             admin_password: password(),
             admin_project_id: String::new(),
             start_time: Duration::ZERO,
+            _lease: lease,
         };
         match me.bring_up(&ks_venv, &heat_venv, sim_base).await {
             Ok(()) => {

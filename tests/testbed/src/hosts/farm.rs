@@ -180,6 +180,9 @@ struct Volume {
 struct Inner {
     hosts: HashMap<String, Host>,
     volumes: HashMap<String, Volume>,
+    /// Cluster and address of hosts stopped while their server lives on, by server id: the
+    /// server's deletion later still tells its cluster store that it is gone.
+    stopped: HashMap<String, (String, Ipv4Addr)>,
     closed: bool,
 }
 
@@ -659,7 +662,30 @@ impl HostFarm {
     }
 
     async fn stop_inner(&self, server_id: &str, deleted: bool) -> Result<()> {
-        let host = self.lock().hosts.remove(server_id);
+        let (host, was_stopped) = {
+            let mut inner = self.lock();
+            let host = inner.hosts.remove(server_id);
+            match &host {
+                Some(h) if !deleted => {
+                    inner
+                        .stopped
+                        .insert(server_id.to_string(), (h.spec.cluster.clone(), h.spec.ip));
+                }
+                _ => {}
+            }
+            let was = if deleted {
+                inner.stopped.remove(server_id)
+            } else {
+                None
+            };
+            (host, was)
+        };
+        if host.is_none()
+            && let Some((cluster, ip)) = was_stopped
+            && let Err(e) = self.kube(&cluster).server_gone(ip)
+        {
+            return Err(anyhow!("stop {server_id}: cluster store: {e:#}"));
+        }
         let mut errors = match host {
             Some(h) => {
                 let gone = deleted.then(|| (self.kube(&h.spec.cluster), h.spec.ip));

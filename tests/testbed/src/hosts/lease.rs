@@ -101,6 +101,25 @@ impl Lease {
         })
     }
 
+    /// Leases `tag` for a real control plane (`crate::cloud::real`), waiting while another
+    /// process holds it (a farm or a control plane of that name: its processes are live, and
+    /// killing a crashed run's leftovers by tag would kill them). Held here already (a farm of
+    /// the same prefix in this process): counted, no lock taken. Blocks the calling thread.
+    ///
+    /// Errors: the lock directory cannot be created or locked.
+    pub fn control_plane(tag: &str) -> Result<Lease> {
+        let locks = if held_here(tag) {
+            Vec::new()
+        } else {
+            vec![lock(&format!("prefix-{tag}"), true)?.expect("waited")]
+        };
+        register(tag);
+        Ok(Lease {
+            prefix: tag.to_string(),
+            _locks: locks,
+        })
+    }
+
     /// For a cleanup by prefix: `Ok(None)` when this process already holds the prefix (go
     /// ahead), `Ok(Some(lease))` when it was free (held until dropped), and an error naming the
     /// lease when a farm in another process holds it (its hosts are live: leave them alone).

@@ -240,13 +240,83 @@ async fn mark_unhealthy_then_update_replaces_only_marked() {
     assert_eq!(replacement.2, victim_stack);
     assert_eq!(phys(&after, "storage_server_volume"), vol);
 
-    // Heal the storage server: new server, same volume (data kept).
+    // Heal the storage server: new server, same volume (data kept). Heat creates the
+    // replacement first (the old server's ports are detached from it beforehand), so while the
+    // volume is still attached to the old server Nova refuses the replacement.
     let storage = phys(&after, "storage_server");
     let (_, ports_before) = c
         .get(&format!("/network/v2.0/ports?device_id={storage}"))
         .await;
     mark(&c, &c.heat(&format!("/stacks/pv/{id}")), "storage_server").await;
+    let (st, v) = c
+        .req(
+            Method::PATCH,
+            &c.heat(&format!("/stacks/pv/{id}")),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{v}");
+    let s = c.wait("pv", &id).await;
+    assert_eq!(s["stack_status"], "UPDATE_FAILED", "{s}");
+    assert!(
+        s["stack_status_reason"]
+            .as_str()
+            .unwrap()
+            .contains("is already attached to a server"),
+        "{s}"
+    );
+    let (st, _) = c.get(&format!("/compute/v2.1/servers/{storage}")).await;
+    assert_eq!(
+        st,
+        StatusCode::OK,
+        "the old server stays until an update completes"
+    );
+    let (_, p) = c
+        .get(&format!("/network/v2.0/ports?device_id={storage}"))
+        .await;
+    assert_eq!(p["ports"], json!([]), "its ports were detached");
+    // Detaching from a running server is refused (the testbed cannot unplug a loop device).
+    let attachment = format!("/compute/v2.1/servers/{storage}/os-volume_attachments/{vol}");
+    let (st, _) = c.req(Method::DELETE, &attachment, None).await;
+    assert_eq!(st, StatusCode::CONFLICT);
+    // Stop the old server, detach the volume, converge again: the replacement takes it.
+    let (st, v) = c
+        .req(
+            Method::POST,
+            &format!("/compute/v2.1/servers/{storage}/action"),
+            Some(json!({"os-stop": null})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{v}");
+    for _ in 0..100 {
+        let (_, v) = c.get(&format!("/compute/v2.1/servers/{storage}")).await;
+        if v["server"]["status"] == "SHUTOFF" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (st, v) = c
+        .get(&format!(
+            "/compute/v2.1/servers/{storage}/os-volume_attachments"
+        ))
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(v["volumeAttachments"][0]["volumeId"], vol.as_str(), "{v}");
+    let (st, v) = c.req(Method::DELETE, &attachment, None).await;
+    assert_eq!(st, StatusCode::ACCEPTED, "{v}");
+    let (st, _) = c.get(&attachment).await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    let (_, v) = c
+        .get(&format!("/volume/v3/{}/volumes/{vol}", c.project))
+        .await;
+    assert_eq!(v["volume"]["status"], "available", "{v}");
     patch(&c, &id, json!({})).await;
+    let (st, _) = c.get(&format!("/compute/v2.1/servers/{storage}")).await;
+    assert_eq!(
+        st,
+        StatusCode::NOT_FOUND,
+        "the old server is deleted at the end"
+    );
     let after2 = c.resources("pv", &id, 2).await;
     let storage2 = phys(&after2, "storage_server");
     assert_ne!(storage, storage2);

@@ -128,7 +128,9 @@ async fn pv_stack_servers_are_ssh_hosts_with_volumes() {
         }
     }
 
-    // Heal the storage server: new host at the same IP, same volume.
+    // Heal the storage server: new host at the same IP, same volume. Heat creates the
+    // replacement before it deletes the server, so the server is stopped and the volume
+    // detached first (as vnfkeeper's HEAL does).
     let storage = srv
         .iter()
         .find(|s| s.0 == "storage_server")
@@ -143,6 +145,40 @@ async fn pv_stack_servers_are_ssh_hosts_with_volumes() {
         .unwrap()
         .to_string();
     assert!(ssh(&ip, "sudo -n sh -c 'mkfs.ext4 -q /dev/vdb && mkdir -p /mnt/d && mount /dev/vdb /mnt/d && echo kept > /mnt/d/f && umount /mnt/d'").status.success());
+    let (st, _) = c
+        .req(
+            reqwest::Method::POST,
+            &format!("/compute/v2.1/servers/{storage}/action"),
+            Some(json!({"os-stop": null})),
+        )
+        .await;
+    assert_eq!(st, 202);
+    let t = Instant::now();
+    loop {
+        let (_, v) = c.get(&format!("/compute/v2.1/servers/{storage}")).await;
+        if v["server"]["status"] == "SHUTOFF" {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "not stopped: {v}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, v) = c
+        .get(&format!(
+            "/compute/v2.1/servers/{storage}/os-volume_attachments"
+        ))
+        .await;
+    let volume = v["volumeAttachments"][0]["volumeId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (st, v) = c
+        .req(
+            reqwest::Method::DELETE,
+            &format!("/compute/v2.1/servers/{storage}/os-volume_attachments/{volume}"),
+            None,
+        )
+        .await;
+    assert_eq!(st, 202, "{v}");
     let top = c.heat(&format!("/stacks/pv/{id}"));
     let (st, _) = c
         .req(

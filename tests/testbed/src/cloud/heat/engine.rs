@@ -4,7 +4,10 @@
 //! resources of one level run in parallel. An update:
 //! 1. deletes removed resources and replaces every resource in a FAILED state (including
 //!    `CHECK_FAILED` after `mark_unhealthy`) — servers that reference a replaced volume or port
-//!    are replaced with it;
+//!    are replaced with it. As Heat's convergence engine does, a replacement is created before
+//!    the old resource is deleted (the old ones go once the update completes); before a server's
+//!    replacement is created its ports are detached from it (Heat's `prepare_for_replace`), its
+//!    volumes are not — Nova refuses a volume still attached to the old server;
 //! 2. creates new resources, recurses into nested stacks (template resources, AutoScalingGroups),
 //!    and compares the resolved properties of the others: servers whose properties other than
 //!    `name`/`metadata` changed are replaced (new id, new host) — except `networks` whose `{port}`
@@ -32,7 +35,7 @@ use super::super::state::{Inner, new_id, short_id};
 use super::template::{
     Ctx, effective_params, find_file, parse_template, references, resource_defs,
 };
-use super::{Res, Stack, is_template_type};
+use super::{Replaced, Res, Stack, is_template_type};
 
 type Fut = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
 
@@ -72,6 +75,7 @@ pub(crate) fn insert_stack(
             disable_rollback: opts.0,
             timeout_mins: opts.1,
             tags: opts.2,
+            replaced: Vec::new(),
         },
     );
     id
@@ -137,7 +141,7 @@ fn delete_priority(rtype: &str, nested: bool) -> u8 {
 
 async fn converge_inner(cloud: &Arc<Cloud>, sid: &str, action: &str) -> Result<(), String> {
     let _ = action;
-    let (levels, to_delete) = {
+    let (levels, to_delete, replace) = {
         let mut inner = cloud.lock();
         let s = inner.stacks.get_mut(sid).ok_or("stack vanished")?;
         s.params = effective_params(&s.template, &s.params_given)?;
@@ -174,16 +178,17 @@ async fn converge_inner(cloud: &Arc<Cloud>, sid: &str, action: &str) -> Result<(
         let to_delete: Vec<String> = s
             .resources
             .iter()
-            .filter(|r| !names.contains(r.name.as_str()) || replace.contains(&r.name))
+            .filter(|r| !names.contains(r.name.as_str()))
             .map(|r| r.name.clone())
             .collect();
-        (levels, to_delete)
+        (levels, to_delete, replace)
     };
     delete_resources(cloud, sid, to_delete).await?;
     for level in levels {
         let mut set = JoinSet::new();
         for name in level {
-            set.spawn(apply_resource(cloud.clone(), sid.to_string(), name));
+            let forced = replace.contains(&name);
+            set.spawn(apply_resource(cloud.clone(), sid.to_string(), name, forced));
         }
         let mut errs = Vec::new();
         while let Some(r) = set.join_next().await {
@@ -196,6 +201,79 @@ async fn converge_inner(cloud: &Arc<Cloud>, sid: &str, action: &str) -> Result<(
         if !errs.is_empty() {
             return Err(join_errors(errs));
         }
+    }
+    clean_up_replaced(cloud, sid).await
+}
+
+/// Heat's cleanup after a successful traversal: deletes what the update replaced (servers
+/// before ports before volumes, as [`delete_resources`]); what fails to go stays listed.
+async fn clean_up_replaced(cloud: &Arc<Cloud>, sid: &str) -> Result<(), String> {
+    let pending = {
+        let mut inner = cloud.lock();
+        let s = inner.stacks.get_mut(sid).ok_or("stack vanished")?;
+        std::mem::take(&mut s.replaced)
+    };
+    let mut groups: BTreeMap<u8, Vec<Replaced>> = BTreeMap::new();
+    for r in pending {
+        groups
+            .entry(delete_priority(&r.rtype, r.nested.is_some()))
+            .or_default()
+            .push(r);
+    }
+    let mut errs = Vec::new();
+    let mut left = Vec::new();
+    for (_, group) in groups {
+        let mut set = JoinSet::new();
+        for r in group {
+            let cloud = cloud.clone();
+            set.spawn(async move {
+                let res = delete_physical(&cloud, &r.rtype, &r.physical_id, r.nested.clone()).await;
+                (r, res)
+            });
+        }
+        while let Some(j) = set.join_next().await {
+            match j {
+                Ok((_, Ok(()))) => {}
+                Ok((r, Err(e))) => {
+                    errs.push(format!("cleanup of {} {}: {e}", r.rtype, r.physical_id));
+                    left.push(r);
+                }
+                Err(e) => errs.push(format!("internal error: {e}")),
+            }
+        }
+    }
+    if let Some(s) = cloud.lock().stacks.get_mut(sid) {
+        s.replaced.extend(left);
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(join_errors(errs))
+    }
+}
+
+/// Heat's `prepare_for_replace` of a server (`Server.prepare_ports_for_replace`): before the
+/// replacement is created, the old server's ports are detached from it, so that the
+/// replacement can take the template's ports. Volumes are not detached: a volume the
+/// replacement's block device mapping names is still attached to the old server, and Nova
+/// refuses it. (Heat skips the detach for a server in `ERROR` and only deletes the ports it
+/// created itself; the simulation detaches in both cases.)
+async fn prepare_server_replace(cloud: &Arc<Cloud>, server_id: &str) -> Result<(), String> {
+    let orphaned = {
+        let mut inner = cloud.lock();
+        let Some(ports) = inner.servers.get(server_id).map(|s| s.ports.clone()) else {
+            return Ok(());
+        };
+        let mut orphaned = false;
+        for p in ports {
+            orphaned = cloud.interface_detach(&mut inner, server_id, &p)?;
+        }
+        orphaned
+    };
+    if orphaned && let Some(farm) = &cloud.farm {
+        farm.stop(server_id)
+            .await
+            .map_err(|e| format!("detaching the ports of {server_id}: {e:#}"))?;
     }
     Ok(())
 }
@@ -325,7 +403,10 @@ pub(crate) fn delete_stack(cloud: Arc<Cloud>, sid: String) -> Fut {
                 .map(|r| r.name.clone())
                 .collect::<Vec<_>>()
         };
-        let r = delete_resources(&cloud, &sid, names).await;
+        let mut r = delete_resources(&cloud, &sid, names).await;
+        if r.is_ok() {
+            r = clean_up_replaced(&cloud, &sid).await;
+        }
         let mut inner = cloud.lock();
         let nested = inner.stacks.get(&sid).is_some_and(|s| s.parent.is_some());
         match &r {
@@ -481,7 +562,12 @@ fn swap_ports(
     Some((pid, ip))
 }
 
-fn apply_resource(cloud: Arc<Cloud>, sid: String, name: String) -> Fut {
+/// Brings one resource to its definition: create, update in place, recurse into its nested
+/// stack, or replace (`forced`: marked unhealthy, failed, changed type, or a server whose
+/// volume or port is replaced). A replacement is created before the old resource goes, as
+/// Heat's convergence engine does: the old one is kept in [`Stack::replaced`] until the
+/// update completes (a port is deleted at once, a server's ports are detached first).
+fn apply_resource(cloud: Arc<Cloud>, sid: String, name: String, forced: bool) -> Fut {
     Box::pin(async move {
         let pfx = |e: String| format!("resources.{name}: {e}");
         let (rtype, props, deps, plan, old) = {
@@ -499,6 +585,7 @@ fn apply_resource(cloud: Arc<Cloud>, sid: String, name: String) -> Fut {
                 .map_err(pfx)?;
             let plan = match s.res(&name) {
                 None => Plan::Create,
+                Some(_) if forced => Plan::Replace,
                 Some(r) => match &r.nested {
                     Some(c) => Plan::Nested(c.clone()),
                     None if r.props == props => Plan::Nothing,
@@ -534,7 +621,25 @@ fn apply_resource(cloud: Arc<Cloud>, sid: String, name: String) -> Fut {
                 Ok(())
             }
             Plan::Replace => {
-                delete_one(&cloud, &sid, &name).await?;
+                let old = {
+                    let mut inner = cloud.lock();
+                    let s = inner.stacks.get_mut(&sid).ok_or("stack vanished")?;
+                    let Some(r) = s.res(&name) else {
+                        return Err(pfx("resource vanished".into()));
+                    };
+                    let old = Replaced {
+                        rtype: r.rtype.clone(),
+                        physical_id: r.physical_id.clone(),
+                        nested: r.nested.clone(),
+                    };
+                    s.replaced.push(old.clone());
+                    old
+                };
+                if old.rtype == "OS::Nova::Server" && !old.physical_id.is_empty() {
+                    prepare_server_replace(&cloud, &old.physical_id)
+                        .await
+                        .map_err(pfx)?;
+                }
                 create_resource(&cloud, &sid, &name, &rtype, props, deps)
                     .await
                     .map_err(pfx)

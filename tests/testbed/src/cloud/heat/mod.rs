@@ -69,6 +69,21 @@ pub struct Stack {
     pub timeout_mins: Option<u64>,
     /// `tags` as given.
     pub tags: Option<Value>,
+    /// Resources an update replaced, waiting for Heat's cleanup: (type, physical id, nested
+    /// stack id). The replacement is created first; these are deleted once an update
+    /// completes, or with the stack.
+    pub replaced: Vec<Replaced>,
+}
+
+/// A resource an update replaced whose physical resource is not deleted yet.
+#[derive(Clone, Debug)]
+pub struct Replaced {
+    /// Resource type.
+    pub rtype: String,
+    /// Physical resource id (may be empty when the create never got one).
+    pub physical_id: String,
+    /// Nested stack id for template resources and groups.
+    pub nested: Option<String>,
 }
 
 /// One resource of a stack.

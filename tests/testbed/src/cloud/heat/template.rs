@@ -955,6 +955,7 @@ mod tests {
             disable_rollback: true,
             timeout_mins: None,
             tags: None,
+            replaced: Vec::new(),
         };
         let ctx = Ctx {
             inner: &inner,
