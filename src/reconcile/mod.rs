@@ -183,6 +183,10 @@ pub struct PassReport {
     pub outcomes: Vec<VnfOutcome>,
     /// Per VNF with PVs: Bound PV names read by this pass's probes.
     pub pv_bound: HashMap<VnfInstanceId, Vec<String>>,
+    /// Per VNFC whose server's Nova status changed since the store recorded it: (server id,
+    /// status). [`record`] stores them, so `status VNF` and the status page show what reconcile
+    /// saw, also after cloud-only passes.
+    pub nova_status: HashMap<VnfcId, (String, String)>,
     /// Wall time of observation, probes and policy.
     pub elapsed: Duration,
     /// HEAL operations started by [`record`]: (vnfInstanceId, vnfLcmOpOccId).
@@ -303,6 +307,12 @@ impl<C: Cloud> Reconciler<C> {
             .flat_map(|v| v.vnfcs.iter())
             .map(|c| (c.id.clone(), observe::view(c, index_ref)))
             .collect();
+        let nova_status: HashMap<VnfcId, (String, String)> = snap
+            .vnfs
+            .iter()
+            .flat_map(|v| v.vnfcs.iter())
+            .filter_map(|c| Some((c.id.clone(), observe::changed_status(c, index_ref)?)))
+            .collect();
         let (mut probed, probed_hosts) = if kind == PassKind::Full {
             self.probe(snap, &clusters, &roles, &views).await
         } else {
@@ -364,6 +374,7 @@ impl<C: Cloud> Reconciler<C> {
             cloud_error: inventory.err(),
             outcomes,
             pv_bound,
+            nova_status,
             elapsed: started.elapsed(),
             started: Vec::new(),
             expired_pauses: pause::expired(&snap.pauses, now)
@@ -537,6 +548,9 @@ pub fn record(
         }
     }
     report.expired_pauses = ended;
+    for (vnfc, (server, status)) in &report.nova_status {
+        tx.observe_server_status(vnfc, server, status, now)?;
+    }
     for vnfc in &report.trust_verified {
         tx.verify_node_trust(vnfc, report.at)?;
     }

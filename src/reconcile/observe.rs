@@ -42,6 +42,17 @@ impl<'a> Index<'a> {
     }
 }
 
+/// The Nova status the listing shows for `vnfc`'s recorded server (upper case, as Nova's API
+/// reference spells it: `ACTIVE`, `ERROR`, `SHUTOFF`, …) when it differs from the one the
+/// store holds: `Some((server id, status))`. `None` when nothing is known (a failed listing, no
+/// server recorded, the server missing) or nothing changed.
+pub fn changed_status(vnfc: &VnfcRow, index: Result<&Index<'_>, &str>) -> Option<(String, String)> {
+    let server_id = vnfc.server_id.as_deref().filter(|s| !s.is_empty())?;
+    let server = index.ok()?.servers.get(server_id)?;
+    let status = server.status.to_ascii_uppercase();
+    (vnfc.server_status.as_deref() != Some(status.as_str())).then(|| (server_id.to_owned(), status))
+}
+
 /// The cloud's verdict on one VNFC. `index` is `Err(reason)` when a listing failed this pass.
 pub fn view(vnfc: &VnfcRow, index: Result<&Index<'_>, &str>) -> CloudView {
     let index = match index {

@@ -100,17 +100,18 @@ impl ReaderRef<'_> {
         Ok(collect_checked(rows)?.into_iter().next())
     }
 
-    /// When each VNFC row of `vnf_instance_id` was last written (`vnfc.updated_at`: the engine
-    /// read it from the cloud then), by vnfcInstanceId.
+    /// When each VNFC's Nova status was last read, by vnfcInstanceId: `vnfc.server_status_at`
+    /// (the engine's read or a change reconcile saw), `updated_at` on rows older than that
+    /// column.
     pub fn vnfc_synced_at(&self, vnf_instance_id: &str) -> Result<BTreeMap<String, Timestamp>> {
-        let mut st = self
-            .conn
-            .prepare("SELECT id, updated_at FROM vnfc WHERE vnf_instance_id = ?1")?;
+        let mut st = self.conn.prepare(
+            "SELECT id, COALESCE(server_status_at, updated_at) FROM vnfc WHERE vnf_instance_id = ?1",
+        )?;
         let rows = st.query_map([vnf_instance_id], |r| {
             let id: String = r.get(0)?;
             let at: String = r.get(1)?;
             Ok(Cells::new("vnfc", &id)
-                .time("updated_at", &at)
+                .time("server_status_at", &at)
                 .map(|t| (id.clone(), t)))
         })?;
         Ok(collect_checked(rows)?.into_iter().collect())

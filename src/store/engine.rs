@@ -501,7 +501,7 @@ impl Tx<'_> {
                     self.tx.execute(
                         "UPDATE vnfc SET server_id = ?2, server_status = ?3, ip_address = ?4, cp_addresses = ?5,
                              volumes = ?6, host_key = CASE WHEN ?7 THEN NULL ELSE host_key END, updated_at = ?8,
-                             vnfc_index = ?9, parameters = ?10
+                             server_status_at = ?8, vnfc_index = ?9, parameters = ?10
                          WHERE id = ?1",
                         params![id, o.server_id, o.server_status, ip, cps, vols, replaced, now, index, parameters],
                     )?;
@@ -512,8 +512,8 @@ impl Tx<'_> {
                     self.tx.execute(
                         "INSERT INTO vnfc (id, vnf_instance_id, vdu_id, stack_name, stack_id, resource_name, server_id,
                              server_status, ip_address, cp_addresses, volumes, created_at, updated_at,
-                             vnfc_index, parameters)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?13, ?14)",
+                             server_status_at, vnfc_index, parameters)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12, ?12, ?13, ?14)",
                         params![
                             id.as_str(), vnf_instance_id.as_str(), o.vdu_id, o.stack_name, o.stack_id, o.resource_name,
                             o.server_id, o.server_status, ip, cps, vols, now, index, parameters

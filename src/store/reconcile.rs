@@ -186,6 +186,24 @@ impl ReaderRef<'_> {
 }
 
 impl Tx<'_> {
+    /// Records the Nova status reconcile observed for `vnfc`'s server `server_id` (`vnfc.
+    /// server_status`, `server_status_at`; `migrations/V22__vnfc_server_status_at.sql`), only
+    /// while that server is still the one recorded: an engine step that replaced it since the
+    /// pass's snapshot keeps its own. `updated_at` is left alone. Returns whether a row changed.
+    pub fn observe_server_status(
+        &mut self,
+        vnfc: &VnfcId,
+        server_id: &str,
+        status: &str,
+        now: Timestamp,
+    ) -> Result<bool> {
+        Ok(self.tx.execute(
+            "UPDATE vnfc SET server_status = ?3, server_status_at = ?4
+             WHERE id = ?1 AND server_id = ?2 AND server_status IS NOT ?3",
+            params![vnfc.as_str(), server_id, status, now.to_rfc3339()],
+        )? > 0)
+    }
+
     /// Inserts or replaces one `reconcile_state` row.
     pub fn put_reconcile_state(&mut self, s: &ReconcileStateRow, now: Timestamp) -> Result<()> {
         let time = |t: Option<Timestamp>| t.map(Timestamp::to_rfc3339);

@@ -226,11 +226,33 @@ async fn api_5xx_heals_nothing_then_a_worker_in_error_gets_an_automatic_heal() {
     // A second failing pass repeats nothing in the audit trail.
     bed.pass(PassKind::Cloud, at(2)).await;
     assert_eq!(bed.decisions().len(), 4);
+    // Nothing was read, so the recorded Nova status stays the engine's.
+    let vnfc = vnfc_of_server(&bed, &worker);
+    let nova = |bed: &Bed| {
+        let row = bed
+            .db
+            .with(|s| s.reader().vnfcs(&bed.vnf))
+            .unwrap()
+            .into_iter()
+            .find(|v| v.id.as_str() == vnfc)
+            .unwrap();
+        let at = bed
+            .db
+            .with(|s| s.reader().vnfc_synced_at(bed.vnf.as_str()))
+            .unwrap()[vnfc.as_str()];
+        (row.server_status, at)
+    };
+    assert_eq!(nova(&bed).0.as_deref(), Some("ACTIVE"));
 
     // The API recovers: the worker in ERROR is healed at once (confirmed by Nova).
     bed.tb.cloud().clear_api_faults(None);
-    let r = bed.pass(PassKind::Cloud, at(3)).await;
+    let t3 = at(3);
+    let r = bed.pass(PassKind::Cloud, t3).await;
     assert_eq!(r.started.len(), 1, "{:#?}", r.outcomes);
+    // The cloud-only pass stored the status it read, with its time.
+    let (status, observed) = nova(&bed);
+    assert_eq!(status.as_deref(), Some("ERROR"));
+    assert_eq!(observed.to_rfc3339(), t3.to_rfc3339());
     let heals = bed.heals();
     assert_eq!(heals.len(), 1);
     let op = &heals[0];
@@ -242,7 +264,6 @@ async fn api_5xx_heals_nothing_then_a_worker_in_error_gets_an_automatic_heal() {
         .unwrap()
         .unwrap();
     let params: Value = serde_json::from_str(&params).unwrap();
-    let vnfc = vnfc_of_server(&bed, &worker);
     assert_eq!(params["vnfcInstanceId"], json!([vnfc]));
     assert!(
         params["cause"].as_str().unwrap().contains("ERROR"),
