@@ -401,16 +401,7 @@ impl KubeadmNfs {
         for role in [Role::Master, Role::Worker] {
             for n in all.iter().filter(|n| n.role == role) {
                 let ip = self.nic(n)?;
-                let last = match ip {
-                    IpAddr::V4(v4) => v4.octets()[3].to_string(),
-                    IpAddr::V6(v6) => format!("{:x}", v6.segments()[7]),
-                };
-                let name = if role == Role::Master {
-                    "master"
-                } else {
-                    "worker"
-                };
-                lines.push(format!("{ip} {name}{last}"));
+                lines.push(format!("{ip} {}", node_name(role, ip)));
             }
         }
         let block = lines.join("\n");
@@ -419,6 +410,31 @@ impl KubeadmNfs {
             .iter()
             .map(|n| {
                 let step = recipes::k8s_hosts(n.row.id.as_str(), &owner, &block);
+                Stage::remote(0, n.row.id.as_str(), n.role, step)
+            })
+            .collect())
+    }
+
+    /// `k8s.haproxy_backends` on each of `on`: HAProxy's API server backend lists exactly
+    /// `masters` (their `nic_cp_name` addresses, named as Tacker's install script names them),
+    /// so that a master that left, or was rebuilt or added at a new address, is no longer (or
+    /// now) a backend of the others. Tacker's driver edits these lines with `sed` when it
+    /// deletes a master (`_delete_master_node`) and when it re-joins one (`_fix_master_node`).
+    /// Errors: a master without a `nic_cp_name` address.
+    fn haproxy_stages(
+        &self,
+        on: &[&Node<'_>],
+        masters: &[&Node<'_>],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let mut servers = Vec::new();
+        for m in masters {
+            let ip = self.nic(m)?;
+            servers.push((node_name(Role::Master, ip), ip));
+        }
+        Ok(on
+            .iter()
+            .map(|n| {
+                let step = recipes::k8s_haproxy_backends(n.row.id.as_str(), &servers);
                 Stage::remote(0, n.row.id.as_str(), n.role, step)
             })
             .collect())
@@ -632,6 +648,16 @@ impl KubeadmNfs {
         gone.sort_by_key(|n| victims.iter().position(|v| *v == n.row.id));
         let mut list = StageList::default();
         self.remove_nodes(&master, &gone, drain, policy, &mut list);
+        if gone.iter().any(|n| n.role == Role::Master) {
+            // The masters that stay stop sending API traffic to the ones that left.
+            let staying = self.nodes(c.vnfcs, Role::Master)?;
+            let staying: Vec<&Node<'_>> = staying
+                .iter()
+                .filter(|n| !leaving.contains(n.row.id.as_str()))
+                .collect();
+            let stages = self.haproxy_stages(&staying, &staying)?;
+            list.wave(|w| at(w, stages));
+        }
         Ok(list.into_stages())
     }
 
@@ -657,6 +683,21 @@ impl KubeadmNfs {
             }
         }
     }
+}
+
+/// The name Tacker's install script gives the node at `ip` (`master<n>` / `worker<n>`, `<n>`
+/// the address's last part), used in `/etc/hosts` and HAProxy's backend.
+fn node_name(role: Role, ip: IpAddr) -> String {
+    let last = match ip {
+        IpAddr::V4(v4) => v4.octets()[3].to_string(),
+        IpAddr::V6(v6) => format!("{:x}", v6.segments()[7]),
+    };
+    let name = if role == Role::Master {
+        "master"
+    } else {
+        "worker"
+    };
+    format!("{name}{last}")
 }
 
 /// `stages` with every wave number set to `w`.
@@ -892,6 +933,12 @@ impl MgmtDriver for KubeadmNfs {
             list.wave(|w| at(w, vec![material]));
         }
         list.wave(|w| at(w, joins));
+        if joining.iter().any(|n| n.role == Role::Master) {
+            // Every master sends API traffic to the new ones too.
+            let all: Vec<&Node<'_>> = masters.iter().collect();
+            let stages = self.haproxy_stages(&all, &all)?;
+            list.wave(|w| at(w, stages));
+        }
         list.wave(|w| at(w, clients));
         self.trust_stages(&joining, &mut list)?;
         Ok(list.into_stages())
@@ -991,6 +1038,13 @@ impl MgmtDriver for KubeadmNfs {
                 list.wave(|w| at(w, vec![material]));
             }
             list.wave(|w| at(w, wave));
+            if nodes.iter().any(|n| n.role == Role::Master) {
+                // A rebuilt master may answer at a new address: every master's HAProxy
+                // backend lists the masters as they are now.
+                let all: Vec<&Node<'_>> = masters.iter().collect();
+                let stages = self.haproxy_stages(&all, &all)?;
+                list.wave(|w| at(w, stages));
+            }
             let clients = self.nfs_clients(&nodes);
             list.wave(|w| at(w, clients));
             if healed.contains(anchor.row.id.as_str()) {

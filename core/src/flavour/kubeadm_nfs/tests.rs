@@ -401,3 +401,92 @@ fn a_vip_port_is_the_cluster_ip_of_three_masters() {
     let two = d.rebuild_refusal(&r, &["m0".into(), "m1".into()]).unwrap();
     assert!(two.contains("quorum"), "{two}");
 }
+
+/// The `k8s.haproxy_backends` stages of `stages`: `(wave, host, server lines)`.
+fn haproxy_of(stages: &[Stage]) -> Vec<(u32, String, String)> {
+    stages
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::Remote(r) if r.step.kind == StepKind::K8sHaproxyBackends => {
+                Some((s.wave, r.step.host.clone(), r.step.args[2].clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A master rebuilt at a new address (its port replaced): after it joined, every master's
+/// HAProxy backend lists the three masters as they are now (the new address, not the old),
+/// Tacker's `server  master<n>  <address>:6443 check` lines; a master that leaves by SCALE_IN
+/// is dropped from the staying masters' backends after its node and etcd member are removed;
+/// a worker's heal or scale touches no HAProxy.
+#[test]
+fn haproxy_backends_follow_a_master_rebuilt_at_a_new_address() {
+    let mut d = driver();
+    d.k8s.master_node.cluster_cp_name = "vip_CP".into();
+    d.k8s.storage_server = None;
+    let mut r = vec![
+        row("m0", "masterNode", "masterNode_CP1", "10.10.0.10"),
+        row("m1", "masterNode", "masterNode_CP1", "10.10.0.11"),
+        row("m2", "masterNode", "masterNode_CP1", "10.10.0.32"),
+        row("w0", "workerNode", "workerNode_CP2", "10.10.0.20"),
+    ];
+    for m in &mut r[..3] {
+        m.cp_addresses.insert("vip_CP".into(), "10.10.0.100".into());
+    }
+    let c = HookContext {
+        vnfcs: &r,
+        pv_wait: Duration::from_secs(60),
+        op_occ_id: "op-2",
+    };
+    let want = "    server  master10  10.10.0.10:6443 check\n    \
+                server  master11  10.10.0.11:6443 check\n    \
+                server  master32  10.10.0.32:6443 check";
+    let stages = d.heal_end(c, &["m2".into()]).unwrap();
+    let h = haproxy_of(&stages);
+    let hosts: Vec<&str> = h.iter().map(|(_, host, _)| host.as_str()).collect();
+    assert_eq!(hosts, ["m0", "m1", "m2"]);
+    assert!(h.iter().all(|(_, _, lines)| lines == want), "{h:?}");
+    let join = stages
+        .iter()
+        .find(|s| matches!(&s.action, Action::Remote(x) if x.step.kind == StepKind::K8sInstall))
+        .unwrap()
+        .wave;
+    assert!(h.iter().all(|(w, _, _)| *w > join), "after the re-join");
+    assert!(haproxy_of(&d.heal_end(c, &["w0".into()]).unwrap()).is_empty());
+
+    // SCALE_IN of m2: the staying masters list m0 and m1, after the etcd member is removed.
+    let stages = d.scale_start(c, &["m2".into()]).unwrap();
+    let h = haproxy_of(&stages);
+    let etcd = stages
+        .iter()
+        .find(|s| {
+            matches!(&s.action, Action::Remote(x) if x.step.kind == StepKind::K8sEtcdRemoveMember)
+        })
+        .unwrap()
+        .wave;
+    assert_eq!(
+        h,
+        [
+            (
+                etcd + 1,
+                "m0".to_owned(),
+                "    server  master10  10.10.0.10:6443 check\n    \
+                 server  master11  10.10.0.11:6443 check"
+                    .to_owned()
+            ),
+            (
+                etcd + 1,
+                "m1".to_owned(),
+                "    server  master10  10.10.0.10:6443 check\n    \
+                 server  master11  10.10.0.11:6443 check"
+                    .to_owned()
+            ),
+        ]
+    );
+    // SCALE_OUT adding m2: every master lists all three once it joined.
+    let h = haproxy_of(&d.scale_end(c, &["m2".into()]).unwrap());
+    assert_eq!(h.len(), 3);
+    assert!(h.iter().all(|(_, _, lines)| lines == want), "{h:?}");
+    assert!(haproxy_of(&d.scale_end(c, &["w0".into()]).unwrap()).is_empty());
+}
