@@ -30,7 +30,6 @@ use super::{
 };
 use crate::artifact::{Artifact, JoinMaterial, KubernetesVim};
 use crate::model::{StageKey, VnfcId, VnfcRow};
-use crate::package::Vnfd;
 use crate::plan::stages::{Stage, StageList};
 use crate::recipes::{
     self, DrainPolicy, Export, Late, Step, StepKind, VolumeSetup, pv::PvManifest,
@@ -76,16 +75,18 @@ pub fn install_script_path(script_path: &str) -> String {
 }
 
 /// The role of `vdu`: the VDU owning `master_node`, `worker_node` or `storage_server`'s
-/// `ssh_cp_name` (checked in that order). Errors: the role (`master_node`, …) whose
-/// `ssh_cp_name` is not a CP of the VNFD, with that CP.
+/// `ssh_cp_name` (checked in that order), a CP of the VNFD or an `OS::Neutron::FloatingIP` of
+/// the BaseHOT on one ([`Inputs::cp_behind`]). Errors: the role (`master_node`, …) whose
+/// `ssh_cp_name` is neither, with that name.
 pub fn role_of_vdu(
-    vnfd: &Vnfd,
+    inputs: &Inputs,
     k8s: &K8sClusterInstallationParam,
     vdu: &str,
 ) -> Result<Role, (&'static str, String)> {
     let owner = |cp: &str, what: &'static str| {
-        vnfd.cps
-            .get(cp)
+        inputs
+            .cp_behind(cp)
+            .and_then(|c| inputs.vnfd.cps.get(c))
             .map(|c| c.vdu.clone())
             .ok_or_else(|| (what, cp.to_owned()))
     };
@@ -211,11 +212,11 @@ impl KubeadmNfs {
             if self.role(&row.vdu_id)? != role {
                 continue;
             }
-            let cp = self.access(role)?.cp;
-            let address = crate::plan::vnfcs::cp_address(row, &cp).ok_or_else(|| {
+            let access = self.access(role)?;
+            let address = access.address_of(row).ok_or_else(|| {
                 FlavourError::new(
                     "plan",
-                    format!("VNFC {} has no address on CP `{cp}`", row.id),
+                    format!("VNFC {} has no address on CP `{}`", row.id, access.cp),
                 )
             })?;
             out.push(Node { row, role, address });
@@ -456,12 +457,38 @@ impl KubeadmNfs {
     /// token (`k8s.vim_token`), one wave each; kept as the artifacts `AdminKubeconfig` and
     /// `KubernetesVim` (Tacker's sample MgmtDriver reads the same after its install,
     /// `_install_k8s_cluster`, to register the VIM).
+    ///
+    /// When the masters are reached at floating addresses (`ssh_cp_name` names a floating IP
+    /// the anchor has), the endpoint is the floating address of `cluster_fip_name` (several
+    /// masters) or the anchor's own, as Tacker's `_create_vim` registers it; the kept
+    /// kubeconfig then names the cluster IP as `tls-server-name`, the address the API server's
+    /// certificate is made for.
     fn vim_stages(&self, anchor: &Node<'_>, cluster: &ClusterArgs, list: &mut StageList) {
         let host = anchor.row.id.as_str();
-        let kubeconfig = recipes::k8s_kubeconfig(host, &cluster.endpoint());
+        let mut kubeconfig = recipes::k8s_kubeconfig(host, &cluster.endpoint());
+        if let Some(floating) = self.floating_endpoint(anchor, cluster) {
+            kubeconfig.args = vec![floating, cluster.cluster_ip.to_string()];
+        }
         list.wave(|w| vec![Stage::remote(w, host, anchor.role, kubeconfig)]);
         let token = recipes::k8s_vim_token(host);
         list.wave(|w| vec![Stage::remote(w, host, anchor.role, token)]);
+    }
+
+    /// The cluster's endpoint at a floating address, when the masters are reached at floating
+    /// addresses (see [`KubeadmNfs::vim_stages`]); `None` otherwise.
+    fn floating_endpoint(&self, anchor: &Node<'_>, cluster: &ClusterArgs) -> Option<String> {
+        let access = self.access(Role::Master).ok()?;
+        let own = crate::plan::vnfcs::cp_address(anchor.row, access.floating.as_deref()?)?;
+        let ip = self
+            .k8s
+            .master_node
+            .cluster_fip_name
+            .as_deref()
+            .filter(|_| cluster.ha)
+            .and_then(|f| crate::plan::vnfcs::cp_address(anchor.row, f))
+            .unwrap_or(own);
+        let port = if cluster.ha { 16443 } else { 6443 };
+        Some(format!("https://{}", std::net::SocketAddr::new(ip, port)))
     }
 
     /// The VIM's name: `vim_name`, else `kubernetes_vim_<vnfInstanceId>` (as Tacker names it).
@@ -793,10 +820,13 @@ impl MgmtDriver for KubeadmNfs {
     }
 
     fn role(&self, vdu: &str) -> Result<Role, FlavourError> {
-        role_of_vdu(&self.inputs.vnfd, &self.k8s, vdu).map_err(|(what, cp)| {
+        role_of_vdu(&self.inputs, &self.k8s, vdu).map_err(|(what, cp)| {
             FlavourError::new(
                 "plan",
-                format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
+                format!(
+                    "{what}.ssh_cp_name `{cp}` is neither a CP of the VNFD nor a floating IP \
+                     of one in the BaseHOT"
+                ),
             )
         })
     }
@@ -827,9 +857,17 @@ impl MgmtDriver for KubeadmNfs {
                 ));
             }
         };
+        // A floating IP resource as ssh_cp_name: the node is reached at its floating address.
+        let (cp, floating) = match self.inputs.floating_ip_ports.get(cp.as_str()) {
+            Some(port) if !self.inputs.vnfd.cps.contains_key(cp.as_str()) => {
+                (port.clone(), Some(cp.clone()))
+            }
+            _ => (cp.clone(), None),
+        };
         Ok(Access {
             address: None,
-            cp: cp.clone(),
+            cp,
+            floating,
             username: user.clone(),
             password: password.clone(),
         })
@@ -1127,7 +1165,11 @@ impl MgmtDriver for KubeadmNfs {
             }
             StepKind::K8sKubeconfig => {
                 let endpoint = step.args.first().map(String::as_str).unwrap_or_default();
-                (Artifact::AdminKubeconfig, kubeconfig_for(stdout, endpoint)?)
+                let mut text = kubeconfig_for(stdout, endpoint)?;
+                if let Some(name) = step.args.get(1) {
+                    text = crate::artifact::kubeconfig_with_tls_server_name(&text, name);
+                }
+                (Artifact::AdminKubeconfig, text)
             }
             StepKind::K8sVimToken => {
                 let bearer_token = KubernetesVim::token_of(stdout)

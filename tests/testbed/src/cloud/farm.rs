@@ -11,6 +11,13 @@ use crate::hosts::{HostFarm, HostSpec, VolumeSpec};
 pub struct FarmBackend(pub Arc<HostFarm>);
 
 impl HostBackend for FarmBackend {
+    fn set_floating_ip(
+        &self,
+        floating: std::net::Ipv4Addr,
+        fixed: Option<std::net::Ipv4Addr>,
+    ) -> BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async move { self.0.set_floating_ip(floating, fixed).await })
+    }
     fn start(&self, req: HostRequest) -> BoxFut<'_, anyhow::Result<HostStarted>> {
         Box::pin(async move {
             let spec = HostSpec {
