@@ -43,6 +43,12 @@ impl HostBackend for FarmBackend {
                 .args(["neigh", "flush", "to", &spec.ip.to_string()])
                 .output()
                 .await;
+            // The same in the floating IP router, which forwards to that address.
+            let _ = tokio::process::Command::new("ip")
+                .args(["-n", &self.0.floating_router_ns()])
+                .args(["neigh", "flush", "to", &spec.ip.to_string()])
+                .output()
+                .await;
             let h = self.0.start(spec).await?;
             Ok(HostStarted {
                 server_id: h.server_id,

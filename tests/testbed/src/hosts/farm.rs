@@ -999,6 +999,12 @@ impl HostFarm {
         }
     }
 
+    /// The network namespace of the floating IP router ([`HostFarm::set_floating_ip`]):
+    /// `PREFIX-hfip` (it may not exist yet).
+    pub fn floating_router_ns(&self) -> String {
+        format!("{}-hfip", self.cfg.prefix)
+    }
+
     /// The address of the floating IP router on the bridge: the subnet's second host address
     /// (`.2` of a /24; the bridge holds `.1`).
     pub fn floating_router_ip(&self) -> Ipv4Addr {
@@ -1014,7 +1020,7 @@ impl HostFarm {
     /// Made on first use; removed with the farm. Idempotent.
     pub async fn set_floating_ip(&self, floating: Ipv4Addr, fixed: Option<Ipv4Addr>) -> Result<()> {
         let _g = self.fip_lock.lock().await;
-        let ns = format!("{}-hfip", self.cfg.prefix);
+        let ns = self.floating_router_ns();
         let veth = format!("{}-vfip", self.cfg.prefix);
         if !Path::new("/run/netns").join(&ns).exists() {
             let router = self.floating_router_ip();
