@@ -200,6 +200,7 @@ fn fill(db: &Path, vnfs: usize, ops: usize) {
                         .into_iter()
                         .collect(),
                         shared_addresses: Default::default(),
+                        floating_addresses: Default::default(),
                         volumes: Vec::new(),
                         index: None,
                         parameters: None,

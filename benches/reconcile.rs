@@ -217,6 +217,7 @@ async fn record_vnf(cloud: &OpenStackCloud, db: &Db, i: usize) {
             created: None,
             cp_addresses: Default::default(),
             shared_addresses: Default::default(),
+            floating_addresses: Default::default(),
             volumes: Vec::new(),
             index: None,
             parameters: None,

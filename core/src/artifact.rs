@@ -262,6 +262,27 @@ pub fn kubeconfig_with_server(text: &str, endpoint: &str) -> Option<String> {
     found.then_some(out)
 }
 
+/// `text` (a kubeconfig) with `tls-server-name: name` after each cluster's `server:` line
+/// (kubeconfig `Cluster.tls-server-name`, client-go: the name the server certificate is checked
+/// against, e.g. the cluster IP when `server:` is a floating address the certificate does not
+/// name); an existing `tls-server-name:` line is replaced.
+pub fn kubeconfig_with_tls_server_name(text: &str, name: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with("tls-server-name:") {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+        if t.starts_with("server:") {
+            let indent = &line[..line.len() - t.len()];
+            out.push_str(&format!("{indent}tls-server-name: {name}\n"));
+        }
+    }
+    out
+}
+
 /// The SHA-256 (hex) of a kubeconfig's first `certificate-authority-data` (the cluster CA as
 /// PEM, base64), `None` without one or when it is not base64.
 pub fn kubeconfig_ca_sha256(text: &str) -> Option<String> {

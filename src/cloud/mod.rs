@@ -25,8 +25,8 @@ pub use error::{CloudError, ErrorKind};
 pub use openstack::{ChangedServers, OpenStackCloud, PollPolicy};
 pub use types::StackStatus;
 pub use types::{
-    FixedIp, Inventory, Port, Server, ServerAddress, Stack, StackCreate, StackOutput, StackRef,
-    StackResource, Volume, VolumeAttachment,
+    FixedIp, FloatingIp, Inventory, Port, Server, ServerAddress, Stack, StackCreate, StackOutput,
+    StackRef, StackResource, Volume, VolumeAttachment,
 };
 
 /// Parses clouds.yaml `text` (the os-client-config format) and validates its entry `cloud`, as
@@ -187,6 +187,10 @@ pub trait Cloud: Send + Sync {
     /// All ports of the project: `GET /v2.0/ports`, every page (Networking API "List ports",
     /// `ports_links[rel=next]`).
     fn ports(&self) -> impl Future<Output = Result<Vec<Port>, CloudError>> + Send;
+
+    /// All floating IPs of the project: `GET /v2.0/floatingips`, every page (Networking API
+    /// "List floating IPs", `floatingips_links[rel=next]`).
+    fn floating_ips(&self) -> impl Future<Output = Result<Vec<FloatingIp>, CloudError>> + Send;
 
     /// All volumes of the project: `GET /v3/{project}/volumes/detail`, every page (Block Storage
     /// API v3 "List accessible volumes with details", `volumes_links[rel=next]`).

@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 
 use super::config::{self, ApplicationCredentialRef, Credentials, Project};
 use super::error::error_message;
-use super::types::{Port, Server, Stack, StackCreate, StackRef, StackResource, Volume};
+use super::types::{FloatingIp, Port, Server, Stack, StackCreate, StackRef, StackResource, Volume};
 use super::{Cloud, CloudError, StackStatus};
 
 /// A catalog service type with its discovery setting.
@@ -981,6 +981,11 @@ impl Cloud for OpenStackCloud {
 
     async fn ports(&self) -> Result<Vec<Port>, CloudError> {
         self.list_all(NETWORK, &["ports"], "ports").await
+    }
+
+    async fn floating_ips(&self) -> Result<Vec<FloatingIp>, CloudError> {
+        self.list_all(NETWORK, &["floatingips"], "floatingips")
+            .await
     }
 
     async fn volumes(&self) -> Result<Vec<Volume>, CloudError> {

@@ -293,13 +293,12 @@ impl<C: Cloud> Engine<C> {
         let row = rows.iter().find(|v| v.id == vnfc).ok_or_else(|| {
             StepFailure::input("plan", format!("VNFC {vnfc} is not a VNFC of the instance"))
         })?;
-        let address =
-            vnfkeeper_core::plan::vnfcs::cp_address(row, &access.cp).ok_or_else(|| {
-                StepFailure::input(
-                    "plan",
-                    format!("VNFC {} has no address on CP `{}`", row.id, access.cp),
-                )
-            })?;
+        let address = access.address_of(row).ok_or_else(|| {
+            StepFailure::input(
+                "plan",
+                format!("VNFC {} has no address on CP `{}`", row.id, access.cp),
+            )
+        })?;
         Ok(Host {
             vnfc_id: row.id.to_string(),
             server_id: row.server_id.clone(),
@@ -742,8 +741,22 @@ impl<C: Cloud> Engine<C> {
                 let servers = self.cloud.servers().await?;
                 let ports = self.cloud.ports().await?;
                 let volumes = self.cloud.volumes().await?;
+                // Floating IPs are listed only for a stack that has some.
+                let floating_ips = if resources
+                    .iter()
+                    .any(|r| r.resource_type == "OS::Neutron::FloatingIP")
+                {
+                    self.cloud.floating_ips().await?
+                } else {
+                    Vec::new()
+                };
                 let mut observed = vnfkeeper_core::plan::vnfcs::observe(
-                    vnfd, &resources, &servers, &ports, &volumes,
+                    vnfd,
+                    &resources,
+                    &servers,
+                    &ports,
+                    &volumes,
+                    &floating_ips,
                 );
                 if let Some(a) = x.adjusted {
                     a.annotate(&mut observed);

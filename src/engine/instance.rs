@@ -52,12 +52,14 @@ impl Instance {
                 Err(err) => tracing::debug!(path, error = %err, "package file not read"),
             }
         }
+        let hot = pkg.base_hot(&req.flavour_id).ok();
         let driver = flavour::select(Inputs {
             vnf_instance_id: vnf_instance_id.into(),
             req: req.clone(),
             vnfd: pkg.vnfd.clone(),
             files,
-            base_hot: pkg.base_hot(&req.flavour_id).ok().map(|b| b.template),
+            base_hot: hot.as_ref().map(|b| b.template.clone()),
+            floating_ip_ports: hot.map(|b| b.floating_ip_ports()).unwrap_or_default(),
         });
         Ok(Self { req, pkg, driver })
     }

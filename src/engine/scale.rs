@@ -288,11 +288,17 @@ async fn run_tacker<C: Cloud>(
                 let servers = e.cloud.servers().await.map_err(cloud)?;
                 let ports = e.cloud.ports().await.map_err(cloud)?;
                 let volumes = e.cloud.volumes().await.map_err(cloud)?;
-                let present: Vec<(String, String)> =
-                    plan::vnfcs::observe(&inst.pkg.vnfd, &resources, &servers, &ports, &volumes)
-                        .into_iter()
-                        .map(|o| (o.stack_id, o.resource_name))
-                        .collect();
+                let present: Vec<(String, String)> = plan::vnfcs::observe(
+                    &inst.pkg.vnfd,
+                    &resources,
+                    &servers,
+                    &ports,
+                    &volumes,
+                    &[],
+                )
+                .into_iter()
+                .map(|o| (o.stack_id, o.resource_name))
+                .collect();
                 let gone = vnfkeeper_core::tacker::removed_vnfcs(&before, &present);
                 let c = HookContext {
                     vnfcs: &before,
@@ -547,7 +553,7 @@ async fn decide_rollback_asg<C: Cloud>(
     let servers = e.cloud.servers().await.map_err(cloud)?;
     let ports = e.cloud.ports().await.map_err(cloud)?;
     let volumes = e.cloud.volumes().await.map_err(cloud)?;
-    let observed = plan::vnfcs::observe(vnfd, &resources, &servers, &ports, &volumes);
+    let observed = plan::vnfcs::observe(vnfd, &resources, &servers, &ports, &volumes, &[]);
     let added: Vec<Mark> = observed
         .iter()
         .filter(|o| !known.contains(&o.server_id.as_str()))

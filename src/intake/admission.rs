@@ -493,11 +493,15 @@ impl BaseVnfd {
         vnf_instance_id: &str,
         req: wire::InstantiateVnfRequest,
     ) -> Box<dyn vnfkeeper_core::flavour::MgmtDriver> {
-        let base_hot = self
+        let hot = self
             .package
             .as_ref()
-            .and_then(|p| p.base_hot(&req.flavour_id).ok())
-            .map(|b| b.template);
+            .and_then(|p| p.base_hot(&req.flavour_id).ok());
+        let floating_ip_ports = hot
+            .as_ref()
+            .map(|b| b.floating_ip_ports())
+            .unwrap_or_default();
+        let base_hot = hot.map(|b| b.template);
         let vnfd = self.vnfd.for_flavour(&req.flavour_id).unwrap_or(&self.vnfd);
         vnfkeeper_core::flavour::select(vnfkeeper_core::flavour::Inputs {
             vnf_instance_id: vnf_instance_id.into(),
@@ -505,6 +509,7 @@ impl BaseVnfd {
             req,
             files: BTreeMap::new(),
             base_hot,
+            floating_ip_ports,
         })
     }
 }

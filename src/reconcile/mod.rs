@@ -301,11 +301,15 @@ impl<C: Cloud> Reconciler<C> {
                 )
             })
             .collect();
+        let none = std::collections::BTreeSet::new();
         let views: HashMap<VnfcId, CloudView> = snap
             .vnfs
             .iter()
-            .flat_map(|v| v.vnfcs.iter())
-            .map(|c| (c.id.clone(), observe::view(c, index_ref)))
+            .flat_map(|v| {
+                let floating = clusters.get(&v.instance.id).map_or(&none, |c| &c.floating);
+                v.vnfcs.iter().map(move |c| (c, floating))
+            })
+            .map(|(c, floating)| (c.id.clone(), observe::view(c, index_ref, floating)))
             .collect();
         let nova_status: HashMap<VnfcId, (String, String)> = snap
             .vnfs
@@ -460,7 +464,12 @@ fn clusters(snap: &Snapshot) -> HashMap<VnfInstanceId, Cluster> {
             .into_iter()
             .filter_map(|f| pkg.read(&f).ok().map(|b| (f, b)))
             .collect();
-        let base_hot = pkg.base_hot(&req.flavour_id).ok().map(|b| b.template);
+        let hot = pkg.base_hot(&req.flavour_id).ok();
+        let floating_ip_ports = hot
+            .as_ref()
+            .map(|b| b.floating_ip_ports())
+            .unwrap_or_default();
+        let base_hot = hot.map(|b| b.template);
         let vnfd = match pkg.vnfd.for_flavour(&req.flavour_id) {
             Ok(vnfd) => vnfd.clone(),
             Err(why) => {
@@ -474,8 +483,10 @@ fn clusters(snap: &Snapshot) -> HashMap<VnfInstanceId, Cluster> {
             vnfd,
             files,
             base_hot,
+            floating_ip_ports: floating_ip_ports.clone(),
         });
-        clusters.insert(v.instance.id.clone(), Cluster { driver });
+        let floating = floating_ip_ports.into_keys().collect();
+        clusters.insert(v.instance.id.clone(), Cluster { driver, floating });
     }
     clusters
 }

@@ -54,7 +54,14 @@ pub fn changed_status(vnfc: &VnfcRow, index: Result<&Index<'_>, &str>) -> Option
 }
 
 /// The cloud's verdict on one VNFC. `index` is `Err(reason)` when a listing failed this pass.
-pub fn view(vnfc: &VnfcRow, index: Result<&Index<'_>, &str>) -> CloudView {
+/// `floating` names the VNF's `OS::Neutron::FloatingIP` resources: an address recorded under
+/// one of them is on no port and is not checked (the floating IP of a port no server is bound
+/// to, the cluster VIP's, appears in no server's `addresses` either).
+pub fn view(
+    vnfc: &VnfcRow,
+    index: Result<&Index<'_>, &str>,
+    floating: &std::collections::BTreeSet<String>,
+) -> CloudView {
     let index = match index {
         Ok(i) => i,
         Err(why) => return CloudView::Unknown(format!("cloud listing failed: {why}")),
@@ -82,8 +89,12 @@ pub fn view(vnfc: &VnfcRow, index: Result<&Index<'_>, &str>) -> CloudView {
     if status != "ACTIVE" {
         return CloudView::Suspect(format!("server {server_id} in Nova status {status}"));
     }
-    // Ports: every recorded CP address must still be on a port of this server.
+    // Ports: every recorded CP address must still be on a port of this server. A floating
+    // address (recorded under its floating IP resource's name) is on no port: not checked here.
     for (cp, addr) in &vnfc.cp_addresses {
+        if floating.contains(cp) {
+            continue;
+        }
         match index.ports_by_ip.get(addr.as_str()) {
             Some(p) if p.device_id == server_id || p.device_id.is_empty() => {}
             Some(p) => {
@@ -181,12 +192,20 @@ mod tests {
         ];
         for (status, want) in cases {
             let inv = inventory(status);
-            let v = view(&row(Some("srv-1")), Ok(&Index::new(&inv)));
+            let v = view(
+                &row(Some("srv-1")),
+                Ok(&Index::new(&inv)),
+                &Default::default(),
+            );
             let got = serde_json::to_value(&v).unwrap()["state"].clone();
             assert_eq!(got, want, "{status}: {v:?}");
         }
         let inv = inventory("ERROR");
-        let v = view(&row(Some("srv-1")), Ok(&Index::new(&inv)));
+        let v = view(
+            &row(Some("srv-1")),
+            Ok(&Index::new(&inv)),
+            &Default::default(),
+        );
         assert!(format!("{v:?}").contains("No valid host"), "{v:?}");
     }
 
@@ -195,15 +214,19 @@ mod tests {
         let inv = inventory("ACTIVE");
         let idx = Index::new(&inv);
         assert!(matches!(
-            view(&row(Some("srv-gone")), Ok(&idx)),
+            view(&row(Some("srv-gone")), Ok(&idx), &Default::default()),
             CloudView::Confirmed(_)
         ));
         assert!(matches!(
-            view(&row(Some("srv-gone")), Err("compute: 503")),
+            view(
+                &row(Some("srv-gone")),
+                Err("compute: 503"),
+                &Default::default()
+            ),
             CloudView::Unknown(_)
         ));
         assert!(matches!(
-            view(&row(None), Ok(&idx)),
+            view(&row(None), Ok(&idx), &Default::default()),
             CloudView::Transitional(_)
         ));
     }
@@ -213,13 +236,40 @@ mod tests {
         let mut inv = inventory("ACTIVE");
         inv.volumes[0].attachments.clear();
         assert!(matches!(
-            view(&row(Some("srv-1")), Ok(&Index::new(&inv))),
+            view(
+                &row(Some("srv-1")),
+                Ok(&Index::new(&inv)),
+                &Default::default()
+            ),
             CloudView::Suspect(_)
         ));
         let mut inv = inventory("ACTIVE");
         inv.ports.clear();
         assert!(matches!(
-            view(&row(Some("srv-1")), Ok(&Index::new(&inv))),
+            view(
+                &row(Some("srv-1")),
+                Ok(&Index::new(&inv)),
+                &Default::default()
+            ),
+            CloudView::Suspect(_)
+        ));
+    }
+
+    /// An address recorded under a floating IP resource's name is on no port and not a
+    /// finding; the same address under a CP's name is.
+    #[test]
+    fn a_floating_address_is_not_a_lost_port() {
+        let inv = inventory("ACTIVE");
+        let mut r = row(Some("srv-1"));
+        r.cp_addresses
+            .insert("workerNode_FloatingIP".into(), "172.24.4.5".into());
+        let floating = ["workerNode_FloatingIP".to_owned()].into();
+        assert!(matches!(
+            view(&r, Ok(&Index::new(&inv)), &floating),
+            CloudView::Healthy
+        ));
+        assert!(matches!(
+            view(&r, Ok(&Index::new(&inv)), &Default::default()),
             CloudView::Suspect(_)
         ));
     }

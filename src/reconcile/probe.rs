@@ -27,7 +27,6 @@ use crate::remote::{Auth, HostKeyPolicy, Remote, RemoteCommand, Target};
 use crate::store::VnfcRow;
 use vnfkeeper_core::flavour::{HookContext, MgmtDriver, Probe};
 use vnfkeeper_core::model::{VnfInstanceId, VnfcId};
-use vnfkeeper_core::plan;
 use vnfkeeper_core::policy::{Finding, Role, Verdict, kubectl};
 use vnfkeeper_core::recipes::{EXIT_NEEDED, Step};
 use vnfkeeper_core::wire::Secret;
@@ -47,6 +46,9 @@ pub struct ProbeSettings {
 pub struct Cluster {
     /// The flavour's driver.
     pub driver: Box<dyn MgmtDriver>,
+    /// The `OS::Neutron::FloatingIP` resource names of its BaseHOT: recorded addresses by
+    /// these names are floating ones, on no port ([`super::observe::view`]).
+    pub floating: std::collections::BTreeSet<String>,
 }
 
 /// Roles of the VNFCs (vnfc id → role) as the flavour assigns them.
@@ -238,7 +240,7 @@ fn plan_jobs(
             continue;
         };
         let cp = &access.cp;
-        let addr = plan::vnfcs::cp_address(v, cp);
+        let addr = access.address_of(v);
         if flavour_role.is_node() {
             nodes.push((v.id.clone(), addr));
         }

@@ -124,6 +124,7 @@ mod tests {
             created: None,
             cp_addresses: BTreeMap::from([("workerNode_CP2".into(), "10.0.0.5".into())]),
             shared_addresses: BTreeMap::new(),
+            floating_addresses: BTreeMap::new(),
             volumes: vec![AttachedVolume {
                 resource: Some("vol".into()),
                 volume_id: "vol-1".into(),

@@ -486,9 +486,11 @@ impl Tx<'_> {
                 )
                 .optional()?;
             let ip = o.cp_addresses.values().next().cloned();
-            // A shared address (a VIP in the ports' allowed_address_pairs) is recorded with the
+            // A shared address (a VIP in the ports' allowed_address_pairs) and a floating
+            // address (by its OS::Neutron::FloatingIP resource name) are recorded with the
             // CPs, never as the VNFC's own address; a CP's own name wins a clash.
             let mut all = o.shared_addresses.clone();
+            all.extend(o.floating_addresses.clone());
             all.extend(o.cp_addresses.clone());
             let cps = to_json("cp_addresses", &all)?;
             let vols = to_json("volumes", &o.volumes)?;

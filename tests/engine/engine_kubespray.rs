@@ -251,6 +251,27 @@ async fn kubespray_instantiate_completes_then_a_dead_node_fails_temp_and_retry_c
             .any(|c| c.contains("ExternalLB_installation.sh") && c.contains("lb.script")),
         "{lb_log:#?}"
     );
+    // external_lb_param.ssh_cp_name is the floating IP `externalLB_instance`: the LB is
+    // recorded with its floating address and every SSH session reached it through the floating
+    // IP router, never at its fixed address; the nodes (CPs as ssh_cp_name) at their fixed ones.
+    let fip = lb.cp_addresses["externalLB_instance"].clone();
+    assert_ne!(fip, lb_ip);
+    let router = bed.farm.floating_router_ip().to_string();
+    let clients = bed.farm.client_log(&server).await.unwrap();
+    assert!(
+        !clients.is_empty() && clients.iter().all(|c| *c == router),
+        "LB sessions from {clients:?}, the router is {router}"
+    );
+    let master = vnfcs.iter().find(|v| v.vdu_id == "masterNode").unwrap();
+    let clients = bed
+        .farm
+        .client_log(master.server_id.as_deref().unwrap())
+        .await
+        .unwrap();
+    assert!(
+        !clients.is_empty() && !clients.contains(&router),
+        "master sessions from {clients:?}"
+    );
     let cfg = text(&bed, &server, "/etc/haproxy/haproxy.cfg").await;
     let mut lb_nodes = haproxy_servers(&cfg, "kube_nodes");
     lb_nodes.sort();

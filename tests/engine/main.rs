@@ -6,6 +6,7 @@
 
 mod engine_change_ext_conn;
 mod engine_crash;
+mod engine_floating_ip;
 mod engine_host_keys;
 mod engine_individual_vnfc;
 mod engine_instantiate;

@@ -488,6 +488,24 @@ pub struct FixedIp {
     pub subnet_id: String,
 }
 
+/// A Neutron floating IP from `GET /v2.0/floatingips` (Networking API v2.0 "List floating
+/// IPs"): an address outside the project's networks that the router forwards to the fixed
+/// address of `port_id` (Heat's `OS::Neutron::FloatingIP`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FloatingIp {
+    /// Floating IP id (a `OS::Neutron::FloatingIP` resource's physical resource id).
+    pub id: String,
+    /// The floating address.
+    #[serde(default, deserialize_with = "nullable")]
+    pub floating_ip_address: String,
+    /// The associated port; empty when not associated.
+    #[serde(default, deserialize_with = "nullable")]
+    pub port_id: String,
+    /// The associated port's fixed address; empty when not associated.
+    #[serde(default, deserialize_with = "nullable")]
+    pub fixed_ip_address: String,
+}
+
 /// A Neutron port from `GET /v2.0/ports` (Networking API v2.0 "List ports").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Port {

@@ -30,7 +30,6 @@ use super::{
 };
 use crate::artifact::{Artifact, JoinMaterial, KubernetesVim};
 use crate::model::{StageKey, VnfcId, VnfcRow};
-use crate::package::Vnfd;
 use crate::plan::stages::{Stage, StageList};
 use crate::recipes::{
     self, DrainPolicy, Export, Late, Step, StepKind, VolumeSetup, pv::PvManifest,
@@ -76,16 +75,18 @@ pub fn install_script_path(script_path: &str) -> String {
 }
 
 /// The role of `vdu`: the VDU owning `master_node`, `worker_node` or `storage_server`'s
-/// `ssh_cp_name` (checked in that order). Errors: the role (`master_node`, …) whose
-/// `ssh_cp_name` is not a CP of the VNFD, with that CP.
+/// `ssh_cp_name` (checked in that order), a CP of the VNFD or an `OS::Neutron::FloatingIP` of
+/// the BaseHOT on one ([`Inputs::cp_behind`]). Errors: the role (`master_node`, …) whose
+/// `ssh_cp_name` is neither, with that name.
 pub fn role_of_vdu(
-    vnfd: &Vnfd,
+    inputs: &Inputs,
     k8s: &K8sClusterInstallationParam,
     vdu: &str,
 ) -> Result<Role, (&'static str, String)> {
     let owner = |cp: &str, what: &'static str| {
-        vnfd.cps
-            .get(cp)
+        inputs
+            .cp_behind(cp)
+            .and_then(|c| inputs.vnfd.cps.get(c))
             .map(|c| c.vdu.clone())
             .ok_or_else(|| (what, cp.to_owned()))
     };
@@ -211,11 +212,11 @@ impl KubeadmNfs {
             if self.role(&row.vdu_id)? != role {
                 continue;
             }
-            let cp = self.access(role)?.cp;
-            let address = crate::plan::vnfcs::cp_address(row, &cp).ok_or_else(|| {
+            let access = self.access(role)?;
+            let address = access.address_of(row).ok_or_else(|| {
                 FlavourError::new(
                     "plan",
-                    format!("VNFC {} has no address on CP `{cp}`", row.id),
+                    format!("VNFC {} has no address on CP `{}`", row.id, access.cp),
                 )
             })?;
             out.push(Node { row, role, address });
@@ -401,16 +402,7 @@ impl KubeadmNfs {
         for role in [Role::Master, Role::Worker] {
             for n in all.iter().filter(|n| n.role == role) {
                 let ip = self.nic(n)?;
-                let last = match ip {
-                    IpAddr::V4(v4) => v4.octets()[3].to_string(),
-                    IpAddr::V6(v6) => format!("{:x}", v6.segments()[7]),
-                };
-                let name = if role == Role::Master {
-                    "master"
-                } else {
-                    "worker"
-                };
-                lines.push(format!("{ip} {name}{last}"));
+                lines.push(format!("{ip} {}", node_name(role, ip)));
             }
         }
         let block = lines.join("\n");
@@ -419,6 +411,31 @@ impl KubeadmNfs {
             .iter()
             .map(|n| {
                 let step = recipes::k8s_hosts(n.row.id.as_str(), &owner, &block);
+                Stage::remote(0, n.row.id.as_str(), n.role, step)
+            })
+            .collect())
+    }
+
+    /// `k8s.haproxy_backends` on each of `on`: HAProxy's API server backend lists exactly
+    /// `masters` (their `nic_cp_name` addresses, named as Tacker's install script names them),
+    /// so that a master that left, or was rebuilt or added at a new address, is no longer (or
+    /// now) a backend of the others. Tacker's driver edits these lines with `sed` when it
+    /// deletes a master (`_delete_master_node`) and when it re-joins one (`_fix_master_node`).
+    /// Errors: a master without a `nic_cp_name` address.
+    fn haproxy_stages(
+        &self,
+        on: &[&Node<'_>],
+        masters: &[&Node<'_>],
+    ) -> Result<Vec<Stage>, FlavourError> {
+        let mut servers = Vec::new();
+        for m in masters {
+            let ip = self.nic(m)?;
+            servers.push((node_name(Role::Master, ip), ip));
+        }
+        Ok(on
+            .iter()
+            .map(|n| {
+                let step = recipes::k8s_haproxy_backends(n.row.id.as_str(), &servers);
                 Stage::remote(0, n.row.id.as_str(), n.role, step)
             })
             .collect())
@@ -440,12 +457,38 @@ impl KubeadmNfs {
     /// token (`k8s.vim_token`), one wave each; kept as the artifacts `AdminKubeconfig` and
     /// `KubernetesVim` (Tacker's sample MgmtDriver reads the same after its install,
     /// `_install_k8s_cluster`, to register the VIM).
+    ///
+    /// When the masters are reached at floating addresses (`ssh_cp_name` names a floating IP
+    /// the anchor has), the endpoint is the floating address of `cluster_fip_name` (several
+    /// masters) or the anchor's own, as Tacker's `_create_vim` registers it; the kept
+    /// kubeconfig then names the cluster IP as `tls-server-name`, the address the API server's
+    /// certificate is made for.
     fn vim_stages(&self, anchor: &Node<'_>, cluster: &ClusterArgs, list: &mut StageList) {
         let host = anchor.row.id.as_str();
-        let kubeconfig = recipes::k8s_kubeconfig(host, &cluster.endpoint());
+        let mut kubeconfig = recipes::k8s_kubeconfig(host, &cluster.endpoint());
+        if let Some(floating) = self.floating_endpoint(anchor, cluster) {
+            kubeconfig.args = vec![floating, cluster.cluster_ip.to_string()];
+        }
         list.wave(|w| vec![Stage::remote(w, host, anchor.role, kubeconfig)]);
         let token = recipes::k8s_vim_token(host);
         list.wave(|w| vec![Stage::remote(w, host, anchor.role, token)]);
+    }
+
+    /// The cluster's endpoint at a floating address, when the masters are reached at floating
+    /// addresses (see [`KubeadmNfs::vim_stages`]); `None` otherwise.
+    fn floating_endpoint(&self, anchor: &Node<'_>, cluster: &ClusterArgs) -> Option<String> {
+        let access = self.access(Role::Master).ok()?;
+        let own = crate::plan::vnfcs::cp_address(anchor.row, access.floating.as_deref()?)?;
+        let ip = self
+            .k8s
+            .master_node
+            .cluster_fip_name
+            .as_deref()
+            .filter(|_| cluster.ha)
+            .and_then(|f| crate::plan::vnfcs::cp_address(anchor.row, f))
+            .unwrap_or(own);
+        let port = if cluster.ha { 16443 } else { 6443 };
+        Some(format!("https://{}", std::net::SocketAddr::new(ip, port)))
     }
 
     /// The VIM's name: `vim_name`, else `kubernetes_vim_<vnfInstanceId>` (as Tacker names it).
@@ -632,6 +675,16 @@ impl KubeadmNfs {
         gone.sort_by_key(|n| victims.iter().position(|v| *v == n.row.id));
         let mut list = StageList::default();
         self.remove_nodes(&master, &gone, drain, policy, &mut list);
+        if gone.iter().any(|n| n.role == Role::Master) {
+            // The masters that stay stop sending API traffic to the ones that left.
+            let staying = self.nodes(c.vnfcs, Role::Master)?;
+            let staying: Vec<&Node<'_>> = staying
+                .iter()
+                .filter(|n| !leaving.contains(n.row.id.as_str()))
+                .collect();
+            let stages = self.haproxy_stages(&staying, &staying)?;
+            list.wave(|w| at(w, stages));
+        }
         Ok(list.into_stages())
     }
 
@@ -657,6 +710,21 @@ impl KubeadmNfs {
             }
         }
     }
+}
+
+/// The name Tacker's install script gives the node at `ip` (`master<n>` / `worker<n>`, `<n>`
+/// the address's last part), used in `/etc/hosts` and HAProxy's backend.
+fn node_name(role: Role, ip: IpAddr) -> String {
+    let last = match ip {
+        IpAddr::V4(v4) => v4.octets()[3].to_string(),
+        IpAddr::V6(v6) => format!("{:x}", v6.segments()[7]),
+    };
+    let name = if role == Role::Master {
+        "master"
+    } else {
+        "worker"
+    };
+    format!("{name}{last}")
 }
 
 /// `stages` with every wave number set to `w`.
@@ -752,10 +820,13 @@ impl MgmtDriver for KubeadmNfs {
     }
 
     fn role(&self, vdu: &str) -> Result<Role, FlavourError> {
-        role_of_vdu(&self.inputs.vnfd, &self.k8s, vdu).map_err(|(what, cp)| {
+        role_of_vdu(&self.inputs, &self.k8s, vdu).map_err(|(what, cp)| {
             FlavourError::new(
                 "plan",
-                format!("{what}.ssh_cp_name `{cp}` is not a CP of the VNFD"),
+                format!(
+                    "{what}.ssh_cp_name `{cp}` is neither a CP of the VNFD nor a floating IP \
+                     of one in the BaseHOT"
+                ),
             )
         })
     }
@@ -786,9 +857,17 @@ impl MgmtDriver for KubeadmNfs {
                 ));
             }
         };
+        // A floating IP resource as ssh_cp_name: the node is reached at its floating address.
+        let (cp, floating) = match self.inputs.floating_ip_ports.get(cp.as_str()) {
+            Some(port) if !self.inputs.vnfd.cps.contains_key(cp.as_str()) => {
+                (port.clone(), Some(cp.clone()))
+            }
+            _ => (cp.clone(), None),
+        };
         Ok(Access {
             address: None,
-            cp: cp.clone(),
+            cp,
+            floating,
             username: user.clone(),
             password: password.clone(),
         })
@@ -892,6 +971,12 @@ impl MgmtDriver for KubeadmNfs {
             list.wave(|w| at(w, vec![material]));
         }
         list.wave(|w| at(w, joins));
+        if joining.iter().any(|n| n.role == Role::Master) {
+            // Every master sends API traffic to the new ones too.
+            let all: Vec<&Node<'_>> = masters.iter().collect();
+            let stages = self.haproxy_stages(&all, &all)?;
+            list.wave(|w| at(w, stages));
+        }
         list.wave(|w| at(w, clients));
         self.trust_stages(&joining, &mut list)?;
         Ok(list.into_stages())
@@ -991,6 +1076,13 @@ impl MgmtDriver for KubeadmNfs {
                 list.wave(|w| at(w, vec![material]));
             }
             list.wave(|w| at(w, wave));
+            if nodes.iter().any(|n| n.role == Role::Master) {
+                // A rebuilt master may answer at a new address: every master's HAProxy
+                // backend lists the masters as they are now.
+                let all: Vec<&Node<'_>> = masters.iter().collect();
+                let stages = self.haproxy_stages(&all, &all)?;
+                list.wave(|w| at(w, stages));
+            }
             let clients = self.nfs_clients(&nodes);
             list.wave(|w| at(w, clients));
             if healed.contains(anchor.row.id.as_str()) {
@@ -1073,7 +1165,11 @@ impl MgmtDriver for KubeadmNfs {
             }
             StepKind::K8sKubeconfig => {
                 let endpoint = step.args.first().map(String::as_str).unwrap_or_default();
-                (Artifact::AdminKubeconfig, kubeconfig_for(stdout, endpoint)?)
+                let mut text = kubeconfig_for(stdout, endpoint)?;
+                if let Some(name) = step.args.get(1) {
+                    text = crate::artifact::kubeconfig_with_tls_server_name(&text, name);
+                }
+                (Artifact::AdminKubeconfig, text)
             }
             StepKind::K8sVimToken => {
                 let bearer_token = KubernetesVim::token_of(stdout)

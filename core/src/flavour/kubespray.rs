@@ -116,8 +116,13 @@ pub struct ClusterNode {
     pub vnfc_id: VnfcId,
     /// Master, worker or load balancer.
     pub role: Role,
-    /// Address on the role's `ssh_cp_name`.
+    /// Fixed address of the role's `ssh_cp_name` CP (the inventory's `ip` and `access_ip`,
+    /// HAProxy's backends).
     pub address: IpAddr,
+    /// The address Ansible and vnfkeeper reach it at (`ansible_host`): its floating address
+    /// when `ssh_cp_name` names a floating IP it has, else `address` (Tacker's
+    /// `_get_ssh_ip_and_nic_ip`).
+    pub ssh: IpAddr,
     /// Nova server id (a healed VNFC has a new one).
     pub server_id: Option<String>,
 }
@@ -221,7 +226,7 @@ pub fn inventory(
         hosts.insert(
             n.name.clone(),
             HostVars {
-                ansible_host: n.address.to_string(),
+                ansible_host: n.ssh.to_string(),
                 ip: n.address.to_string(),
                 access_ip: n.address.to_string(),
                 ansible_user: users.get(&n.role).cloned().unwrap_or_default(),
@@ -346,7 +351,7 @@ pub fn known_hosts(nodes: &[ClusterNode], rows: &[VnfcRow]) -> Result<String, Fl
             })?;
         // Algorithm and key blob only; a comment would be harmless but is not ours.
         let key: Vec<&str> = key.split_whitespace().take(2).collect();
-        out.push_str(&format!("{} {}\n", n.address, key.join(" ")));
+        out.push_str(&format!("{} {}\n", n.ssh, key.join(" ")));
     }
     Ok(out)
 }
@@ -654,42 +659,24 @@ impl Kubespray {
     /// The VNFD CP an `ssh_cp_name` of `what` (`master_node`, …) names. The seed spec calls it
     /// the "resource name of CP" and Tacker's `_get_ssh_ip_and_nic_ip` looks it up as a Heat
     /// resource of the stack: a CP's port (a VduCp of the VNFD, whose port resource has its name)
-    /// or, as in Tacker's kubespray guide (`externalLB_FloatingIP`), an `OS::Neutron::FloatingIP`
-    /// of the BaseHOT whose `port_id` (or `port`) is `get_resource` of such a CP. vnfkeeper
-    /// reaches the CP's fixed address (its VNFC row); a floating address is not read.
+    /// or, as in Tacker's kubespray package (`masterNode_FloatingIP`, `externalLB_FloatingIP`),
+    /// an `OS::Neutron::FloatingIP` of the BaseHOT or a nested template whose `port_id` (or
+    /// `port`) is `get_resource` of such a CP. Such a node is reached at its floating address
+    /// (recorded on its VNFC under the resource's name), as Tacker's driver does.
     /// Errors: a name that is neither.
     pub fn cp_of(&self, name: &str, what: &str) -> Result<String, FlavourError> {
-        if self.inputs.vnfd.cps.contains_key(name) {
-            return Ok(name.to_owned());
-        }
-        let resource = self
-            .inputs
-            .base_hot
-            .as_ref()
-            .and_then(|t| t.get("resources"))
-            .and_then(|r| r.get(name));
-        if let Some(r) = resource
-            && r.get("type").and_then(serde_json::Value::as_str) == Some("OS::Neutron::FloatingIP")
-        {
-            let props = &r["properties"];
-            let port = ["port_id", "port"]
-                .iter()
-                .find_map(|k| props.get(*k))
-                .and_then(|p| p.get("get_resource"))
-                .and_then(serde_json::Value::as_str);
-            if let Some(cp) = port
-                && self.inputs.vnfd.cps.contains_key(cp)
-            {
-                return Ok(cp.to_owned());
-            }
-        }
-        Err(FlavourError::new(
-            "plan",
-            format!(
-                "{what}.ssh_cp_name `{name}` is neither a CP of the VNFD nor a floating IP of one \
-                 in the BaseHOT"
-            ),
-        ))
+        self.inputs
+            .cp_behind(name)
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                FlavourError::new(
+                    "plan",
+                    format!(
+                        "{what}.ssh_cp_name `{name}` is neither a CP of the VNFD nor a floating \
+                         IP of one in the BaseHOT"
+                    ),
+                )
+            })
     }
 
     fn inventory_dir(&self) -> Result<String, FlavourError> {
@@ -714,8 +701,9 @@ impl Kubespray {
             {
                 continue;
             }
-            let cp = self.access(role)?.cp;
-            let address = crate::plan::vnfcs::cp_address(row, &cp).ok_or_else(|| {
+            let access = self.access(role)?;
+            let cp = &access.cp;
+            let address = crate::plan::vnfcs::cp_address(row, cp).ok_or_else(|| {
                 FlavourError::new(
                     "plan",
                     format!("VNFC {} has no address on CP `{cp}`", row.id),
@@ -726,6 +714,7 @@ impl Kubespray {
                 vnfc_id: row.id.clone(),
                 role,
                 address,
+                ssh: access.address_of(row).unwrap_or(address),
                 server_id: row.server_id.clone(),
             });
         }
@@ -1184,8 +1173,20 @@ impl MgmtDriver for Kubespray {
                 ));
             }
         };
+        // A floating IP resource as ssh_cp_name (cp_of checked it is one): reached at its
+        // floating address.
+        let name = match role {
+            Role::Master => Some(&k.master_node.ssh_cp_name),
+            Role::Worker => Some(&k.worker_node.ssh_cp_name),
+            Role::LoadBalancer => k.external_lb_param.as_ref().map(|l| &l.ssh_cp_name),
+            _ => None,
+        };
+        let floating = name
+            .filter(|n| !self.inputs.vnfd.cps.contains_key(n.as_str()))
+            .cloned();
         Ok(Access {
             cp,
+            floating,
             username: user.clone(),
             password: password.clone(),
             address,

@@ -32,8 +32,14 @@ pub use crate::model::Role;
 /// How a VNFC in some role is reached: the CP whose address is used, and the credentials.
 #[derive(Debug, Clone)]
 pub struct Access {
-    /// The CP (`ssh_cp_name`); empty for a host outside the VNF (see `address`).
+    /// The CP (`ssh_cp_name`, or the CP its floating IP is on); empty for a host outside the
+    /// VNF (see `address`).
     pub cp: String,
+    /// The `OS::Neutron::FloatingIP` resource `ssh_cp_name` names, when it names one: the VNFC
+    /// is reached at that floating address when its row records one (Tacker's
+    /// `_get_ssh_ip_and_nic_ip`: the resource's `floating_ip_address` when it has one), else
+    /// at the CP's fixed address.
+    pub floating: Option<String>,
     /// The fixed address of a host outside the VNF (the Ansible server); `None` for a VNFC,
     /// whose address is its row's address on `cp`.
     pub address: Option<std::net::IpAddr>,
@@ -41,6 +47,17 @@ pub struct Access {
     pub username: String,
     /// SSH and sudo password.
     pub password: Secret<String>,
+}
+
+impl Access {
+    /// The address VNFC `row` is reached at: its floating address on [`Access::floating`] when
+    /// recorded, else its address on [`Access::cp`]; `None` when it has neither.
+    pub fn address_of(&self, row: &VnfcRow) -> Option<std::net::IpAddr> {
+        self.floating
+            .as_deref()
+            .and_then(|f| crate::plan::vnfcs::cp_address(row, f))
+            .or_else(|| crate::plan::vnfcs::cp_address(row, &self.cp))
+    }
 }
 
 /// A flavour's refusal: the step (or `plan`) it concerns and why; the engine reports it as a
@@ -116,6 +133,26 @@ pub struct Inputs {
     /// JSON, when the package has one: Heat resource names a request may name (kubespray's
     /// `ssh_cp_name`, a "resource name of CP" in the seed spec).
     pub base_hot: Option<serde_json::Value>,
+    /// `OS::Neutron::FloatingIP` resource name → its port's resource name, over the
+    /// flavour's BaseHOT and its nested templates ([`crate::package::BaseHot::floating_ip_ports`]):
+    /// an `ssh_cp_name` may name such a resource (Tacker's driver then reaches the node at its
+    /// `floating_ip_address`).
+    pub floating_ip_ports: BTreeMap<String, String>,
+}
+
+impl Inputs {
+    /// The VNFD CP that `name` is or whose port a floating IP `name` is attached to; `None`
+    /// when it is neither.
+    pub fn cp_behind(&self, name: &str) -> Option<&str> {
+        if let Some((cp, _)) = self.vnfd.cps.get_key_value(name) {
+            return Some(cp.as_str());
+        }
+        let port = self.floating_ip_ports.get(name)?;
+        self.vnfd
+            .cps
+            .get_key_value(port.as_str())
+            .map(|(cp, _)| cp.as_str())
+    }
 }
 
 /// What a hook sees: the instance's VNFCs as stored now and the engine's limits.

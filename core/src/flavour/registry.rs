@@ -148,6 +148,7 @@ impl MgmtDriver for PrivateRegistry {
         Ok(Access {
             address: None,
             cp: self.param.ssh_cp_name.clone(),
+            floating: None,
             username: self.param.ssh_username.clone(),
             password: self.param.ssh_password.clone(),
         })

@@ -118,6 +118,45 @@ pub struct BaseHot {
     pub files: BTreeMap<String, String>,
 }
 
+impl BaseHot {
+    /// `OS::Neutron::FloatingIP` resource name → the name of the port resource it is attached
+    /// to (`port_id` or `port` is `get_resource` of it), over the top-level template and every
+    /// nested one (Tacker's sample packages put a node's floating IP beside its port in the
+    /// nested template, the VIP's in the top-level one). A nested template that does not parse
+    /// adds nothing.
+    pub fn floating_ip_ports(&self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        let mut add = |t: &serde_json::Value| {
+            let Some(res) = t.get("resources").and_then(serde_json::Value::as_object) else {
+                return;
+            };
+            for (name, r) in res {
+                if r.get("type").and_then(serde_json::Value::as_str)
+                    != Some("OS::Neutron::FloatingIP")
+                {
+                    continue;
+                }
+                let props = &r["properties"];
+                if let Some(port) = ["port_id", "port"]
+                    .iter()
+                    .find_map(|k| props.get(*k))
+                    .and_then(|p| p.get("get_resource"))
+                    .and_then(serde_json::Value::as_str)
+                {
+                    out.insert(name.clone(), port.to_owned());
+                }
+            }
+        };
+        add(&self.template);
+        for text in self.files.values() {
+            if let Ok(t) = serde_yaml_ng::from_str::<serde_json::Value>(text) {
+                add(&t);
+            }
+        }
+        out
+    }
+}
+
 /// A loaded VNF package.
 #[derive(Debug, Clone)]
 pub struct VnfPackage {

@@ -1,10 +1,10 @@
 //! VNFCs as the cloud shows them: every `OS::Nova::Server` resource of the stack (nested stacks
-//! included, `nested_depth`) whose name is a VDU of the VNFD, with its CP addresses and attached
-//! volumes. Pure: takes the listings, returns records.
+//! included, `nested_depth`) whose name is a VDU of the VNFD, with its CP addresses, the floating
+//! addresses of its ports and attached volumes. Pure: takes the listings, returns records.
 
 use std::collections::BTreeMap;
 
-use crate::cloud::{Port, Server, StackResource, Volume};
+use crate::cloud::{FloatingIp, Port, Server, StackResource, Volume};
 use crate::model::AttachedVolume;
 use crate::package::Vnfd;
 
@@ -32,6 +32,13 @@ pub struct ObservedVnfc {
     /// address the VNFC may answer at, e.g. the cluster VIP (`vip_CP` of Tacker's `complex`
     /// flavour) that keepalived moves between the masters. Stored with the CP addresses.
     pub shared_addresses: BTreeMap<String, String>,
+    /// `OS::Neutron::FloatingIP` resource name → floating address, for each floating IP of the
+    /// stack associated with one of this VNFC's CP ports or shared ports (Tacker's sample
+    /// packages: `masterNode_CP1_floating_ip` on a master's port, `vip_CP_floating_ip` on the
+    /// VIP port). A request names such a resource as `ssh_cp_name` (the VNFC is reached at the
+    /// floating address, as Tacker's driver does when the resource has a
+    /// `floating_ip_address`) or `cluster_fip_name`. Stored with the CP addresses.
+    pub floating_addresses: BTreeMap<String, String>,
     /// Volumes attached to the server.
     pub volumes: Vec<AttachedVolume>,
     /// `<index>` when the server's stack is the nested stack of a top-level resource named
@@ -50,7 +57,23 @@ pub fn observe(
     servers: &[Server],
     ports: &[Port],
     volumes: &[Volume],
+    floating_ips: &[FloatingIp],
 ) -> Vec<ObservedVnfc> {
+    // Port id → (floating IP resource name, floating address), for the stack's floating IPs.
+    let fip_by_id: BTreeMap<&str, &FloatingIp> =
+        floating_ips.iter().map(|f| (f.id.as_str(), f)).collect();
+    let fips_of_port: Vec<(&str, &str, &str)> = resources
+        .iter()
+        .filter(|r| r.resource_type == "OS::Neutron::FloatingIP")
+        .filter_map(|r| {
+            let f = fip_by_id.get(r.physical_resource_id.as_str())?;
+            (!f.port_id.is_empty() && !f.floating_ip_address.is_empty()).then_some((
+                f.port_id.as_str(),
+                r.resource_name.as_str(),
+                f.floating_ip_address.as_str(),
+            ))
+        })
+        .collect();
     let server_by_id: BTreeMap<&str, &Server> =
         servers.iter().map(|s| (s.id.as_str(), s)).collect();
     let port_by_id: BTreeMap<&str, &Port> = ports.iter().map(|p| (p.id.as_str(), p)).collect();
@@ -61,7 +84,7 @@ pub fn observe(
         .collect();
     // Ports of the stack that are no VNFC's CP (a VIP port), by their first fixed IP.
     let cp_names: BTreeMap<&str, ()> = vnfd.cps.keys().map(|k| (k.as_str(), ())).collect();
-    let loose_ports: BTreeMap<&str, &str> = resources
+    let loose_ports: BTreeMap<&str, (&str, &str)> = resources
         .iter()
         .filter(|r| {
             r.resource_type == "OS::Neutron::Port"
@@ -70,7 +93,7 @@ pub fn observe(
         .filter_map(|r| {
             let p = port_by_id.get(r.physical_resource_id.as_str())?;
             let ip = p.fixed_ips.first()?.ip_address.as_str();
-            Some((ip, r.resource_name.as_str()))
+            Some((ip, (r.resource_name.as_str(), p.id.as_str())))
         })
         .collect();
     let mut out = Vec::new();
@@ -84,6 +107,14 @@ pub fn observe(
         let server = server_by_id.get(r.physical_resource_id.as_str());
         let mut cp_addresses = BTreeMap::new();
         let mut shared_addresses = BTreeMap::new();
+        let mut floating_addresses = BTreeMap::new();
+        let mut add_floating = |port_id: &str| {
+            for (p, name, addr) in &fips_of_port {
+                if *p == port_id {
+                    floating_addresses.insert((*name).to_owned(), (*addr).to_owned());
+                }
+            }
+        };
         for (cp_name, cp) in &vnfd.cps {
             if cp.vdu != r.resource_name {
                 continue;
@@ -93,6 +124,9 @@ pub fn observe(
                 .iter()
                 .find(|p| p.resource_name == *cp_name && p.stack.id == r.stack.id)
                 .and_then(|p| port_by_id.get(p.physical_resource_id.as_str()));
+            if let Some(p) = port {
+                add_floating(&p.id);
+            }
             let ip = port
                 .and_then(|p| p.fixed_ips.first())
                 .map(|f| f.ip_address.clone());
@@ -103,8 +137,9 @@ pub fn observe(
                 .map(|p| p.allowed_address_pairs.as_slice())
                 .unwrap_or(&[])
             {
-                if let Some(name) = loose_ports.get(pair.ip_address.as_str()) {
+                if let Some((name, id)) = loose_ports.get(pair.ip_address.as_str()) {
                     shared_addresses.insert((*name).to_owned(), pair.ip_address.clone());
+                    add_floating(id);
                 }
             }
         }
@@ -136,6 +171,7 @@ pub fn observe(
             created: server.and_then(|s| s.created.clone()),
             cp_addresses,
             shared_addresses,
+            floating_addresses,
             volumes: attached,
             index,
             parameters: None,
@@ -185,6 +221,7 @@ pub fn cp_addresses(vnfcs: &[crate::model::VnfcRow]) -> BTreeMap<String, String>
 #[cfg(test)]
 mod tests {
     use super::{observe, vnfc_index};
+    use crate::cloud::FloatingIp;
     use crate::cloud::{Port, StackRef, StackResource};
     use serde_json::json;
 
@@ -232,7 +269,7 @@ mod tests {
             port("p-m", "10.0.0.10", &["10.0.0.100"]),
             port("p-w", "10.0.0.20", &["10.0.0.99"]),
         ];
-        let out = observe(&pkg.vnfd, &resources, &[], &ports, &[]);
+        let out = observe(&pkg.vnfd, &resources, &[], &ports, &[], &[]);
         let m = out.iter().find(|o| o.vdu_id == "masterNode").unwrap();
         assert_eq!(m.cp_addresses["masterNode_CP1"], "10.0.0.10");
         assert_eq!(
@@ -241,6 +278,86 @@ mod tests {
         );
         let w = out.iter().find(|o| o.vdu_id == "workerNode").unwrap();
         assert!(w.shared_addresses.is_empty(), "{w:?}");
+    }
+
+    /// A floating IP on a VNFC's CP port is recorded on that VNFC under its resource name, one
+    /// on the VIP port on every VNFC sharing the VIP; an unassociated one, or one of no
+    /// VNFC's port, nowhere; each master of an AutoScalingGroup (same resource names in member
+    /// stacks) gets its own.
+    #[test]
+    fn floating_ips_are_recorded_on_the_vnfcs_of_their_ports() {
+        let pkg = crate::package::VnfPackage::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fixtures/packages/pv-k8s-cluster"
+        )))
+        .unwrap();
+        let resources = vec![
+            resource("vip_CP", "p-vip", "OS::Neutron::Port", "top"),
+            resource(
+                "vip_CP_floating_ip",
+                "f-vip",
+                "OS::Neutron::FloatingIP",
+                "top",
+            ),
+            resource("spare_fip", "f-spare", "OS::Neutron::FloatingIP", "top"),
+            resource("masterNode", "s-m", "OS::Nova::Server", "m"),
+            resource("masterNode_CP1", "p-m", "OS::Neutron::Port", "m"),
+            resource(
+                "masterNode_CP1_floating_ip",
+                "f-m",
+                "OS::Neutron::FloatingIP",
+                "m",
+            ),
+            resource("masterNode", "s-m2", "OS::Nova::Server", "m2"),
+            resource("masterNode_CP1", "p-m2", "OS::Neutron::Port", "m2"),
+            resource(
+                "masterNode_CP1_floating_ip",
+                "f-m2",
+                "OS::Neutron::FloatingIP",
+                "m2",
+            ),
+            resource("workerNode", "s-w", "OS::Nova::Server", "w"),
+            resource("workerNode_CP2", "p-w", "OS::Neutron::Port", "w"),
+        ];
+        let ports = vec![
+            port("p-vip", "10.0.0.100", &[]),
+            port("p-m", "10.0.0.10", &["10.0.0.100"]),
+            port("p-m2", "10.0.0.11", &["10.0.0.100"]),
+            port("p-w", "10.0.0.20", &[]),
+        ];
+        let fip = |id: &str, addr: &str, port: &str| FloatingIp {
+            id: id.into(),
+            floating_ip_address: addr.into(),
+            port_id: port.into(),
+            fixed_ip_address: String::new(),
+        };
+        let fips = vec![
+            fip("f-vip", "172.24.4.100", "p-vip"),
+            fip("f-m", "172.24.4.10", "p-m"),
+            fip("f-m2", "172.24.4.11", "p-m2"),
+            fip("f-spare", "172.24.4.99", ""),
+        ];
+        let out = observe(&pkg.vnfd, &resources, &[], &ports, &[], &fips);
+        let of = |stack: &str| {
+            out.iter()
+                .find(|o| o.stack_id == stack)
+                .unwrap()
+                .floating_addresses
+                .clone()
+        };
+        let both = |own: &str| -> std::collections::BTreeMap<String, String> {
+            [
+                ("masterNode_CP1_floating_ip".to_owned(), own.to_owned()),
+                ("vip_CP_floating_ip".to_owned(), "172.24.4.100".to_owned()),
+            ]
+            .into()
+        };
+        assert_eq!(of("m"), both("172.24.4.10"));
+        assert_eq!(of("m2"), both("172.24.4.11"));
+        assert!(of("w").is_empty());
+        // Without the floating IP listing nothing is recorded (fixed addresses only).
+        let out = observe(&pkg.vnfd, &resources, &[], &ports, &[], &[]);
+        assert!(out.iter().all(|o| o.floating_addresses.is_empty()));
     }
 
     #[test]

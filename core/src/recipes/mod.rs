@@ -465,6 +465,43 @@ pub fn k8s_etcd_remove_member(host: &str, address: &str) -> Step {
     }
 }
 
+/// The file, backend and listening port of the HAProxy Tacker's install script puts in front of
+/// the API servers of an HA cluster (`install_k8s_cluster.sh` `modify_haproxy_conf`).
+pub const API_HAPROXY: (&str, &str) = ("/etc/haproxy/haproxy.cfg", "kubernetes-apiserver");
+
+/// On a master `host`: the `server` lines of HAProxy's `kubernetes-apiserver` backend are one
+/// per `(name, address)` of `masters` (`server  <name>  <address>:6443 check`, the line Tacker's
+/// install script writes), HAProxy reloaded when they change; nothing to do on a master without
+/// that file or backend (a single master). Needed after a master leaves or is rebuilt or added
+/// at a new address: the script wrote each master's list once, when that master was installed.
+pub fn k8s_haproxy_backends(host: &str, masters: &[(String, std::net::IpAddr)]) -> Step {
+    let (file, backend) = API_HAPROXY;
+    let servers: Vec<String> = masters
+        .iter()
+        .map(|(name, ip)| {
+            let addr = match ip {
+                std::net::IpAddr::V4(v4) => v4.to_string(),
+                std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            };
+            format!("    server  {name}  {addr}:6443 check")
+        })
+        .collect();
+    Step {
+        kind: StepKind::K8sHaproxyBackends,
+        host: host.into(),
+        args: vec![
+            file.into(),
+            backend.into(),
+            servers.join("\n"),
+            "/var/lib/vnfkeeper/haproxy-backends.state".into(),
+        ],
+        uploads: Vec::new(),
+        late: Vec::new(),
+        sudo: true,
+        timeout: Duration::from_secs(60),
+    }
+}
+
 /// The Docker private registry as the registry VNF runs it (`private_registry_installation_param`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Registry {

@@ -58,6 +58,8 @@ step_kinds! {
     K8sRemoveNode => "k8s.remove_node", "k8s_remove_node.sh";
     /// A leaving master's stacked etcd member removed, run on a live master.
     K8sEtcdRemoveMember => "k8s.etcd_remove_member", "k8s_etcd_remove_member.sh";
+    /// A master's HAProxy backend of the API servers lists every master's address, reloaded.
+    K8sHaproxyBackends => "k8s.haproxy_backends", "k8s_haproxy_backends.sh";
     /// A PersistentVolume registered from its manifest, run on a master.
     PvRegister => "pv.register", "pv_register.sh";
     /// A PersistentVolume's phase Available or Bound.

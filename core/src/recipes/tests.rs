@@ -290,6 +290,10 @@ fn every_step_round_trips_through_a_stored_plan() {
     steps.push(nfs_client("w1"));
     steps.push(k8s_hosts("w1", "vnf-1-nodes", "10.0.0.5 master5"));
     steps.push(k8s_etcd_remove_member("m1", "10.0.0.6"));
+    steps.push(k8s_haproxy_backends(
+        "m1",
+        &[("master5".into(), "10.0.0.5".parse().unwrap())],
+    ));
     steps.push(k8s_kubeconfig("m1", "https://10.0.0.5:6443"));
     steps.push(k8s_vim_token("m1"));
     steps.push(k8s_join_material(
@@ -751,4 +755,140 @@ fn trust_docker_replaces_only_the_observed_file_and_restarts_docker_only_then() 
     let (code, out) = run(&probe, "check", &bin);
     assert_eq!(code, 10, "{out}");
     assert!(out.contains("10.0.0.5:5000"), "{out}");
+}
+
+/// The HAProxy configuration Tacker's `install_k8s_cluster.sh` writes on each master of an HA
+/// cluster (`modify_haproxy_conf`, abridged to what `haproxy -c` needs on this machine), with
+/// one `server` line per address of `masters`.
+fn tacker_haproxy_cfg(masters: &[&str]) -> String {
+    let servers: String = masters
+        .iter()
+        .map(|ip| {
+            let last = ip.rsplit('.').next().unwrap();
+            format!("    server  master{last}  {ip}:6443 check\n")
+        })
+        .collect();
+    format!(
+        "global\n    maxconn 256\n\ndefaults\n    mode tcp\n    timeout connect 5s\n    \
+         timeout client 50000\n    timeout server  50000\n\nfrontend kubernetes-apiserver\n    \
+         mode                 tcp\n    bind                 *:16443\n    option               tcplog\n    \
+         default_backend      kubernetes-apiserver\n\nbackend kubernetes-apiserver\n    \
+         mode        tcp\n    balance     roundrobin\n{servers}listen stats\n    \
+         bind               *:1080\n    stats refresh      5s\n    stats uri          /admin?stats\n"
+    )
+}
+
+/// A master rebuilt at a new address: the other masters' backend lines are rewritten to the
+/// new set (the rest of the file byte-identical), checked by the real `haproxy -c`, and HAProxy
+/// reloaded once; a second run changes nothing; a crash between the rewrite and the reload
+/// (stamp `pending`) is a reload still needed; without the file or the backend nothing is done.
+#[test]
+fn haproxy_backends_follow_the_masters_and_reload_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    let log = dir.path().join("systemctl.log");
+    // A recording systemctl: haproxy is active; reload is logged.
+    script(
+        &bin,
+        "systemctl",
+        &format!(
+            "echo \"$*\" >> {log}; case $1 in is-active) exit 0 ;; reload) exit 0 ;; esac; exit 1",
+            log = log.display()
+        ),
+    );
+    let cfg = dir.path().join("haproxy.cfg");
+    let stamp = dir.path().join("state/haproxy-backends.state");
+    fs::write(
+        &cfg,
+        tacker_haproxy_cfg(&["10.0.0.11", "10.0.0.12", "10.0.0.13"]),
+    )
+    .unwrap();
+    let masters = |ips: &[&str]| -> Vec<(String, std::net::IpAddr)> {
+        ips.iter()
+            .map(|ip| {
+                (
+                    format!("master{}", ip.rsplit('.').next().unwrap()),
+                    ip.parse().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let mut step = k8s_haproxy_backends("m1", &masters(&["10.0.0.11", "10.0.0.12", "10.0.0.23"]));
+    step.args[0] = cfg.display().to_string();
+    step.args[3] = stamp.display().to_string();
+    let reloads = || {
+        fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| *l == "reload haproxy")
+            .count()
+    };
+
+    let (code, out) = run(&step, "check", &bin);
+    assert_eq!(code, 10, "{out}");
+    assert!(out.contains("10.0.0.13:6443"), "{out}");
+    let (code, out) = run(&step, "apply", &bin);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        fs::read_to_string(&cfg).unwrap(),
+        tacker_haproxy_cfg(&["10.0.0.11", "10.0.0.12", "10.0.0.23"]),
+        "only the server lines changed"
+    );
+    assert_eq!(reloads(), 1);
+    let (code, out) = run(&step, "check", &bin);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(run(&step, "apply", &bin).0, 0);
+    assert_eq!(reloads(), 1, "in place: apply changes nothing");
+    // The same masters in another order are in place.
+    let mut reordered =
+        k8s_haproxy_backends("m1", &masters(&["10.0.0.23", "10.0.0.11", "10.0.0.12"]));
+    reordered.args[0] = step.args[0].clone();
+    reordered.args[3] = step.args[3].clone();
+    assert_eq!(run(&reordered, "check", &bin).0, 0);
+
+    // A crash after the file was replaced, before the reload: the stamp says pending.
+    let sum = {
+        let o = Command::new("sha256sum").arg(&cfg).output().unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    fs::write(&stamp, format!("pending {sum}\n")).unwrap();
+    let (code, out) = run(&step, "check", &bin);
+    assert_eq!(code, 10, "{out}");
+    assert!(out.contains("not reloaded"), "{out}");
+    assert_eq!(run(&step, "apply", &bin).0, 0);
+    assert_eq!(
+        fs::read_to_string(&stamp).unwrap(),
+        format!("loaded {sum}\n")
+    );
+    assert_eq!(run(&step, "check", &bin).0, 0);
+
+    // No HAProxy on a single master: nothing to do, nothing written.
+    let mut single = step.clone();
+    single.args[0] = dir.path().join("absent.cfg").display().to_string();
+    let (code, out) = run(&single, "check", &bin);
+    assert_eq!(code, 0, "{out}");
+    fs::write(&cfg, "global\n    maxconn 256\n").unwrap();
+    let (code, out) = run(&step, "check", &bin);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("no backend"), "{out}");
+
+    // A rewrite the real HAProxy refuses leaves the file alone.
+    assert!(
+        Path::new("/usr/sbin/haproxy").exists(),
+        "Debian's haproxy is installed (testbed setup_packages)"
+    );
+    {
+        let bad = tacker_haproxy_cfg(&["10.0.0.11", "10.0.0.12", "10.0.0.13"])
+            .replace("mode        tcp", "mode        nonsense");
+        fs::write(&cfg, &bad).unwrap();
+        let (code, out) = run(&step, "apply", &bin);
+        assert_eq!(code, 3, "{out}");
+        assert!(out.contains("haproxy -c refused"), "{out}");
+        assert_eq!(fs::read_to_string(&cfg).unwrap(), bad);
+    }
 }

@@ -329,13 +329,13 @@ fn k8s_cluster_installation_param(w: &mut Walk, o: &Obj<'_>) {
         w.cidr(&m, "cluster_cidr", Card::Opt);
         w.name(&m, "cluster_cp_name", Card::One);
         w.name(&m, "cluster_fip_name", Card::Opt);
-        not_acted_on(
-            w,
-            &m,
-            "cluster_fip_name",
-            "vnfkeeper reaches the cluster at fixed addresses",
-        );
         if kubespray {
+            not_acted_on(
+                w,
+                &m,
+                "cluster_fip_name",
+                "the kubespray cluster is reached through external_lb_param's load balancer",
+            );
             not_acted_on(
                 w,
                 &m,

@@ -36,6 +36,10 @@ fn driver() -> KubeadmNfs {
             vnf_instance_id: "vnf-pv".into(),
             req,
             base_hot: pkg.base_hot("simple").ok().map(|b| b.template),
+            floating_ip_ports: pkg
+                .base_hot("simple")
+                .map(|b| b.floating_ip_ports())
+                .unwrap_or_default(),
             vnfd: pkg.vnfd,
             files,
         },
@@ -400,4 +404,170 @@ fn a_vip_port_is_the_cluster_ip_of_three_masters() {
     assert_eq!(d.rebuild_refusal(&r, &["m0".into()]), None);
     let two = d.rebuild_refusal(&r, &["m0".into(), "m1".into()]).unwrap();
     assert!(two.contains("quorum"), "{two}");
+}
+
+/// The `k8s.haproxy_backends` stages of `stages`: `(wave, host, server lines)`.
+fn haproxy_of(stages: &[Stage]) -> Vec<(u32, String, String)> {
+    stages
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::Remote(r) if r.step.kind == StepKind::K8sHaproxyBackends => {
+                Some((s.wave, r.step.host.clone(), r.step.args[2].clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A master rebuilt at a new address (its port replaced): after it joined, every master's
+/// HAProxy backend lists the three masters as they are now (the new address, not the old),
+/// Tacker's `server  master<n>  <address>:6443 check` lines; a master that leaves by SCALE_IN
+/// is dropped from the staying masters' backends after its node and etcd member are removed;
+/// a worker's heal or scale touches no HAProxy.
+#[test]
+fn haproxy_backends_follow_a_master_rebuilt_at_a_new_address() {
+    let mut d = driver();
+    d.k8s.master_node.cluster_cp_name = "vip_CP".into();
+    d.k8s.storage_server = None;
+    let mut r = vec![
+        row("m0", "masterNode", "masterNode_CP1", "10.10.0.10"),
+        row("m1", "masterNode", "masterNode_CP1", "10.10.0.11"),
+        row("m2", "masterNode", "masterNode_CP1", "10.10.0.32"),
+        row("w0", "workerNode", "workerNode_CP2", "10.10.0.20"),
+    ];
+    for m in &mut r[..3] {
+        m.cp_addresses.insert("vip_CP".into(), "10.10.0.100".into());
+    }
+    let c = HookContext {
+        vnfcs: &r,
+        pv_wait: Duration::from_secs(60),
+        op_occ_id: "op-2",
+    };
+    let want = "    server  master10  10.10.0.10:6443 check\n    \
+                server  master11  10.10.0.11:6443 check\n    \
+                server  master32  10.10.0.32:6443 check";
+    let stages = d.heal_end(c, &["m2".into()]).unwrap();
+    let h = haproxy_of(&stages);
+    let hosts: Vec<&str> = h.iter().map(|(_, host, _)| host.as_str()).collect();
+    assert_eq!(hosts, ["m0", "m1", "m2"]);
+    assert!(h.iter().all(|(_, _, lines)| lines == want), "{h:?}");
+    let join = stages
+        .iter()
+        .find(|s| matches!(&s.action, Action::Remote(x) if x.step.kind == StepKind::K8sInstall))
+        .unwrap()
+        .wave;
+    assert!(h.iter().all(|(w, _, _)| *w > join), "after the re-join");
+    assert!(haproxy_of(&d.heal_end(c, &["w0".into()]).unwrap()).is_empty());
+
+    // SCALE_IN of m2: the staying masters list m0 and m1, after the etcd member is removed.
+    let stages = d.scale_start(c, &["m2".into()]).unwrap();
+    let h = haproxy_of(&stages);
+    let etcd = stages
+        .iter()
+        .find(|s| {
+            matches!(&s.action, Action::Remote(x) if x.step.kind == StepKind::K8sEtcdRemoveMember)
+        })
+        .unwrap()
+        .wave;
+    assert_eq!(
+        h,
+        [
+            (
+                etcd + 1,
+                "m0".to_owned(),
+                "    server  master10  10.10.0.10:6443 check\n    \
+                 server  master11  10.10.0.11:6443 check"
+                    .to_owned()
+            ),
+            (
+                etcd + 1,
+                "m1".to_owned(),
+                "    server  master10  10.10.0.10:6443 check\n    \
+                 server  master11  10.10.0.11:6443 check"
+                    .to_owned()
+            ),
+        ]
+    );
+    // SCALE_OUT adding m2: every master lists all three once it joined.
+    let h = haproxy_of(&d.scale_end(c, &["m2".into()]).unwrap());
+    assert_eq!(h.len(), 3);
+    assert!(h.iter().all(|(_, _, lines)| lines == want), "{h:?}");
+    assert!(haproxy_of(&d.scale_end(c, &["w0".into()]).unwrap()).is_empty());
+}
+
+/// `ssh_cp_name` naming a floating IP on the CP (`masterNode_CP1_floating_ip`, as in Tacker's
+/// packages with floating IPs): the role is the CP's VDU, nodes are reached at the floating
+/// address recorded on their row, the install script still gets the `nic_cp_name` (fixed)
+/// addresses; the VIM endpoint is `cluster_fip_name`'s floating address with the cluster IP as
+/// `tls-server-name`. Without a recorded floating address the fixed one is used.
+#[test]
+fn a_floating_ip_as_ssh_cp_name_reaches_the_node_at_its_floating_address() {
+    let mut d = driver();
+    d.k8s.master_node.cluster_cp_name = "vip_CP".into();
+    d.k8s.master_node.ssh_cp_name = "masterNode_CP1_floating_ip".into();
+    d.k8s.master_node.cluster_fip_name = Some("vip_CP_floating_ip".into());
+    d.k8s.storage_server = None;
+    d.inputs
+        .floating_ip_ports
+        .insert("masterNode_CP1_floating_ip".into(), "masterNode_CP1".into());
+    let mut r = vec![
+        row("m0", "masterNode", "masterNode_CP1", "10.10.0.10"),
+        row("m1", "masterNode", "masterNode_CP1", "10.10.0.11"),
+        row("w0", "workerNode", "workerNode_CP2", "10.10.0.20"),
+    ];
+    for (m, fip) in r[..2].iter_mut().zip(["172.24.4.10", "172.24.4.11"]) {
+        m.cp_addresses.insert("vip_CP".into(), "10.10.0.100".into());
+        m.cp_addresses
+            .insert("masterNode_CP1_floating_ip".into(), fip.into());
+        m.cp_addresses
+            .insert("vip_CP_floating_ip".into(), "172.24.4.100".into());
+    }
+    assert_eq!(d.role("masterNode").unwrap(), Role::Master);
+    let a = d.access(Role::Master).unwrap();
+    assert_eq!(a.cp, "masterNode_CP1");
+    assert_eq!(a.address_of(&r[1]).unwrap().to_string(), "172.24.4.11");
+    let stages = d
+        .instantiate_end(HookContext {
+            vnfcs: &r,
+            pv_wait: Duration::from_secs(60),
+            op_occ_id: "op-1",
+        })
+        .unwrap();
+    assert_eq!(
+        install_of(&stages, "m1").args[1..5],
+        ["-m", "10.10.0.10,10.10.0.11", "-i", "10.10.0.100"]
+    );
+    let kubeconfig = stages
+        .iter()
+        .find_map(|s| match &s.action {
+            Action::Remote(x) if x.step.kind == StepKind::K8sKubeconfig => Some(x.step.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        kubeconfig.args,
+        ["https://172.24.4.100:16443", "10.10.0.100"]
+    );
+    let kept = d
+        .keep(
+            &kubeconfig,
+            "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: QQ==\n    \
+             server: https://10.10.0.100:16443\n  name: kubernetes\n",
+        )
+        .unwrap()
+        .unwrap();
+    assert!(
+        kept.text
+            .expose()
+            .contains("    server: https://172.24.4.100:16443\n    tls-server-name: 10.10.0.100\n"),
+        "{}",
+        kept.text.expose()
+    );
+    // No floating address recorded: the fixed one.
+    r[1].cp_addresses.remove("masterNode_CP1_floating_ip");
+    assert_eq!(a.address_of(&r[1]).unwrap().to_string(), "10.10.0.11");
+    // A name that is neither a CP nor a floating IP of one is refused by name.
+    d.k8s.master_node.ssh_cp_name = "nothing".into();
+    let e = d.role("masterNode").unwrap_err();
+    assert!(e.reason.contains("`nothing`"), "{e}");
 }

@@ -30,6 +30,10 @@ fn driver() -> Kubespray {
             vnf_instance_id: "vnf-kubespray".into(),
             req,
             base_hot: pkg.base_hot("simple").ok().map(|b| b.template),
+            floating_ip_ports: pkg
+                .base_hot("simple")
+                .map(|b| b.floating_ip_ports())
+                .unwrap_or_default(),
             vnfd: pkg.vnfd,
             files: package_files(&k)
                 .into_iter()

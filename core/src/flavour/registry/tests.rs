@@ -40,6 +40,7 @@ fn driver() -> Box<dyn MgmtDriver> {
         vnfd,
         files,
         base_hot: None,
+        floating_ip_ports: Default::default(),
     })
 }
 

@@ -102,6 +102,17 @@ pub trait HostBackend: Send + Sync + 'static {
         let id = server_id.to_string();
         Box::pin(async move { anyhow::bail!("this host backend cannot move host {id} to {ip}") })
     }
+    /// Makes the floating address `floating` reach the host at the fixed address `fixed`
+    /// (`None`: reach nothing), as a Neutron router's DNAT does. The default does nothing:
+    /// without hosts a floating IP is a record only.
+    fn set_floating_ip(
+        &self,
+        floating: Ipv4Addr,
+        fixed: Option<Ipv4Addr>,
+    ) -> BoxFut<'_, anyhow::Result<()>> {
+        let _ = (floating, fixed);
+        Box::pin(async { Ok(()) })
+    }
     /// Starts the kubespray flavour's Ansible server at `ip` (outside any stack). The default
     /// refuses: only a real farm has one.
     fn start_ansible_server(

@@ -11,6 +11,13 @@ use crate::hosts::{HostFarm, HostSpec, VolumeSpec};
 pub struct FarmBackend(pub Arc<HostFarm>);
 
 impl HostBackend for FarmBackend {
+    fn set_floating_ip(
+        &self,
+        floating: std::net::Ipv4Addr,
+        fixed: Option<std::net::Ipv4Addr>,
+    ) -> BoxFut<'_, anyhow::Result<()>> {
+        Box::pin(async move { self.0.set_floating_ip(floating, fixed).await })
+    }
     fn start(&self, req: HostRequest) -> BoxFut<'_, anyhow::Result<HostStarted>> {
         Box::pin(async move {
             let spec = HostSpec {
@@ -33,6 +40,12 @@ impl HostBackend for FarmBackend {
             // machine's namespace from the old host would blackhole the farm's readiness probe
             // (and SSH) for up to ~45 s, so flush it first.
             let _ = tokio::process::Command::new("ip")
+                .args(["neigh", "flush", "to", &spec.ip.to_string()])
+                .output()
+                .await;
+            // The same in the floating IP router, which forwards to that address.
+            let _ = tokio::process::Command::new("ip")
+                .args(["-n", &self.0.floating_router_ns()])
                 .args(["neigh", "flush", "to", &spec.ip.to_string()])
                 .output()
                 .await;

@@ -167,6 +167,8 @@ impl Cloud {
         let mut inner = Inner::default();
         let default_subnet = state::new_id();
         let default_net = inner.network_for("testbed-net", &default_subnet);
+        // The floating IP router of the host farm (`HostFarm::floating_router_ip`).
+        inner.ips_in_use.insert(2);
         for name in [
             "ubuntu-22.04-server-cloudimg-amd64",
             "cirros-0.5.2-x86_64-disk",
@@ -214,6 +216,21 @@ impl Cloud {
     pub(crate) fn alloc_ip(&self, inner: &mut Inner) -> Option<Ipv4Addr> {
         let size = 1u32 << (32 - self.prefix_len);
         (10..size - 1)
+            .find(|o| !inner.ips_in_use.contains(o))
+            .map(|o| {
+                inner.ips_in_use.insert(o);
+                Ipv4Addr::from(self.net_addr + o)
+            })
+    }
+
+    /// Allocates a floating address: the highest free one below the subnet's last usable
+    /// address (kept for kubespray's Ansible server), so that floating and fixed addresses of
+    /// one stack differ visibly; `None` when the subnet is full. The floating pool shares the
+    /// bridge with the fixed addresses (the farm's router answers for it).
+    pub(crate) fn alloc_floating_ip(&self, inner: &mut Inner) -> Option<Ipv4Addr> {
+        let size = 1u32 << (32 - self.prefix_len);
+        (10..size - 2)
+            .rev()
             .find(|o| !inner.ips_in_use.contains(o))
             .map(|o| {
                 inner.ips_in_use.insert(o);

@@ -1,5 +1,6 @@
 //! Neutron (Networking API v2.0): ports (create, show, update of `name` and
-//! `allowed_address_pairs`, delete), networks and subnets (read-only), with Neutron's filters and
+//! `allowed_address_pairs`, delete), networks and subnets (read-only), floating IPs (list and
+//! show; made and removed by Heat's `OS::Neutron::FloatingIP`), with Neutron's filters and
 //! `limit`/`marker` pagination (`ports_links`, `networks_links`). Port writes are what a real
 //! Heat's `OS::Neutron::Port` calls; the simulated Heat creates its ports in-process.
 //!
@@ -18,7 +19,7 @@ use axum::routing::get;
 use super::ops::allowed_pairs;
 use serde_json::{Value, json};
 
-use super::state::{Inner, NetworkRec, PortRec, ts};
+use super::state::{FloatingIpRec, Inner, NetworkRec, PortRec, ts};
 use super::{ApiResult, Cloud, neutron_err, neutron_err_fn, next_link, paginate, qget, qlimit};
 
 const MAX_LIMIT: usize = 100_000;
@@ -35,6 +36,8 @@ pub(crate) fn routes() -> Router<Arc<Cloud>> {
             &format!("{p}/ports/{{id}}"),
             get(port_show).put(port_update).delete(port_delete),
         )
+        .route(&format!("{p}/floatingips"), get(floating_ips))
+        .route(&format!("{p}/floatingips/{{id}}"), get(floating_ip_show))
         .route(&format!("{p}/networks"), get(networks))
         .route(&format!("{p}/networks/{{id}}"), get(network_show))
         .route(&format!("{p}/subnets"), get(subnets))
@@ -48,7 +51,7 @@ async fn versions(State(c): State<Arc<Cloud>>) -> Response {
 }
 
 async fn resources(State(c): State<Arc<Cloud>>) -> Response {
-    let r: Vec<Value> = ["port", "network", "subnet"]
+    let r: Vec<Value> = ["port", "network", "subnet", "floatingip"]
         .iter()
         .map(|n| json!({"name": n, "collection": format!("{n}s"),
                         "links": [{"rel": "self", "href": format!("{}/network/v2.0/{n}s", c.base)}]}))
@@ -151,6 +154,67 @@ async fn ports(State(c): State<Arc<Cloud>>, Query(q): Query<Vec<(String, String)
             .collect()
     };
     list_response(&c, &q, items, "ports")
+}
+
+/// The id of the one (implicit) router of the testbed's floating IPs.
+pub(crate) const ROUTER_ID: &str = "7f3c1e52-1b1e-4c5b-9d9e-2a6f0b7c0f1a";
+
+/// A floating IP's show body (Networking API v2.0 "Show floating IP details").
+pub(crate) fn floating_ip_json(c: &Cloud, f: &FloatingIpRec) -> Value {
+    json!({
+        "id": f.id, "tenant_id": c.project_id, "project_id": c.project_id,
+        "floating_network_id": f.network_id,
+        "router_id": f.port_id.as_ref().map(|_| ROUTER_ID),
+        "fixed_ip_address": f.fixed.map(|a| a.to_string()),
+        "floating_ip_address": f.address.to_string(),
+        "port_id": f.port_id,
+        "status": if f.port_id.is_some() { "ACTIVE" } else { "DOWN" },
+        "description": "", "dns_domain": "", "dns_name": "", "qos_policy_id": null,
+        "port_forwardings": [], "tags": [],
+        "created_at": ts(&f.created), "updated_at": ts(&f.created), "revision_number": 1,
+    })
+}
+
+/// `GET /v2.0/floatingips` with Neutron's filters on `id`, `floating_ip_address`,
+/// `fixed_ip_address`, `port_id`, `floating_network_id`, `router_id` and `status`.
+async fn floating_ips(
+    State(c): State<Arc<Cloud>>,
+    Query(q): Query<Vec<(String, String)>>,
+) -> ApiResult {
+    let items: Vec<Value> = {
+        let inner = c.lock();
+        inner
+            .floating_ips
+            .values()
+            .map(|f| floating_ip_json(&c, f))
+            .filter(|j| {
+                [
+                    "id",
+                    "floating_ip_address",
+                    "fixed_ip_address",
+                    "port_id",
+                    "floating_network_id",
+                    "router_id",
+                    "status",
+                ]
+                .iter()
+                .all(|k| matches(&q, k, j[*k].as_str().unwrap_or("")))
+            })
+            .collect()
+    };
+    list_response(&c, &q, items, "floatingips")
+}
+
+async fn floating_ip_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    let inner = c.lock();
+    let f = inner.floating_ips.get(&id).ok_or_else(|| {
+        neutron_err(
+            404,
+            "FloatingIPNotFound",
+            format!("Floating IP {id} could not be found"),
+        )
+    })?;
+    Ok(axum::Json(json!({"floatingip": floating_ip_json(&c, f)})).into_response())
 }
 
 async fn port_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {

@@ -151,10 +151,18 @@ pub(crate) fn server_json(c: &Cloud, inner: &Inner, s: &ServerRec, v: (u32, u32)
             .map(|n| n.name.clone())
             .unwrap_or_else(|| p.network_id.clone());
         let e = json!({"addr": p.ip.to_string(), "version": 4, "OS-EXT-IPS:type": "fixed", "OS-EXT-IPS-MAC:mac_addr": p.mac});
+        // A floating IP of the port follows its fixed address on the same network, as Nova's
+        // network info cache shows it (`OS-EXT-IPS:type: floating`).
+        let floating = inner
+            .floating_ips
+            .values()
+            .filter(|f| f.port_id.as_deref() == Some(p.id.as_str()))
+            .map(|f| json!({"addr": f.address.to_string(), "version": 4, "OS-EXT-IPS:type": "floating", "OS-EXT-IPS-MAC:mac_addr": p.mac}));
+        let entries: Vec<Value> = std::iter::once(e).chain(floating).collect();
         match addrs.get_mut(&net) {
-            Some(Value::Array(a)) => a.push(e),
+            Some(Value::Array(a)) => a.extend(entries),
             _ => {
-                addrs.insert(net, json!([e]));
+                addrs.insert(net, Value::Array(entries));
             }
         }
     }

@@ -161,6 +161,72 @@ impl Cloud {
         }
     }
 
+    /// Creates a floating IP on network `net` (id or name), associated with port `port_id` if
+    /// given (Networking API v2.0 "Create floating IP"; Heat's `OS::Neutron::FloatingIP`), and
+    /// makes the farm's router forward it to the port's fixed address. Returns its id.
+    /// Errors: an unknown port, an exhausted pool, or the farm failing to route it.
+    pub(crate) async fn floating_ip_create(
+        &self,
+        net: &str,
+        port_id: Option<&str>,
+    ) -> Result<String, String> {
+        let (id, address, fixed) = {
+            let mut inner = self.lock();
+            let fixed = match port_id {
+                Some(p) => Some(
+                    inner
+                        .ports
+                        .get(p)
+                        .map(|p| p.ip)
+                        .ok_or_else(|| format!("Port {p} could not be found."))?,
+                ),
+                None => None,
+            };
+            let network_id = inner.network_for(net, &self.default_subnet);
+            let address = self.alloc_floating_ip(&mut inner).ok_or_else(|| {
+                format!("No more IP addresses available on network {network_id}.")
+            })?;
+            let id = new_id();
+            inner.floating_ips.insert(
+                id.clone(),
+                super::state::FloatingIpRec {
+                    id: id.clone(),
+                    address,
+                    network_id,
+                    port_id: port_id.map(str::to_owned),
+                    fixed,
+                    created: Utc::now(),
+                },
+            );
+            (id, address, fixed)
+        };
+        if let (Some(farm), Some(fixed)) = (&self.farm, fixed) {
+            farm.set_floating_ip(address, Some(fixed))
+                .await
+                .map_err(|e| format!("floating IP {address}: {e:#}"))?;
+        }
+        Ok(id)
+    }
+
+    /// Deletes floating IP `id` (unknown ids are fine): its address is released and no longer
+    /// routed.
+    pub(crate) async fn floating_ip_delete(&self, id: &str) -> Result<(), String> {
+        let rec = {
+            let mut inner = self.lock();
+            let rec = inner.floating_ips.remove(id);
+            if let Some(r) = &rec {
+                self.release_ip(&mut inner, r.address);
+            }
+            rec
+        };
+        if let (Some(farm), Some(r)) = (&self.farm, rec) {
+            farm.set_floating_ip(r.address, None)
+                .await
+                .map_err(|e| format!("floating IP {}: {e:#}", r.address))?;
+        }
+        Ok(())
+    }
+
     /// Creates an `available` volume record.
     pub(crate) fn volume_create(
         &self,

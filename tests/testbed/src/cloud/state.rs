@@ -84,6 +84,25 @@ pub struct PortRec {
     pub allowed_address_pairs: Vec<Value>,
 }
 
+/// A Neutron floating IP (Networking API v2.0 "Floating IPs"): an address of the floating
+/// pool that the host farm's router ([`crate::hosts::HostFarm::set_floating_ip`]) DNATs to the
+/// fixed address of the port it is associated with.
+#[derive(Clone, Debug)]
+pub struct FloatingIpRec {
+    /// UUID.
+    pub id: String,
+    /// The floating address (`floating_ip_address`).
+    pub address: Ipv4Addr,
+    /// The floating network's id as the client named it (`floating_network_id`).
+    pub network_id: String,
+    /// The associated port, if any (`port_id`).
+    pub port_id: Option<String>,
+    /// That port's fixed address (`fixed_ip_address`).
+    pub fixed: Option<Ipv4Addr>,
+    /// Creation time.
+    pub created: DateTime<Utc>,
+}
+
 /// A Neutron network (all are mapped onto the one testbed bridge).
 #[derive(Clone, Debug)]
 pub struct NetworkRec {
@@ -150,6 +169,8 @@ pub struct Inner {
     pub ports: BTreeMap<String, PortRec>,
     /// Networks by id.
     pub networks: BTreeMap<String, NetworkRec>,
+    /// Floating IPs by id.
+    pub floating_ips: BTreeMap<String, FloatingIpRec>,
     /// Volumes by id.
     pub volumes: BTreeMap<String, VolumeRec>,
     /// Images by id.

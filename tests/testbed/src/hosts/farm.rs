@@ -196,6 +196,8 @@ pub struct HostFarm {
     seed_dir: PathBuf,
     next_index: AtomicU32,
     inner: Mutex<Inner>,
+    /// Serializes changes of the floating IP router ([`HostFarm::set_floating_ip`]).
+    fip_lock: tokio::sync::Mutex<()>,
     /// Held for the farm's life (released after `Drop` has torn the hosts down).
     _lease: Lease,
 }
@@ -255,6 +257,7 @@ impl HostFarm {
             seed_dir,
             next_index: AtomicU32::new(1),
             inner: Mutex::new(Inner::default()),
+            fip_lock: tokio::sync::Mutex::new(()),
             _lease: lease,
         })
     }
@@ -771,6 +774,13 @@ impl HostFarm {
             }
         }
         errors.extend(self.detach_volumes_of(None).await);
+        errors.extend(
+            super::net::delete_host_net(
+                &format!("{}-hfip", self.cfg.prefix),
+                &format!("{}-vfip", self.cfg.prefix),
+            )
+            .await,
+        );
         if Path::new("/sys/class/net").join(&self.bridge).exists()
             && let Err(e) = run("ip", ["link", "del", &self.bridge]).await
         {
@@ -1002,6 +1012,161 @@ impl HostFarm {
             .collect())
     }
 
+    /// The client address of every SSH session on this server, oldest first, across rebuilds
+    /// (the first field of sshd's `SSH_CONNECTION`): the bridge's own address for a client in
+    /// the machine's namespace that connected to the server's fixed address, the floating IP
+    /// router's ([`HostFarm::floating_router_ip`]) for one that came through a floating IP.
+    pub async fn client_log(&self, server_id: &str) -> Result<Vec<String>> {
+        let p = self.log_dir(server_id).join("clients.log");
+        match tokio::fs::read_to_string(&p).await {
+            Ok(s) => Ok(s.lines().map(str::to_string).collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(anyhow!(e).context(format!("read {}", p.display()))),
+        }
+    }
+
+    /// The network namespace of the floating IP router ([`HostFarm::set_floating_ip`]):
+    /// `PREFIX-hfip` (it may not exist yet).
+    pub fn floating_router_ns(&self) -> String {
+        format!("{}-hfip", self.cfg.prefix)
+    }
+
+    /// The address of the floating IP router on the bridge: the subnet's second host address
+    /// (`.2` of a /24; the bridge holds `.1`).
+    pub fn floating_router_ip(&self) -> Ipv4Addr {
+        Ipv4Addr::from(u32::from(self.cfg.bridge_cidr.trunc().network()) + 2)
+    }
+
+    /// Makes `floating` reach the host at `fixed` (`Some`) or nothing (`None`), as a Neutron
+    /// router does for a floating IP: a router namespace (`PREFIX-hfip`, its `eth0` on the
+    /// bridge at [`HostFarm::floating_router_ip`]) holds every floating address, DNATs it to the
+    /// fixed one and masquerades the forwarded flow (everything shares one bridge, so the reply
+    /// must come back through the router). Any client on the bridge (the machine, other hosts)
+    /// reaches a host through its floating address; the host sees the router as the client.
+    /// Made on first use; removed with the farm. Idempotent.
+    pub async fn set_floating_ip(&self, floating: Ipv4Addr, fixed: Option<Ipv4Addr>) -> Result<()> {
+        let _g = self.fip_lock.lock().await;
+        let ns = self.floating_router_ns();
+        let veth = format!("{}-vfip", self.cfg.prefix);
+        if !Path::new("/run/netns").join(&ns).exists() {
+            let router = self.floating_router_ip();
+            let len = self.cfg.bridge_cidr.prefix_len();
+            super::util::run_stdin(
+                "ip",
+                &["-batch", "-"],
+                &format!(
+                    "netns add {ns}\nlink add {veth} type veth peer name eth0 netns {ns}\n\
+                     link set {veth} master {} up\n",
+                    self.bridge
+                ),
+            )
+            .await
+            .context("floating IP router namespace")?;
+            super::util::run_stdin(
+                "ip",
+                &["-n", &ns, "-batch", "-"],
+                &format!("addr add {router}/{len} dev eth0\nlink set eth0 up\nlink set lo up\n"),
+            )
+            .await?;
+            let nsarg = format!("--net=/run/netns/{ns}");
+            for kv in [
+                "net.ipv4.ip_forward=1",
+                "net.ipv4.conf.all.send_redirects=0",
+                "net.ipv4.conf.eth0.send_redirects=0",
+            ] {
+                run("nsenter", [nsarg.as_str(), "sysctl", "-q", "-w", kv]).await?;
+            }
+            run(
+                "nsenter",
+                [
+                    nsarg.as_str(),
+                    "iptables",
+                    "-t",
+                    "nat",
+                    "-A",
+                    "POSTROUTING",
+                    "-o",
+                    "eth0",
+                    "-m",
+                    "conntrack",
+                    "--ctstate",
+                    "DNAT",
+                    "-j",
+                    "MASQUERADE",
+                ],
+            )
+            .await?;
+        }
+        let nsarg = format!("--net=/run/netns/{ns}");
+        // Drop whatever the floating address did before.
+        let rules = run(
+            "nsenter",
+            [nsarg.as_str(), "iptables", "-t", "nat", "-S", "PREROUTING"],
+        )
+        .await?;
+        let target = format!("-d {floating}/32 ");
+        for rule in rules
+            .lines()
+            .filter(|l| l.starts_with("-A PREROUTING ") && l.contains(&target))
+        {
+            let mut args = vec![nsarg.clone(), "iptables".into(), "-t".into(), "nat".into()];
+            args.extend(
+                rule.replacen("-A ", "-D ", 1)
+                    .split_whitespace()
+                    .map(str::to_owned),
+            );
+            run("nsenter", args.iter().map(String::as_str)).await?;
+        }
+        let _ = run(
+            "ip",
+            [
+                "-n",
+                &ns,
+                "addr",
+                "del",
+                &format!("{floating}/32"),
+                "dev",
+                "eth0",
+            ],
+        )
+        .await;
+        if let Some(fixed) = fixed {
+            run(
+                "ip",
+                [
+                    "-n",
+                    &ns,
+                    "addr",
+                    "add",
+                    &format!("{floating}/32"),
+                    "dev",
+                    "eth0",
+                ],
+            )
+            .await?;
+            run(
+                "nsenter",
+                [
+                    nsarg.as_str(),
+                    "iptables",
+                    "-t",
+                    "nat",
+                    "-A",
+                    "PREROUTING",
+                    "-d",
+                    &format!("{floating}/32"),
+                    "-j",
+                    "DNAT",
+                    "--to-destination",
+                    &fixed.to_string(),
+                ],
+            )
+            .await?;
+            let _ = run("ip", ["neigh", "flush", "to", &floating.to_string()]).await;
+        }
+        Ok(())
+    }
+
     /// Every mkfs run on this server ("mkfs.ext4 -F /dev/vdb"), oldest first, across rebuilds.
     pub async fn mkfs_log(&self, server_id: &str) -> Result<Vec<String>> {
         let p = self.log_dir(server_id).join("mkfs.log");
@@ -1071,6 +1236,11 @@ impl HostFarm {
 
 impl Drop for HostFarm {
     fn drop(&mut self) {
+        let fip_ns = format!("{}-hfip", self.cfg.prefix);
+        if Path::new("/run/netns").join(&fip_ns).exists() {
+            run_sync_quiet("ip", &["link", "del", &format!("{}-vfip", self.cfg.prefix)]);
+            run_sync_quiet("ip", &["netns", "del", &fip_ns]);
+        }
         let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
         if inner.closed && inner.hosts.is_empty() {
             return;

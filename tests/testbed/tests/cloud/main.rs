@@ -6,6 +6,7 @@
 
 mod cloud_api;
 mod cloud_common;
+mod cloud_floating;
 mod cloud_heat;
 mod cloud_heat_individual_vnfc;
 mod cloud_hosts;

@@ -239,3 +239,117 @@ async fn hosts_vip_moves_between_masters_through_haproxy_and_keepalived() {
     assert_eq!(stdout(&o), "", "processes left after systemctl stop");
     g.finish().await;
 }
+
+/// vnfkeeper's `k8s.haproxy_backends` step on a master whose HAProxy (the real Debian one,
+/// started by the systemctl stand-in) was set up in the shape of Tacker's install script with a
+/// master that has since been rebuilt at a new address: check says needed, apply rewrites the
+/// backend and reloads, and the running HAProxy's own statistics list the new backend set; a
+/// second check finds it in place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces)"]
+async fn hosts_haproxy_backends_step_reloads_the_real_haproxy() {
+    let g = Guard::new("tbhb", 111).await;
+    let f = g.farm.clone();
+    f.start(spec("m11", g.ip(11))).await.unwrap();
+    exec_ok(&f, "m11", "apt-get install -y haproxy >/dev/null").await;
+    let line = |ip: Ipv4Addr| format!("    server  master{}  {ip}:6443 check\n", ip.octets()[3]);
+    let old = [g.ip(11), g.ip(12), g.ip(13)];
+    let cfg = |servers: String| {
+        format!(
+            "global\n    maxconn 256\n\ndefaults\n    mode tcp\n    timeout connect 5s\n    \
+             timeout client 30s\n    timeout server 30s\n\nfrontend kubernetes-apiserver\n    \
+             bind *:16443\n    default_backend kubernetes-apiserver\n\nbackend kubernetes-apiserver\n    \
+             mode        tcp\n    balance     roundrobin\n{servers}listen stats\n    mode http\n    \
+             bind               *:1080\n    stats uri          /admin?stats\n"
+        )
+    };
+    f.write_file(
+        "m11",
+        "/etc/haproxy/haproxy.cfg",
+        cfg(old.iter().map(|ip| line(*ip)).collect()).as_bytes(),
+    )
+    .await
+    .unwrap();
+    exec_ok(&f, "m11", "systemctl start haproxy").await;
+    let backends = || async {
+        let csv = exec_ok(
+            &f,
+            "m11",
+            "/usr/bin/curl -s -m 5 'http://127.0.0.1:1080/admin?stats;csv'",
+        )
+        .await;
+        let mut names: Vec<String> = csv
+            .lines()
+            .filter_map(|l| l.strip_prefix("kubernetes-apiserver,"))
+            .filter_map(|l| l.split(',').next())
+            .filter(|n| n.starts_with("master"))
+            .map(str::to_owned)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(backends().await, ["master11", "master12", "master13"]);
+
+    // master13 was rebuilt at .23.
+    let now = [g.ip(11), g.ip(12), g.ip(23)];
+    let masters: Vec<(String, std::net::IpAddr)> = now
+        .iter()
+        .map(|ip| (format!("master{}", ip.octets()[3]), (*ip).into()))
+        .collect();
+    let step = vnfkeeper_core::recipes::k8s_haproxy_backends("m11", &masters);
+    f.write_file("m11", "/tmp/step.sh", step.script_text().as_bytes())
+        .await
+        .unwrap();
+    for (i, a) in step.args.iter().enumerate() {
+        f.write_file("m11", &format!("/tmp/arg{i}"), a.as_bytes())
+            .await
+            .unwrap();
+    }
+    let run = |mode: &'static str| {
+        let f = f.clone();
+        async move {
+            let o = f
+                .exec(
+                    "m11",
+                    &format!(
+                        "sh /tmp/step.sh {mode} \"$(cat /tmp/arg0)\" \"$(cat /tmp/arg1)\" \
+                         \"$(cat /tmp/arg2)\" \"$(cat /tmp/arg3)\""
+                    ),
+                )
+                .await
+                .unwrap();
+            (o.status.code(), stdout(&o))
+        }
+    };
+    let pid = exec_ok(&f, "m11", "cat /run/haproxy.pid").await;
+    let (code, out) = run("check").await;
+    assert_eq!(code, Some(10), "{out}");
+    let (code, out) = run("apply").await;
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        String::from_utf8(
+            f.read_file("m11", "/etc/haproxy/haproxy.cfg")
+                .await
+                .unwrap()
+        )
+        .unwrap(),
+        cfg(now.iter().map(|ip| line(*ip)).collect())
+    );
+    // The soft reload: a new HAProxy took over, and it serves the new backend set.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if backends().await == ["master11", "master12", "master23"] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "HAProxy did not load the new backends"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_ne!(exec_ok(&f, "m11", "cat /run/haproxy.pid").await, pid);
+    let (code, out) = run("check").await;
+    assert_eq!(code, Some(0), "{out}");
+    exec_ok(&f, "m11", "systemctl stop haproxy").await;
+    g.finish().await;
+}

@@ -377,6 +377,7 @@ async fn delete_physical(
             Ok(())
         }
         "OS::Cinder::Volume" => cloud.volume_delete(pid).await,
+        "OS::Neutron::FloatingIP" => cloud.floating_ip_delete(pid).await,
         "OS::Neutron::Net" => {
             let mut inner = cloud.lock();
             if pid != cloud.default_net && !inner.ports.values().any(|p| p.network_id == pid) {
@@ -958,6 +959,17 @@ async fn create_physical(
                 .unwrap_or_default();
             let mut inner = cloud.lock();
             let id = cloud.port_create(&mut inner, &net, &pname, fixed, aap)?;
+            set_pid(&mut inner, sid, name, &id, None);
+            Ok(())
+        }
+        "OS::Neutron::FloatingIP" => {
+            let net = nonempty_str(props.get("floating_network"))
+                .or_else(|| nonempty_str(props.get("floating_network_id")))
+                .ok_or("property 'floating_network' is required")?;
+            let port =
+                nonempty_str(props.get("port_id")).or_else(|| nonempty_str(props.get("port")));
+            let id = cloud.floating_ip_create(&net, port.as_deref()).await?;
+            let mut inner = cloud.lock();
             set_pid(&mut inner, sid, name, &id, None);
             Ok(())
         }

@@ -734,10 +734,20 @@ impl Ctx<'_> {
                 )),
                 _ => return unsupported(),
             }),
-            "OS::Neutron::FloatingIP" => Ok(match an {
-                "floating_ip_address" => json!(""),
-                _ => return unsupported(),
-            }),
+            "OS::Neutron::FloatingIP" => {
+                let Some(f) = inner.floating_ips.get(&r.physical_id) else {
+                    return Ok(Value::Null);
+                };
+                Ok(match an {
+                    "floating_ip_address" => json!(f.address.to_string()),
+                    "fixed_ip_address" => json!(f.fixed.map(|a| a.to_string())),
+                    "floating_network_id" => json!(f.network_id),
+                    "port_id" => json!(f.port_id),
+                    "router_id" => json!(crate::cloud::neutron::ROUTER_ID),
+                    "show" => crate::cloud::neutron::floating_ip_json(self.cloud, f),
+                    _ => return unsupported(),
+                })
+            }
             t if is_template_type(t) => {
                 let Some(child) = r.nested.as_ref().and_then(|n| inner.stacks.get(n)) else {
                     return Ok(Value::Null);
@@ -788,7 +798,15 @@ impl Ctx<'_> {
             .map(String::from)
             .to_vec(),
             "OS::Heat::ScalingPolicy" => ["alarm_url", "signal_url"].map(String::from).to_vec(),
-            "OS::Neutron::FloatingIP" => vec!["floating_ip_address".into()],
+            "OS::Neutron::FloatingIP" => [
+                "fixed_ip_address",
+                "floating_ip_address",
+                "floating_network_id",
+                "port_id",
+                "router_id",
+            ]
+            .map(String::from)
+            .to_vec(),
             t if is_template_type(t) => {
                 let mut k = r
                     .nested
