@@ -442,52 +442,37 @@ impl<C: Cloud> Engine<C> {
     /// `nova.stop`: the server `SHUTOFF` (asked once with `os-stop` while it is `ACTIVE` or in
     /// `ERROR`) or gone. Polled for at most the stack timeout.
     async fn stop_server(&self, at: &At<'_>, server_id: &str) -> Result<(), EngineError> {
-        let deadline = self.limits.stack_timeout;
-        self.cloud_step(
-            at.op,
-            at.key,
-            at.step_no,
-            at.name,
-            || async move {
-                let started = std::time::Instant::now();
-                let mut asked = false;
-                let mut pause = std::time::Duration::from_millis(500);
-                loop {
-                    let Some(s) = self.cloud.server(server_id).await? else {
-                        return Ok(None);
-                    };
-                    match s.status.as_str() {
-                        "SHUTOFF" => return Ok(None),
-                        // Nova stops an ERROR server too (its vm_state becomes `stopped`, from
-                        // which a volume can be detached).
-                        "ACTIVE" | "ERROR" if !asked => {
-                            match self.cloud.stop_server(server_id).await {
-                                // Already being stopped (or otherwise busy): keep polling.
-                                Err(e) if matches!(e.kind(), ErrorKind::Conflict) => {}
-                                other => other?,
-                            }
-                            asked = true;
+        self.polled_step(at, || async move {
+            let mut poll = PollPause::new(self.limits.stack_timeout);
+            let mut asked = false;
+            loop {
+                let Some(s) = self.cloud.server(server_id).await? else {
+                    return Ok(None);
+                };
+                match s.status.as_str() {
+                    "SHUTOFF" => return Ok(None),
+                    // Nova stops an ERROR server too (its vm_state becomes `stopped`, from
+                    // which a volume can be detached).
+                    "ACTIVE" | "ERROR" if !asked => {
+                        match self.cloud.stop_server(server_id).await {
+                            // Already being stopped (or otherwise busy): keep polling.
+                            Err(e) if matches!(e.kind(), ErrorKind::Conflict) => {}
+                            other => other?,
                         }
-                        _ => {}
+                        asked = true;
                     }
-                    if started.elapsed() >= deadline {
-                        return Ok(Some(format!(
-                            "server {server_id} is still {} after {} s",
-                            s.status,
-                            deadline.as_secs()
-                        )));
-                    }
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
+                    _ => {}
                 }
-            },
-            |late: &Option<String>| match late {
-                None => Ok(()),
-                Some(why) => Err(StepFailure::input(at.name, why.clone()).into()),
-            },
-        )
+                if !poll.next().await {
+                    return Ok(Some(format!(
+                        "server {server_id} is still {} after {} s",
+                        s.status,
+                        poll.deadline.as_secs()
+                    )));
+                }
+            }
+        })
         .await
-        .map(|_| ())
     }
 
     /// `nova.detach_volume`: the volume no longer attached to `server_id` and `available`
@@ -499,50 +484,57 @@ impl<C: Cloud> Engine<C> {
         server_id: &str,
         volume_id: &str,
     ) -> Result<(), EngineError> {
-        let deadline = self.limits.stack_timeout;
+        self.polled_step(at, || async move {
+            let mut poll = PollPause::new(self.limits.stack_timeout);
+            let mut asked = false;
+            loop {
+                let Some(v) = self.cloud.volume(volume_id).await? else {
+                    return Ok(Some(format!("volume {volume_id} is gone")));
+                };
+                let here = v.attachments.iter().any(|a| a.server_id == server_id);
+                if !here {
+                    if let Some(a) = v.attachments.first() {
+                        return Ok(Some(format!(
+                            "volume {volume_id} is attached to server {}, not {server_id}",
+                            a.server_id
+                        )));
+                    }
+                    if v.status == "available" {
+                        return Ok(None);
+                    }
+                } else if !asked && v.status == "in-use" {
+                    match self.cloud.detach_volume(server_id, volume_id).await {
+                        // Nova no longer lists the attachment: Cinder catches up.
+                        Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {}
+                        other => other?,
+                    }
+                    asked = true;
+                }
+                if !poll.next().await {
+                    return Ok(Some(format!(
+                        "volume {volume_id} is still {} after {} s",
+                        v.status,
+                        poll.deadline.as_secs()
+                    )));
+                }
+            }
+        })
+        .await
+    }
+
+    /// `f` as the journaled cloud step `at`, where `f` polls until the state it waits for
+    /// (`None`) or gives the reason it never came (`Some`), which fails the stage.
+    async fn polled_step<F, Fut>(&self, at: &At<'_>, f: F) -> Result<(), EngineError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<Option<String>, crate::cloud::CloudError>>,
+    {
         self.cloud_step(
             at.op,
             at.key,
             at.step_no,
             at.name,
-            || async move {
-                let started = std::time::Instant::now();
-                let mut asked = false;
-                let mut pause = std::time::Duration::from_millis(500);
-                loop {
-                    let Some(v) = self.cloud.volume(volume_id).await? else {
-                        return Ok(Some(format!("volume {volume_id} is gone")));
-                    };
-                    let here = v.attachments.iter().any(|a| a.server_id == server_id);
-                    if !here {
-                        if let Some(a) = v.attachments.first() {
-                            return Ok(Some(format!(
-                                "volume {volume_id} is attached to server {}, not {server_id}",
-                                a.server_id
-                            )));
-                        }
-                        if v.status == "available" {
-                            return Ok(None);
-                        }
-                    } else if !asked && v.status == "in-use" {
-                        match self.cloud.detach_volume(server_id, volume_id).await {
-                            // Nova no longer lists the attachment: Cinder catches up.
-                            Err(e) if matches!(e.kind(), ErrorKind::NotFound) => {}
-                            other => other?,
-                        }
-                        asked = true;
-                    }
-                    if started.elapsed() >= deadline {
-                        return Ok(Some(format!(
-                            "volume {volume_id} is still {} after {} s",
-                            v.status,
-                            deadline.as_secs()
-                        )));
-                    }
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(std::time::Duration::from_secs(5));
-                }
-            },
+            f,
             |late: &Option<String>| match late {
                 None => Ok(()),
                 Some(why) => Err(StepFailure::input(at.name, why.clone()).into()),
@@ -836,4 +828,31 @@ fn verify(rows: &[VnfcRow], check: &ReadCheck) -> Result<(), StepFailure> {
         ));
     }
     Ok(())
+}
+
+/// The pauses of a polling step: 0.5 s, doubling up to 5 s, for at most `deadline` in all.
+struct PollPause {
+    started: std::time::Instant,
+    deadline: std::time::Duration,
+    pause: std::time::Duration,
+}
+
+impl PollPause {
+    fn new(deadline: std::time::Duration) -> Self {
+        Self {
+            started: std::time::Instant::now(),
+            deadline,
+            pause: std::time::Duration::from_millis(500),
+        }
+    }
+
+    /// Sleeps before the next read; `false` (without sleeping) once `deadline` has passed.
+    async fn next(&mut self) -> bool {
+        if self.started.elapsed() >= self.deadline {
+            return false;
+        }
+        tokio::time::sleep(self.pause).await;
+        self.pause = (self.pause * 2).min(std::time::Duration::from_secs(5));
+        true
+    }
 }
