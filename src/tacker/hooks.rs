@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
 
-use super::notifications::{Callback, DRAIN_BYTES, problem, read_body, unauthorized};
+use super::notifications::{Callback, bounded_body, invalid_body, problem, unauthorized};
 use crate::store::{Db, HookOutcome, HookReceipt};
 use vnfkeeper_core::mgmt_hook;
 use vnfkeeper_core::model::{OpOccId, OperationState, Timestamp};
@@ -115,55 +115,20 @@ async fn receive(State(h): State<Hooks>, request: Request) -> Response {
         crate::ratelog::refused(crate::ratelog::Refusal::TackerCredentials);
         return unauthorized(&h.callback.check);
     }
-    let max = h.callback.max_body_bytes;
-    let too_large = || {
-        problem(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the hook request is larger than {max} bytes (tacker.max_body_kib)"),
-            Vec::new(),
-        )
-    };
-    let declared = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > (max + DRAIN_BYTES) as u64) {
-        return too_large();
-    }
-    let bytes = match read_body(body, max).await {
-        Ok(Some(b)) => b,
-        Ok(None) => return too_large(),
-        Err(why) => {
-            return problem(
-                StatusCode::BAD_REQUEST,
-                format!("the body could not be read: {why}"),
-                Vec::new(),
-            );
-        }
+    let bytes = match bounded_body(
+        &parts.headers,
+        body,
+        h.callback.max_body_bytes,
+        "hook request",
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(answer) => return answer,
     };
     let req = match mgmt_hook::parse(&bytes) {
         Ok(r) => r,
-        Err(errors) => {
-            let detail = format!(
-                "the hook request is not valid: {}",
-                errors
-                    .iter()
-                    .map(|e| format!(
-                        "{}: {}",
-                        if e.pointer.is_empty() {
-                            "/"
-                        } else {
-                            &e.pointer
-                        },
-                        e.reason
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
-            crate::ratelog::refused_with(crate::ratelog::Refusal::TackerInvalid, &detail);
-            return problem(StatusCode::BAD_REQUEST, detail, errors);
-        }
+        Err(errors) => return invalid_body("hook request", errors),
     };
     let now = Timestamp(chrono::Utc::now());
     let receipt = h.db.write(|tx| {

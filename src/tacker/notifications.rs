@@ -214,17 +214,41 @@ pub(super) fn unauthorized(check: &Check) -> Response {
 /// 413 instead of a reset connection; a larger declared body is refused without reading.
 pub(super) const DRAIN_BYTES: usize = 1 << 20;
 
-/// The body, at most `max` bytes. `Ok(None)`: longer (read on up to [`DRAIN_BYTES`] more, then
-/// dropped). Errors: the client's stream failed.
-pub(super) async fn read_body(
+/// The body of a Tacker request (`what`: "notification", "hook request"), at most `max` bytes.
+/// Errors, as the answer to send: 413 when its declared or read length is past `max` (a longer
+/// body is read on up to [`DRAIN_BYTES`] more and dropped, so the client gets the 413 instead of
+/// a reset connection; a larger declared one is not read), 400 when the client's stream failed.
+pub(super) async fn bounded_body(
+    headers: &HeaderMap,
     mut body: axum::body::Body,
     max: usize,
-) -> Result<Option<Vec<u8>>, String> {
+    what: &str,
+) -> Result<Vec<u8>, Response> {
     use http_body_util::BodyExt as _;
+    let too_large = || {
+        problem(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the {what} is larger than {max} bytes (tacker.max_body_kib)"),
+            Vec::new(),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > (max + DRAIN_BYTES) as u64) {
+        return Err(too_large());
+    }
     let mut buf = Vec::new();
     let mut seen = 0usize;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| e.to_string())?;
+        let frame = frame.map_err(|e| {
+            problem(
+                StatusCode::BAD_REQUEST,
+                format!("the body could not be read: {e}"),
+                Vec::new(),
+            )
+        })?;
         let Ok(data) = frame.into_data() else {
             continue;
         };
@@ -235,7 +259,33 @@ pub(super) async fn read_body(
             break;
         }
     }
-    Ok((seen <= max).then_some(buf))
+    if seen > max {
+        return Err(too_large());
+    }
+    Ok(buf)
+}
+
+/// 400 for a Tacker request (`what`) that did not parse: every field problem by its RFC 6901
+/// pointer in the detail and in `errors`; the refusal is logged at a bounded rate.
+pub(super) fn invalid_body(what: &str, errors: Vec<FieldProblem>) -> Response {
+    let detail = format!(
+        "the {what} is not valid: {}",
+        errors
+            .iter()
+            .map(|e| format!(
+                "{}: {}",
+                if e.pointer.is_empty() {
+                    "/"
+                } else {
+                    &e.pointer
+                },
+                e.reason
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    crate::ratelog::refused_with(crate::ratelog::Refusal::TackerInvalid, &detail);
+    problem(StatusCode::BAD_REQUEST, detail, errors)
 }
 
 /// `GET`: Tacker's callback test.
@@ -253,57 +303,13 @@ async fn notify(State(cb): State<Arc<Callback>>, request: Request) -> Response {
         crate::ratelog::refused(crate::ratelog::Refusal::TackerCredentials);
         return unauthorized(&cb.check);
     }
-    let too_large = || {
-        problem(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the notification is larger than {} bytes (tacker.max_body_kib)",
-                cb.max_body_bytes
-            ),
-            Vec::new(),
-        )
-    };
-    let declared = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > (cb.max_body_bytes + DRAIN_BYTES) as u64) {
-        return too_large();
-    }
-    let bytes = match read_body(body, cb.max_body_bytes).await {
-        Ok(Some(b)) => b,
-        Ok(None) => return too_large(),
-        Err(why) => {
-            return problem(
-                StatusCode::BAD_REQUEST,
-                format!("the body could not be read: {why}"),
-                Vec::new(),
-            );
-        }
+    let bytes = match bounded_body(&parts.headers, body, cb.max_body_bytes, "notification").await {
+        Ok(b) => b,
+        Err(answer) => return answer,
     };
     let n = match notification::parse(&bytes) {
         Ok(n) => n,
-        Err(errors) => {
-            let detail = format!(
-                "the notification is not valid: {}",
-                errors
-                    .iter()
-                    .map(|e| format!(
-                        "{}: {}",
-                        if e.pointer.is_empty() {
-                            "/"
-                        } else {
-                            &e.pointer
-                        },
-                        e.reason
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
-            crate::ratelog::refused_with(crate::ratelog::Refusal::TackerInvalid, &detail);
-            return problem(StatusCode::BAD_REQUEST, detail, errors);
-        }
+        Err(errors) => return invalid_body("notification", errors),
     };
     let (answer, outcome) = tokio::sync::oneshot::channel();
     let id = n.id.clone();
