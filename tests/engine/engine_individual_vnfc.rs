@@ -24,7 +24,7 @@ use vnfkeeper::cloud::{Cloud, Server, StackRef};
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::store::VnfcRow;
 
-const VNF: &str = "vnf-individual-vnfc";
+pub(super) const VNF: &str = "vnf-individual-vnfc";
 const NEW_IMAGE: &str = "5f0d9c3e-7a41-4b8e-9d2a-0c6f1e2b3a4d";
 
 fn fixture(name: &str) -> Value {
@@ -56,7 +56,7 @@ async fn run(bed: &Bed, envelope: &Value) -> OpOccId {
 }
 
 /// `<VDU>-<index>` → row, for the instance's VNFC rows.
-fn rows(bed: &Bed) -> BTreeMap<String, VnfcRow> {
+pub(super) fn rows(bed: &Bed) -> BTreeMap<String, VnfcRow> {
     bed.db
         .with(|s| s.reader().vnfcs(&VnfInstanceId::from(VNF)))
         .unwrap()
@@ -70,7 +70,8 @@ fn rows(bed: &Bed) -> BTreeMap<String, VnfcRow> {
         .collect()
 }
 
-fn stack(bed: &Bed) -> StackRef {
+/// The instance's top-level stack.
+pub(super) fn stack(bed: &Bed) -> StackRef {
     let i = bed
         .db
         .with(|s| s.reader().instances())
@@ -82,7 +83,7 @@ fn stack(bed: &Bed) -> StackRef {
 }
 
 /// Nova's view: server id → server.
-async fn nova(bed: &Bed) -> BTreeMap<String, Server> {
+pub(super) async fn nova(bed: &Bed) -> BTreeMap<String, Server> {
     bed.cloud
         .servers()
         .await

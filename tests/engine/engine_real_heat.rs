@@ -20,11 +20,11 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use support::bed::{Bed, fast_limits};
-use vnfkeeper::cloud::{Cloud, Server, StackRef, StackResource};
+use vnfkeeper::cloud::{Cloud, Server, StackResource};
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper::store::VnfcRow;
 
-const VNF: &str = "vnf-individual-vnfc";
+use super::engine_individual_vnfc::{VNF, nova, rows, stack};
 /// The network of the instantiate request's external virtual link.
 const EXT_NET: &str = "67c837dc-c247-4a3e-ac0f-5603bfef1ba3";
 const NEW_IMAGE: &str = "5f0d9c3e-7a41-4b8e-9d2a-0c6f1e2b3a4d";
@@ -56,43 +56,6 @@ async fn run(bed: &Bed, envelope: &Value) -> OpOccId {
         t0.elapsed().as_secs_f64()
     );
     op
-}
-
-/// `<VDU>-<index>` → row, for the instance's VNFC rows.
-fn rows(bed: &Bed) -> BTreeMap<String, VnfcRow> {
-    bed.db
-        .with(|s| s.reader().vnfcs(&VnfInstanceId::from(VNF)))
-        .unwrap()
-        .into_iter()
-        .map(|r| {
-            let i = r
-                .vnfc_index
-                .expect("individually managed VNFCs have an index");
-            (format!("{}-{i}", r.vdu_id), r)
-        })
-        .collect()
-}
-
-fn stack(bed: &Bed) -> StackRef {
-    let i = bed
-        .db
-        .with(|s| s.reader().instances())
-        .unwrap()
-        .into_iter()
-        .find(|i| i.id == VNF)
-        .unwrap();
-    StackRef::new(i.stack_name.unwrap(), i.stack_id.unwrap())
-}
-
-/// Nova's view: server id → server.
-async fn nova(bed: &Bed) -> BTreeMap<String, Server> {
-    bed.cloud
-        .servers()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| (s.id.clone(), s))
-        .collect()
 }
 
 /// The real Heat's resources of the stack, nested ones included: (parent or "", name) → resource.
