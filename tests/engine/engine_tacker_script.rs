@@ -1,10 +1,10 @@
 //! Tacker's own `install_k8s_cluster.sh` (tacker 16.0.0's sdist, fetched by
-//! `scripts/tacker-samples`, unmodified) under crashes (needs root): the seed's INSTANTIATE with a
-//! proxy whose URL carries a password; the daemon is aborted right after the first master's
-//! install ran on the host but before its DONE was journaled, and again right after a worker's
-//! join ran, the join material DONE. The restarted daemon completes the operation with one
-//! `kubeadm init` and one join per worker in all, the join material obtained once, every node
-//! Ready; the proxy reached the script (it wrote the
+//! `scripts/tacker-samples`, unmodified) on hosts of the Ubuntu 20.04 profile, under crashes
+//! (needs root): the seed's INSTANTIATE with a proxy whose URL carries a password; the daemon is
+//! aborted right after the first master's install ran on the host but before its DONE was
+//! journaled, and again right after a worker's join ran, the join material DONE. The restarted
+//! daemon completes the operation with one `kubeadm init` and one join per worker in all, the
+//! join material obtained once, every node Ready; the proxy reached the script (it wrote the
 //! URL into the node's apt configuration); the cluster's Kubernetes VIM is kept (the admin
 //! ServiceAccount's bearer token, 0600) and shown by `status VNF`; neither the proxy password, a
 //! join token nor the bearer token reached the daemon's log, `status VNF`, the database, the
@@ -54,6 +54,15 @@ async fn tackers_install_script_survives_crashes_with_one_init_and_keeps_secrets
         .tempdir_in("/var/tmp")
         .unwrap();
     let (farm, tb, _cleanup) = support::testbed_with_hosts(PREFIX, 43, dir.path()).await;
+    // The package's image carries a real Ubuntu cloud image's Glance properties, so its servers
+    // are hosts of the Ubuntu 20.04 profile the script is written for.
+    tb.cloud().set_image_properties(
+        "ubuntu-20.04-server-cloudimg-amd64",
+        [("os_distro", "ubuntu"), ("os_version", "20.04")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
 
     // The seed package with Tacker's script in place of the fixture's stand-in.
     let samples = Command::new(repo_root().join("scripts/tacker-samples"))

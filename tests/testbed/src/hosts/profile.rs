@@ -7,7 +7,9 @@
 //! command not found`). [`HostProfile::Ubuntu2004`] gives a host Ubuntu 20.04's
 //! `/etc/os-release`, `/etc/lsb-release` and `/etc/issue`, and removes `kubectl` from its `PATH`
 //! until `apt-get install kubectl` (the apt stand-in links the kubectl stand-in to
-//! `/usr/bin/kubectl`, where the Kubernetes package puts the binary).
+//! `/usr/bin/kubectl`, where the Kubernetes package puts the binary). Its `sleep` waits a tenth
+//! of the requested time (`assets/sleep.sh`): the fixed waits of Tacker's install script are for
+//! kubelet, pods and apt, which are stand-ins here.
 //!
 //! The simulated cloud picks the profile of a server from its image's Glance properties
 //! ([`HostProfile::from_image_properties`]: `os_distro=ubuntu`, `os_version=20.04`, the
@@ -43,6 +45,11 @@ VERSION_CODENAME=focal
 UBUNTU_CODENAME=focal
 ";
 
+/// `sleep` of the Ubuntu profile's hosts: waits a tenth of the requested time (the stand-ins the
+/// fixed waits of scripts written for real nodes are for are done when their command returns;
+/// the file's header says which waits).
+const SLEEP_SH: &str = include_str!("assets/sleep.sh");
+
 /// Ubuntu 20.04.6 LTS's `/etc/lsb-release` (what `lsb_release` reads).
 const UBUNTU_2004_LSB_RELEASE: &str = "DISTRIB_ID=Ubuntu
 DISTRIB_RELEASE=20.04
@@ -73,7 +80,8 @@ impl HostProfile {
     }
 
     /// Per-host files of the profile: (path relative to `/`, content, mode). Empty for Debian
-    /// (the machine's own files show through).
+    /// (the machine's own files show through). Ubuntu's include `/usr/local/bin/sleep`, which
+    /// waits a tenth of the requested time.
     pub(crate) fn files(self) -> Vec<(&'static str, &'static str, u32)> {
         match self {
             HostProfile::Debian => Vec::new(),
@@ -83,6 +91,7 @@ impl HostProfile {
                 ("etc/issue", "Ubuntu 20.04.6 LTS \\n \\l\n\n", 0o644),
                 ("etc/issue.net", "Ubuntu 20.04.6 LTS\n", 0o644),
                 ("etc/debian_version", "bullseye/sid\n", 0o644),
+                ("usr/local/bin/sleep", SLEEP_SH, 0o755),
             ],
         }
     }
