@@ -32,6 +32,10 @@ pub const EXIT_TIMEOUT: u8 = 7;
 /// How long to wait for intake to record the submitted file before giving up (the daemon
 /// normally takes it within a second).
 const INTAKE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long nobody may hold the daemon's state lock before the wait for intake gives up early:
+/// no daemon runs on this state, so none will take the file (longer than systemd's
+/// `RestartSec=5s` plus a start, so a daemon being restarted is waited for).
+const NO_DAEMON_GRACE: Duration = Duration::from_secs(10);
 
 /// `vnfkeeper retry|fail|rollback|heal|scale|terminate` arguments (the `--config` option comes
 /// from `cli.rs`).
@@ -356,6 +360,9 @@ pub fn outcome(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let started = Instant::now();
+    let state_dir = crate::daemon::lock::state_dir_of(&settings.database);
+    // Since when the state lock was seen free on every look (no daemon running).
+    let mut unheld_since: Option<Instant> = None;
     let intake = loop {
         if settings.database.exists() {
             let db = Store::open_read_only(&settings.database)?;
@@ -363,10 +370,22 @@ pub fn outcome(
                 break row;
             }
         }
-        if started.elapsed() > INTAKE_TIMEOUT {
+        unheld_since = match crate::daemon::lock::is_held(&state_dir) {
+            Some(false) => unheld_since.or(Some(Instant::now())),
+            Some(true) | None => None,
+        };
+        let no_daemon = unheld_since.is_some_and(|t| t.elapsed() >= NO_DAEMON_GRACE);
+        if no_daemon || started.elapsed() > INTAKE_TIMEOUT {
             // Not left behind to run at the daemon's next start, long after this command said
             // it failed: taken back, unless the daemon took it in the meantime.
             match withdraw(&settings.spool_dir, path) {
+                Ok(true) if no_daemon => bail!(
+                    "no daemon runs on {} (nobody has held its lock {} for {} s; \
+                     `systemctl status vnfkeeper`); the request was withdrawn and will not run",
+                    state_dir.display(),
+                    crate::daemon::lock::LOCK_FILE,
+                    NO_DAEMON_GRACE.as_secs()
+                ),
                 Ok(true) => bail!(
                     "no daemon took {} within {} s (is it running? `systemctl status vnfkeeper`); \
                      the request was withdrawn and will not run",

@@ -105,6 +105,36 @@ pub fn acquire(state_dir: &Path) -> Result<StateLock, LockError> {
     Ok(StateLock { _file: file })
 }
 
+/// Whether a daemon holds the lock of `state_dir`, as a client (e.g. a task verb waiting for
+/// intake) can tell without taking it: the lock file is opened read-only and a shared lock tried
+/// and dropped at once. `Some(false)`: nobody holds it, so no daemon runs on this state now;
+/// `None`: it cannot be told (no lock file yet, or this user may not read it).
+pub fn is_held(state_dir: &Path) -> Option<bool> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(state_dir.join(LOCK_FILE))
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    match flock(&file, FlockOperation::NonBlockingLockShared) {
+        // Dropped with the descriptor right away: a daemon starting now still gets its lock.
+        Ok(()) => Some(false),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => Some(true),
+        Err(_) => None,
+    }
+}
+
+/// The state directory of the daemon whose database is `database` (its directory; `.` for a
+/// bare file name): where [`acquire`] takes the lock.
+pub fn state_dir_of(database: &Path) -> PathBuf {
+    match database.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
 /// Creates and removes a file in `dir`: a lock file that already exists opens for writing even
 /// where no new file can be made (an immutable directory), so the lock alone does not show it.
 fn probe_writable(dir: &Path) -> std::io::Result<()> {
@@ -142,6 +172,7 @@ mod tests {
     #[test]
     fn a_second_lock_names_the_first_holder_and_the_lock_ends_with_it() {
         let dir = tempfile::tempdir().unwrap();
+        assert_eq!(is_held(dir.path()), None, "no lock file yet");
         let first = acquire(dir.path()).unwrap();
         let e = acquire(dir.path()).unwrap_err();
         let pid = std::process::id();
@@ -149,7 +180,9 @@ mod tests {
             matches!(&e, LockError::Held { holder, .. } if *holder == format!("pid {pid}")),
             "{e}"
         );
+        assert_eq!(is_held(dir.path()), Some(true));
         drop(first);
+        assert_eq!(is_held(dir.path()), Some(false));
         let again = acquire(dir.path()).unwrap();
         drop(again);
         assert_eq!(

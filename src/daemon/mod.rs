@@ -98,10 +98,7 @@ pub fn main(config_path: &Path, recover_spool: bool) -> ExitCode {
         return ExitCode::from(EXIT_CONFIG);
     }
     // Before the database: a second daemon on the same state must not even migrate it.
-    let state_dir = match settings.database.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let state_dir = lock::state_dir_of(&settings.database);
     let _lock = match lock::acquire(&state_dir) {
         Ok(l) => l,
         Err(e) => {

@@ -1,5 +1,6 @@
-//! A task verb while the daemon is stopped: after its wait for intake it says so, takes its
-//! request back out of `new/`, and the next start of the daemon runs nothing.
+//! A task verb while the daemon is stopped: once nobody has held the daemon's state lock for 10 s
+//! it says so, takes its request back out of `new/`, and the next start of the daemon runs
+//! nothing.
 
 use crate::support;
 
@@ -15,6 +16,8 @@ fn a_task_verb_without_a_daemon_withdraws_its_request() {
     let out = install.cli(&["retry", "7f0c1a52-5c55-4d2e-9a43-0f3f1c2b9e11"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{stderr}");
+    // Told by the free state lock (10 s), not by the 60 s wait for intake.
+    assert!(stderr.contains("no daemon runs on"), "{stderr}");
     assert!(stderr.contains("withdrawn"), "{stderr}");
     assert!(
         Install::files(&install.new_dir()).is_empty(),
