@@ -1,5 +1,6 @@
-//! Crash hooks for tests: `VNFKEEPER_FAILPOINT=<name>[:<n>]` aborts the process (as SIGKILL
-//! would end it) the `n`-th time (default first) execution reaches `hit(<name>)`.
+//! Crash hooks for tests: `VNFKEEPER_FAILPOINT=<name>[:<n>][,<name>[:<n>]…]` aborts the process
+//! (as SIGKILL would end it) the `n`-th time (default first) execution reaches `hit(<name>)`, for
+//! whichever listed point gets there first (each point counts its own hits).
 //!
 //! Compiled into debug builds only; release builds (the packages) ignore the variable.
 //! Points: `intake-after-commit` (batch committed, files not yet moved); `intake-after-take`
@@ -8,9 +9,11 @@
 //! succeeded on the host, nothing journaled yet), e.g. `engine-applied-storage.filesystem`;
 //! `tacker-notification-committed` (a notification from Tacker committed, the 204 not sent).
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::collections::HashMap;
+use std::sync::Mutex;
 
-static HITS: AtomicU32 = AtomicU32::new(0);
+/// Hits so far, per armed point.
+static HITS: Mutex<Option<HashMap<String, u32>>> = Mutex::new(None);
 
 /// Aborts the process if the failpoint `name` is armed and this is its n-th hit.
 pub fn hit(name: &str) {
@@ -20,12 +23,25 @@ pub fn hit(name: &str) {
     let Ok(spec) = std::env::var("VNFKEEPER_FAILPOINT") else {
         return;
     };
-    let (point, nth) = match spec.split_once(':') {
-        Some((p, n)) => (p.to_owned(), n.parse::<u32>().unwrap_or(1)),
-        None => (spec, 1),
-    };
-    if point == name && HITS.fetch_add(1, Ordering::SeqCst) + 1 == nth {
-        eprintln!("failpoint {name} reached: aborting");
-        std::process::abort();
+    for armed in spec.split(',') {
+        let (point, nth) = match armed.split_once(':') {
+            Some((p, n)) => (p, n.parse::<u32>().unwrap_or(1)),
+            None => (armed, 1),
+        };
+        if point != name {
+            continue;
+        }
+        let mut hits = HITS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = hits
+            .get_or_insert_with(HashMap::new)
+            .entry(name.to_owned())
+            .or_insert(0);
+        *count += 1;
+        if *count == nth {
+            eprintln!("failpoint {name} reached: aborting");
+            std::process::abort();
+        }
     }
 }

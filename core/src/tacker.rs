@@ -5,6 +5,8 @@
 //!
 //! Pure: the `vnfkeeper` crate lists, polls and writes, and hands these functions what it saw.
 
+pub mod vim;
+
 use crate::model::{InstantiationState, OperationState, VnfcId, VnfcRow};
 use crate::plan::stages::{CloudAction, Hook, ReadCheck, StackDocument, Stage, StageList};
 

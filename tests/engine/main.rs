@@ -23,6 +23,5 @@ mod engine_registry_crash;
 mod engine_registry_trust;
 mod engine_registry_unready;
 mod engine_resume;
-mod engine_tacker_script;
 #[path = "../support/mod.rs"]
 mod support;
