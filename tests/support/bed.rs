@@ -138,15 +138,23 @@ impl Bed {
         }
     }
 
+    /// Prints `op`'s journal to stderr, a line per stage: position, step, host, state, attempts,
+    /// the last attempt's duration (start to finish, `-` while unfinished) and the detail.
     pub fn print_journal(&self, op: &OpOccId) {
         for j in self.db.with(|s| s.reader().journal(op)).unwrap() {
+            // The last attempt's duration, when it finished.
+            let took = match (&j.started_at, &j.finished_at) {
+                (Some(a), Some(b)) => format!("{:.2}s", (b.0 - a.0).as_seconds_f64()),
+                _ => "-".to_owned(),
+            };
             eprintln!(
-                "{:>3} {:<18} {:<38} {:<6} x{} {}",
+                "{:>3} {:<18} {:<38} {:<6} x{} {:>7} {}",
                 j.step_no,
                 j.name,
                 j.host,
                 j.state,
                 j.attempts,
+                took,
                 j.detail.as_deref().unwrap_or("")
             );
         }
