@@ -4,7 +4,7 @@
 //! ratio.
 //!
 //! Each size runs on a fresh testbed cloud whose servers are real hosts (network namespaces with
-//! sshd) on `10.231.84.0/24`, with the testbed's Ansible server (Debian's `ansible-core` and the
+//! sshd) on `10.231.84.0/24`, with the testbed's Ansible server (Debian's `ansible` and the
 //! kubespray stand-in playbooks, `tests/testbed/kubespray/`), and a fresh daemon (the real
 //! binary, temporary config, spool and database, reconcile off). The request is
 //! `fixtures/requests/good/k8s-mgmtdriver-kubespray.10-instantiate.json` with its `ansible` block

@@ -4,6 +4,9 @@
 //! MgmtDriver hooks, and the reconcile policy. No async runtime, no database, no SSH, no clock:
 //! the `vnfkeeper` crate reads and writes, and passes `now`.
 
+/// `ansible-playbook`'s JSON-lines events (the `ansible.posix.jsonl` callback): play recap and
+/// failures as data.
+pub mod ansible;
 /// What vnfkeeper keeps of a VNF's configuration under its state directory (admin kubeconfig).
 pub mod artifact;
 /// What the cloud reports, as data: Heat stacks and resources, Nova servers, Neutron ports,

@@ -103,7 +103,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         name: "probe",
-        what: "remote output: console host keys, ansible-playbook's recap, trust.observe verdicts",
+        what: "remote output: console host keys, ansible-playbook's JSON-lines events, trust.observe verdicts",
         run: targets::probe::run,
     },
 ];

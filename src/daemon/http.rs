@@ -24,9 +24,30 @@
 //!   within [`HEADER_TIMEOUT`] (hyper's `header_read_timeout`), and a connection lives at most
 //!   [`CONNECTION_DEADLINE`] (keep-alive off: one request per connection).
 //!
-//! The accept loop is our own because hyper 1 has none and axum's `serve` has neither a header
-//! timeout nor a per-source limit; the limits themselves are hyper's timer, tokio's timeouts and
-//! a semaphore.
+//! Each limit is a library's: hyper's `header_read_timeout` with its timer and keep-alive off,
+//! tokio's timeouts, tokio's semaphore for the connection limit, rustls for TLS. Only the accept
+//! loop that applies them, and the per-source count, are ours, because no library we looked at
+//! (versions in `Cargo.lock`) keeps the properties `tests/tacker/tacker_slow_clients.rs` checks:
+//!
+//! - hyper 1.12 and hyper-util 0.1.21 serve one accepted connection (`http1::Builder`, used below;
+//!   hyper-util's `auto::Builder`, `server::graceful`); neither accepts connections or limits them.
+//! - axum 0.8.9's `serve` builds hyper-util's `auto::Builder` per connection without a timer and
+//!   offers no way to configure it: hyper's header timeout never applies, keep-alive stays on and
+//!   nothing bounds a connection's life, so clients that send their headers slowly hold their
+//!   connections for ever. Its `Listener` (and `ListenerExt::tap_io`) could admit per source and
+//!   under the global limit at accept, but a TLS handshake would then run inside `accept`, one
+//!   at a time (one slow handshake stops every accept).
+//! - axum-server 0.9.2 sets the header timeout (`http_builder().http1()`), a first-request
+//!   timeout and rustls's handshake timeout, but accepts every connection before anything may
+//!   refuse or hold it: a global limit in its `Accept` would hold each accepted descriptor instead
+//!   of leaving further connections in the kernel's listen backlog (where a burst of Tacker's
+//!   notifications, each sent once, waits here), and it has no per-source limit.
+//! - tower 0.5.3's `ConcurrencyLimitLayer`, `LoadShedLayer` and `TimeoutLayer` (and tower-http
+//!   0.6's `TimeoutLayer`) act on requests, once hyper has read a request's headers: they cannot
+//!   bound the connections (descriptors, tasks) of clients that never send them, which is what
+//!   these limits are for; with one request per connection they would add nothing else.
+//! - No maintained crate limits concurrent connections per source address on tokio
+//!   (`governor`/`tower_governor` limit request rates per key, after the headers).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};

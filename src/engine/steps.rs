@@ -2,6 +2,7 @@
 //! the hosts of a wave), each with retries for transient failures.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
 use tracing::Instrument as _;
@@ -12,6 +13,7 @@ use super::{Engine, EngineError, now, retries};
 use crate::cloud::{Cloud, CloudError};
 use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
 use crate::store::{OperationRow, StoreError};
+use vnfkeeper_core::ansible::PlaybookRun;
 use vnfkeeper_core::console::FirstContact;
 use vnfkeeper_core::flavour::{ApplyOutput, MgmtDriver};
 use vnfkeeper_core::model::{
@@ -524,10 +526,12 @@ impl<C: Cloud> Engine<C> {
         let apply = match step.kind.output_use() {
             OutputUse::Verdict => self.exec(step, &target, "apply").await?,
             OutputUse::Streamed => {
+                let events = Arc::new(Mutex::new(PlaybookRun::default()));
                 let apply = self
-                    .exec_streamed(step, &target, "apply", Some(journal_sink(host)))
+                    .exec_streamed(step, &target, "apply", Some(journal_sink(host, &events)))
                     .await?;
-                self.judge(step, host, &apply, driver)?;
+                let events = std::mem::take(&mut *events.lock().unwrap_or_else(|p| p.into_inner()));
+                self.judge(step, host, &apply, &events, driver)?;
                 apply
             }
         };
@@ -643,17 +647,18 @@ impl<C: Cloud> Engine<C> {
         Ok(())
     }
 
-    /// The flavour's verdict on a streamed apply (its output was journaled line by line while
-    /// it ran), from the output with every secret masked.
+    /// The flavour's verdict on a streamed apply (its events were read and journaled line by
+    /// line while it ran), its reason with every secret masked (also those a JSON event carried
+    /// escaped).
     fn judge(
         &self,
         step: &Step,
         host: &Host,
         out: &Output,
+        events: &PlaybookRun,
         driver: &dyn MgmtDriver,
     ) -> Result<(), Attempt> {
         let secrets: Vec<&Secret<String>> = host.secrets.iter().collect();
-        let stdout = crate::remote::tail_masked(&out.stdout, usize::MAX, &secrets);
         let stdout_tail = crate::remote::tail_masked(&out.stdout, 1000, &secrets);
         let stderr_tail = out.stderr_tail(1000, &secrets);
         let verdict = driver.judge_apply(
@@ -661,14 +666,14 @@ impl<C: Cloud> Engine<C> {
             &ApplyOutput {
                 exit_status: out.exit_status,
                 signal: out.signal.as_deref(),
-                stdout: &stdout,
+                events,
                 stdout_tail: &stdout_tail,
                 stderr_tail: &stderr_tail,
             },
         );
         verdict.map_err(|e| Attempt::Failed {
             exit_status: out.exit_status,
-            reason: e.reason,
+            reason: crate::remote::tail_masked(e.reason.as_bytes(), usize::MAX, &secrets),
         })
     }
 
@@ -709,17 +714,22 @@ enum Attempt {
 
 /// Writes `text` to `path` with mode 0600 (its directory created 0700): a temporary file,
 /// synced, renamed over the old one.
-/// A streamed step's output into the journal line by line as it runs, secrets masked, with the
-/// step's span (so the operation's fields).
-fn journal_sink(host: &Host) -> crate::remote::LineSink {
+/// A streamed step's output read line by line as it runs: each line fed to `events` (Ansible's
+/// JSON-lines events, [`PlaybookRun::feed`]), what an operator reads of it journaled with the
+/// step's span (so the operation's fields), secrets masked after the JSON was unescaped.
+fn journal_sink(host: &Host, events: &Arc<Mutex<PlaybookRun>>) -> crate::remote::LineSink {
     let secrets: Vec<Secret<String>> = host.secrets.clone();
-    std::sync::Arc::new(move |line: &str| {
-        if line.trim().is_empty() {
-            return;
-        }
+    let events = Arc::clone(events);
+    Arc::new(move |line: &str| {
+        let shown = events.lock().unwrap_or_else(|p| p.into_inner()).feed(line);
         let refs: Vec<&Secret<String>> = secrets.iter().collect();
-        let line = crate::remote::tail_masked(line.as_bytes(), usize::MAX, &refs);
-        tracing::info!(target: "vnfkeeper::ansible", line = %line, "ansible-playbook");
+        for l in shown {
+            if l.trim().is_empty() {
+                continue;
+            }
+            let l = crate::remote::tail_masked(l.as_bytes(), usize::MAX, &refs);
+            tracing::info!(target: "vnfkeeper::ansible", line = %l, "ansible-playbook");
+        }
     })
 }
 

@@ -203,24 +203,37 @@ impl Output {
 }
 
 /// Splits a byte stream into lines for a [`LineSink`]: bytes are buffered until a `\n`; at most
-/// [`LINE_LIMIT`] bytes are held, a longer line is given in pieces of that size.
+/// [`LINE_LIMIT`] bytes are held, a longer line is given cut to that size and its rest is dropped
+/// (a piece of a JSON event is no event, and its tail would be shown unread).
 #[derive(Default)]
 pub(crate) struct LineSplitter {
     pending: Vec<u8>,
+    /// The line being read was given already (cut); drop bytes up to its end.
+    cut: bool,
 }
 
-/// The longest line a [`LineSplitter`] holds before it gives the piece it has.
+/// The longest line a [`LineSplitter`] gives; the rest of a longer line is dropped.
 pub(crate) const LINE_LIMIT: usize = 64 * 1024;
 
 impl LineSplitter {
     /// Feeds `data`; gives every completed line to `sink`.
     pub(crate) fn push(&mut self, data: &[u8], sink: &LineSink) {
         for &b in data {
-            if b == b'\n' || self.pending.len() >= LINE_LIMIT {
-                self.emit(sink);
-                if b == b'\n' {
-                    continue;
+            if b == b'\n' {
+                if self.cut {
+                    self.cut = false;
+                } else {
+                    self.emit(sink);
                 }
+                continue;
+            }
+            if self.cut {
+                continue;
+            }
+            if self.pending.len() >= LINE_LIMIT {
+                self.emit(sink);
+                self.cut = true;
+                continue;
             }
             self.pending.push(b);
         }
@@ -231,6 +244,7 @@ impl LineSplitter {
         if !self.pending.is_empty() {
             self.emit(sink);
         }
+        self.cut = false;
     }
 
     fn emit(&mut self, sink: &LineSink) {
@@ -617,6 +631,29 @@ pub fn same_key(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_longer_than_the_limit_are_cut_and_their_rest_dropped() {
+        let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let g = std::sync::Arc::clone(&got);
+        let sink: LineSink = std::sync::Arc::new(move |l: &str| g.lock().unwrap().push(l.into()));
+        let mut s = LineSplitter::default();
+        let long = "x".repeat(LINE_LIMIT + 10);
+        for chunk in format!("a\r\n{long}\nb\nc").as_bytes().chunks(1000) {
+            s.push(chunk, &sink);
+        }
+        s.finish(&sink);
+        let got = got.lock().unwrap();
+        assert_eq!(
+            got.len(),
+            4,
+            "{:?}",
+            got.iter().map(String::len).collect::<Vec<_>>()
+        );
+        assert_eq!(got[0], "a");
+        assert_eq!(got[1].len(), LINE_LIMIT);
+        assert_eq!(got[2..], ["b", "c"]);
+    }
 
     // A real ed25519 key (public part only) and its fingerprint as printed by `ssh-keygen -lf`.
     const KEY: &str =

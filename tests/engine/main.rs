@@ -4,6 +4,7 @@
 //! One test binary per subject (fewer links, one process per test under nextest); each module
 //! is one former test file, its tests unchanged.
 
+mod engine_ansible_events;
 mod engine_change_ext_conn;
 mod engine_crash;
 mod engine_floating_ip;

@@ -4,8 +4,8 @@
 //! `specs/xena/k8s-mgmtdriver-kubespray.rst` and Tacker's sample `kubespray_mgmt.py`, with its
 //! defects removed: the inventory and the HAProxy configuration are generated whole from the VNFC
 //! rows (no `sed`/`tee -a` edits, so `worker1` never matches `worker10`), host keys are checked,
-//! no password is left in a file or an argv, success is read from the exit status and the
-//! `PLAY RECAP`.
+//! no password is left in a file or an argv, success is read from the exit status and the play
+//! recap of Ansible's JSON-lines events ([`crate::ansible`]), not from its text output.
 //!
 //! Roles: the VDUs owning `master_node`, `worker_node` and `external_lb_param`'s `ssh_cp_name`;
 //! the Ansible server is [`ANSIBLE_HOST`], reached at `ansible.ip_address`.
@@ -419,161 +419,6 @@ pub fn haproxy_servers(cfg: &str, backend: &str) -> Vec<String> {
 /// The cluster endpoint behind the LB at `lb`: `https://<lb>:8383`.
 pub fn endpoint(lb: IpAddr) -> String {
     format!("https://{}:{LB_API_PORT}", host_port(lb))
-}
-
-/// Per-host counts of a `PLAY RECAP` line.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HostCounts {
-    /// `ok=`.
-    pub ok: u32,
-    /// `changed=`.
-    pub changed: u32,
-    /// `unreachable=`.
-    pub unreachable: u32,
-    /// `failed=`.
-    pub failed: u32,
-}
-
-/// A task that failed on a host (`fatal: [host]: FAILED!`/`UNREACHABLE!`, not ignored).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskFailure {
-    /// Inventory host name.
-    pub host: String,
-    /// Name of the task (`TASK [name]`).
-    pub task: String,
-    /// Unreachable rather than failed.
-    pub unreachable: bool,
-}
-
-/// What `ansible-playbook`'s default output says: the recap per host and the failed tasks.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recap {
-    /// Whether a `PLAY RECAP` section was seen.
-    pub seen: bool,
-    /// Host → counts.
-    pub hosts: BTreeMap<String, HostCounts>,
-    /// Failed tasks in output order.
-    pub failures: Vec<TaskFailure>,
-}
-
-impl Recap {
-    /// A recap was printed and every host has `failed=0 unreachable=0`.
-    pub fn succeeded(&self) -> bool {
-        self.seen
-            && self
-                .hosts
-                .values()
-                .all(|c| c.failed == 0 && c.unreachable == 0)
-    }
-
-    /// One line naming each failed host and the task it failed at, e.g.
-    /// `host worker1 unreachable at task "Gathering Facts"`; hosts whose recap counts a failure
-    /// without a task line are named alone.
-    pub fn summary(&self) -> String {
-        let mut parts = Vec::new();
-        let mut named = BTreeSet::new();
-        for f in &self.failures {
-            let what = if f.unreachable {
-                "unreachable at"
-            } else {
-                "failed"
-            };
-            parts.push(format!("host {} {what} task \"{}\"", f.host, f.task));
-            named.insert(f.host.as_str());
-        }
-        for (h, c) in &self.hosts {
-            if (c.failed > 0 || c.unreachable > 0) && !named.contains(h.as_str()) {
-                parts.push(format!(
-                    "host {h} failed={} unreachable={}",
-                    c.failed, c.unreachable
-                ));
-            }
-        }
-        if !self.seen {
-            parts.push("no PLAY RECAP in the output".into());
-        }
-        parts.join("; ")
-    }
-}
-
-/// Parses `ansible-playbook`'s default (non-JSON) output. Task names come from `TASK [name]`
-/// lines; `fatal: [host]: FAILED!`, `fatal: [host]: UNREACHABLE!` and `failed: [host]` (loop
-/// items) record a failure unless the next line is `...ignoring`; `host : ok=N changed=N
-/// unreachable=N failed=N …` lines after `PLAY RECAP` give the counts. `[host -> delegate]` names
-/// `host`.
-pub fn parse_recap(output: &str) -> Recap {
-    let mut r = Recap::default();
-    let mut task = String::new();
-    let mut in_recap = false;
-    let lines: Vec<&str> = output.lines().collect();
-    for (i, line) in lines.iter().enumerate() {
-        let t = line.trim();
-        if let Some(rest) = t.strip_prefix("TASK [") {
-            task = rest.rsplit_once(']').map_or(rest, |(n, _)| n).to_owned();
-            in_recap = false;
-            continue;
-        }
-        if t.starts_with("PLAY RECAP") {
-            r.seen = true;
-            in_recap = true;
-            continue;
-        }
-        if in_recap {
-            if let Some((host, counts)) = recap_line(t) {
-                r.hosts.insert(host, counts);
-            }
-            continue;
-        }
-        let marker = ["fatal: [", "failed: ["]
-            .iter()
-            .find_map(|p| t.strip_prefix(p));
-        if let Some(rest) = marker {
-            let Some((host, tail)) = rest.split_once(']') else {
-                continue;
-            };
-            let host = host.split(" -> ").next().unwrap_or(host).trim().to_owned();
-            let ignored = lines
-                .get(i + 1)
-                .is_some_and(|n| n.trim().starts_with("...ignoring"));
-            if ignored {
-                continue;
-            }
-            let unreachable = tail.contains("UNREACHABLE!");
-            let f = TaskFailure {
-                host,
-                task: task.clone(),
-                unreachable,
-            };
-            if !r.failures.contains(&f) {
-                r.failures.push(f);
-            }
-        }
-    }
-    r
-}
-
-fn recap_line(t: &str) -> Option<(String, HostCounts)> {
-    let (host, rest) = t.split_once(" : ").or_else(|| {
-        let (h, r) = t.split_once(':')?;
-        Some((h, r))
-    })?;
-    let mut c = HostCounts::default();
-    let mut any = false;
-    for kv in rest.split_whitespace() {
-        let Some((k, v)) = kv.split_once('=') else {
-            continue;
-        };
-        let Ok(v) = v.parse::<u32>() else { continue };
-        any = true;
-        match k {
-            "ok" => c.ok = v,
-            "changed" => c.changed = v,
-            "unreachable" => c.unreachable = v,
-            "failed" => c.failed = v,
-            _ => {}
-        }
-    }
-    any.then(|| (host.trim().to_owned(), c))
 }
 
 /// Calico's MTUs (kubespray's `calico_mtu` and `calico_veth_mtu` group variables).
@@ -1496,8 +1341,9 @@ impl MgmtDriver for Kubespray {
         trust::registry_uses(&self.trust_inputs())
     }
 
-    /// `ansible.playbook`: success only when it exited 0 and its `PLAY RECAP` has `failed=0
-    /// unreachable=0` for every host; otherwise the reason names each failed host and task.
+    /// `ansible.playbook`: success only when it exited 0 and its play recap (the JSON-lines stats
+    /// event) counts no failure and no unreachable for every host; otherwise the reason names each
+    /// failed host, its task and message.
     fn judge_apply(&self, step: &Step, out: &ApplyOutput<'_>) -> Result<(), ApplyFailed> {
         if step.kind != StepKind::AnsiblePlaybook {
             return Ok(());
@@ -1519,19 +1365,34 @@ impl MgmtDriver for Kubespray {
     }
 }
 
-/// The verdict on an `ansible-playbook` run from its exit status and `PLAY RECAP`; without a
-/// recap the reason carries the tail of standard error (else of standard output).
+/// The verdict on an `ansible-playbook` run from its exit status and its events' play recap
+/// ([`crate::ansible`]). Without any event the reason carries the tail of standard error (else of
+/// standard output); an Ansible without the JSON-lines callback is named as such.
 fn playbook_verdict(out: &ApplyOutput<'_>) -> Result<(), ApplyFailed> {
-    let recap = parse_recap(out.stdout);
-    if out.exit_status == Some(0) && recap.succeeded() {
+    let run = out.events;
+    if out.exit_status == Some(0) && run.succeeded() {
         return Ok(());
+    }
+    if run.events == 0
+        && out
+            .stderr_tail
+            .contains("Invalid callback for stdout specified")
+    {
+        return Err(ApplyFailed {
+            reason: format!(
+                "ansible-playbook on the Ansible server has no stdout callback {}: install the \
+                 collection ansible.posix (Debian's package `ansible`, pip's `ansible` bundle, or \
+                 `ansible-galaxy collection install ansible.posix`)",
+                crate::ansible::STDOUT_CALLBACK
+            ),
+        });
     }
     let signal = out
         .signal
         .map(|s| format!(", killed by SIG{s}"))
         .unwrap_or_default();
-    let mut reason = format!("ansible-playbook failed{signal}: {}", recap.summary());
-    if !recap.seen {
+    let mut reason = format!("ansible-playbook failed{signal}: {}", run.summary());
+    if run.events == 0 {
         let tail = if out.stderr_tail.trim().is_empty() {
             out.stdout_tail
         } else {

@@ -90,15 +90,17 @@ impl FlavourError {
 }
 
 /// What a step's apply printed, as the engine hands it to [`MgmtDriver::judge_apply`]: every
-/// secret the engine knows is already masked in the text.
+/// secret the engine knows is already masked in the tails; the engine masks the verdict's reason
+/// again (a message read from a JSON event is unescaped).
 #[derive(Debug, Clone, Copy)]
 pub struct ApplyOutput<'a> {
     /// Exit status (RFC 4254 §6.10 `exit-status`); `None` when the command died from a signal.
     pub exit_status: Option<u32>,
     /// Signal name without `SIG` (`KILL`), if the command died from one.
     pub signal: Option<&'a str>,
-    /// The whole standard output.
-    pub stdout: &'a str,
+    /// The `ansible-playbook` events read from standard output line by line as it streamed
+    /// (whatever the engine kept of the output itself).
+    pub events: &'a crate::ansible::PlaybookRun,
     /// The last 1,000 bytes of standard output.
     pub stdout_tail: &'a str,
     /// The last 1,000 bytes of standard error.

@@ -116,9 +116,9 @@ step_kinds! {
 pub enum OutputUse {
     /// The last line is the step's verdict; the output is recorded when the step fails.
     Verdict,
-    /// The output is long-running progress (an `ansible-playbook` run): journaled line by line
-    /// as it arrives, secrets masked, then judged by the flavour
-    /// ([`crate::flavour::MgmtDriver::judge_apply`]).
+    /// The output is long-running progress: an `ansible-playbook` run's JSON-lines events
+    /// ([`crate::ansible`]), read and journaled line by line as they arrive (secrets masked),
+    /// then judged by the flavour ([`crate::flavour::MgmtDriver::judge_apply`]).
     Streamed,
 }
 

@@ -1,14 +1,17 @@
 //! Text that hosts and clouds print: Nova's console output ([`console::parse`], the host keys
-//! cloud-init lists), `ansible-playbook`'s output ([`kubespray::parse_recap`]) and each line as
-//! a `trust.observe` verdict ([`trust::parse_observed`]) and a `node.nic_mtu` verdict
-//! ([`kubespray::calico_mtu`]), as the engine reads them; and a
-//! kubeconfig's server ([`artifact::kubeconfig_server`]).
+//! cloud-init lists), `ansible-playbook`'s JSON-lines events ([`ansible::PlaybookRun`]) and
+//! each line as a `trust.observe` verdict ([`trust::parse_observed`]) and a `node.nic_mtu`
+//! verdict ([`kubespray::calico_mtu`]), as the engine reads them; and a kubeconfig's server
+//! ([`artifact::kubeconfig_server`]).
 //!
 //! Properties: no panic; the console's lists hold at most [`console::MAX_ENTRIES`] entries each
-//! and every listed key is found by [`console::ConsoleHostKeys::lists`]; a recap that succeeded
-//! was seen and names no failure; an observed `daemon.json` digest is 64 hex digits or `absent`; a
+//! and every listed key is found by [`console::ConsoleHostKeys::lists`]; a run that succeeded
+//! has a play recap without failed or unreachable hosts and names no failure; a failure's
+//! message is bounded; what is shown of an event has no control characters (a line given back
+//! unread is the line itself); an observed `daemon.json` digest is 64 hex digits or `absent`; a
 //! Calico MTU is within 576..=65535.
 
+use vnfkeeper_core::ansible;
 use vnfkeeper_core::artifact;
 use vnfkeeper_core::console;
 use vnfkeeper_core::flavour::{kubespray, trust};
@@ -33,18 +36,37 @@ pub fn run(data: &[u8]) {
             );
         }
     }
-    let recap = kubespray::parse_recap(text);
-    if recap.succeeded() {
-        assert!(recap.seen);
+    let mut run = ansible::PlaybookRun::default();
+    for line in text.lines() {
+        for shown in run.feed(line) {
+            assert!(
+                shown == line || !shown.chars().any(char::is_control),
+                "an event shown with control characters"
+            );
+        }
+    }
+    assert_eq!(
+        run,
+        ansible::PlaybookRun::parse(text),
+        "fed and parsed differ"
+    );
+    if run.succeeded() {
+        let stats = run.stats.as_ref().expect("a success without a recap");
         assert!(
-            recap
-                .hosts
+            stats
                 .values()
-                .all(|c| c.failed == 0 && c.unreachable == 0),
+                .all(|c| c.failures == 0 && c.unreachable == 0),
             "a success with a failed host"
         );
+        assert!(run.failures().is_empty(), "a success names a failure");
     }
-    let _ = recap.summary();
+    for f in run.failures() {
+        assert!(
+            f.message.chars().count() <= ansible::MESSAGE_LIMIT,
+            "an unbounded message"
+        );
+    }
+    let _ = run.summary();
     for line in text.lines() {
         if let Ok(o) = trust::parse_observed(line) {
             let ok = o.sha256 == "absent"

@@ -551,24 +551,6 @@ fn roles_and_access() {
     }
 }
 
-const FAILED_RUN: &str = "\
-PLAY [Prepare nodes] ***********************************************************
-
-TASK [Gathering Facts] *********************************************************
-ok: [master1]
-fatal: [worker10]: UNREACHABLE! => {\"changed\": false, \"msg\": \"Failed to connect\", \"unreachable\": true}
-
-TASK [kubernetes/preinstall : Check hostname] **********************************
-fatal: [worker1]: FAILED! => {\"changed\": false, \"msg\": \"boom\"}
-fatal: [master1]: FAILED! => {\"changed\": false, \"msg\": \"ignored\"}
-...ignoring
-
-PLAY RECAP *********************************************************************
-master1                    : ok=3    changed=1    unreachable=0    failed=0    skipped=0    rescued=0    ignored=1
-worker1                    : ok=1    changed=0    unreachable=0    failed=1    skipped=0    rescued=0    ignored=0
-worker10                   : ok=0    changed=0    unreachable=1    failed=0    skipped=0    rescued=0    ignored=0
-";
-
 #[test]
 fn kubeconfig_points_at_the_lb() {
     let admin = "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: QUJD\n    server: https://10.0.0.10:6443\n  name: cluster.local\n\nalready done: admin kubeconfig read for x\n";
@@ -583,44 +565,75 @@ fn kubeconfig_points_at_the_lb() {
     assert!(kubeconfig_for("nothing\n", "https://x").is_err());
 }
 
+fn verdict(exit_status: Option<u32>, stdout: &str, stderr: &str) -> Result<(), ApplyFailed> {
+    let events = crate::ansible::PlaybookRun::parse(stdout);
+    playbook_verdict(&ApplyOutput {
+        exit_status,
+        signal: None,
+        events: &events,
+        stdout_tail: stdout,
+        stderr_tail: stderr,
+    })
+}
+
 #[test]
-fn recap_names_failed_hosts_and_tasks() {
-    let r = parse_recap(FAILED_RUN);
-    assert!(r.seen);
-    assert!(!r.succeeded());
-    assert_eq!(r.hosts["worker1"].failed, 1);
-    assert_eq!(r.hosts["worker10"].unreachable, 1);
-    assert_eq!(r.hosts["master1"].ok, 3);
-    assert_eq!(
-        r.failures,
-        [
-            TaskFailure {
-                host: "worker10".into(),
-                task: "Gathering Facts".into(),
-                unreachable: true
-            },
-            TaskFailure {
-                host: "worker1".into(),
-                task: "kubernetes/preinstall : Check hostname".into(),
-                unreachable: false
-            },
-        ]
+fn playbook_verdict_reads_the_json_lines_recap() {
+    // Real `ansible-playbook` output (see `crate::ansible`'s testdata).
+    let failing = include_str!("../../ansible/testdata/failing.jsonl");
+    let clean = include_str!("../../ansible/testdata/clean.jsonl");
+    let e = verdict(Some(4), failing, "").unwrap_err();
+    assert!(
+        e.reason.starts_with(
+            "ansible-playbook failed: host worker10 unreachable at task \"Check hostname\""
+        ),
+        "{e}"
     );
-    assert_eq!(
-        r.summary(),
-        "host worker10 unreachable at task \"Gathering Facts\"; \
-         host worker1 failed task \"kubernetes/preinstall : Check hostname\""
+    assert!(e.reason.contains("host worker1 failed task \"Join the cluster\": non-zero return code: kubeadm join refused"), "{e}");
+    assert!(verdict(Some(0), clean, "").is_ok());
+    // Exit status 0 is not enough, nor is a clean recap with a non-zero exit status.
+    assert!(verdict(Some(0), "TASK [x] ***\nok: [master1]\n", "").is_err());
+    assert!(verdict(Some(2), clean, "").is_err());
+    let killed = playbook_verdict(&ApplyOutput {
+        exit_status: None,
+        signal: Some("KILL"),
+        events: &crate::ansible::PlaybookRun::parse(clean),
+        stdout_tail: "",
+        stderr_tail: "",
+    })
+    .unwrap_err();
+    assert!(
+        killed
+            .reason
+            .starts_with("ansible-playbook failed, killed by SIGKILL"),
+        "{killed}"
     );
 }
 
 #[test]
-fn recap_success_needs_a_recap_with_clean_hosts() {
-    let ok = "TASK [x] ***\nok: [master1]\n\nPLAY RECAP ***\nmaster1 : ok=1 changed=0 unreachable=0 failed=0 skipped=0\n";
-    assert!(parse_recap(ok).succeeded());
-    assert!(!parse_recap("TASK [x] ***\nok: [master1]\n").succeeded());
-    assert_eq!(parse_recap("").summary(), "no PLAY RECAP in the output");
-    let delegated = "TASK [drain] ***\nfatal: [worker1 -> master1]: FAILED! => {}\nPLAY RECAP ***\nworker1 : ok=0 changed=0 unreachable=0 failed=1\n";
-    assert_eq!(parse_recap(delegated).failures[0].host, "worker1");
+fn playbook_verdict_without_events_quotes_the_error() {
+    let e = verdict(
+        Some(1),
+        "",
+        "ERROR! the playbook: cluster.yml could not be found\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.reason,
+        "ansible-playbook failed: no play recap (stats event) in the output \
+         (ERROR! the playbook: cluster.yml could not be found)"
+    );
+    // What ansible-core 2.14 says when the callback's collection is not installed.
+    let e = verdict(
+        Some(1),
+        "",
+        "ERROR! Invalid callback for stdout specified: ansible.posix.jsonl\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.reason.contains("no stdout callback ansible.posix.jsonl"),
+        "{e}"
+    );
+    assert!(e.reason.contains("Debian's package `ansible`"), "{e}");
 }
 
 proptest::proptest! {

@@ -5,8 +5,9 @@
 # Host keys are checked against INVENTORY_DIR/known_hosts (written by the engine from the keys it
 # pinned); the nodes' passwords come from INVENTORY_DIR/.vnfkeeper/credentials.yml (0600, uploaded
 # by the engine just before apply), which this script removes whatever happens, and which a check
-# removes too if an interrupted run left it behind. Ansible's output goes to stdout; the engine
-# reads the PLAY RECAP from it. SSH connections are shared within the run only.
+# removes too if an interrupted run left it behind. Ansible's output goes to stdout as JSON lines
+# (the stdout callback ansible.posix.jsonl, checked to be installed before the run); the engine
+# reads its events and play recap. SSH connections are shared within the run only.
 # One run per inventory at a time: check and apply hold INVENTORY_DIR/.vnfkeeper/lock (flock,
 # util-linux), so a run that outlived its client (the daemon killed, the SSH connection gone)
 # is waited for — it would otherwise remove the credentials of the run after it and drive the
@@ -39,10 +40,14 @@ for e do set -- "$@" -e "$e"; done
 shift "$n"
 if [ -n "$limit" ]; then set -- "$@" --limit "$limit"; fi
 cd "$root"
+# The JSON-lines callback comes with the collection ansible.posix (kubespray's own dependency).
+ansible-doc -t callback -j ansible.posix.jsonl 2>/dev/null | grep -q '"ansible.posix.jsonl"' ||
+    fail "ansible-playbook has no stdout callback ansible.posix.jsonl: install the collection ansible.posix (Debian's package ansible, pip's ansible bundle, or ansible-galaxy collection install ansible.posix)"
 rc=0
 ANSIBLE_HOST_KEY_CHECKING=True \
 ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=30s -o StrictHostKeyChecking=yes -o UserKnownHostsFile=$inv/known_hosts" \
 ANSIBLE_SSH_CONTROL_PATH_DIR=$cp_dir \
+ANSIBLE_STDOUT_CALLBACK=ansible.posix.jsonl \
 ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 ANSIBLE_RETRY_FILES_ENABLED=False \
     ansible-playbook -i "$inv/hosts.yaml" -e "@$creds" "$@" "$book" 9>&- || rc=$?
 if [ "$rc" -eq 0 ]; then

@@ -1,5 +1,5 @@
 //! The Ansible server of the kubespray flavour: a host outside any stack with Debian's
-//! `ansible-core` and the kubespray stand-in tree (`tests/testbed/kubespray/`).
+//! `ansible` (ansible-core and its collections) and the kubespray stand-in tree (`tests/testbed/kubespray/`).
 
 use std::net::Ipv4Addr;
 use std::path::Path;
@@ -175,7 +175,7 @@ impl HostFarm {
     /// cluster of its own, so it shares no kubectl store with any stack), creates the user
     /// [`ANSIBLE_USER`] (password [`ANSIBLE_PASSWORD`], passwordless sudo) and copies the kubespray
     /// stand-in tree to [`KUBESPRAY_ROOT`]. `ansible-playbook` comes from the machine's
-    /// `ansible-core` ([`super::setup_packages`]). Its commands are in
+    /// `ansible` ([`super::setup_packages`]: `ansible-core` and the collection bundle). Its commands are in
     /// `command_log(ANSIBLE_SERVER_ID)`.
     ///
     /// Errors: those of [`HostFarm::start`] (address taken, leftovers), or the user/tree setup

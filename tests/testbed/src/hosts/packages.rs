@@ -30,12 +30,13 @@ pub const HOST_PACKAGES: &[&str] = &[
 ];
 
 /// Debian packages [`setup_packages`] installs without their recommended packages:
-/// `ansible-core` (`ansible-playbook` on the Ansible server; it recommends the 300 MB `ansible`
-/// collection bundle, which the kubespray stand-in tree does not use), `haproxy` (the external
+/// `ansible` (`ansible-playbook` of `ansible-core` on the Ansible server, and the collection
+/// bundle with `ansible.posix`, whose `ansible.posix.jsonl` stdout callback the kubespray flavour
+/// reads), `haproxy` (the external
 /// load balancer of the kubespray flavour and the masters' :16443 front of Tacker's install
 /// script) and `keepalived` (the install script's VRRP for the cluster VIP), both run inside a
 /// host by the systemctl stand-in.
-pub const LEAN_HOST_PACKAGES: &[&str] = &["ansible-core", "haproxy", "keepalived"];
+pub const LEAN_HOST_PACKAGES: &[&str] = &["ansible", "haproxy", "keepalived"];
 
 /// Installs the missing [`HOST_PACKAGES`] and [`LEAN_HOST_PACKAGES`] with apt-get (one `apt-get update` first, only when
 /// something is missing). Idempotent; needs root. Must run before any host starts: hosts see

@@ -1,5 +1,5 @@
 //! The kubespray flavour's testbed side (needs root): the Ansible server runs the real
-//! `ansible-playbook` (Debian's ansible-core) of the kubespray stand-in tree over real SSH, with
+//! `ansible-playbook` (Debian's `ansible`) of the kubespray stand-in tree over real SSH, with
 //! host key checking on, against namespace hosts; real haproxy on an LB host forwards to a master.
 //!
 //! Prefix `tbt13`, subnet 10.231.13.0/24.
@@ -17,6 +17,7 @@ use testbed::hosts::{
     ANSIBLE_PASSWORD, ANSIBLE_SERVER_ID, ANSIBLE_USER, AnsibleServer, HostFarm, HostSpec,
     KUBESPRAY_ROOT,
 };
+use vnfkeeper_core::ansible::{self, PlaybookRun};
 
 const CLUSTER: &str = "stack-13";
 /// Where the test puts its inventory on the Ansible server (as vnfkeeper's
@@ -26,32 +27,18 @@ const KNOWN_HOSTS: &str = "/home/ansible/.ssh/t13_known_hosts";
 /// The node credentials, in a 0600 vars file instead of argv or the inventory.
 const SECRETS: &str = "/home/ansible/.t13-secrets.yml";
 
-/// One `PLAY RECAP` line: (ok, changed, unreachable, failed).
-type Recap = BTreeMap<String, (u32, u32, u32, u32)>;
+/// The play recap per host: (ok, changed, unreachable, failures).
+type Recap = BTreeMap<String, (u64, u64, u64, u64)>;
 
-/// Parses the `PLAY RECAP` block of ansible-playbook's default output.
+/// The play recap of a run's JSON-lines events, as the kubespray flavour reads it
+/// ([`PlaybookRun`]); empty without a stats event.
 fn recap(out: &str) -> Recap {
-    let mut r = Recap::new();
-    let Some((_, tail)) = out.rsplit_once("PLAY RECAP") else {
-        return r;
-    };
-    for line in tail.lines().skip(1) {
-        let Some((host, counts)) = line.split_once(" : ") else {
-            continue;
-        };
-        let get = |k: &str| -> u32 {
-            counts
-                .split_whitespace()
-                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(u32::MAX)
-        };
-        r.insert(
-            host.trim().to_string(),
-            (get("ok"), get("changed"), get("unreachable"), get("failed")),
-        );
-    }
-    r
+    PlaybookRun::parse(out)
+        .stats
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(h, c)| (h, (c.ok, c.changed, c.unreachable, c.failures)))
+        .collect()
 }
 
 struct Bed {
@@ -63,10 +50,12 @@ struct Bed {
 
 impl Bed {
     /// Runs `cd KUBESPRAY_ROOT && ansible-playbook -i INV/hosts.yaml -e @SECRETS ARGS` on the
-    /// Ansible server over password SSH (password from the environment, not argv).
+    /// Ansible server over password SSH (password from the environment, not argv), with the
+    /// JSON-lines stdout callback the kubespray flavour uses.
     fn playbook(&self, args: &str) -> (Output, String) {
         let cmd = format!(
-            "cd {KUBESPRAY_ROOT} && ANSIBLE_FORCE_COLOR=0 ansible-playbook -i {INV}/hosts.yaml -e @{SECRETS} {args}"
+            "cd {KUBESPRAY_ROOT} && ANSIBLE_FORCE_COLOR=0 ANSIBLE_STDOUT_CALLBACK={} ansible-playbook -i {INV}/hosts.yaml -e @{SECRETS} {args}",
+            ansible::STDOUT_CALLBACK
         );
         let out = Command::new("sshpass")
             .arg("-e")
@@ -386,6 +375,21 @@ async fn kubespray_standin_playbooks_and_haproxy_over_real_ssh() {
     assert_eq!(r["worker1"].2, 1, "{text}");
     assert_eq!(r["master1"], (1, 0, 0, 0), "{text}");
     assert!(text.contains("Host key verification failed"), "{text}");
+    // The failure of each host is read with its task and message, as the flavour reports it.
+    let run = PlaybookRun::parse(&text);
+    assert!(!run.succeeded());
+    let failures = run.failures();
+    assert_eq!(failures.len(), 2, "{}", run.summary());
+    for f in failures {
+        assert!(f.unreachable, "{f:?}");
+        assert!(!f.task.is_empty(), "{f:?}");
+    }
+    let summary = run.summary();
+    assert!(
+        summary.contains("host worker1 unreachable at task")
+            && summary.contains("Host key verification failed"),
+        "{summary}"
+    );
     let (o, text) = bed.playbook("scale.yml --limit worker10");
     assert_ne!(o.status.code(), Some(0), "{text}");
     assert_eq!(recap(&text)["worker10"].2, 1, "{text}");
