@@ -208,23 +208,34 @@ fn attached_loops(vol_prefix: &str) -> Vec<String> {
     out
 }
 
-/// Whether `/dev/loopN` still has a backing file (is attached).
-fn loop_attached(dev: &str) -> bool {
+/// Whether `/dev/loopN` is attached to the volume file `file` (compared by file name: volume
+/// files are named by their unique volume id; the kernel may append ` (deleted)`).
+fn loop_backs(dev: &str, file: &Path) -> bool {
     let name = dev.trim_start_matches("/dev/");
-    Path::new("/sys/block")
-        .join(name)
-        .join("loop/backing_file")
-        .exists()
+    let Ok(back) =
+        std::fs::read_to_string(Path::new("/sys/block").join(name).join("loop/backing_file"))
+    else {
+        return false;
+    };
+    let back = back.trim_end();
+    let back = back.strip_suffix(" (deleted)").unwrap_or(back);
+    Path::new(back).file_name().is_some() && Path::new(back).file_name() == file.file_name()
 }
 
-/// Detaches a loop device and waits (at most 3 s) until the kernel released it: while a dying
-/// mount namespace still holds the device, `losetup -d` only marks it for auto-detach.
-/// Errors: `losetup` failed and the device is still attached at the deadline.
-pub(crate) async fn detach_loop(dev: &str) -> Result<()> {
+/// Detaches the loop device `dev` of the volume file `file` and waits (at most 3 s) until the
+/// kernel released it: while a dying mount namespace still holds the device, `losetup -d` only
+/// marks it for auto-detach. Once released, the device is free and the next `losetup -f` of any
+/// farm may take it at once, so every `losetup -d` here is preceded by a check that the device
+/// still backs `file`: a device attached again to another farm's volume is never detached.
+/// Errors: `losetup` failed and the device still backs `file` at the deadline.
+pub(crate) async fn detach_loop(dev: &str, file: &Path) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {
+        if !loop_backs(dev, file) {
+            return Ok(());
+        }
         let r = run("losetup", ["-d", dev]).await;
-        if !loop_attached(dev) {
+        if !loop_backs(dev, file) {
             return Ok(());
         }
         if Instant::now() > deadline {
@@ -236,17 +247,14 @@ pub(crate) async fn detach_loop(dev: &str) -> Result<()> {
 }
 
 /// [`detach_loop`] for synchronous contexts (`Drop`); best effort.
-pub(crate) fn detach_loop_sync(dev: &str) {
+pub(crate) fn detach_loop_sync(dev: &str, file: &Path) {
     let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
+    while Instant::now() < deadline && loop_backs(dev, file) {
         let _ = std::process::Command::new("losetup")
             .args(["-d", dev])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .status();
-        if !loop_attached(dev) {
-            return;
-        }
         std::thread::sleep(Duration::from_millis(50));
     }
 }

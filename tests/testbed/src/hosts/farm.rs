@@ -151,6 +151,13 @@ pub struct HostStatus {
     pub volumes: Vec<String>,
 }
 
+/// [`HostFarm::volume_file`] of a farm configured by `cfg`.
+fn volume_file_of(cfg: &FarmConfig, volume_id: &str) -> PathBuf {
+    cfg.state_dir
+        .join("volumes")
+        .join(format!("{}-vol-{}.img", cfg.prefix, safe_name(volume_id)))
+}
+
 /// Path of the testbed's private key for root (and `ubuntu`) key login into every host
 /// (`ssh -i PATH root@IP`); the public half is `PATH.pub`. Created by [`HostFarm::new`].
 pub fn root_key_path(cfg: &FarmConfig) -> PathBuf {
@@ -292,11 +299,7 @@ impl HostFarm {
 
     /// Path of a volume's backing file (sparse; exists once the volume was first attached).
     pub fn volume_file(&self, volume_id: &str) -> PathBuf {
-        self.cfg.state_dir.join("volumes").join(format!(
-            "{}-vol-{}.img",
-            self.cfg.prefix,
-            safe_name(volume_id)
-        ))
+        volume_file_of(&self.cfg, volume_id)
     }
 
     fn log_dir(&self, server_id: &str) -> PathBuf {
@@ -711,21 +714,21 @@ impl HostFarm {
     }
 
     async fn detach_volumes_of(&self, server_id: Option<&str>) -> Vec<String> {
-        let devs: Vec<String> = {
+        let devs: Vec<(String, String)> = {
             let mut inner = self.lock();
             inner
                 .volumes
-                .values_mut()
-                .filter(|v| server_id.is_none() || v.attached_to.as_deref() == server_id)
-                .filter_map(|v| {
+                .iter_mut()
+                .filter(|(_, v)| server_id.is_none() || v.attached_to.as_deref() == server_id)
+                .filter_map(|(id, v)| {
                     v.attached_to = None;
-                    v.loop_dev.take()
+                    v.loop_dev.take().map(|d| (d, id.clone()))
                 })
                 .collect()
         };
         let mut errors = Vec::new();
-        for d in devs {
-            if let Err(e) = super::cleanup::detach_loop(&d).await {
+        for (d, id) in devs {
+            if let Err(e) = super::cleanup::detach_loop(&d, &self.volume_file(&id)).await {
                 errors.push(e.to_string());
             }
         }
@@ -1268,9 +1271,9 @@ impl Drop for HostFarm {
             run_sync_quiet("ip", &["netns", "del", &h.netns]);
             let _ = std::fs::remove_dir_all(&h.dir);
         }
-        for v in inner.volumes.values_mut() {
+        for (id, v) in inner.volumes.iter_mut() {
             if let Some(d) = v.loop_dev.take() {
-                super::cleanup::detach_loop_sync(&d);
+                super::cleanup::detach_loop_sync(&d, &volume_file_of(&self.cfg, id));
             }
         }
         run_sync_quiet("ip", &["link", "del", &self.bridge]);
