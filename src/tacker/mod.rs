@@ -10,6 +10,7 @@ pub mod credentials;
 pub mod hooks;
 pub mod notifications;
 pub mod oauth;
+pub mod vim;
 use serde_json::{Value, json};
 
 use std::path::PathBuf;
@@ -254,9 +255,11 @@ impl Companion {
             match p.followup {
                 Followup::None => {}
                 Followup::Retire => {
+                    let vim = self.remove_vim(&p.occ).await?;
                     let now = Timestamp(chrono::Utc::now());
                     match self.db.write(|tx| tx.retire_tacker_vnf(&p.occ, now))? {
                         Retired::Now => {
+                            self.vim_removed_or_skipped(&p.occ, vim)?;
                             tracing::info!(vnf_instance_id = %p.occ.vnf_instance_id, tacker_op_occ_id = %p.occ.id, "Tacker terminated the VNF: retired");
                             out.retired += 1;
                         }
