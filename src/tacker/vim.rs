@@ -66,7 +66,7 @@ impl OpenStackCloud {
     }
 
     /// `POST /v1.0/vims` with `body` ([`VimRegistration::create_body`], a secret: never
-    /// logged). Errors: the cloud's (a 5xx other than `VimUnauthorizedException` is one, and
+    /// logged; its bearer token masked in any message of Tacker's passed on). Errors: the cloud's (a 5xx other than `VimUnauthorizedException` is one, and
     /// transient); a 201 not of the `{"vim": {…}}` shape.
     pub async fn tacker_create_vim(&self, body: &Secret<Vec<u8>>) -> Result<VimCreate, CloudError> {
         let value: Value =
@@ -77,13 +77,24 @@ impl OpenStackCloud {
         let r = self
             .call_unchecked(NFV_ORCHESTRATION, Method::POST, &VIMS, &[], Some(&value))
             .await?;
+        // Whatever Tacker's message holds, the token does not leave this function.
+        let token = Secret::new(
+            value["vim"]["auth_cred"]["bearer_token"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
         drop(value);
         let kind = error_type(r.body.as_bytes());
         let message = || {
-            serde_json::from_str::<Value>(&r.body)
+            let m = serde_json::from_str::<Value>(&r.body)
                 .ok()
                 .and_then(|v| v["TackerError"]["message"].as_str().map(str::to_owned))
-                .unwrap_or_else(|| r.body.chars().take(300).collect())
+                .unwrap_or_else(|| r.body.chars().take(300).collect());
+            match token.expose().as_str() {
+                "" => m,
+                t => m.replace(t, "***"),
+            }
         };
         match r.status {
             200 | 201 => parse_vim(r.body.as_bytes())
