@@ -295,6 +295,25 @@ pub fn kubeconfig_ca_sha256(text: &str) -> Option<String> {
     Some(crate::digest::sha256_hex(&pem))
 }
 
+/// A kubeconfig's first `certificate-authority-data` decoded (the cluster CA, PEM text),
+/// `None` without one or when it is not base64 of UTF-8 text.
+pub fn kubeconfig_ca_pem(text: &str) -> Option<String> {
+    use base64::Engine as _;
+    let b64 = text
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("certificate-authority-data:"))?
+        .trim();
+    let pem = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    String::from_utf8(pem).ok()
+}
+
+/// Whether a kubeconfig names a `tls-server-name:` (its `server:` is an address the API
+/// server's certificate does not name, e.g. a floating IP).
+pub fn kubeconfig_has_tls_server_name(text: &str) -> bool {
+    text.lines()
+        .any(|l| l.trim_start().starts_with("tls-server-name:"))
+}
+
 /// The endpoint a kubeconfig's cluster is reached at: its first `server:` value.
 pub fn kubeconfig_server(text: &str) -> Option<String> {
     text.lines()

@@ -50,8 +50,10 @@ impl std::fmt::Display for Origin {
 /// `heat.wait_create`, `heat.read_vnfcs` (checked by `read`), then the flavour's
 /// `instantiate_end`. Tacker: Tacker created the stack (`vnf-<vnfInstanceId>`, the name vnfkeeper
 /// uses too) before its INSTANTIATE COMPLETED, so the plan only reads the existing stack's VNFCs
-/// (`heat.read_vnfcs`, unchecked: the stack is Tacker's) and runs `instantiate_end` — no
-/// `heat.create`, no `heat.wait_create`, whatever `document` is.
+/// (`heat.read_vnfcs`, unchecked: the stack is Tacker's), runs `instantiate_end` — no
+/// `heat.create`, no `heat.wait_create`, whatever `document` is — and then registers the
+/// cluster with Tacker as a Kubernetes VIM (`tacker.register_vim`, [`vim`]), as Tacker's
+/// sample MgmtDriver does at the end of its `instantiate_end`.
 pub fn instantiate_stages(origin: Origin, document: StackDocument, read: ReadCheck) -> Vec<Stage> {
     let mut list = StageList::default();
     match origin {
@@ -65,6 +67,9 @@ pub fn instantiate_stages(origin: Origin, document: StackDocument, read: ReadChe
         }
     }
     list.wave(|w| vec![Stage::expand(w, Hook::InstantiateEnd)]);
+    if origin == Origin::Tacker {
+        list.cloud(CloudAction::RegisterVim);
+    }
     list.into_stages()
 }
 
@@ -609,7 +614,20 @@ mod tests {
                 "instantiate_end"
             ]
         );
-        assert_eq!(names(&tacker), ["heat.read_vnfcs", "instantiate_end"]);
+        assert_eq!(
+            names(&tacker),
+            ["heat.read_vnfcs", "instantiate_end", "tacker.register_vim"]
+        );
+        assert!(spool.iter().all(|s| !matches!(
+            s.action,
+            crate::plan::stages::Action::Cloud(CloudAction::RegisterVim)
+        )));
+        // Stored by name, carrying nothing (its facts and token are read when it runs).
+        assert_eq!(
+            serde_json::to_value(tacker.last().unwrap()).unwrap(),
+            serde_json::json!({"key": "tacker.register_vim", "wave": 2,
+                               "action": {"cloud": "register_vim"}})
+        );
         assert!(tacker.iter().all(|s| !matches!(
             s.action,
             crate::plan::stages::Action::Cloud(

@@ -329,7 +329,9 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     let db = Db::new(store);
     let tacker_wake = Arc::new(tokio::sync::Notify::new());
     let (http, credentials) = start_http(&settings, &metrics, &db, &tacker_wake).await?;
-    let companion = start_companion(&settings, &db, &tacker_wake)?;
+    // Companion mode's Tacker connection, shared with the engine once made.
+    let tacker_link = crate::tacker::vim::TackerLink::default();
+    let companion = start_companion(&settings, &db, &tacker_wake, &tacker_link)?;
     let (batch_done, mut batches) = mpsc::unbounded_channel();
     let mut intake = Intake::new(
         spool,
@@ -342,7 +344,12 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     intake.first_scan(&mut batches).await?;
     // One cloud connection and one SSH session pool for the engine and reconcile alike.
     let connector = Connector::new();
-    let scheduler = Scheduler::spawn(db.clone(), &intake.settings, metrics.clone());
+    let scheduler = Scheduler::spawn(
+        db.clone(),
+        &intake.settings,
+        metrics.clone(),
+        tacker_link.clone(),
+    );
     let mut reconcile =
         reconcile::ReconcileLoop::new(db.clone(), &intake.settings.spool_dir, metrics.clone());
     if companion.is_some() {
@@ -930,12 +937,13 @@ fn notify_systemd(states: &[NotifyState<'_>]) {
 }
 
 /// Starts companion mode's task when `[tacker]` has a `callback_uri`; `tacker_wake` (notified by
-/// the endpoint for each new notification) makes it sync at once. Errors:
-/// `tacker.password_file` cannot be read.
+/// the endpoint for each new notification) makes it sync at once; `link` gets its Tacker
+/// connection once made. Errors: `tacker.password_file` cannot be read.
 fn start_companion(
     settings: &Settings,
     db: &Db,
     tacker_wake: &Arc<tokio::sync::Notify>,
+    link: &crate::tacker::vim::TackerLink,
 ) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
     let Some(t) = settings
         .tacker
@@ -957,6 +965,7 @@ fn start_companion(
         password,
         db.clone(),
         tacker_wake.clone(),
+        link.clone(),
         crate::tacker::PackagePaths {
             packages_dir: settings.packages_dir.clone(),
             package_store: settings.package_store(),

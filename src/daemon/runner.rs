@@ -39,6 +39,8 @@ struct Runner {
     aborts: HashMap<VnfInstanceId, tokio::task::AbortHandle>,
     /// The daemon's metrics, handed to the engine; superseded operations are counted here.
     metrics: Arc<Metrics>,
+    /// Companion mode's Tacker connection, handed to the engine.
+    tacker: crate::tacker::vim::TackerLink,
 }
 
 impl Runner {
@@ -60,6 +62,7 @@ impl Runner {
             busy_vnfs: HashSet::new(),
             aborts: HashMap::new(),
             metrics,
+            tacker: crate::tacker::vim::TackerLink::default(),
         }
     }
 
@@ -86,7 +89,8 @@ impl Runner {
                     c.remote.clone(),
                     self.limits.clone(),
                 )
-                .with_metrics(self.metrics.clone()),
+                .with_metrics(self.metrics.clone())
+                .with_tacker(self.tacker.clone()),
             ));
         }
         let Some(engine) = self.engine.clone() else {
@@ -277,8 +281,14 @@ impl Scheduler {
     /// start), it runs [`Runner::schedule`] (whose database calls run under `block_in_place` on
     /// this task's worker, not on the main loop's); every second it also publishes the counts
     /// for the status line.
-    pub(super) fn spawn(db: Db, settings: &Settings, metrics: Arc<Metrics>) -> Self {
+    pub(super) fn spawn(
+        db: Db,
+        settings: &Settings,
+        metrics: Arc<Metrics>,
+        tacker: crate::tacker::vim::TackerLink,
+    ) -> Self {
         let mut runner = Runner::new(db.clone(), settings, metrics);
+        runner.tacker = tacker;
         let (conn_tx, mut conn_rx) = mpsc::unbounded_channel::<Connection>();
         // Counted once here (at start-up, before the main loop runs) so that the first status
         // line is true.

@@ -27,6 +27,7 @@ pub(super) fn spawn(
     password: Secret<String>,
     db: Db,
     wake: Arc<Notify>,
+    link: crate::tacker::vim::TackerLink,
     packages: PackagePaths,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -35,6 +36,7 @@ pub(super) fn spawn(
             match OpenStackCloud::connect(&cloud.clouds_yaml, &cloud.cloud, cloud.api_timeout).await
             {
                 Ok(c) => {
+                    link.set(c.clone());
                     break Companion::new(
                         c,
                         db.clone(),

@@ -22,11 +22,11 @@ use vnfkeeper_core::plan::stages::{
 use vnfkeeper_core::wire::Secret;
 
 /// Where a cloud stage is journaled: its operation, stage key and number, and the action's name.
-struct At<'a> {
-    op: &'a OperationRow,
-    key: &'a StageKey,
-    step_no: i64,
-    name: &'static str,
+pub(super) struct At<'a> {
+    pub(super) op: &'a OperationRow,
+    pub(super) key: &'a StageKey,
+    pub(super) step_no: i64,
+    pub(super) name: &'static str,
 }
 
 /// What the executor needs besides the stages: the instance and the operation's adjusted HOT.
@@ -348,7 +348,10 @@ impl<C: Cloud> Engine<C> {
     /// The artifacts kept for `vnf_instance_id` under the state directory
     /// (`vnfkeeper_core::artifact`), for a step's late files and the values to mask. Errors: a
     /// kept file that cannot be read (other than absent).
-    fn kept_artifacts(&self, vnf_instance_id: &str) -> Result<KeptArtifacts, StepFailure> {
+    pub(super) fn kept_artifacts(
+        &self,
+        vnf_instance_id: &str,
+    ) -> Result<KeptArtifacts, StepFailure> {
         let mut kept = KeptArtifacts::new();
         let Some(dir) = self.db.with(|s| s.state_dir()) else {
             return Ok(kept);
@@ -436,6 +439,7 @@ impl<C: Cloud> Engine<C> {
                 server_id,
                 volume_id,
             } => self.detach_volume(&at, server_id, volume_id).await,
+            CloudAction::RegisterVim => self.register_vim(&at).await,
         }
     }
 

@@ -16,6 +16,7 @@ mod instantiate;
 mod scale;
 mod steps;
 mod terminate;
+mod vim;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,6 +92,8 @@ pub struct Engine<C> {
     /// Where operation and step ends are counted (the daemon's registry; a private one unless
     /// [`Engine::with_metrics`] was called).
     metrics: Arc<Metrics>,
+    /// Companion mode's Tacker connection (`tacker.register_vim`); empty outside it.
+    tacker: crate::tacker::vim::TackerLink,
 }
 
 impl<C> std::fmt::Debug for Engine<C> {
@@ -121,7 +124,15 @@ impl<C: Cloud> Engine<C> {
             remote,
             limits,
             metrics: Arc::default(),
+            tacker: crate::tacker::vim::TackerLink::default(),
         }
+    }
+
+    /// The same engine reaching Tacker through `link` (companion mode: the connection of the
+    /// `tacker.cloud` entry once made), for the stages that register the cluster with Tacker.
+    pub fn with_tacker(mut self, link: crate::tacker::vim::TackerLink) -> Self {
+        self.tacker = link;
+        self
     }
 
     /// The same engine counting into `metrics` (the daemon's registry, served at `/metrics`).

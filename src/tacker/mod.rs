@@ -10,6 +10,7 @@ pub mod credentials;
 pub mod hooks;
 pub mod notifications;
 pub mod oauth;
+pub mod vim;
 use serde_json::{Value, json};
 
 use std::path::PathBuf;
@@ -254,9 +255,20 @@ impl Companion {
             match p.followup {
                 Followup::None => {}
                 Followup::Retire => {
+                    // The VIM first; while Tacker's VIM API fails the retire waits (the other
+                    // follow-ups go on) and is tried again at the next pass.
+                    let vim = match self.remove_vim(&p.occ).await {
+                        Ok(v) => v,
+                        Err(e) => {
+                            tracing::warn!(vnf_instance_id = %p.occ.vnf_instance_id, tacker_op_occ_id = %p.occ.id, error = %e, "cannot remove the Kubernetes VIM from Tacker; the retirement waits");
+                            out.waiting += 1;
+                            continue;
+                        }
+                    };
                     let now = Timestamp(chrono::Utc::now());
                     match self.db.write(|tx| tx.retire_tacker_vnf(&p.occ, now))? {
                         Retired::Now => {
+                            self.vim_removed_or_skipped(&p.occ, vim)?;
                             tracing::info!(vnf_instance_id = %p.occ.vnf_instance_id, tacker_op_occ_id = %p.occ.id, "Tacker terminated the VNF: retired");
                             out.retired += 1;
                         }

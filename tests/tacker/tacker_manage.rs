@@ -7,7 +7,9 @@
 //! journaled DONE on the hosts. A re-poll, a duplicate notification and a second companion over
 //! the same database (a restart) create no second operation. Tacker heals a worker: vnfkeeper
 //! runs `heal_end` for that VNFC on its new server. Then Tacker terminates the VNF and
-//! vnfkeeper retires it, keeping its history. A hostile `operationParams` is refused with
+//! vnfkeeper retires it, keeping its history. The cluster is registered with Tacker as a
+//! Kubernetes VIM after the INSTANTIATE's steps (once, also when run again) and removed at
+//! Tacker's TERMINATE; its bearer token stays out of the state directory. A hostile `operationParams` is refused with
 //! its reason recorded.
 
 use crate::support;
@@ -25,12 +27,16 @@ use support::wait_until;
 use testbed::cloud::Testbed;
 use vnfkeeper::cloud::OpenStackCloud;
 use vnfkeeper::config::tacker::TackerSettings;
+use vnfkeeper::engine::Engine;
 use vnfkeeper::reconcile::probe::ProbeSettings;
 use vnfkeeper::reconcile::{self, PassKind, Reconciler};
 use vnfkeeper::remote::{SshConfig, SshRemote};
+use vnfkeeper::tacker::vim::{self as tacker_vim, Registered, TackerLink};
 use vnfkeeper::tacker::{Companion, PackagePaths};
+use vnfkeeper_core::artifact::{Artifact, KubernetesVim};
 use vnfkeeper_core::policy::Policy;
 use vnfkeeper_core::tacker::Origin;
+use vnfkeeper_core::tacker::vim::VimRegistration;
 use vnfkeeper_core::wire::Secret;
 
 const VNFD: &str = "pv-k8s-cluster-vnfd";
@@ -129,9 +135,17 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     let rows = bed.db.with(|s| s.reader().instances()).unwrap();
     assert_eq!(rows[0].origin, Origin::Tacker);
 
-    // The engine runs the management steps on Tacker's stack: no stack created.
+    // The engine runs the management steps on Tacker's stack: no stack created. It reaches
+    // Tacker through companion mode's connection (the cluster's VIM registration).
+    let engine = Engine::new(
+        bed.db.clone(),
+        bed.cloud.clone(),
+        std::sync::Arc::new(SshRemote::new(SshConfig::default())),
+        fast_limits(),
+    )
+    .with_tacker(TackerLink::connected((*bed.cloud).clone()));
     let servers_before = bed.tb.cloud().record_counts().0;
-    let state = bed.engine.run(&OpOccId::from(&op_id)).await.unwrap();
+    let state = engine.run(&OpOccId::from(&op_id)).await.unwrap();
     bed.print_journal(&OpOccId::from(&op_id));
     assert_eq!(
         state,
@@ -183,6 +197,71 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     assert_eq!(pvs["items"].as_array().unwrap().len(), 3, "{pvs}");
     let row = bed.db.with(|s| s.reader().instances()).unwrap();
     assert_eq!(row[0].instantiation_state, InstantiationState::Instantiated);
+
+    // The cluster is registered with Tacker as a Kubernetes VIM, as Tacker's sample
+    // MgmtDriver does: once, by its `vim_name`, at the kept kubeconfig's endpoint; Tacker's
+    // VIM driver asked the cluster's API server with the bearer token (the namespaces it
+    // answered are the VIM's regions). The stage's check-then-apply run again (a resume)
+    // finds it and creates no second; a token the cluster refuses is Tacker's 500
+    // VimUnauthorizedException, refused without the token in the reason.
+    let state_dir = bed.db.with(|s| s.state_dir()).unwrap();
+    let kept = |a: Artifact| std::fs::read_to_string(a.path(&state_dir, &inst)).unwrap();
+    let (kubeconfig, vim_env) = (
+        kept(Artifact::AdminKubeconfig),
+        kept(Artifact::KubernetesVim),
+    );
+    let endpoint = vnfkeeper_core::artifact::kubeconfig_server(&kubeconfig).unwrap();
+    let token = KubernetesVim::parse(&vim_env).unwrap().bearer_token;
+    let vims = bed.tb.cloud().tacker_vims();
+    assert_eq!(vims.len(), 1, "{vims:?}");
+    assert_eq!(vims[0]["name"], "kubernetes_vim");
+    assert_eq!(vims[0]["type"], "kubernetes");
+    assert_eq!(vims[0]["auth_url"], endpoint.as_str());
+    assert_eq!(vims[0]["auth_cred"]["bearer_token"], "***");
+    assert!(
+        vims[0]["placement_attr"]["regions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("kube-system")),
+        "{vims:?}"
+    );
+    let (reg, tok) = VimRegistration::from_kept(Some(&kubeconfig), Some(&vim_env)).unwrap();
+    assert!(
+        reg.ssl_ca_cert.is_some(),
+        "the endpoint is the cluster's own address"
+    );
+    let again_reg = tacker_vim::register(&bed.cloud, &reg, &tok).await.unwrap();
+    assert!(
+        matches!(again_reg, Registered::Done { created: false, .. }),
+        "{again_reg:?}"
+    );
+    assert_eq!(bed.tb.cloud().tacker_vims().len(), 1);
+    let other = VimRegistration {
+        name: "kubernetes_vim_refused".into(),
+        ..reg.clone()
+    };
+    let wrong = Secret::new(format!("{}x", &token[..token.len() - 1]));
+    match tacker_vim::register(&bed.cloud, &other, &wrong)
+        .await
+        .unwrap()
+    {
+        Registered::Refused(why) => {
+            assert!(why.contains("VimUnauthorizedException"), "{why}");
+            assert!(!why.contains(wrong.expose().as_str()), "{why}");
+        }
+        done => panic!("a refused token registered: {done:?}"),
+    }
+    assert_eq!(bed.tb.cloud().tacker_vims().len(), 1);
+    let journal = bed
+        .db
+        .with(|s| s.reader().journal(&OpOccId::from(&op_id)))
+        .unwrap();
+    assert!(
+        journal
+            .iter()
+            .any(|j| j.name == "tacker.register_vim" && j.state == StepState::Done),
+        "{journal:?}"
+    );
 
     // Tacker heals one worker (its server replaced by Tacker's stack update): vnfkeeper adopts
     // the COMPLETED HEAL once and runs heal_end for that VNFC only, on the new server.
@@ -589,6 +668,46 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
         .unwrap()
         .unwrap();
     assert!(handled.is_some() && problem.is_none());
+    // Its Kubernetes VIM is gone from Tacker, the kept artifacts with it, the removal is in
+    // its timeline, and the bearer token is nowhere in vnfkeeper's files (database and WAL:
+    // plans, journal, events; the spool; the kept artifacts' directories). The testbed's
+    // cluster store in the same temporary directory holds it, as a cluster does.
+    assert_eq!(bed.tb.cloud().tacker_vims(), Vec::<Value>::new());
+    assert!(!Artifact::KubernetesVim.path(&state_dir, &inst).exists());
+    let timeline = bed
+        .db
+        .with(|s| s.reader().timeline(&VnfInstanceId::from(&inst), None))
+        .unwrap()
+        .unwrap();
+    for kind in ["TACKER_VIM_REGISTERED", "TACKER_VIM_REMOVED"] {
+        assert_eq!(
+            timeline.iter().filter(|e| e.kind == kind).count(),
+            1,
+            "{kind}: {timeline:?}"
+        );
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&state_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("state.db") || ["spool", "vim", "kubeconfig", "join"].contains(&&*name)
+        })
+        .collect();
+    assert!(files.iter().any(|p| p.ends_with("state.db")), "{files:?}");
+    while let Some(p) = files.pop() {
+        if p.is_symlink() {
+            continue;
+        } else if p.is_dir() {
+            files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(bytes) = std::fs::read(&p) {
+            assert!(
+                !bytes.windows(token.len()).any(|w| w == token.as_bytes()),
+                "the bearer token is in {}",
+                p.display()
+            );
+        }
+    }
 
     // A hostile operationParams (a flavourId the validator refuses, an unknown key): refused
     // with the reason recorded, no operation, no panic.

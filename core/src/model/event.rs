@@ -42,6 +42,15 @@ pub enum EventKind {
     /// Companion mode: vnfkeeper's MgmtDriver script sent a hook of a running Tacker operation
     /// (`heal_start`, …) and vnfkeeper queued the operation that runs it.
     TackerHookReceived,
+    /// Companion mode: the cluster was registered with Tacker as a Kubernetes VIM (or found
+    /// registered), after a Tacker INSTANTIATE.
+    TackerVimRegistered,
+    /// Companion mode: the Kubernetes VIM was not registered with, or not removed from, Tacker;
+    /// the message says why (no VIM facts kept, …).
+    TackerVimSkipped,
+    /// Companion mode: the Kubernetes VIM was removed from Tacker (or found gone) after
+    /// Tacker's TERMINATE.
+    TackerVimRemoved,
     /// Reconcile queued a HEAL.
     ReconcileHealStarted,
     /// Reconcile found configuration drift and queued its repair.
@@ -71,7 +80,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// Every kind, in declaration order.
-    pub const ALL: [EventKind; 29] = [
+    pub const ALL: [EventKind; 32] = [
         EventKind::RequestAccepted,
         EventKind::RequestRejected,
         EventKind::RequestDuplicate,
@@ -89,6 +98,9 @@ impl EventKind {
         EventKind::TackerHealNotStarted,
         EventKind::TackerHealCompleted,
         EventKind::TackerHookReceived,
+        EventKind::TackerVimRegistered,
+        EventKind::TackerVimSkipped,
+        EventKind::TackerVimRemoved,
         EventKind::ReconcileHealStarted,
         EventKind::ReconcileDriftDetected,
         EventKind::ReconcileDeferredUnknown,
@@ -123,6 +135,9 @@ impl EventKind {
             EventKind::TackerHealNotStarted => "TACKER_HEAL_NOT_STARTED",
             EventKind::TackerHealCompleted => "TACKER_HEAL_COMPLETED",
             EventKind::TackerHookReceived => "TACKER_HOOK_RECEIVED",
+            EventKind::TackerVimRegistered => "TACKER_VIM_REGISTERED",
+            EventKind::TackerVimSkipped => "TACKER_VIM_SKIPPED",
+            EventKind::TackerVimRemoved => "TACKER_VIM_REMOVED",
             EventKind::ReconcileHealStarted => "RECONCILE_HEAL_STARTED",
             EventKind::ReconcileDriftDetected => "RECONCILE_DRIFT_DETECTED",
             EventKind::ReconcileDeferredUnknown => "RECONCILE_DEFERRED_UNKNOWN",

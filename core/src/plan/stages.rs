@@ -174,6 +174,13 @@ pub enum CloudAction {
         /// Cinder volume id.
         volume_id: String,
     },
+    /// `tacker.register_vim` (companion mode, after a Tacker INSTANTIATE's management steps):
+    /// the cluster registered with Tacker's NFVO as a Kubernetes VIM (`POST /v1.0/vims`, as
+    /// Tacker's sample MgmtDriver's `_create_vim`), checked first by listing Tacker's VIMs by
+    /// name (`crate::tacker::vim`). Its facts (name, endpoint, CA, bearer token) are read from
+    /// the kept artifacts when it runs, never stored in the plan; without them the stage is
+    /// done with an event saying why nothing was registered.
+    RegisterVim,
 }
 
 impl CloudAction {
@@ -192,6 +199,7 @@ impl CloudAction {
             CloudAction::WaitDelete => "heat.wait_delete",
             CloudAction::StopServer { .. } => "nova.stop",
             CloudAction::DetachVolume { .. } => "nova.detach_volume",
+            CloudAction::RegisterVim => "tacker.register_vim",
         }
     }
 }

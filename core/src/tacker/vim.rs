@@ -33,7 +33,53 @@ pub struct VimRegistration {
     pub ssl_ca_cert: Option<String>,
 }
 
+/// Why the kept facts make no registration (the reason names what is missing, never a value).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoVimFacts {
+    /// No admin kubeconfig or no VIM artifact is kept for the VNF (the flavour records none,
+    /// or its steps have not run).
+    #[error("no {0} is kept for this VNF")]
+    Missing(&'static str),
+    /// The kept admin kubeconfig has no `server:`.
+    #[error("the kept admin kubeconfig names no server")]
+    NoServer,
+    /// The kept VIM artifact holds no bearer token of its form.
+    #[error("the kept Kubernetes VIM has no bearer token of its form")]
+    BadToken,
+}
+
 impl VimRegistration {
+    /// The registration from the kept artifacts (`crate::artifact`): the name and bearer
+    /// token of the VIM artifact (`vim`), the endpoint and CA of the admin kubeconfig
+    /// (`kubeconfig`); the CA is left out when the kubeconfig names a `tls-server-name` (its
+    /// endpoint is a floating address the certificate does not name, as Tacker's
+    /// `_create_vim` registers a floating endpoint without `ssl_ca_cert`). Errors:
+    /// [`NoVimFacts`].
+    pub fn from_kept(
+        kubeconfig: Option<&str>,
+        vim: Option<&str>,
+    ) -> Result<(Self, Secret<String>), NoVimFacts> {
+        let kubeconfig = kubeconfig.ok_or(NoVimFacts::Missing("admin kubeconfig"))?;
+        let vim = vim.ok_or(NoVimFacts::Missing("Kubernetes VIM bearer token"))?;
+        let vim = crate::artifact::KubernetesVim::parse(vim).map_err(|_| NoVimFacts::BadToken)?;
+        let auth_url = crate::artifact::kubeconfig_server(kubeconfig)
+            .filter(|s| !s.is_empty())
+            .ok_or(NoVimFacts::NoServer)?;
+        let ssl_ca_cert = if crate::artifact::kubeconfig_has_tls_server_name(kubeconfig) {
+            None
+        } else {
+            crate::artifact::kubeconfig_ca_pem(kubeconfig)
+        };
+        Ok((
+            Self {
+                name: vim.name.clone(),
+                auth_url,
+                ssl_ca_cert,
+            },
+            Secret::new(vim.bearer_token.clone()),
+        ))
+    }
+
     /// The `POST /v1.0/vims` body, as Tacker's `_create_vim` builds `vim_info` (without
     /// `tenant_id`: Tacker's v1 API fills it from the caller's token, and refuses another one
     /// unless the caller is an admin; without `extra.helm_info`, which would carry the SSH
@@ -196,6 +242,39 @@ mod tests {
             serde_json::from_slice(reg(false).create_body(&token).expose()).unwrap();
         assert!(v["vim"]["auth_cred"].get("ssl_ca_cert").is_none(), "{v}");
         assert!(v["vim"].get("tenant_id").is_none(), "{v}");
+    }
+
+    #[test]
+    fn registration_comes_from_the_kept_kubeconfig_and_token() {
+        use base64::Engine as _;
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        let b64 = base64::engine::general_purpose::STANDARD.encode(pem);
+        let kc = format!(
+            "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: {b64}\n    server: https://10.0.0.5:6443\n  name: kubernetes\n"
+        );
+        let vim = "VIM_NAME=kubernetes_vim\nBEARER_TOKEN=eyJhbGciOi.payload.signature\n";
+        let (r, token) = VimRegistration::from_kept(Some(&kc), Some(vim)).unwrap();
+        assert_eq!(r, reg(true));
+        assert_eq!(token.expose(), "eyJhbGciOi.payload.signature");
+        let floating = crate::artifact::kubeconfig_with_tls_server_name(&kc, "10.0.0.5");
+        let (r, _) = VimRegistration::from_kept(Some(&floating), Some(vim)).unwrap();
+        assert_eq!(r.ssl_ca_cert, None);
+        assert_eq!(
+            VimRegistration::from_kept(None, Some(vim)),
+            Err(NoVimFacts::Missing("admin kubeconfig"))
+        );
+        assert_eq!(
+            VimRegistration::from_kept(Some(&kc), None),
+            Err(NoVimFacts::Missing("Kubernetes VIM bearer token"))
+        );
+        assert_eq!(
+            VimRegistration::from_kept(Some(&kc), Some("VIM_NAME=x\n")),
+            Err(NoVimFacts::BadToken)
+        );
+        assert_eq!(
+            VimRegistration::from_kept(Some("kind: Config\n"), Some(vim)),
+            Err(NoVimFacts::NoServer)
+        );
     }
 
     #[test]

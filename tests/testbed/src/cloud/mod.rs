@@ -29,6 +29,7 @@ pub mod ops;
 pub mod real;
 pub mod state;
 pub mod tacker;
+pub mod tacker_vims;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -553,6 +554,7 @@ pub fn router(cloud: Arc<Cloud>) -> Router {
         .merge(glance::routes())
         .merge(heat::api::routes())
         .merge(tacker::routes())
+        .merge(tacker_vims::routes())
         .merge(faults_api::routes())
         .fallback(fallback)
         .layer(axum::middleware::from_fn_with_state(

@@ -38,6 +38,8 @@
 //! notifications, send a share twice, delay every one, and reorder them (a random extra delay per
 //! delivery). `GET /testbed/tacker/notifications` shows the switches and the delivery counters.
 //!
+//! Tacker's v1 VIM resource (`/tacker/v1.0/vims`) is answered by `super::tacker_vims`.
+//!
 //! Not answered: `change_ext_conn`, `change_vnfpkg`, `retry`/`rollback`/`fail` of an op
 //! occ, `PATCH` of an instance, mTLS authentication (`OAUTH2_CLIENT_CERT`).
 //!
@@ -217,10 +219,12 @@ pub struct TackerState {
     client: Option<reqwest::Client>,
     /// OAuth 2.0 token requests answered 200 / otherwise.
     tokens: (u64, u64),
+    /// The VIMs of Tacker's v1 API (`super::tacker_vims`), as stored, in creation order.
+    pub(crate) vims: Vec<Value>,
 }
 
 impl Cloud {
-    fn tacker(&self) -> MutexGuard<'_, TackerState> {
+    pub(crate) fn tacker(&self) -> MutexGuard<'_, TackerState> {
         self.tacker.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -293,6 +297,16 @@ impl Cloud {
         let before = t.subscriptions.len();
         t.subscriptions.retain(|s| s.id != id);
         t.subscriptions.len() != before
+    }
+
+    /// The VIMs registered through `/v1.0/vims`, as Tacker would answer them (`auth_cred`
+    /// masked), in creation order.
+    pub fn tacker_vims(&self) -> Vec<Value> {
+        self.tacker()
+            .vims
+            .iter()
+            .map(super::tacker_vims::shown)
+            .collect()
     }
 
     /// `(operation, operationState)` of every op occ, in creation order, by id.

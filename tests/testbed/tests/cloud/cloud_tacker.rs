@@ -471,3 +471,131 @@ async fn notification_faults_drop_duplicate_and_filter() {
     );
     tb.shutdown().await;
 }
+
+/// A cluster API in front of the Tacker stand-in's VIM driver: `GET /api/` and
+/// `/api/v1/namespaces` answer a request carrying `Bearer good-token` and refuse any other
+/// with kube-apiserver's 401 `Status`. Its URL.
+async fn kube_api() -> String {
+    async fn answer(uri: axum::http::Uri, h: HeaderMap) -> (AxStatus, axum::Json<Value>) {
+        if h.get("authorization")
+            .is_none_or(|v| v != "Bearer good-token")
+        {
+            return (
+                AxStatus::UNAUTHORIZED,
+                axum::Json(json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                    "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized",
+                    "code": 401})),
+            );
+        }
+        match uri.path() {
+            "/api/" => (
+                AxStatus::OK,
+                axum::Json(json!({"kind": "APIVersions", "versions": ["v1"]})),
+            ),
+            "/api/v1/namespaces" => (
+                AxStatus::OK,
+                axum::Json(json!({"kind": "NamespaceList", "items": [
+                    {"metadata": {"name": "default"}}, {"metadata": {"name": "kube-system"}}]})),
+            ),
+            _ => (AxStatus::NOT_FOUND, axum::Json(json!({}))),
+        }
+    }
+    let app = axum::Router::new().fallback(answer);
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    url
+}
+
+async fn v1(c: &Client, m: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
+    let mut r = c
+        .http
+        .request(m, format!("{}/tacker/v1.0/vims{path}", c.base))
+        .header("x-auth-token", &c.token);
+    if let Some(b) = body {
+        r = r.json(&b);
+    }
+    let resp = r.send().await.unwrap();
+    let st = resp.status();
+    let text = resp.text().await.unwrap();
+    (st, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// Tacker v1's VIM resource as Tacker 16.0.0 answers it: the cluster asked with the bearer
+/// token first (refused: 500 `VimUnauthorizedException`), 201 `{"vim"}` with the token masked,
+/// 409 `DuplicateEntity` for the same name, the list filtered by name, 500
+/// `VimNotFoundException` for an unknown id (show and delete), 204 on delete, 400 for a body
+/// Tacker's attribute map refuses.
+#[tokio::test]
+async fn vims_are_registered_as_tacker_v1_answers() {
+    let (tb, _d) = start().await;
+    let c = Client::login(&tb).await;
+    let api = kube_api().await;
+    let body = |token: &str| {
+        json!({"vim": {"name": "kubernetes_vim", "auth_url": api, "vim_project": {"name": ""},
+                       "auth_cred": {"bearer_token": token}, "type": "kubernetes"}})
+    };
+    let (st, v) = v1(&c, Method::POST, "", Some(body("wrong-token"))).await;
+    assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "{v}");
+    assert_eq!(v["TackerError"]["type"], "VimUnauthorizedException", "{v}");
+    assert!(!v.to_string().contains("wrong-token"), "{v}");
+    assert!(tb.cloud().tacker_vims().is_empty());
+
+    let (st, v) = v1(&c, Method::POST, "", Some(body("good-token"))).await;
+    assert_eq!(st, StatusCode::CREATED, "{v}");
+    let vim = &v["vim"];
+    assert_eq!(vim["type"], "kubernetes");
+    assert_eq!(vim["auth_url"], api.as_str());
+    assert_eq!(vim["status"], "ACTIVE");
+    assert_eq!(vim["auth_cred"]["bearer_token"], "***");
+    assert_eq!(
+        vim["placement_attr"]["regions"],
+        json!(["default", "kube-system"])
+    );
+    assert!(!v.to_string().contains("good-token"), "{v}");
+    let id = vim["id"].as_str().unwrap().to_string();
+
+    let (st, v) = v1(&c, Method::POST, "", Some(body("good-token"))).await;
+    assert_eq!(st, StatusCode::CONFLICT, "{v}");
+    assert_eq!(v["TackerError"]["type"], "DuplicateEntity");
+
+    let (st, v) = v1(&c, Method::GET, "?name=kubernetes_vim", None).await;
+    assert_eq!(st, StatusCode::OK);
+    assert_eq!(v["vims"].as_array().unwrap().len(), 1, "{v}");
+    let (_, v) = v1(&c, Method::GET, "?name=other", None).await;
+    assert_eq!(v, json!({"vims": []}));
+    let (st, v) = v1(&c, Method::GET, &format!("/{id}"), None).await;
+    assert_eq!((st, v["vim"]["id"].clone()), (StatusCode::OK, json!(id)));
+
+    let unknown = "0b7c1d0e-0000-4000-8000-000000000000";
+    for m in [Method::GET, Method::DELETE] {
+        let (st, v) = v1(&c, m, &format!("/{unknown}"), None).await;
+        assert_eq!(st, StatusCode::INTERNAL_SERVER_ERROR, "{v}");
+        assert_eq!(v["TackerError"]["type"], "VimNotFoundException", "{v}");
+    }
+    let (st, _) = v1(&c, Method::DELETE, &format!("/{id}"), None).await;
+    assert_eq!(st, StatusCode::NO_CONTENT);
+    let (_, v) = v1(&c, Method::GET, "", None).await;
+    assert_eq!(v, json!({"vims": []}));
+
+    let mut missing = body("good-token");
+    missing["vim"]
+        .as_object_mut()
+        .unwrap()
+        .remove("vim_project");
+    let (st, v) = v1(&c, Method::POST, "", Some(missing)).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(
+        v["TackerError"]["message"],
+        "Failed to parse request. Required attribute 'vim_project' not specified"
+    );
+    let mut extra = body("good-token");
+    extra["vim"]["status"] = json!("ACTIVE");
+    let (st, v) = v1(&c, Method::POST, "", Some(extra)).await;
+    assert_eq!(st, StatusCode::BAD_REQUEST, "{v}");
+    assert_eq!(
+        v["TackerError"]["message"],
+        "Attribute 'status' not allowed in POST"
+    );
+    tb.shutdown().await;
+}
