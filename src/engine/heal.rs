@@ -12,6 +12,12 @@
 //!    `available`) — Heat creates the replacement before it deletes the old server, and Nova
 //!    refuses a volume that is still attached; each checks first, so a RETRY or a resume after
 //!    a crash repeats nothing;
+//! 2c. `nova.stop` of each other target whose server Nova reported in `ERROR` when the heal was
+//!    decided: before it creates a replacement, Heat detaches the old server's ports so the
+//!    replacement can take them (`OS::Nova::Server` `prepare_for_replace`), except from a server
+//!    in `ERROR` — and Nova refuses a port that is still bound to another server ("Port … is
+//!    still in use", Compute API "Create Server" 409/400). Nova stops a server in `ERROR`
+//!    (`os-stop`), and a stopped server's ports are detached;
 //! 3. `heat.mark_unhealthy` of each target's server resource in the stack that owns it (the
 //!    nested stack of an AutoScalingGroup member) — and of its volumes only when
 //!    `additionalParams.all` is true; 4. `heat.update` (PATCH `{}`: only marked resources are
@@ -68,6 +74,10 @@ struct HealPlan {
     /// entries with a new image when the request or Grant gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     adjusted: Option<AdjustedPlan>,
+    /// Targets whose server Nova reported in `ERROR` when the heal was decided: stopped before
+    /// Heat replaces them, so Heat detaches their ports (module documentation, 2c).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    stop_first: Vec<VnfcId>,
     /// The stages.
     #[serde(default)]
     stages: Vec<Stage>,
@@ -137,11 +147,30 @@ async fn decide<C: Cloud>(
         }
         _ => None,
     };
+    // A server Heat will replace that is in ERROR keeps its ports bound (see 2c); Tacker's
+    // heals replace nothing of vnfkeeper's.
+    let mut stop_first = Vec::new();
+    if !configuration_only && op.origin != Origin::Tacker {
+        for v in vnfcs.iter().filter(|v| targets.contains(&v.id)) {
+            let Some(server_id) = v.server_id.as_deref() else {
+                continue;
+            };
+            let server = e
+                .cloud
+                .server(server_id)
+                .await
+                .map_err(|err| StepFailure::cloud("plan", &err))?;
+            if server.is_some_and(|s| s.status == "ERROR") {
+                stop_first.push(v.id.clone());
+            }
+        }
+    }
     Ok(HealPlan {
         targets,
         configuration_only,
         recreate_volumes: extra.and_then(|a| a.all).unwrap_or(false),
         adjusted,
+        stop_first,
         stages: Vec::new(),
     })
 }
@@ -198,28 +227,32 @@ fn stages<C: Cloud>(
         list.append(inst.driver.heal_start(c, &p.targets)?);
         // Heat creates a server's replacement before it deletes the server (convergence), and
         // Nova refuses a volume attached elsewhere: a target whose stack volumes are kept is
-        // stopped and those volumes detached first, so its replacement can attach them.
-        if !p.recreate_volumes {
-            for v in before.iter().filter(|v| p.targets.contains(&v.id)) {
-                let kept: Vec<_> = v.volumes.iter().filter(|a| a.resource.is_some()).collect();
-                let Some(server_id) = v.server_id.as_ref().filter(|_| !kept.is_empty()) else {
-                    continue;
-                };
+        // stopped and those volumes detached first, so its replacement can attach them. A
+        // target in ERROR is stopped too, so that Heat detaches its ports (2c).
+        for v in before.iter().filter(|v| p.targets.contains(&v.id)) {
+            let kept: Vec<_> = if p.recreate_volumes {
+                Vec::new()
+            } else {
+                v.volumes.iter().filter(|a| a.resource.is_some()).collect()
+            };
+            let stop = !kept.is_empty() || p.stop_first.contains(&v.id);
+            let Some(server_id) = v.server_id.as_ref().filter(|_| stop) else {
+                continue;
+            };
+            list.cloud_on(
+                v.id.as_str(),
+                CloudAction::StopServer {
+                    server_id: server_id.clone(),
+                },
+            );
+            for a in kept {
                 list.cloud_on(
-                    v.id.as_str(),
-                    CloudAction::StopServer {
+                    &a.volume_id,
+                    CloudAction::DetachVolume {
                         server_id: server_id.clone(),
+                        volume_id: a.volume_id.clone(),
                     },
                 );
-                for a in kept {
-                    list.cloud_on(
-                        &a.volume_id,
-                        CloudAction::DetachVolume {
-                            server_id: server_id.clone(),
-                            volume_id: a.volume_id.clone(),
-                        },
-                    );
-                }
             }
         }
         // Mark the targets' servers (and, if asked, their volumes) unhealthy in the stack that

@@ -391,6 +391,44 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
             .any(|l| l.contains(" kubectl delete node ") && l.contains(&ip)),
         "{log:#?}"
     );
+    // An ACTIVE worker is not stopped first: Heat detaches its port itself.
+    let names = |op: &OpOccId| -> Vec<String> {
+        let journal = bed.db.with(|s| s.reader().journal(op)).unwrap();
+        journal.into_iter().map(|j| j.name).collect()
+    };
+    let steps = names(&op);
+    assert!(!steps.iter().any(|n| n == "nova.stop"), "{steps:?}");
+
+    // A worker whose server is in ERROR is stopped before Heat replaces it: Heat detaches no
+    // port from a server in ERROR, and Nova refuses a port still bound to another server.
+    let other = of_vdu(&last, "workerNode")
+        .into_iter()
+        .find(|v| v.id != worker.id)
+        .unwrap()
+        .clone();
+    let other_server = other.server_id.clone().unwrap();
+    bed.tb
+        .cloud()
+        .inject_server_error(&other_server, "hypervisor lost")
+        .await
+        .unwrap();
+    let (op, state) = run(&bed, &heal_of(&[other.id.as_str()], "heal-worker-in-error")).await;
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+    let steps = names(&op);
+    let at = |n: &str| steps.iter().position(|s| s == n);
+    assert!(
+        at("nova.stop").is_some() && at("nova.stop") < at("heat.mark_unhealthy"),
+        "{steps:?}"
+    );
+    let healed = vnfcs(&bed, vnf.as_str())
+        .into_iter()
+        .find(|v| v.id == other.id)
+        .unwrap();
+    assert_ne!(healed.server_id, other.server_id, "the worker was replaced");
+    assert_eq!(
+        healed.ip_address, other.ip_address,
+        "the replacement took the port and its address"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

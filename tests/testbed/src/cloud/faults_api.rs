@@ -9,6 +9,7 @@
 //! | `POST /testbed/servers/{id}/hang` | `{"hang": bool}` (default true) | SSH commands hang |
 //! | `POST /testbed/servers/{id}/rotate-host-key` | | new host key → `{"host_key": str}` |
 //! | `POST /testbed/images/{id_or_name}/properties` | `{"os_distro": "ubuntu", "os_version": "20.04", …}` (string values) | Glance properties of an image (created if unknown); servers booted from it afterwards get the host profile they name → `{"image_id": str}` |
+//! | `POST /testbed/networks/{id_or_name}` | | a Neutron network (created if unknown; a UUID is its id), on the testbed bridge → `{"network_id": str}` (a real Heat looks up the networks a template names) |
 //! | `POST /testbed/console` | `{"output": str or null}` | every server's `os-getConsoleOutput` text (null: cloud-init's host key blocks) |
 //! | `POST /testbed/faults/{service}` | [`FaultRule`] JSON | add a 5xx/latency rule (`identity`, `compute`, `network`, `volume`, `image`, `orchestration`) |
 //! | `GET /testbed/faults` / `DELETE /testbed/faults` / `DELETE /testbed/faults/{service}` | | list / clear rules |
@@ -43,6 +44,7 @@ pub(crate) fn routes() -> Router<Arc<Cloud>> {
         .route("/testbed/servers/{id}/start-sshd", post(start_sshd))
         .route("/testbed/servers/{id}/hang", post(hang))
         .route("/testbed/servers/{id}/rotate-host-key", post(rotate))
+        .route("/testbed/networks/{network}", post(network))
         .route("/testbed/console", post(console))
         .route("/testbed/images/{image}/properties", post(image_properties))
         .route("/testbed/faults", get(faults_list).delete(faults_clear_all))
@@ -178,6 +180,15 @@ async fn image_properties(State(c): St, Path(image): Path<String>, b: Bytes) -> 
     }
     let id = c.set_image_properties(&image, props);
     (StatusCode::OK, axum::Json(json!({"image_id": id}))).into_response()
+}
+
+async fn network(State(c): St, Path(network): Path<String>) -> Response {
+    // a name or id, as a template names it: printable, bounded (Neutron names are at most 255)
+    if network.is_empty() || network.len() > 255 || network.chars().any(char::is_control) {
+        return err(StatusCode::BAD_REQUEST, "bad network name or id".into());
+    }
+    let id = c.add_network(&network);
+    (StatusCode::OK, axum::Json(json!({"network_id": id}))).into_response()
 }
 
 async fn console(State(c): St, b: Bytes) -> Response {

@@ -225,6 +225,45 @@ async fn wait_http(p: &mut Proc, url: &str, limit: Duration) -> anyhow::Result<(
     }
 }
 
+/// The version of the Python distribution `dist` (its normalized name, e.g. `openstack_heat`)
+/// installed in `venv`, from its `*.dist-info` directory's name (the wheel's metadata, PEP 427
+/// and the binary distribution format of the Python packaging specifications).
+///
+/// Heat reports `[revision] heat_revision` as both revisions of `GET /v1/{project}/build_info`
+/// (default `unknown`); a deployment sets it to the release it installed, and so does the
+/// testbed, from what pip installed.
+fn installed_version(venv: &Path, dist: &str) -> anyhow::Result<String> {
+    let prefix = format!("{dist}-");
+    for lib in std::fs::read_dir(venv.join("lib"))
+        .with_context(|| format!("reading {}/lib", venv.display()))?
+        .flatten()
+    {
+        let Ok(rd) = std::fs::read_dir(lib.path().join("site-packages")) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(v) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(&prefix))
+                .and_then(|n| n.strip_suffix(".dist-info"))
+            else {
+                continue;
+            };
+            // a version is digits, letters, dots, '+' and '-' (PEP 440), nothing for an INI
+            // file to misread
+            if !v.is_empty()
+                && v.len() <= 64
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+            {
+                return Ok(v.to_string());
+            }
+        }
+    }
+    bail!("no {dist} installed in {}", venv.display())
+}
+
 /// Where `scripts/openstack-venv` is (the repository this testbed was built from).
 fn venv_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/openstack-venv")
@@ -591,8 +630,11 @@ enforce_new_defaults = false
 enforce_scope = false
 [paste_deploy]
 api_paste_config = {h}/api-paste.ini
+[revision]
+heat_revision = {revision}
 ",
                 h = heat.display(),
+                revision = installed_version(heat_venv, "openstack_heat")?,
                 ku = self.keystone_url,
             ),
         )?;
@@ -1091,4 +1133,26 @@ pub async fn kill_tagged(tag: &str) -> Vec<i32> {
     tokio::task::spawn_blocking(move || kill_tagged_blocking(&tag))
         .await
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::installed_version;
+
+    #[test]
+    fn installed_version_reads_the_dist_info_name() {
+        let d = tempfile::tempdir().unwrap();
+        let sp = d.path().join("lib/python3.11/site-packages");
+        std::fs::create_dir_all(sp.join("openstack_heat-27.0.1.dist-info")).unwrap();
+        std::fs::create_dir_all(sp.join("openstack_heatclient-5.3.0.dist-info")).unwrap();
+        std::fs::create_dir_all(sp.join("heat")).unwrap();
+        assert_eq!(
+            installed_version(d.path(), "openstack_heat").unwrap(),
+            "27.0.1"
+        );
+        assert!(installed_version(d.path(), "keystone").is_err());
+        // a name an INI file would misread is no version
+        std::fs::create_dir_all(sp.join("keystone-30\nx=1.dist-info")).unwrap();
+        assert!(installed_version(d.path(), "keystone").is_err());
+    }
 }

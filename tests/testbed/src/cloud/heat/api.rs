@@ -25,6 +25,7 @@ pub fn routes() -> Router<Arc<Cloud>> {
     Router::new()
         .route("/heat-api", get(versions))
         .route("/heat-api/", get(versions))
+        .route(&format!("{p}/build_info"), get(build_info))
         .route(&format!("{p}/stacks"), get(list).post(create))
         .route(
             &format!("{p}/stacks/{{name}}"),
@@ -61,6 +62,14 @@ async fn versions(State(c): St) -> Response {
         axum::Json(json!({"versions": [{"id": "v1.0", "status": "CURRENT",
             "links": [{"rel": "self", "href": format!("{}/heat-api/v1/", c.base)}]}]})),
     )
+        .into_response()
+}
+
+/// `GET /v1/{project}/build_info` (Orchestration API v1 "Show build information"): what answers
+/// is this simulation, so both revisions name the testbed's own version.
+async fn build_info() -> Response {
+    let revision = format!("testbed {} (simulated Heat)", env!("CARGO_PKG_VERSION"));
+    axum::Json(json!({"api": {"revision": revision}, "engine": {"revision": revision}}))
         .into_response()
 }
 
