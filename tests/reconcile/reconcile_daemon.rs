@@ -173,7 +173,9 @@ async fn changes_since_alone_observes_once_and_heals_a_vanished_server() {
     std::thread::sleep(Duration::from_secs(5));
     assert!(
         !install.ops_json().iter().any(|o| o["operation"] == "HEAL"),
-        "SHUTOFF healed on one observation"
+        "SHUTOFF healed on one observation: {:#?}\n{:#?}",
+        install.ops_json(),
+        events()
     );
     assert!(
         !events().iter().any(|e| e["message"]
