@@ -811,10 +811,7 @@ async fn conformance_on_hosts() {
     // The image carries the properties a real Ubuntu cloud image carries.
     tb.cloud().set_image_properties(
         "ubuntu-20.04-server-cloudimg-amd64",
-        [("os_distro", "ubuntu"), ("os_version", "20.04")]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+        testbed::hosts::HostProfile::Ubuntu2004.image_properties(),
     );
     let img = osc
         .json(&["image", "show", "ubuntu-20.04-server-cloudimg-amd64"])

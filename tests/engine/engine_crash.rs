@@ -134,10 +134,7 @@ async fn abort_at_every_stage_boundary_with_tackers_script_converges_with_one_in
     // are hosts of the Ubuntu 20.04 profile Tacker's script is written for.
     tb.cloud().set_image_properties(
         "ubuntu-20.04-server-cloudimg-amd64",
-        [("os_distro", "ubuntu"), ("os_version", "20.04")]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+        testbed::hosts::HostProfile::Ubuntu2004.image_properties(),
     );
 
     // The seed package with Tacker's script in place of the fixture's stand-in.

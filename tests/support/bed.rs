@@ -138,10 +138,15 @@ impl Bed {
         }
     }
 
+    /// The journal rows of operation `op`, in step order.
+    pub fn journal(&self, op: &OpOccId) -> Vec<vnfkeeper::store::JournalRow> {
+        self.db.with(|s| s.reader().journal(op)).unwrap()
+    }
+
     /// Prints `op`'s journal to stderr, a line per stage: position, step, host, state, attempts,
     /// the last attempt's duration (start to finish, `-` while unfinished) and the detail.
     pub fn print_journal(&self, op: &OpOccId) {
-        for j in self.db.with(|s| s.reader().journal(op)).unwrap() {
+        for j in self.journal(op) {
             // The last attempt's duration, when it finished.
             let took = match (&j.started_at, &j.finished_at) {
                 (Some(a), Some(b)) => format!("{:.2}s", (b.0 - a.0).as_seconds_f64()),

@@ -154,10 +154,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
         bed.error_of(&OpOccId::from(&op_id))
     );
     assert_eq!(bed.tb.cloud().record_counts().0, servers_before);
-    let journal = bed
-        .db
-        .with(|s| s.reader().journal(&OpOccId::from(&op_id)))
-        .unwrap();
+    let journal = bed.journal(&OpOccId::from(&op_id));
     assert!(
         journal
             .iter()
@@ -252,10 +249,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
         done => panic!("a refused token registered: {done:?}"),
     }
     assert_eq!(bed.tb.cloud().tacker_vims().len(), 1);
-    let journal = bed
-        .db
-        .with(|s| s.reader().journal(&OpOccId::from(&op_id)))
-        .unwrap();
+    let journal = bed.journal(&OpOccId::from(&op_id));
     assert!(
         journal
             .iter()
@@ -308,10 +302,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
         "{:?}",
         bed.error_of(&OpOccId::from(&heal_op))
     );
-    let heal_journal = bed
-        .db
-        .with(|s| s.reader().journal(&OpOccId::from(&heal_op)))
-        .unwrap();
+    let heal_journal = bed.journal(&OpOccId::from(&heal_op));
     assert!(
         heal_journal
             .iter()
@@ -436,7 +427,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
         "{:?}",
         bed.error_of(&auto_op)
     );
-    let auto_journal = bed.db.with(|s| s.reader().journal(&auto_op)).unwrap();
+    let auto_journal = bed.journal(&auto_op);
     assert!(
         auto_journal
             .iter()
@@ -508,10 +499,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
         "{:?}",
         bed.error_of(&OpOccId::from(&out_op))
     );
-    let out_journal = bed
-        .db
-        .with(|s| s.reader().journal(&OpOccId::from(&out_op)))
-        .unwrap();
+    let out_journal = bed.journal(&OpOccId::from(&out_op));
     assert!(
         out_journal
             .iter()
@@ -607,10 +595,7 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     assert_eq!(gone.len(), 1, "{after_in:?}");
     assert_eq!(gone[0].vdu_id, "workerNode");
     assert_eq!(after_in.len(), 4);
-    let in_journal = bed
-        .db
-        .with(|s| s.reader().journal(&OpOccId::from(&in_op)))
-        .unwrap();
+    let in_journal = bed.journal(&OpOccId::from(&in_op));
     let removed: Vec<_> = in_journal
         .iter()
         .filter(|j| j.name == "k8s.remove_node" && j.state == StepState::Done)

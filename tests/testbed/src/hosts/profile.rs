@@ -58,6 +58,19 @@ DISTRIB_DESCRIPTION=\"Ubuntu 20.04.6 LTS\"
 ";
 
 impl HostProfile {
+    /// The Glance properties a real cloud image of this distribution carries, which select this
+    /// profile ([`HostProfile::from_image_properties`]): `os_distro=ubuntu`, `os_version=20.04`
+    /// for Ubuntu, none for Debian (the default).
+    pub fn image_properties(self) -> BTreeMap<String, String> {
+        match self {
+            HostProfile::Debian => BTreeMap::new(),
+            HostProfile::Ubuntu2004 => [("os_distro", "ubuntu"), ("os_version", "20.04")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
     /// The profile for an image with these Glance properties: `os_distro` `ubuntu` (any case)
     /// with `os_version` `20.04` is [`HostProfile::Ubuntu2004`]; anything else (other
     /// distributions or versions, no properties) is [`HostProfile::Debian`].
@@ -157,6 +170,13 @@ mod tests {
                 HostProfile::from_image_properties(&other),
                 HostProfile::Debian
             );
+        }
+    }
+
+    #[test]
+    fn image_properties_select_their_profile() {
+        for p in [HostProfile::Debian, HostProfile::Ubuntu2004] {
+            assert_eq!(HostProfile::from_image_properties(&p.image_properties()), p);
         }
     }
 

@@ -60,11 +60,16 @@ async fn sink(refuse_get: bool) -> (Sink, String) {
 }
 
 async fn tk(c: &Client, m: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-    let mut r = c
+    let r = c
         .http
         .request(m, format!("{}/tacker/vnflcm/v2{path}", c.base))
         .header("x-auth-token", &c.token)
         .header("version", "2.0.0");
+    send(r, body).await
+}
+
+/// Sends `r` with `body` as JSON (if any); the status and the answer's JSON (`Null` if none).
+async fn send(mut r: reqwest::RequestBuilder, body: Option<Value>) -> (StatusCode, Value) {
     if let Some(b) = body {
         r = r.json(&b);
     }
@@ -508,17 +513,11 @@ async fn kube_api() -> String {
 }
 
 async fn v1(c: &Client, m: Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
-    let mut r = c
+    let r = c
         .http
         .request(m, format!("{}/tacker/v1.0/vims{path}", c.base))
         .header("x-auth-token", &c.token);
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    let resp = r.send().await.unwrap();
-    let st = resp.status();
-    let text = resp.text().await.unwrap();
-    (st, serde_json::from_str(&text).unwrap_or(Value::Null))
+    send(r, body).await
 }
 
 /// Tacker v1's VIM resource as Tacker 16.0.0 answers it: the cluster asked with the bearer
