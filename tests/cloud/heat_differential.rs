@@ -1,17 +1,20 @@
 //! The simulated Heat checked against real Heat 27.0.1 (needs root: the MariaDB and RabbitMQ
 //! packages, `/run`): one testbed runs both (`ControlPlane::Real`; the simulated Keystone and
-//! Heat stay reachable through `clouds-simulated.yaml`), over the same simulated Nova, Neutron
-//! and Glance (servers are records). For each of the project's packages whose templates the
-//! simulated services can back for a real Heat (`OS::Nova::Server`, `OS::Neutron::Port`, nested
-//! templates, `OS::Heat::AutoScalingGroup`, `OS::Heat::ScalingPolicy`), the adjusted HOT of its
-//! INSTANTIATE (`vnfkeeper hot adjust`) goes through both Heats, then the same PATCH updates
-//! (a changed `nfv` parameter, a mark-unhealthy and a converge — for the storage server, which
-//! keeps its volume, after stopping it and detaching the volume as vnfkeeper's HEAL does) and
-//! the delete; the three templates' stacks run concurrently; after each step
-//! both stacks must have the same resources (by path, type and status; members of a scaling
-//! group by count), the same server and port properties as Nova and Neutron record them, the
-//! same outputs, and the same update decisions (which resources kept their physical ids, which
-//! were replaced, added or removed).
+//! Heat stay reachable through `clouds-simulated.yaml`), over the same simulated Nova, Neutron,
+//! Cinder and Glance (servers are records). Every template the tests put on a stack goes through
+//! both Heats: the adjusted HOT of the INSTANTIATE (`vnfkeeper hot adjust`) of the individual-VNFC,
+//! CIR, PV and kubespray packages (the last with an `OS::Neutron::Net`, `Subnet` and a
+//! `FloatingIP` on the load balancer), of the private registry (the template vnfkeeper writes
+//! from the VNFD, its volume in the server's block device mapping), of the PV package with a
+//! floating IP beside each node's port (`support::floating_pv_package`), and the Tacker
+//! stand-in's package (`tests/testbed/tests/data/pv_k8s`: a VIP port, outputs). Then the same
+//! PATCH updates (a changed `nfv` parameter, a mark-unhealthy and a converge — for a server
+//! whose volume its replacement attaches again, after stopping it and detaching the volume as
+//! vnfkeeper's HEAL does) and the delete; the templates' stacks run concurrently; after each
+//! step both stacks must have the same resources (by path, type and status; members of a
+//! scaling group by count), the same server and port properties as Nova and Neutron record them,
+//! the same outputs (addresses masked) and output errors, and the same update decisions (which
+//! resources kept their physical ids, which were replaced, added or removed).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -25,8 +28,9 @@ use crate::support;
 
 const WAIT: Duration = Duration::from_secs(300);
 
-/// The adjusted HOT of an INSTANTIATE: `{"template", "files", "parameters"}`.
-fn adjusted(package: &str, flavour: &str, request: &str) -> Value {
+/// The adjusted HOT of an INSTANTIATE of the package in directory `package` (relative: under
+/// `fixtures/packages`): `{"template", "files", "parameters"}`.
+fn adjusted(package: impl AsRef<Path>, flavour: &str, request: &str) -> Value {
     let root = support::repo_root();
     let out = Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
         .current_dir(&root)
@@ -61,9 +65,40 @@ struct View {
     /// Per server (by path): (name with the stack names and Heat short ids masked, image, zone,
     /// number of addresses, status).
     servers: Vec<(String, String, String, String, usize, String)>,
-    /// Per port (by path): (network, path of the server it is attached to).
+    /// Per port (by path): (network — `<path>` for a network of the stack —, path of the server
+    /// it is attached to).
     ports: Vec<(String, String, String)>,
-    outputs: BTreeMap<String, Value>,
+    /// Output key → (value with IPv4 addresses masked, `output_error`).
+    outputs: BTreeMap<String, (Value, Option<String>)>,
+}
+
+/// `value` with every IPv4 address in its strings replaced by `IP`: both Heats' servers share
+/// one simulated Neutron, so their addresses differ by construction.
+fn mask_addresses(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(
+            s.split_inclusive(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .map(|part| {
+                    let (word, rest) = part.split_at(
+                        part.find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                            .unwrap_or(part.len()),
+                    );
+                    if word.parse::<std::net::Ipv4Addr>().is_ok() {
+                        format!("IP{rest}")
+                    } else {
+                        part.to_string()
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(mask_addresses).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), mask_addresses(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// path → physical ids, for update decisions.
@@ -124,6 +159,9 @@ async fn view(cloud: &OpenStackCloud, s: &StackRef) -> (View, Ids) {
     let mut resources = Vec::new();
     let mut server_paths = BTreeMap::new();
     let mut port_paths = BTreeMap::new();
+    // Networks the stack made (`OS::Neutron::Net`): named by path, their ids differ by
+    // construction.
+    let mut net_paths = BTreeMap::new();
     for (i, r) in res.iter().enumerate() {
         let p = path(i);
         resources.push((
@@ -140,6 +178,9 @@ async fn view(cloud: &OpenStackCloud, s: &StackRef) -> (View, Ids) {
             }
             "OS::Neutron::Port" => {
                 port_paths.insert(r.physical_resource_id.clone(), p);
+            }
+            "OS::Neutron::Net" => {
+                net_paths.insert(r.physical_resource_id.clone(), format!("<{p}>"));
             }
             _ => {}
         }
@@ -180,7 +221,10 @@ async fn view(cloud: &OpenStackCloud, s: &StackRef) -> (View, Ids) {
             let port = &neutron[id];
             (
                 p.clone(),
-                port.network_id.clone(),
+                net_paths
+                    .get(&port.network_id)
+                    .cloned()
+                    .unwrap_or_else(|| port.network_id.clone()),
                 server_paths
                     .get(&port.device_id)
                     .cloned()
@@ -192,7 +236,12 @@ async fn view(cloud: &OpenStackCloud, s: &StackRef) -> (View, Ids) {
     let outputs = stack
         .outputs
         .iter()
-        .map(|o| (o.output_key.clone(), o.output_value.clone()))
+        .map(|o| {
+            (
+                o.output_key.clone(),
+                (mask_addresses(&o.output_value), o.output_error.clone()),
+            )
+        })
         .collect();
     (
         View {
@@ -387,9 +436,11 @@ async fn differential(
     tokio::join!(delete(sim, &stacks[0]), delete(real, &stacks[1]));
 }
 
-/// Every network the `nfv` parameter names, and every image, registered in the simulation (the
-/// simulated Heat records whatever a template names; a real Heat looks them up).
+/// Every network the `nfv` parameter names, the floating IPs' network `public`, and every image,
+/// registered in the simulation (the simulated Heat records whatever a template names; a real
+/// Heat looks them up).
 fn register(tb: &testbed::cloud::Testbed, adjusted: &Value) {
+    tb.cloud().add_network("public");
     let nfv = &adjusted["parameters"]["nfv"];
     for cp in nfv["CP"].as_object().into_iter().flatten() {
         if let Some(n) = cp.1["network"].as_str() {
@@ -510,8 +561,104 @@ async fn simulated_heat_matches_real_heat_on_the_project_templates() {
         ),
     ];
 
-    // The three templates' stacks are independent: driven concurrently (each step still runs
-    // on both Heats before the two are compared).
+    // kubespray: an external load balancer with a floating IP, an internal network and subnet.
+    let kubespray = adjusted(
+        "k8s-mgmtdriver-kubespray",
+        "simple",
+        "k8s-mgmtdriver-kubespray.10-instantiate.json",
+    );
+    register(&tb, &kubespray);
+    let mut kubespray_nfv = kubespray["parameters"]["nfv"].clone();
+    kubespray_nfv["VDU"]["workerNode"]["desired_capacity"] = json!(3);
+    let kubespray_steps: [(Step, Expected); 2] = [
+        (
+            Step::Patch(json!({"nfv": kubespray_nfv})),
+            &[
+                ("worker_instance/member/workerNode", (2, 1, 0)),
+                ("externalLB", (1, 0, 0)),
+                ("externalLB_instance", (1, 0, 0)),
+                ("internalVL1", (1, 0, 0)),
+                ("internalVL1_subnet", (1, 0, 0)),
+            ],
+        ),
+        (
+            Step::HealServer("worker_instance/member/workerNode"),
+            &[
+                ("worker_instance/member/workerNode", (2, 1, 1)),
+                ("externalLB_instance", (1, 0, 0)),
+            ],
+        ),
+    ];
+    // The private registry: a template vnfkeeper writes from the VNFD, its image store a
+    // Cinder volume in the server's block device mapping, kept by a heal.
+    let registry = adjusted(
+        "cir-private-registry",
+        "simple",
+        "cir-k8s-cluster.10-registry-instantiate.json",
+    );
+    register(&tb, &registry);
+    // The PV package with a floating IP beside each node's port in the nested templates.
+    let floating_dir = tempfile::tempdir().unwrap();
+    let floating = adjusted(
+        support::floating_pv_package(floating_dir.path()),
+        "simple",
+        "pv-k8s-cluster.10-instantiate.json",
+    );
+    register(&tb, &floating);
+    let mut floating_nfv = floating["parameters"]["nfv"].clone();
+    floating_nfv["VDU"]["workerNode"]["desired_capacity"] = json!(3);
+    let floating_steps: [(Step, Expected); 2] = [
+        (
+            Step::Patch(json!({"nfv": floating_nfv})),
+            &[
+                ("worker_instance/member/workerNode", (2, 1, 0)),
+                (
+                    "worker_instance/member/workerNode_CP2_floating_ip",
+                    (2, 1, 0),
+                ),
+            ],
+        ),
+        (
+            Step::HealServer("worker_instance/member/workerNode"),
+            &[
+                ("worker_instance/member/workerNode", (2, 1, 1)),
+                ("worker_instance/member/workerNode_CP2", (3, 0, 0)),
+                (
+                    "worker_instance/member/workerNode_CP2_floating_ip",
+                    (3, 0, 0),
+                ),
+            ],
+        ),
+    ];
+    // The Tacker stand-in's package (tests/testbed/tests/data/pv_k8s): a VIP port, outputs.
+    let standin = {
+        let p = support::tacker::pv_package();
+        json!({"template": p.template, "files": p.files, "parameters": p.parameters})
+    };
+    register(&tb, &standin);
+    let mut standin_nfv = standin["parameters"]["nfv"].clone();
+    standin_nfv["VDU"]["workerNode"]["desired_capacity"] = json!(3);
+    let standin_steps: [(Step, Expected); 2] = [
+        (
+            Step::Patch(json!({"nfv": standin_nfv})),
+            &[
+                ("worker_instance/member/workerNode", (2, 1, 0)),
+                ("storage_server", (1, 0, 0)),
+                ("vip_CP", (1, 0, 0)),
+            ],
+        ),
+        (
+            Step::HealKeepingVolumes("storage_server"),
+            &[
+                ("storage_server", (0, 1, 1)),
+                ("storage_server_volume", (1, 0, 0)),
+                ("worker_instance/member/workerNode", (3, 0, 0)),
+            ],
+        ),
+    ];
+
+    // The templates' stacks are independent: driven concurrently (each step still runs on
+    // both Heats before the two are compared).
     tokio::join!(
         differential(
             sim,
@@ -529,9 +676,26 @@ async fn simulated_heat_matches_real_heat_on_the_project_templates() {
         ),
         differential(sim, real, "diff-cir", &cir, &cir_steps),
         differential(sim, real, "diff-pv", &pv, &pv_steps),
+        differential(sim, real, "diff-kubespray", &kubespray, &kubespray_steps),
+        differential(
+            sim,
+            real,
+            "diff-registry",
+            &registry,
+            &[(
+                Step::HealKeepingVolumes("PrivateRegistryVDU-0/PrivateRegistryVDU"),
+                &[
+                    ("PrivateRegistryVDU-0/PrivateRegistryVDU", (0, 1, 1)),
+                    ("PrivateRegistryVDU-0/RegistryData", (1, 0, 0)),
+                    ("PrivateRegistryVDU-0/CP1", (1, 0, 0)),
+                ],
+            )],
+        ),
+        differential(sim, real, "diff-floating", &floating, &floating_steps),
+        differential(sim, real, "diff-standin", &standin, &standin_steps),
     );
     eprintln!(
-        "three templates through both Heats: {:.1} s",
+        "seven templates through both Heats: {:.1} s",
         t0.elapsed().as_secs_f64()
     );
     assert!(sim.servers().await.unwrap().is_empty(), "servers left");

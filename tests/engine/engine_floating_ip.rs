@@ -8,51 +8,18 @@
 
 use crate::support;
 
-use std::path::Path;
-
 use serde_json::Value;
 use support::bed::{Bed, fast_limits};
 use support::repo_root;
 use vnfkeeper::intake::spool::Outcome;
 use vnfkeeper_core::model::OperationState;
 
-const PACKAGE: &str = "fixtures/packages/pv-k8s-cluster";
-
-/// The pv package under `packages` with a floating IP on each node's CP port.
-fn floating_package(packages: &Path) {
-    let to = packages.join(PACKAGE);
-    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-    let st = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(repo_root().join(PACKAGE))
-        .arg(&to)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    for (file, cp) in [
-        ("masterNode.yaml", "masterNode_CP1"),
-        ("workerNode.yaml", "workerNode_CP2"),
-    ] {
-        let path = to.join("BaseHOT/simple/nested").join(file);
-        let mut hot: serde_yaml_ng::Value =
-            serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        assert!(!hot["resources"][cp].is_null(), "{file} has {cp}");
-        let fip: serde_yaml_ng::Value = serde_yaml_ng::from_str(&format!(
-            "type: OS::Neutron::FloatingIP\nproperties:\n  floating_network: public\n  \
-             port_id: {{get_resource: {cp}}}\n"
-        ))
-        .unwrap();
-        hot["resources"][format!("{cp}_floating_ip").as_str()] = fip;
-        std::fs::write(&path, serde_yaml_ng::to_string(&hot).unwrap()).unwrap();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs root (network namespaces, loop devices)"]
 async fn kubeadm_nodes_are_reached_through_their_floating_ips() {
     let bed = Bed::new("vkfip", 102, fast_limits()).await;
     let packages = bed.dir.path().join("packages");
-    floating_package(&packages);
+    support::floating_pv_package(&packages);
     let mut req: Value = serde_json::from_slice(
         &std::fs::read(
             repo_root().join("fixtures/requests/good/pv-k8s-cluster.10-instantiate.json"),

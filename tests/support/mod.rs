@@ -17,6 +17,41 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The fixture PV package copied to `packages/fixtures/packages/pv-k8s-cluster` (the path a
+/// request's `vnfPackage` names, below another packages directory), with an
+/// `OS::Neutron::FloatingIP` on the public network beside each node's CP port in its nested
+/// templates (`masterNode_CP1_floating_ip`, `workerNode_CP2_floating_ip`: the shape of Tacker's
+/// packages with floating IPs). Returns the copy's directory.
+pub fn floating_pv_package(packages: &Path) -> PathBuf {
+    const PACKAGE: &str = "fixtures/packages/pv-k8s-cluster";
+    let to = packages.join(PACKAGE);
+    fs::create_dir_all(to.parent().unwrap()).unwrap();
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(repo_root().join(PACKAGE))
+        .arg(&to)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    for (file, cp) in [
+        ("masterNode.yaml", "masterNode_CP1"),
+        ("workerNode.yaml", "workerNode_CP2"),
+    ] {
+        let path = to.join("BaseHOT/simple/nested").join(file);
+        let mut hot: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+        assert!(!hot["resources"][cp].is_null(), "{file} has {cp}");
+        let fip: serde_yaml_ng::Value = serde_yaml_ng::from_str(&format!(
+            "type: OS::Neutron::FloatingIP\nproperties:\n  floating_network: public\n  \
+             port_id: {{get_resource: {cp}}}\n"
+        ))
+        .unwrap();
+        hot["resources"][format!("{cp}_floating_ip").as_str()] = fip;
+        fs::write(&path, serde_yaml_ng::to_string(&hot).unwrap()).unwrap();
+    }
+    to
+}
+
 /// A temporary installation: config, spool, database. Relative `vnfPackage` paths resolve
 /// against the repository root, so fixture envelopes work as they are.
 pub struct Install {

@@ -8,15 +8,19 @@ use testbed::cloud::tacker::{MgmtDriverRun, StandInPackage};
 /// The `vnfdId` of the package [`register_pv_package`] registers.
 pub const VNFD: &str = "b1bb0ce7-ebca-4fa7-95ed-4840d70a1177";
 
-/// Registers the testbed's PV cluster BaseHOT (`tests/testbed/tests/data/pv_k8s`: 1 master, 2
-/// workers, a storage server) with the Tacker stand-in as package [`VNFD`].
+/// Registers [`pv_package`] with the Tacker stand-in.
 pub fn register_pv_package(tb: &Testbed) {
+    tb.cloud().tacker_register_package(pv_package()).unwrap();
+}
+
+/// The testbed's PV cluster BaseHOT (`tests/testbed/tests/data/pv_k8s`: 1 master, 2 workers, a
+/// storage server) as package [`VNFD`], with the `nfv` parameter Tacker gives its stack.
+pub fn pv_package() -> StandInPackage {
     let d = super::repo_root().join("tests/testbed/tests/data/pv_k8s");
     let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap();
     let net = "f0c82461-36b5-4d86-8322-b0bc19cda65f";
     let image = "ubuntu-22.04-server-cloudimg-amd64";
-    tb.cloud()
-        .tacker_register_package(StandInPackage {
+    StandInPackage {
             vnfd_id: VNFD.into(),
             template: json!(read("base_hot_k8s_cluster.yaml")),
             files: [
@@ -42,8 +46,7 @@ pub fn register_pv_package(tb: &Testbed) {
             .unwrap(),
             aspects: Default::default(),
             mgmt_driver: None,
-        })
-        .unwrap();
+        }
 }
 
 /// The seed's INSTANTIATE request (the envelope of the spool fixture

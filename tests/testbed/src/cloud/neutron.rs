@@ -1,11 +1,14 @@
 //! Neutron (Networking API v2.0): ports (create, show, update of `name` and
-//! `allowed_address_pairs`, delete), networks and subnets (read-only), floating IPs (list and
-//! show; made and removed by Heat's `OS::Neutron::FloatingIP`), with Neutron's filters and
-//! `limit`/`marker` pagination (`ports_links`, `networks_links`). Port writes are what a real
-//! Heat's `OS::Neutron::Port` calls; the simulated Heat creates its ports in-process.
+//! `allowed_address_pairs`, delete), networks, subnets and floating IPs (create, list, show,
+//! delete), with Neutron's filters and `limit`/`marker` pagination (`ports_links`,
+//! `networks_links`). The writes are what a real Heat's `OS::Neutron::Port`, `Net`, `Subnet` and
+//! `FloatingIP` call; the simulated Heat makes the same records in-process.
 //!
 //! Every network maps onto the testbed's single bridge; a port keeps the network id the client
-//! asked for.
+//! asked for. Each network has a subnet of its own, the bridge's (every port's address comes
+//! from it); a subnet created through the API is a record on its network, shown and deleted as
+//! Neutron does, that hands out no addresses. Floating IPs cannot be re-associated (`PUT` is not
+//! served): Heat's `OS::Neutron::FloatingIP` updates one only when its `port_id` changes.
 
 use std::net::Ipv4Addr;
 use std::sync::Arc;
@@ -19,7 +22,7 @@ use axum::routing::get;
 use super::ops::allowed_pairs;
 use serde_json::{Value, json};
 
-use super::state::{FloatingIpRec, Inner, NetworkRec, PortRec, ts};
+use super::state::{FloatingIpRec, Inner, NetworkRec, PortRec, SubnetRec, new_id, ts};
 use super::{ApiResult, Cloud, neutron_err, neutron_err_fn, next_link, paginate, qget, qlimit};
 
 const MAX_LIMIT: usize = 100_000;
@@ -36,12 +39,24 @@ pub(crate) fn routes() -> Router<Arc<Cloud>> {
             &format!("{p}/ports/{{id}}"),
             get(port_show).put(port_update).delete(port_delete),
         )
-        .route(&format!("{p}/floatingips"), get(floating_ips))
-        .route(&format!("{p}/floatingips/{{id}}"), get(floating_ip_show))
-        .route(&format!("{p}/networks"), get(networks))
-        .route(&format!("{p}/networks/{{id}}"), get(network_show))
-        .route(&format!("{p}/subnets"), get(subnets))
-        .route(&format!("{p}/subnets/{{id}}"), get(subnet_show))
+        .route(
+            &format!("{p}/floatingips"),
+            get(floating_ips).post(floating_ip_create),
+        )
+        .route(
+            &format!("{p}/floatingips/{{id}}"),
+            get(floating_ip_show).delete(floating_ip_delete),
+        )
+        .route(&format!("{p}/networks"), get(networks).post(network_create))
+        .route(
+            &format!("{p}/networks/{{id}}"),
+            get(network_show).delete(network_delete),
+        )
+        .route(&format!("{p}/subnets"), get(subnets).post(subnet_create))
+        .route(
+            &format!("{p}/subnets/{{id}}"),
+            get(subnet_show).delete(subnet_delete),
+        )
 }
 
 async fn versions(State(c): State<Arc<Cloud>>) -> Response {
@@ -80,10 +95,18 @@ pub(crate) fn port_json(c: &Cloud, inner: &Inner, p: &PortRec) -> Value {
     })
 }
 
-fn network_json(c: &Cloud, n: &NetworkRec) -> Value {
+fn network_json(c: &Cloud, inner: &Inner, n: &NetworkRec) -> Value {
+    let mut subnets = vec![n.subnet_id.clone()];
+    subnets.extend(
+        inner
+            .subnets
+            .values()
+            .filter(|s| s.network_id == n.id)
+            .map(|s| s.id.clone()),
+    );
     json!({
         "id": n.id, "name": n.name, "admin_state_up": true, "status": "ACTIVE",
-        "subnets": [n.subnet_id], "tenant_id": c.project_id, "project_id": c.project_id,
+        "subnets": subnets, "tenant_id": c.project_id, "project_id": c.project_id,
         "shared": false, "router:external": false, "mtu": 1500, "availability_zones": ["nova"],
         "port_security_enabled": true, "description": "", "created_at": ts(&n.created),
         "updated_at": ts(&n.created), "revision_number": 1, "tags": [],
@@ -239,7 +262,7 @@ async fn networks(
             .networks
             .values()
             .filter(|n| matches(&q, "id", &n.id) && matches(&q, "name", &n.name))
-            .map(|n| network_json(&c, n))
+            .map(|n| network_json(&c, &inner, n))
             .collect()
     };
     list_response(&c, &q, items, "networks")
@@ -254,40 +277,231 @@ async fn network_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> Ap
             format!("Network {id} could not be found."),
         )
     })?;
-    Ok(axum::Json(json!({"network": network_json(&c, n)})).into_response())
+    Ok(axum::Json(json!({"network": network_json(&c, &inner, n)})).into_response())
+}
+
+/// A subnet created through the API: its show body (Networking API v2.0 "Show subnet details").
+fn api_subnet_json(c: &Cloud, s: &SubnetRec) -> Value {
+    json!({
+        "id": s.id, "name": s.name, "network_id": s.network_id, "cidr": s.cidr,
+        "ip_version": s.ip_version, "gateway_ip": null, "enable_dhcp": true,
+        "allocation_pools": [], "dns_nameservers": [], "host_routes": [],
+        "tenant_id": c.project_id, "project_id": c.project_id, "created_at": ts(&s.created),
+        "updated_at": ts(&s.created), "description": "", "tags": [], "revision_number": 1,
+    })
 }
 
 async fn subnets(State(c): State<Arc<Cloud>>, Query(q): Query<Vec<(String, String)>>) -> ApiResult {
     let items: Vec<Value> = {
         let inner = c.lock();
-        inner
+        let own = inner
             .networks
             .values()
-            .filter(|n| matches(&q, "network_id", &n.id) && matches(&q, "id", &n.subnet_id))
-            .map(|n| subnet_json(&c, n))
+            .map(|n| (n.id.as_str(), n.subnet_id.as_str(), subnet_json(&c, n)));
+        let api = inner
+            .subnets
+            .values()
+            .map(|s| (s.network_id.as_str(), s.id.as_str(), api_subnet_json(&c, s)));
+        own.chain(api)
+            .filter(|(net, id, _)| matches(&q, "network_id", net) && matches(&q, "id", id))
+            .map(|(_, _, j)| j)
             .collect()
     };
     list_response(&c, &q, items, "subnets")
 }
 
+fn subnet_not_found(id: &str) -> super::ApiError {
+    neutron_err(
+        404,
+        "SubnetNotFound",
+        format!("Subnet {id} could not be found."),
+    )
+}
+
 async fn subnet_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
     let inner = c.lock();
-    let n = inner
-        .networks
-        .values()
-        .find(|n| n.subnet_id == id)
-        .ok_or_else(|| {
-            neutron_err(
-                404,
-                "SubnetNotFound",
-                format!("Subnet {id} could not be found."),
-            )
-        })?;
-    Ok((
-        StatusCode::OK,
-        axum::Json(json!({"subnet": subnet_json(&c, n)})),
+    let j = if let Some(s) = inner.subnets.get(&id) {
+        api_subnet_json(&c, s)
+    } else {
+        let n = inner
+            .networks
+            .values()
+            .find(|n| n.subnet_id == id)
+            .ok_or_else(|| subnet_not_found(&id))?;
+        subnet_json(&c, n)
+    };
+    Ok((StatusCode::OK, axum::Json(json!({"subnet": j}))).into_response())
+}
+
+/// The object under `key` of a request body, or 400 as Neutron answers a body without it.
+fn body_of<'a>(body: &'a Value, key: &str) -> ApiResult<&'a Value> {
+    body.get(key).filter(|p| p.is_object()).ok_or_else(|| {
+        neutron_err(
+            400,
+            "BadRequest",
+            format!("Resource body required: '{key}'"),
+        )
+    })
+}
+
+/// A required non-empty string attribute, or 400 as Neutron answers its absence.
+fn required<'a>(v: &'a Value, key: &str) -> ApiResult<&'a str> {
+    v[key].as_str().filter(|s| !s.is_empty()).ok_or_else(|| {
+        neutron_err(
+            400,
+            "BadRequest",
+            format!("Failed to parse request. Required attribute '{key}' not specified"),
+        )
+    })
+}
+
+fn network_not_found(id: &str) -> super::ApiError {
+    neutron_err(
+        404,
+        "NetworkNotFound",
+        format!("Network {id} could not be found."),
     )
-        .into_response())
+}
+
+/// `POST /v2.0/networks` → 201: a new network (a new id even when the name is taken, as in
+/// Neutron), `ACTIVE` at once, with the testbed's bridge as its own subnet.
+async fn network_create(
+    State(c): State<Arc<Cloud>>,
+    axum::Json(body): axum::Json<Value>,
+) -> ApiResult {
+    let n = body_of(&body, "network")?;
+    let name = n["name"].as_str().unwrap_or("").to_string();
+    let mut inner = c.lock();
+    let id = inner.network_for(&new_id(), &c.default_subnet);
+    let rec = inner.networks.get_mut(&id).expect("just created");
+    rec.name = name;
+    let j = network_json(&c, &inner, &inner.networks[&id]);
+    Ok((StatusCode::CREATED, axum::Json(json!({"network": j}))).into_response())
+}
+
+/// `DELETE /v2.0/networks/{id}` → 204 with the subnets created on it; 409 `NetworkInUse` while a
+/// port is on it, and for the testbed's default network.
+async fn network_delete(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    let mut inner = c.lock();
+    if !inner.networks.contains_key(&id) {
+        return Err(network_not_found(&id));
+    }
+    if id == c.default_net || inner.ports.values().any(|p| p.network_id == id) {
+        return Err(neutron_err(
+            409,
+            "NetworkInUse",
+            format!(
+                "Unable to complete operation on network {id}. There are one or more ports still in use on the network."
+            ),
+        ));
+    }
+    inner.networks.remove(&id);
+    inner.subnets.retain(|_, s| s.network_id != id);
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /v2.0/subnets` → 201: a subnet record on an existing network (404 `NetworkNotFound`
+/// otherwise); `network_id` and `cidr` are required, `ip_version` is 4 or 6.
+async fn subnet_create(
+    State(c): State<Arc<Cloud>>,
+    axum::Json(body): axum::Json<Value>,
+) -> ApiResult {
+    let s = body_of(&body, "subnet")?;
+    let net = required(s, "network_id")?;
+    let cidr = required(s, "cidr")?;
+    let ip_version = match s["ip_version"].as_u64() {
+        None | Some(4) => 4,
+        Some(6) => 6,
+        Some(v) => {
+            return Err(neutron_err(
+                400,
+                "InvalidInput",
+                format!("Invalid input for ip_version. Reason: {v} is not in [4, 6]."),
+            ));
+        }
+    };
+    let mut inner = c.lock();
+    if !inner.networks.contains_key(net) {
+        return Err(network_not_found(net));
+    }
+    let rec = SubnetRec {
+        id: new_id(),
+        network_id: net.to_string(),
+        name: s["name"].as_str().unwrap_or("").to_string(),
+        cidr: cidr.to_string(),
+        ip_version,
+        created: chrono::Utc::now(),
+    };
+    let j = api_subnet_json(&c, &rec);
+    inner.subnets.insert(rec.id.clone(), rec);
+    Ok((StatusCode::CREATED, axum::Json(json!({"subnet": j}))).into_response())
+}
+
+/// `DELETE /v2.0/subnets/{id}` → 204 for a subnet created through the API; a network's own
+/// subnet (the testbed's bridge) cannot be deleted (409 `SubnetInUse`).
+async fn subnet_delete(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    let mut inner = c.lock();
+    if inner.subnets.remove(&id).is_some() {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    if inner.networks.values().any(|n| n.subnet_id == id) {
+        return Err(neutron_err(
+            409,
+            "SubnetInUse",
+            format!(
+                "Unable to complete operation on subnet {id}: it is the testbed bridge's subnet of its network."
+            ),
+        ));
+    }
+    Err(subnet_not_found(&id))
+}
+
+/// `POST /v2.0/floatingips` → 201: a floating address on an existing network (404
+/// `NetworkNotFound` otherwise; `floating_network_id` is an id, as Heat resolves a name first),
+/// associated with `port_id` when given (404 `PortNotFound` for an unknown port).
+async fn floating_ip_create(
+    State(c): State<Arc<Cloud>>,
+    axum::Json(body): axum::Json<Value>,
+) -> ApiResult {
+    let f = body_of(&body, "floatingip")?;
+    let net = required(f, "floating_network_id")?.to_string();
+    let port = f["port_id"]
+        .as_str()
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned);
+    {
+        let inner = c.lock();
+        if !inner.networks.contains_key(&net) {
+            return Err(network_not_found(&net));
+        }
+        if let Some(p) = &port
+            && !inner.ports.contains_key(p)
+        {
+            return Err(port_not_found(p));
+        }
+    }
+    let id = c
+        .floating_ip_create(&net, port.as_deref())
+        .await
+        .map_err(|e| neutron_err(409, "IpAddressGenerationFailure", e))?;
+    let inner = c.lock();
+    let j = floating_ip_json(&c, &inner.floating_ips[&id]);
+    Ok((StatusCode::CREATED, axum::Json(json!({"floatingip": j}))).into_response())
+}
+
+/// `DELETE /v2.0/floatingips/{id}` → 204: the address is released and no longer routed.
+async fn floating_ip_delete(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    if !c.lock().floating_ips.contains_key(&id) {
+        return Err(neutron_err(
+            404,
+            "FloatingIPNotFound",
+            format!("Floating IP {id} could not be found"),
+        ));
+    }
+    c.floating_ip_delete(&id)
+        .await
+        .map_err(|e| neutron_err(500, "InternalServerError", e))?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 fn port_not_found(id: &str) -> super::ApiError {
@@ -299,9 +513,7 @@ fn port_not_found(id: &str) -> super::ApiError {
 }
 
 fn port_body(body: &Value) -> ApiResult<&Value> {
-    body.get("port")
-        .filter(|p| p.is_object())
-        .ok_or_else(|| neutron_err(400, "BadRequest", "Resource body required: 'port'"))
+    body_of(body, "port")
 }
 
 /// `POST /v2.0/ports` → 201: a port on an existing network (404 `NetworkNotFound` otherwise), at

@@ -116,6 +116,25 @@ pub struct NetworkRec {
     pub created: DateTime<Utc>,
 }
 
+/// A subnet created through the Networking API (`POST /v2.0/subnets`, what a real Heat's
+/// `OS::Neutron::Subnet` calls). Addresses of ports on its network still come from the network's
+/// own subnet ([`NetworkRec::subnet_id`]), the testbed's bridge: the record is what Neutron shows.
+#[derive(Clone, Debug)]
+pub struct SubnetRec {
+    /// UUID.
+    pub id: String,
+    /// Its network's id.
+    pub network_id: String,
+    /// Name.
+    pub name: String,
+    /// The CIDR the client asked for, as given (e.g. `10.20.0.0/24`).
+    pub cidr: String,
+    /// 4 or 6.
+    pub ip_version: u8,
+    /// Creation time.
+    pub created: DateTime<Utc>,
+}
+
 /// A Cinder volume.
 #[derive(Clone, Debug)]
 pub struct VolumeRec {
@@ -169,6 +188,8 @@ pub struct Inner {
     pub ports: BTreeMap<String, PortRec>,
     /// Networks by id.
     pub networks: BTreeMap<String, NetworkRec>,
+    /// Subnets created through the Networking API by id (each network's own subnet is not here).
+    pub subnets: BTreeMap<String, SubnetRec>,
     /// Floating IPs by id.
     pub floating_ips: BTreeMap<String, FloatingIpRec>,
     /// Volumes by id.

@@ -98,7 +98,40 @@ pub fn parse_template(v: &Value) -> Result<Value, String> {
             other => return Err(format!("Unknown key \"{other}\" in template")),
         }
     }
+    // Heat's `list_join` takes one list up to HOT 2015-04-30 and several from 2015-10-15 on
+    // (Heat's template guide, "list_join"); release-named versions are all later.
+    let version = obj["heat_template_version"].as_str().unwrap_or("");
+    if version.starts_with("20") && version < "2015-10-15" {
+        for section in ["resources", "outputs"] {
+            single_list_joins(&obj.get(section).cloned().unwrap_or(Value::Null), section)?;
+        }
+    }
     Ok(t)
+}
+
+/// Refuses a `list_join` with other than `[delimiter, list]` below `path`, as Heat validates
+/// templates of versions before 2015-10-15.
+fn single_list_joins(v: &Value, path: &str) -> Result<(), String> {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                let p = format!("{path}.{k}");
+                if k == "list_join" && x.as_array().is_none_or(|a| a.len() != 2) {
+                    return Err(format!(
+                        "{p}: : Incorrect arguments to \"list_join\" should be: \"list_join\" : [ \" \", [ \"str1\", \"str2\"]]"
+                    ));
+                }
+                single_list_joins(x, &p)?;
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                single_list_joins(x, &format!("{path}[{i}]"))?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Computes effective parameter values from the template's declarations and the given values.
@@ -488,6 +521,24 @@ impl Ctx<'_> {
                 let an = a[1]
                     .as_str()
                     .ok_or("get_attr: attribute name must be a string")?;
+                // HOT 2013-05-23 reads the attribute without its path, then selects the path
+                // from the value (Heat's `GetAttThenSelect`): a group's `outputs_list` and
+                // `outputs` exist only with a member output's name, so they cannot be read.
+                let version = self.stack.template["heat_template_version"]
+                    .as_str()
+                    .unwrap_or("");
+                if version.starts_with("20")
+                    && version < "2014-10-16"
+                    && matches!(an, "outputs_list" | "outputs")
+                    && self
+                        .stack
+                        .res(rn)
+                        .is_some_and(|r| r.rtype == "OS::Heat::AutoScalingGroup")
+                {
+                    return Err(format!(
+                        "The Referenced Attribute ({rn} {an}) is incorrect."
+                    ));
+                }
                 let v = self.attribute(rn, an, a.get(2))?;
                 let skip = if matches!(an, "outputs_list" | "outputs") {
                     3
@@ -871,6 +922,24 @@ fn output_keys(s: &super::Stack) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn list_join_of_several_lists_needs_hot_2015_10_15() {
+        let t = |v: &str| {
+            json!({"heat_template_version": v, "outputs": {
+                "joined": {"value": {"list_join": [",", ["a"], ["b"]]}}}})
+        };
+        let e = parse_template(&t("2013-05-23")).unwrap_err();
+        assert!(
+            e.starts_with("outputs.joined.value.list_join: : Incorrect arguments"),
+            "{e}"
+        );
+        assert!(parse_template(&t("2015-10-15")).is_ok());
+        assert!(parse_template(&t("wallaby")).is_ok());
+        let one = json!({"heat_template_version": "2013-05-23", "outputs": {
+            "joined": {"value": {"list_join": [",", ["a", "b"]]}}}});
+        assert!(parse_template(&one).is_ok());
+    }
 
     #[test]
     fn parameters_are_typed_and_defaulted() {
