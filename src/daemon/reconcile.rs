@@ -306,14 +306,14 @@ impl ReconcileLoop {
                 })
                 .collect();
             let fresh = poller.succeeded(started, clock.elapsed(), page.date, &changed);
-            if fresh.is_empty() {
+            if fresh.is_empty() && !poller.has_deferred() {
                 return PollDone {
                     poller,
                     vnfs: BTreeSet::new(),
                 };
             }
             let vnfs = match db.with(|s| reconcile::recorded_servers(s.reader())) {
-                Ok(recorded) => ChangesPoll::plan(&fresh, &recorded),
+                Ok(recorded) => poller.plan(&fresh, &recorded),
                 Err(e) => {
                     tracing::error!(error = %e, "changes-since poll: cannot read the database; the next cloud pass observes");
                     BTreeSet::new()

@@ -20,6 +20,12 @@
 //! poll's start minus [`MARGIN`] (clock skew up to that margin is tolerated). A failed poll keeps
 //! the time of the last successful one, so nothing is missed; a server already acted on with the
 //! same status and `updated` is not reported again.
+//!
+//! A failing server of a VNF with an unfinished operation is not observed then (one operation
+//! per VNF), but it is not forgotten either: a later poll does not list it again unless it
+//! changes, so it waits, and its VNF gets its pass at the first poll after the operation ended —
+//! unless the server stopped being recorded for a VNFC (replaced, terminated) or was listed
+//! `ACTIVE` or transitional again in between.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
@@ -96,6 +102,9 @@ pub struct ChangesPoll {
     since: Timestamp,
     /// Failing servers already reported: id → (status, updated).
     seen: HashMap<String, (String, Option<String>)>,
+    /// Failing servers reported while their VNF had an unfinished operation, by id: planned
+    /// once it has none (at most one entry per recorded server).
+    deferred: HashMap<String, Changed>,
 }
 
 impl ChangesPoll {
@@ -105,6 +114,7 @@ impl ChangesPoll {
         Self {
             since: Timestamp(now.0 - chrono::Duration::from_std(MARGIN).unwrap_or_default()),
             seen: HashMap::new(),
+            deferred: HashMap::new(),
         }
     }
 
@@ -138,6 +148,8 @@ impl ChangesPoll {
         let mut seen = HashMap::new();
         for c in page {
             if classify(&c.status) != StatusClass::Failing {
+                // Back to ACTIVE or on its way: nothing left to observe for it.
+                self.deferred.remove(&c.server_id);
                 continue;
             }
             let key = (c.status.to_ascii_uppercase(), c.updated.clone());
@@ -152,19 +164,35 @@ impl ChangesPoll {
         fresh
     }
 
-    /// The VNFs to observe now: those of `fresh` servers recorded for a VNFC, skipping VNFs with
-    /// an unfinished operation (the pass leaves them alone anyway). Empty when nothing new
-    /// failed: the poll was the only request.
+    /// Whether a failing server waits for its VNF's operation to end ([`ChangesPoll::plan`]
+    /// then needs the recorded servers even when a poll found nothing new).
+    pub fn has_deferred(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// The VNFs to observe now: those of `fresh` servers recorded for a VNFC, and of servers
+    /// deferred before whose VNF has no unfinished operation any more. A server of a VNF with
+    /// an unfinished operation is deferred (the pass would leave that VNF alone); servers not
+    /// recorded for a VNFC (strangers, or replaced or terminated since) are dropped. Empty
+    /// when nothing new failed and nothing waits: the poll was the only request.
     pub fn plan(
+        &mut self,
         fresh: &[Changed],
         recorded: &HashMap<String, Recorded>,
     ) -> BTreeSet<crate::model::VnfInstanceId> {
-        fresh
-            .iter()
-            .filter_map(|c| recorded.get(&c.server_id))
-            .filter(|r| !r.busy)
-            .map(|r| r.vnf_instance_id.clone())
-            .collect()
+        for c in fresh {
+            self.deferred.insert(c.server_id.clone(), c.clone());
+        }
+        let mut vnfs = BTreeSet::new();
+        self.deferred.retain(|id, _| match recorded.get(id) {
+            None => false,
+            Some(r) if r.busy => true,
+            Some(r) => {
+                vnfs.insert(r.vnf_instance_id.clone());
+                false
+            }
+        });
+        vnfs
     }
 }
 
@@ -233,7 +261,7 @@ mod tests {
             &[],
         );
         assert!(fresh.is_empty());
-        assert!(ChangesPoll::plan(&fresh, &recorded()).is_empty());
+        assert!(p.plan(&fresh, &recorded()).is_empty());
         // Servers that changed but are ACTIVE or on their way (a heal's new server) ask for
         // nothing either.
         let page = [
@@ -246,7 +274,7 @@ mod tests {
             Some(t("2026-11-26T05:00:02Z")),
             &page,
         );
-        assert!(ChangesPoll::plan(&fresh, &recorded()).is_empty());
+        assert!(p.plan(&fresh, &recorded()).is_empty());
     }
 
     #[test]
@@ -260,7 +288,7 @@ mod tests {
             &page,
         );
         assert_eq!(
-            ChangesPoll::plan(&fresh, &recorded()),
+            p.plan(&fresh, &recorded()),
             [crate::model::VnfInstanceId::from("vnf-1")].into()
         );
         // The next poll overlaps the last one and lists it again, unchanged: no second pass,
@@ -300,9 +328,81 @@ mod tests {
         );
         assert_eq!(fresh.len(), 4);
         assert_eq!(
-            ChangesPoll::plan(&fresh, &recorded()),
+            p.plan(&fresh, &recorded()),
             ["vnf-1".into(), "vnf-2".into()].into()
         );
+    }
+
+    #[test]
+    fn a_server_failing_during_an_operation_is_observed_after_it() {
+        let mut p = ChangesPoll::new(t("2026-11-26T05:00:00Z"));
+        let page = [
+            changed("srv-d", "ERROR", "2026-11-26T05:00:01Z"),
+            changed("srv-e", "SHUTOFF", "2026-11-26T05:00:01Z"),
+        ];
+        let mut rec = recorded();
+        rec.insert(
+            "srv-e".into(),
+            Recorded {
+                vnf_instance_id: "vnf-3".into(),
+                busy: true,
+            },
+        );
+        let fresh = p.succeeded(
+            t("2026-11-26T05:00:02Z"),
+            Duration::from_millis(20),
+            Some(t("2026-11-26T05:00:02Z")),
+            &page,
+        );
+        // vnf-3 has an unfinished operation: nothing now, both wait.
+        assert!(p.plan(&fresh, &rec).is_empty());
+        assert!(p.has_deferred());
+        // Later polls do not list them again (unchanged); vnf-3 still busy: still waiting.
+        let fresh = p.succeeded(
+            t("2026-11-26T05:00:10Z"),
+            Duration::from_millis(20),
+            Some(t("2026-11-26T05:00:10Z")),
+            &[],
+        );
+        assert!(p.plan(&fresh, &rec).is_empty());
+        // srv-e comes back ACTIVE (the operation started it): it no longer waits.
+        let fresh = p.succeeded(
+            t("2026-11-26T05:00:20Z"),
+            Duration::from_millis(20),
+            Some(t("2026-11-26T05:00:20Z")),
+            &[changed("srv-e", "ACTIVE", "2026-11-26T05:00:19Z")],
+        );
+        assert!(p.plan(&fresh, &rec).is_empty());
+        // The operation ended: vnf-3 is observed once, for srv-d.
+        for r in rec.values_mut() {
+            r.busy = false;
+        }
+        let fresh = p.succeeded(
+            t("2026-11-26T05:00:30Z"),
+            Duration::from_millis(20),
+            Some(t("2026-11-26T05:00:30Z")),
+            &[],
+        );
+        assert_eq!(p.plan(&fresh, &rec), ["vnf-3".into()].into());
+        assert!(!p.has_deferred());
+        assert!(p.plan(&[], &rec).is_empty());
+    }
+
+    #[test]
+    fn a_deferred_server_replaced_by_the_operation_is_dropped() {
+        let mut p = ChangesPoll::new(t("2026-11-26T05:00:00Z"));
+        let fresh = p.succeeded(
+            t("2026-11-26T05:00:02Z"),
+            Duration::from_millis(20),
+            None,
+            &[changed("srv-d", "ERROR", "2026-11-26T05:00:01Z")],
+        );
+        let mut rec = recorded();
+        assert!(p.plan(&fresh, &rec).is_empty());
+        // The heal replaced it: srv-d is no longer recorded for a VNFC.
+        rec.remove("srv-d");
+        assert!(p.plan(&[], &rec).is_empty());
+        assert!(!p.has_deferred());
     }
 
     #[test]
