@@ -369,6 +369,12 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
         wall.as_secs_f64(),
         commands + sftp
     );
+    // Tacker's own driver takes 29 sessions for this heal on the same testbed (README
+    // "Performance"); a transient SSH retry would add one or two.
+    assert!(
+        commands + sftp <= 29,
+        "{commands} commands and {sftp} SFTP sessions"
+    );
     let healed = after.iter().find(|v| v.id == storage.id).unwrap();
     let new_server = healed.server_id.clone().unwrap();
     assert_ne!(
