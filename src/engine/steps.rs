@@ -11,7 +11,7 @@ use backon::Retryable as _;
 
 use super::{Engine, EngineError, now, retries};
 use crate::cloud::{Cloud, CloudError};
-use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target};
+use crate::remote::{HostKeyPolicy, Output, RemoteCommand, RemoteError, Target, UploadFile};
 use crate::store::{OperationRow, StoreError};
 use vnfkeeper_core::ansible::PlaybookRun;
 use vnfkeeper_core::console::FirstContact;
@@ -552,45 +552,56 @@ impl<C: Cloud> Engine<C> {
         Ok(format!("applied: {}", last_line(&apply)))
     }
 
-    /// The step's uploads, then its late files, each after its directory is made.
+    /// The step's uploads, then its late files: first each directory they go to is made (once
+    /// per step), then the files are written (through one SFTP session where the remote can:
+    /// a `pv.register` of several PersistentVolumes uploads its manifests in one).
     async fn upload(&self, step: &Step, host: &Host, target: &Target) -> Result<(), Attempt> {
-        let uploads = step
+        let files: Vec<UploadFile<'_>> = step
             .uploads
             .iter()
-            .map(|u| (u.path.as_str(), u.bytes.as_slice(), u.mode))
-            .chain(
-                host.late
-                    .iter()
-                    .map(|l| (l.path.as_str(), l.bytes.expose().as_slice(), l.mode)),
-            );
-        for (path, bytes, mode) in uploads {
-            if let Some(dir) = std::path::Path::new(path).parent() {
-                let mkdir = RemoteCommand::new("mkdir")
-                    .arg("-p")
-                    .arg(dir.display().to_string())
-                    .sudo(step.sudo)
-                    .timeout(std::time::Duration::from_secs(30))
-                    .step(step.name());
-                let out = self
-                    .remote
-                    .run(target, &mkdir)
-                    .await
-                    .map_err(Attempt::Remote)?;
-                if out.exit_status != Some(0) {
-                    return Err(self.failed(
-                        &out,
-                        out.exit_status,
-                        host,
-                        "creating the upload directory",
-                    ));
-                }
-            }
-            self.remote
-                .upload(target, path, bytes, mode, step.sudo)
+            .map(|u| UploadFile {
+                path: u.path.as_str(),
+                bytes: u.bytes.as_slice(),
+                mode: u.mode,
+            })
+            .chain(host.late.iter().map(|l| UploadFile {
+                path: l.path.as_str(),
+                bytes: l.bytes.expose().as_slice(),
+                mode: l.mode,
+            }))
+            .collect();
+        let mut made = std::collections::BTreeSet::new();
+        for f in &files {
+            let Some(dir) = std::path::Path::new(f.path)
+                .parent()
+                .filter(|d| made.insert(d.to_path_buf()))
+            else {
+                continue;
+            };
+            let mkdir = RemoteCommand::new("mkdir")
+                .arg("-p")
+                .arg(dir.display().to_string())
+                .sudo(step.sudo)
+                .timeout(std::time::Duration::from_secs(30))
+                .step(step.name());
+            let out = self
+                .remote
+                .run(target, &mkdir)
                 .await
                 .map_err(Attempt::Remote)?;
+            if out.exit_status != Some(0) {
+                return Err(self.failed(
+                    &out,
+                    out.exit_status,
+                    host,
+                    "creating the upload directory",
+                ));
+            }
         }
-        Ok(())
+        self.remote
+            .upload_files(target, &files, step.sudo)
+            .await
+            .map_err(Attempt::Remote)
     }
 
     async fn exec(&self, step: &Step, target: &Target, mode: &str) -> Result<Output, Attempt> {

@@ -527,6 +527,27 @@ impl RemoteError {
 /// Boxed future returned by [`Remote`] methods (keeps the trait usable as `dyn Remote`).
 pub type RemoteFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, RemoteError>> + Send + 'a>>;
 
+/// One file for [`Remote::upload_files`]: its absolute path, content and permission bits.
+#[derive(Clone, Copy)]
+pub struct UploadFile<'a> {
+    /// Absolute path on the host.
+    pub path: &'a str,
+    /// Content (may hold secrets: never logged).
+    pub bytes: &'a [u8],
+    /// Permission bits, e.g. `0o600`.
+    pub mode: u32,
+}
+
+impl std::fmt::Debug for UploadFile<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UploadFile")
+            .field("path", &self.path)
+            .field("bytes", &self.bytes.len())
+            .field("mode", &format_args!("{:o}", self.mode))
+            .finish()
+    }
+}
+
 /// Runs commands on and copies files to remote hosts. Implemented by [`SshRemote`] and
 /// [`fake::FakeRemote`]; use it as `Arc<dyn Remote>`.
 pub trait Remote: Send + Sync {
@@ -561,6 +582,26 @@ pub trait Remote: Send + Sync {
         mode: u32,
         sudo: bool,
     ) -> RemoteFuture<'a, ()>;
+
+    /// Writes each of `files` as [`upload`](Self::upload) does, in order, stopping at the first
+    /// error; an implementation may write them all through one SFTP session (the default uploads
+    /// them one by one).
+    ///
+    /// # Errors
+    /// Those of [`upload`](Self::upload), for the first file that failed.
+    fn upload_files<'a>(
+        &'a self,
+        target: &'a Target,
+        files: &'a [UploadFile<'a>],
+        sudo: bool,
+    ) -> RemoteFuture<'a, ()> {
+        Box::pin(async move {
+            for f in files {
+                self.upload(target, f.path, f.bytes, f.mode, sudo).await?;
+            }
+            Ok(())
+        })
+    }
 
     /// Drops any pooled session to `address` without using it again: the server behind the
     /// address was replaced (a heal), so an old session must not be reused, nor its host key

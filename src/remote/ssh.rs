@@ -14,7 +14,7 @@ use super::pool::{Lease, SessionPool};
 use super::session::{SshConfig, ssh_error};
 use super::{
     Connected, KILL_AFTER, LineSink, OUTPUT_LIMIT, Output, Remote, RemoteCommand, RemoteError,
-    RemoteFuture, Target, TimeoutSide, key_fingerprint, key_line, tail_masked,
+    RemoteFuture, Target, TimeoutSide, UploadFile, key_fingerprint, key_line, tail_masked,
 };
 
 /// [`Remote`] over SSH with a [`SessionPool`]. One `SshRemote` per operation (or reconcile pass)
@@ -228,6 +228,83 @@ impl SshRemote {
         Ok(())
     }
 
+    /// Writes `bytes` to `staged` (a sibling of `path`) and renames it over `path`; on failure
+    /// the staged file is removed and `path` is unchanged.
+    async fn sftp_put(
+        sftp: &SftpSession,
+        target: &Target,
+        staged: &str,
+        path: &str,
+        bytes: &[u8],
+        mode: u32,
+    ) -> Result<(), RemoteError> {
+        let mut result = Self::sftp_write(sftp, target, staged, bytes, mode).await;
+        if result.is_ok() {
+            // SFTPv3 rename fails when the target exists: try, then remove and retry.
+            if sftp.rename(staged, path).await.is_err() {
+                let _ = sftp.remove_file(path).await;
+                result = sftp
+                    .rename(staged, path)
+                    .await
+                    .map_err(|e| sftp_error(target, "rename", path, e));
+            }
+        }
+        if result.is_err() {
+            let _ = sftp.remove_file(staged).await;
+        }
+        result
+    }
+
+    /// [`Remote::upload_files`]: without sudo (or as root) every file through one SFTP session,
+    /// each written to a sibling and renamed into place as [`Remote::upload`] does; with sudo
+    /// each file as `upload` puts it.
+    async fn do_upload_files(
+        &self,
+        target: &Target,
+        files: &[UploadFile<'_>],
+        sudo: bool,
+    ) -> Result<(), RemoteError> {
+        if (sudo && !target.is_root()) || files.len() < 2 {
+            for f in files {
+                self.do_upload(target, f.path, f.bytes, f.mode, sudo)
+                    .await?;
+            }
+            return Ok(());
+        }
+        let mut staged = Vec::with_capacity(files.len());
+        for f in files {
+            let (dir, name) = split_path(f.path).ok_or_else(|| {
+                RemoteError::invalid(
+                    target,
+                    format!("upload path {:?} is not an absolute file path", f.path),
+                )
+            })?;
+            let nonce = uuid::Uuid::new_v4().simple().to_string();
+            let dir_prefix = if dir == "/" { "" } else { dir };
+            staged.push(format!("{dir_prefix}/.{name}.vnfkeeper-{nonce}"));
+        }
+        let (_lease, sftp) = self.open_sftp(target).await?;
+        let mut result = Ok(());
+        for (f, staged) in files.iter().zip(&staged) {
+            let started = Instant::now();
+            result = Self::sftp_put(&sftp, target, staged, f.path, f.bytes, f.mode).await;
+            if result.is_err() {
+                break;
+            }
+            tracing::info!(
+                host = %target.address,
+                vnfc_id = %target.label,
+                path = f.path,
+                bytes = f.bytes.len(),
+                sudo = false,
+                duration_ms = started.elapsed().as_millis() as u64,
+                "file uploaded"
+            );
+        }
+        let _ = sftp.close().await;
+        result
+    }
+
     async fn do_upload(
         &self,
         target: &Target,
@@ -254,21 +331,15 @@ impl SshRemote {
         };
         {
             let (_lease, sftp) = self.open_sftp(target).await?;
-            let stage_mode = if via_sudo { 0o600 } else { mode };
-            let mut result = Self::sftp_write(&sftp, target, &staged, bytes, stage_mode).await;
-            if result.is_ok() && !via_sudo {
-                // SFTPv3 rename fails when the target exists: try, then remove and retry.
-                if sftp.rename(&staged, path).await.is_err() {
-                    let _ = sftp.remove_file(path).await;
-                    result = sftp
-                        .rename(&staged, path)
-                        .await
-                        .map_err(|e| sftp_error(target, "rename", path, e));
+            let result = if via_sudo {
+                let r = Self::sftp_write(&sftp, target, &staged, bytes, 0o600).await;
+                if r.is_err() {
+                    let _ = sftp.remove_file(&staged).await;
                 }
-            }
-            if result.is_err() {
-                let _ = sftp.remove_file(&staged).await;
-            }
+                r
+            } else {
+                Self::sftp_put(&sftp, target, &staged, path, bytes, mode).await
+            };
             let _ = sftp.close().await;
             result?;
         }
@@ -535,6 +606,15 @@ impl Remote for SshRemote {
         sudo: bool,
     ) -> RemoteFuture<'a, ()> {
         Box::pin(self.do_upload(target, path, bytes, mode, sudo))
+    }
+
+    fn upload_files<'a>(
+        &'a self,
+        target: &'a Target,
+        files: &'a [UploadFile<'a>],
+        sudo: bool,
+    ) -> RemoteFuture<'a, ()> {
+        Box::pin(self.do_upload_files(target, files, sudo))
     }
 }
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use vnfkeeper::remote::{
     Auth, HostKeyPolicy, Output, Remote, RemoteCommand, RemoteError, SshConfig, SshRemote, Target,
-    TimeoutSide, fingerprint, same_key,
+    TimeoutSide, UploadFile, fingerprint, same_key,
 };
 use vnfkeeper_core::wire::Secret;
 
@@ -637,6 +637,68 @@ async fn upload_round_trip_overwrite_and_errors() {
         .unwrap_err();
     assert!(matches!(err, RemoteError::Sftp { .. }), "{err:?}");
     assert!(!err.is_transient());
+}
+
+/// Several files of one step go through one SFTP session: each written in full with its mode,
+/// renamed into place (an existing file replaced), nothing left behind; an invalid path among
+/// them is refused before any is written.
+#[tokio::test]
+#[ignore = "needs root (starts sshd)"]
+async fn upload_files_share_one_sftp_session() {
+    let sshd = Sshd::start();
+    let r = remote();
+    let t = sshd.root();
+    let dir = sshd.path("many");
+    std::fs::create_dir(&dir).unwrap();
+    let paths: Vec<String> = (1..=3)
+        .map(|n| format!("{}/nfs-pv{n}.yaml", dir.display()))
+        .collect();
+    std::fs::write(&paths[1], b"old content").unwrap();
+    let data: Vec<Vec<u8>> = (1..=3u8).map(|n| vec![n; 70_000]).collect();
+    let files: Vec<UploadFile<'_>> = paths
+        .iter()
+        .zip(&data)
+        .zip([0o600, 0o640, 0o644])
+        .map(|((path, bytes), mode)| UploadFile { path, bytes, mode })
+        .collect();
+    let subsystems = || {
+        sshd.log()
+            .matches("Starting session: subsystem 'sftp'")
+            .count()
+    };
+    let before = subsystems();
+    r.upload_files(&t, &files, false).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(subsystems() - before, 1, "{}", sshd.log());
+    for f in &files {
+        assert_eq!(std::fs::read(f.path).unwrap(), f.bytes);
+        assert_eq!(
+            stat_remote(&r, &t, f.path).await,
+            format!("{:o} root", f.mode)
+        );
+    }
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["nfs-pv1.yaml", "nfs-pv2.yaml", "nfs-pv3.yaml"]);
+
+    let bad = [
+        UploadFile {
+            path: &paths[0],
+            bytes: b"new",
+            mode: 0o600,
+        },
+        UploadFile {
+            path: "relative/x",
+            bytes: b"",
+            mode: 0o600,
+        },
+    ];
+    let err = r.upload_files(&t, &bad, false).await.unwrap_err();
+    assert_eq!(err.kind(), "invalid_command");
+    assert_eq!(std::fs::read(&paths[0]).unwrap(), data[0]);
 }
 
 #[tokio::test]

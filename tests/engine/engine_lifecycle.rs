@@ -71,6 +71,24 @@ fn servers(v: &[VnfcRow]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// SSH sessions the hosts of `rows` served so far, each server once (its log spans rebuilds of
+/// its host): (commands, SFTP subsystems).
+async fn sessions(bed: &Bed, rows: &[VnfcRow]) -> (usize, usize) {
+    let ids: std::collections::BTreeSet<&str> =
+        rows.iter().filter_map(|v| v.server_id.as_deref()).collect();
+    let (mut commands, mut sftp) = (0, 0);
+    for id in ids {
+        for line in bed.farm.command_log(id).await.unwrap() {
+            if line == "[sftp subsystem]" {
+                sftp += 1;
+            } else {
+                commands += 1;
+            }
+        }
+    }
+    (commands, sftp)
+}
+
 fn stack_id(bed: &Bed, vnf: &str) -> String {
     bed.db
         .with(|s| s.reader().instances())
@@ -334,10 +352,29 @@ async fn storage_heal_refused_while_a_pv_is_bound_then_keeps_the_data_and_a_work
         .unwrap();
     let retry = json!({"operation": "RETRY", "vnfLcmOpOccId": op, "requestId": "retry-heal"});
     bed.submit(&serde_json::to_vec(&retry).unwrap());
+    let sessions_before = sessions(&bed, &before).await;
+    let started = std::time::Instant::now();
     let state = bed.engine.run(&op).await.unwrap();
+    let wall = started.elapsed();
     bed.print_journal(&op);
     assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
     let after = vnfcs(&bed, vnf.as_str());
+    // The comparison with Tacker's own driver (README "Performance"): SSH sessions on every
+    // host, each a command or an SFTP subsystem, as the hosts' sshd logged them.
+    let all: Vec<VnfcRow> = before.iter().chain(after.iter()).cloned().collect();
+    let (commands, sftp) = sessions(&bed, &all).await;
+    let (commands, sftp) = (commands - sessions_before.0, sftp - sessions_before.1);
+    println!(
+        "storage-server heal: {:.2} s, {} SSH sessions ({commands} commands, {sftp} SFTP)",
+        wall.as_secs_f64(),
+        commands + sftp
+    );
+    // Tacker's own driver takes 29 sessions for this heal on the same testbed (README
+    // "Performance"); a transient SSH retry would add one or two.
+    assert!(
+        commands + sftp <= 29,
+        "{commands} commands and {sftp} SFTP sessions"
+    );
     let healed = after.iter().find(|v| v.id == storage.id).unwrap();
     let new_server = healed.server_id.clone().unwrap();
     assert_ne!(
@@ -775,4 +812,174 @@ async fn a_master_of_three_is_healed_through_etcd_and_unsafe_heals_are_refused()
     }
     let (nodes, _) = kube(&bed, &vnf);
     assert_eq!(nodes.len(), 6, "{nodes:?}");
+}
+
+/// A storage-server heal planned by the previous version — one `pv.unregister@<name>` stage per
+/// PersistentVolume, each in a wave of its own — and stopped after its first PV was deleted
+/// resumes with this version as stored: the DONE stage is not run again, the other two old
+/// stages run with the arguments they were stored with, and the stages expanded now (one
+/// `pv.register` and one `pv.available` over all PVs) register all three again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn a_storage_heal_planned_with_one_stage_per_pv_resumes_midway() {
+    let bed = Bed::new("vkop", 141, fast_limits()).await;
+    let vnf = instantiate(&bed).await;
+    let before = vnfcs(&bed, vnf.as_str());
+    let storage = of_vdu(&before, "storage_server")[0].clone();
+    let master = of_vdu(&before, "masterNode")[0].clone();
+    let stack = stack_id(&bed, vnf.as_str());
+    // Refused while a PV is Bound: the plan is stored, only its first check ran.
+    bed.tb
+        .cloud()
+        .inject_bind_pv(&stack, "nfs-pv2", None)
+        .await
+        .unwrap();
+    let (op, state) = run(&bed, &heal_of(&[storage.id.as_str()], "heal-old-plan")).await;
+    assert_eq!(state, OperationState::FailedTemp);
+
+    // The stored plan as the previous version wrote it: this version's one stage over all PVs
+    // split into one stage per PV (keyed by the PV, in waves of their own).
+    let text = bed
+        .db
+        .with(|s| s.reader().operation_plan(&op))
+        .unwrap()
+        .unwrap();
+    let mut plan: Value = serde_json::from_str(&text).unwrap();
+    let stages = plan["stages"].as_array().unwrap().clone();
+    let at = stages
+        .iter()
+        .position(|s| s["key"].as_str().unwrap().starts_with("pv.unregister@"))
+        .unwrap();
+    let new = stages[at].clone();
+    let args: Vec<String> =
+        serde_json::from_value(new["action"]["remote"]["step"]["args"].clone()).unwrap();
+    let (wait, names) = args.split_last().unwrap();
+    assert_eq!(names, ["nfs-pv1", "nfs-pv2", "nfs-pv3"]);
+    let wave = new["wave"].as_u64().unwrap();
+    let mut old = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let mut s = new.clone();
+        s["key"] = format!("pv.unregister@{name}").into();
+        s["wave"] = (wave + i as u64).into();
+        s["action"]["remote"]["step"]["args"] = json!([name, wait]);
+        old.push(s);
+    }
+    let mut rewritten: Vec<Value> = stages[..at].to_vec();
+    rewritten.extend(old);
+    for s in &stages[at + 1..] {
+        let mut s = s.clone();
+        s["wave"] = (s["wave"].as_u64().unwrap() + 2).into();
+        rewritten.push(s);
+    }
+    let total = rewritten.len() as i64;
+    plan["stages"] = Value::Array(rewritten);
+    // The previous version had run the first PV's stage: nfs-pv1 is gone and journaled DONE.
+    let out = bed
+        .farm
+        .exec(
+            master.server_id.as_deref().unwrap(),
+            "kubectl delete pv nfs-pv1",
+        )
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let key = vnfkeeper_core::model::StageKey::from("pv.unregister@nfs-pv1");
+    const BY_THE_PREVIOUS_VERSION: &str = "applied: deleted PersistentVolume nfs-pv1";
+    bed.db
+        .write(|tx| {
+            tx.replace_operation_plan(&op, &plan.to_string())?;
+            tx.set_steps_total(&op, total)?;
+            let t = vnfkeeper_core::model::Timestamp(chrono::Utc::now());
+            tx.journal_start(
+                &op,
+                &key,
+                at as i64 + 1,
+                "pv.unregister",
+                master.id.as_str(),
+                t,
+            )?;
+            tx.journal_finish(
+                &op,
+                &key,
+                vnfkeeper_core::model::StepState::Done,
+                Some(0),
+                BY_THE_PREVIOUS_VERSION,
+                t,
+            )
+        })
+        .unwrap();
+
+    bed.tb
+        .cloud()
+        .inject_unbind_pv(&stack, "nfs-pv2", false)
+        .await
+        .unwrap();
+    let deletes_before = kubectl_log(&bed, vnf.as_str())
+        .iter()
+        .filter(|l| l.contains(" delete pv "))
+        .count();
+    let retry = json!({"operation": "RETRY", "vnfLcmOpOccId": op, "requestId": "retry-old-plan"});
+    bed.submit(&serde_json::to_vec(&retry).unwrap());
+    let state = bed.engine.run(&op).await.unwrap();
+    bed.print_journal(&op);
+    assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
+
+    let journal = bed.journal(&op);
+    let row = |k: &str| journal.iter().find(|j| j.stage_key.as_str() == k);
+    let first = row("pv.unregister@nfs-pv1").unwrap();
+    assert_eq!(
+        (first.attempts, first.detail.as_deref()),
+        (1, Some(BY_THE_PREVIOUS_VERSION)),
+        "the stage DONE before is not run again"
+    );
+    for name in ["nfs-pv2", "nfs-pv3"] {
+        let r = row(&format!("pv.unregister@{name}")).unwrap();
+        assert_eq!(r.state, vnfkeeper_core::model::StepState::Done);
+        assert_eq!(
+            r.detail.as_deref(),
+            Some(format!("applied: deleted PersistentVolume(s) {name}").as_str())
+        );
+    }
+    let deletes: Vec<String> = kubectl_log(&bed, vnf.as_str())
+        .into_iter()
+        .filter(|l| l.contains(" delete pv "))
+        .skip(deletes_before)
+        .collect();
+    assert_eq!(deletes.len(), 2, "{deletes:#?}");
+    assert!(
+        !deletes.iter().any(|l| l.contains("nfs-pv1")),
+        "{deletes:#?}"
+    );
+    // The stored stages kept their keys; the expansion added this version's stages.
+    let stored: Value = serde_json::from_str(
+        &bed.db
+            .with(|s| s.reader().operation_plan(&op))
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    let keys: Vec<&str> = stored["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["key"].as_str().unwrap())
+        .collect();
+    for name in ["nfs-pv1", "nfs-pv2", "nfs-pv3"] {
+        assert!(
+            keys.contains(&format!("pv.unregister@{name}").as_str()),
+            "{keys:?}"
+        );
+    }
+    let master_key = |step: &str| format!("{step}@{}", master.id);
+    assert!(
+        keys.contains(&master_key("pv.register").as_str()),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&master_key("pv.available").as_str()),
+        "{keys:?}"
+    );
+    let (_, pvs) = kube(&bed, vnf.as_str());
+    assert_eq!(pvs.len(), 3, "{pvs:?}");
+    assert!(pvs.values().all(|p| p == "Available"), "{pvs:?}");
 }

@@ -8,6 +8,7 @@ mod engine_ansible_events;
 mod engine_change_ext_conn;
 mod engine_crash;
 mod engine_floating_ip;
+mod engine_heal_crash;
 mod engine_host_keys;
 mod engine_individual_vnfc;
 mod engine_instantiate;

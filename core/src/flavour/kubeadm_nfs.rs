@@ -587,8 +587,10 @@ impl KubeadmNfs {
             .map_err(|err| FlavourError::new("pv.register", err.to_string()))
     }
 
-    /// Every PersistentVolume registered on `master`: apply, then wait for Available, one wave
-    /// each.
+    /// Every PersistentVolume registered on `master`: one stage applies them all, the next waits
+    /// until all are Available, each in a wave of its own and keyed by the master
+    /// (`pv.register@<master>`, `pv.available@<master>`). A plan of an earlier version holds one
+    /// stage per PersistentVolume (`pv.register@<name>`) instead; it resumes as stored.
     fn pv_stages(
         &self,
         vnfcs: &[VnfcRow],
@@ -596,12 +598,14 @@ impl KubeadmNfs {
         wait: Duration,
         list: &mut StageList,
     ) -> Result<(), FlavourError> {
+        let pvs = self.pv_manifests(vnfcs)?;
+        if pvs.is_empty() {
+            return Ok(());
+        }
         let dir = format!("/tmp/vnfkeeper-{}", self.inputs.vnf_instance_id);
-        for pv in self.pv_manifests(vnfcs)? {
-            let server = pv.server.clone();
-            for step in recipes::pv::register(master.row.id.as_str(), &dir, &pv, &server, wait) {
-                list.wave(|w| vec![Stage::remote(w, &pv.name, Role::Master, step)]);
-            }
+        let host = master.row.id.as_str();
+        for step in recipes::pv::register(host, &dir, &pvs, wait) {
+            list.wave(|w| vec![Stage::remote(w, host, Role::Master, step)]);
         }
         Ok(())
     }
@@ -1009,10 +1013,11 @@ impl MgmtDriver for KubeadmNfs {
                         check,
                     )]
                 });
-                for name in &names {
-                    let step = recipes::pv::unregister(master.row.id.as_str(), name, c.pv_wait);
-                    list.wave(|w| vec![Stage::remote(w, name, Role::Master, step)]);
-                }
+                // One stage over all of them, keyed by the master (an earlier version's plan has
+                // one `pv.unregister@<name>` per PersistentVolume; it resumes as stored).
+                let host = master.row.id.as_str();
+                let step = recipes::pv::unregister(host, &names, c.pv_wait);
+                list.wave(|w| vec![Stage::remote(w, host, Role::Master, step)]);
             }
         }
         // 2. Nodes out of the cluster while a master survives to do it.
@@ -1299,9 +1304,13 @@ impl KubeadmNfs {
             let Ok(pv) = self.manifest(&p.pv_manifest_file_path, server) else {
                 continue;
             };
-            let mut step: Step =
-                recipes::pv::register(master.id.as_str(), &dir, &pv, server, Duration::ZERO)
-                    .remove(0);
+            let mut step: Step = recipes::pv::register(
+                master.id.as_str(),
+                &dir,
+                std::slice::from_ref(&pv),
+                Duration::ZERO,
+            )
+            .remove(0);
             step.host = storage_vnfc
                 .clone()
                 .unwrap_or_else(|| master.id.clone())

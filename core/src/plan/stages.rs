@@ -3,7 +3,8 @@
 //! operation's `plan` before anything acts on them, and replayed by resume and RETRY.
 //!
 //! A stage has a stable key (`heat.create`, `k8s.install@<vnfcInstanceId>`,
-//! `storage.filesystem@<volumeId>`, `pv.register@<PersistentVolume>`): the step journal is keyed
+//! `storage.filesystem@<volumeId>`, `pv.register@<vnfcInstanceId>` of the master that registers
+//! every PersistentVolume; an earlier version's plans hold `pv.register@<PersistentVolume>`): the step journal is keyed
 //! by it, so which stages a resumed operation skips depends only on the stored list and the
 //! journal, never on a package or VNFC row that changed in between. Stages with the same `wave`
 //! run concurrently (bounded fan-out over hosts); waves run in order. An [`Action::Expand`] stands

@@ -90,33 +90,45 @@ pub fn with_nfs_server(file: &str, text: &str, server: &str) -> Result<PvManifes
     })
 }
 
-/// On a master: upload the manifest under `dir`, apply it unless the PV already points at
-/// `server:path`, then wait up to `wait` for phase Available (or Bound).
-pub fn register(host: &str, dir: &str, pv: &PvManifest, server: &str, wait: Duration) -> Vec<Step> {
-    let manifest = format!("{dir}/{}.yaml", pv.name);
+/// On a master: every manifest of `pvs` uploaded under `dir` (`<dir>/<name>.yaml`) and applied
+/// unless its PV already points at its `server:path` (one `pv.register` step over all of them),
+/// then all waited for up to `wait` in all until phase Available or Bound (one `pv.available`
+/// step). One step per action, each checking every PersistentVolume before it applies to any,
+/// so that registering N PVs takes a fixed number of SSH sessions instead of N times as many.
+/// The scripts also take the one-PersistentVolume arguments a plan of an earlier version stored.
+pub fn register(host: &str, dir: &str, pvs: &[PvManifest], wait: Duration) -> Vec<Step> {
+    let mut args = Vec::with_capacity(pvs.len() * 4);
+    let mut uploads = Vec::with_capacity(pvs.len());
+    for pv in pvs {
+        let manifest = format!("{dir}/{}.yaml", pv.name);
+        args.extend([
+            pv.name.clone(),
+            manifest.clone(),
+            pv.server.clone(),
+            pv.path.clone(),
+        ]);
+        uploads.push(Upload {
+            path: manifest,
+            bytes: pv.yaml.clone().into_bytes(),
+            mode: 0o600,
+        });
+    }
+    let mut available: Vec<String> = pvs.iter().map(|pv| pv.name.clone()).collect();
+    available.push(wait.as_secs().to_string());
     vec![
         Step {
             kind: StepKind::PvRegister,
             host: host.into(),
-            args: vec![
-                pv.name.clone(),
-                manifest.clone(),
-                server.into(),
-                pv.path.clone(),
-            ],
+            args,
             late: Vec::new(),
-            uploads: vec![Upload {
-                path: manifest,
-                bytes: pv.yaml.clone().into_bytes(),
-                mode: 0o600,
-            }],
+            uploads,
             sudo: false,
             timeout: Duration::from_secs(120),
         },
         Step {
             kind: StepKind::PvAvailable,
             host: host.into(),
-            args: vec![pv.name.clone(), wait.as_secs().to_string()],
+            args: available,
             late: Vec::new(),
             uploads: Vec::new(),
             sudo: false,
@@ -142,13 +154,16 @@ pub fn not_bound(host: &str, names: &[String]) -> Step {
     }
 }
 
-/// On a master: the PersistentVolume `name` is deleted (never when Bound: refuses), waiting up
-/// to `wait` for it to disappear.
-pub fn unregister(host: &str, name: &str, wait: Duration) -> Step {
+/// On a master: none of the PersistentVolumes `names` exists — each one that does is deleted
+/// (never when any of them is Bound: the step refuses before deleting one), then all are waited
+/// for up to `wait` in all. One step over all of them (see [`register`]).
+pub fn unregister(host: &str, names: &[String], wait: Duration) -> Step {
+    let mut args = names.to_vec();
+    args.push(wait.as_secs().to_string());
     Step {
         kind: StepKind::PvUnregister,
         host: host.into(),
-        args: vec![name.into(), wait.as_secs().to_string()],
+        args,
         late: Vec::new(),
         uploads: Vec::new(),
         sudo: false,

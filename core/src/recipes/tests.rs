@@ -318,14 +318,13 @@ fn every_step_round_trips_through_a_stored_plan() {
     steps.extend(pv::register(
         "m1",
         "/tmp/x",
-        &manifest,
-        "10.0.0.5",
+        std::slice::from_ref(&manifest),
         std::time::Duration::from_secs(30),
     ));
     steps.push(pv::not_bound("m1", &["pv1".into()]));
     steps.push(pv::unregister(
         "m1",
-        "pv1",
+        &["pv1".into()],
         std::time::Duration::from_secs(30),
     ));
     steps.extend(crate::flavour::kubespray::tests::sample_steps());
@@ -891,4 +890,199 @@ fn haproxy_backends_follow_the_masters_and_reload_once() {
         assert!(out.contains("haproxy -c refused"), "{out}");
         assert_eq!(fs::read_to_string(&cfg).unwrap(), bad);
     }
+}
+
+/// A fake `kubectl` keeping PersistentVolumes as files under `state` (`<name>.phase`,
+/// `<name>.nfs` holding "server path"), logging `apply` and `delete` calls (one line per object,
+/// also when one call names several). `get pv -o
+/// jsonpath=…` lists "name phase" or "name server path" (by what the template asks; it fails
+/// while `state/down` exists); `apply -f FILE [-f FILE]…` reads the name, server and path lines
+/// of each manifest as `pv::with_nfs_server` writes it.
+fn fake_kubectl(bin: &Path, state: &Path) {
+    fs::create_dir_all(state).unwrap();
+    script(
+        bin,
+        "kubectl",
+        &format!(
+            r#"S={s}
+case "$1 $2 $3" in
+"get pv -o")
+    [ -e "$S/down" ] && {{ echo "The connection to the server was refused" >&2; exit 1; }}
+    for f in "$S"/*.phase; do
+        [ -e "$f" ] || continue
+        n=$(basename "$f" .phase)
+        case $4 in
+        *phase*) echo "$n $(cat "$f")" ;;
+        *nfs*) echo "$n $(cat "$S/$n.nfs")" ;;
+        *) echo "$n " ;;
+        esac
+    done ;;
+"delete pv "*)
+    shift 2
+    for n in "$@"; do
+        case $n in --*) ;; *) echo "delete $n" >> "$S/log"; rm -f "$S/$n.phase" "$S/$n.nfs" ;; esac
+    done ;;
+"apply -f "*)
+    shift
+    while [ $# -ge 2 ] && [ "$1" = -f ]; do
+        name=$(sed -n 's/^  name: //p' "$2"); server=$(sed -n 's/^    server: //p' "$2")
+        path=$(sed -n 's/^    path: //p' "$2")
+        echo "apply $name" >> "$S/log"; echo Available > "$S/$name.phase"
+        echo "$server $path" > "$S/$name.nfs"; echo "persistentvolume/$name created"
+        shift 2
+    done ;;
+*) echo "unexpected kubectl $*" >&2; exit 2 ;;
+esac"#,
+            s = state.display()
+        ),
+    );
+}
+
+fn kubectl_calls(state: &Path) -> Vec<String> {
+    fs::read_to_string(state.join("log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One `pv.register`, `pv.available` and `pv.unregister` step over every PersistentVolume:
+/// each checks all before it changes any, applies only what differs, refuses to delete any
+/// while one is Bound; the one-PersistentVolume arguments a plan of the previous version
+/// stored (one stage per PV) still run.
+#[test]
+fn pv_steps_over_several_volumes_apply_only_what_differs_and_take_the_old_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    fs::create_dir(&bin).unwrap();
+    let state = dir.path().join("kube");
+    fake_kubectl(&bin, &state);
+    let text = |n: u32| {
+        format!(
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: nfs-pv{n}\nspec:\n  \
+             capacity: {{storage: 1Gi}}\n  nfs:\n    path: /volume/nfs/pv{n}\n    server: 0.0.0.0\n"
+        )
+    };
+    let pvs: Vec<pv::PvManifest> = (1..=3)
+        .map(|n| pv::with_nfs_server("f", &text(n), "10.0.0.5").unwrap())
+        .collect();
+    let manifests = dir.path().join("manifests");
+    let wait = std::time::Duration::from_secs(2);
+    let steps = pv::register("m1", &manifests.display().to_string(), &pvs, wait);
+    let [register, available] = <[Step; 2]>::try_from(steps).unwrap();
+    assert_eq!(register.kind, StepKind::PvRegister);
+    assert_eq!(register.uploads.len(), 3);
+    fs::create_dir(&manifests).unwrap();
+    for u in &register.uploads {
+        fs::write(&u.path, &u.bytes).unwrap();
+    }
+
+    let (code, out) = run(&register, "check", &bin);
+    assert_eq!(code, 10, "{out}");
+    assert!(out.contains("to apply: nfs-pv1 nfs-pv2 nfs-pv3"), "{out}");
+    let (code, out) = run(&register, "apply", &bin);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        kubectl_calls(&state),
+        ["apply nfs-pv1", "apply nfs-pv2", "apply nfs-pv3"]
+    );
+    let (code, out) = run(&register, "check", &bin);
+    assert_eq!(code, 0, "{out}");
+    // One PV pointing elsewhere: only it is applied again.
+    fs::write(state.join("nfs-pv2.nfs"), "10.9.9.9 /volume/nfs/pv2\n").unwrap();
+    let (code, out) = run(&register, "check", &bin);
+    assert_eq!(code, 10, "{out}");
+    assert!(
+        out.contains("nfs-pv2 missing or pointing elsewhere (10.9.9.9"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("needed: PersistentVolume(s) to apply: nfs-pv2\n"),
+        "{out}"
+    );
+    assert_eq!(run(&register, "apply", &bin).0, 0);
+    assert_eq!(kubectl_calls(&state).len(), 4);
+    assert_eq!(kubectl_calls(&state)[3], "apply nfs-pv2");
+
+    // pv.available: every PV Available or Bound; a Failed one fails the step, naming it.
+    assert_eq!(available.args, ["nfs-pv1", "nfs-pv2", "nfs-pv3", "2"]);
+    fs::write(state.join("nfs-pv1.phase"), "Bound\n").unwrap();
+    assert_eq!(run(&available, "check", &bin).0, 0);
+    fs::write(state.join("nfs-pv3.phase"), "Failed\n").unwrap();
+    let (code, out) = run(&available, "check", &bin);
+    assert_eq!(code, 10, "{out}");
+    let (code, out) = run(&available, "apply", &bin);
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("Failed: nfs-pv3"), "{out}");
+    fs::write(state.join("nfs-pv3.phase"), "Available\n").unwrap();
+
+    // pv.unregister: one Bound PV refuses the whole step before anything is deleted.
+    let names: Vec<String> = pvs.iter().map(|p| p.name.clone()).collect();
+    let unregister = pv::unregister("m1", &names, wait);
+    let (code, out) = run(&unregister, "check", &bin);
+    assert_eq!(code, 11, "{out}");
+    assert!(out.contains("Bound (in use): nfs-pv1"), "{out}");
+    let (code, out) = run(&pv::not_bound("m1", &names), "check", &bin);
+    assert_eq!(code, 11, "{out}");
+    assert!(out.contains("(Bound): nfs-pv1;"), "{out}");
+    assert_eq!(run(&unregister, "apply", &bin).0, 11);
+    assert!(
+        !kubectl_calls(&state)
+            .iter()
+            .any(|c| c.starts_with("delete"))
+    );
+    fs::write(state.join("nfs-pv1.phase"), "Available\n").unwrap();
+    fs::remove_file(state.join("nfs-pv3.phase")).unwrap();
+    let (code, out) = run(&unregister, "check", &bin);
+    assert_eq!(code, 10, "{out}");
+    let (code, out) = run(&unregister, "apply", &bin);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.ends_with("deleted PersistentVolume(s) nfs-pv1 nfs-pv2\n"),
+        "{out}"
+    );
+    let (code, out) = run(&unregister, "check", &bin);
+    assert_eq!(code, 0, "{out}");
+
+    // The arguments of the previous version's one-PV stages, as its plans stored them.
+    let old = |kind: StepKind, args: &[&str]| Step {
+        kind,
+        host: "m1".into(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        late: Vec::new(),
+        uploads: Vec::new(),
+        sudo: false,
+        timeout: wait,
+    };
+    let manifest = register.args[1].clone();
+    let old_register = old(
+        StepKind::PvRegister,
+        &["nfs-pv1", &manifest, "10.0.0.5", "/volume/nfs/pv1"],
+    );
+    assert_eq!(run(&old_register, "check", &bin).0, 10);
+    assert_eq!(run(&old_register, "apply", &bin).0, 0);
+    assert_eq!(run(&old_register, "check", &bin).0, 0);
+    assert!(
+        !state.join("nfs-pv2.phase").exists(),
+        "only nfs-pv1 applied"
+    );
+    let old_available = old(StepKind::PvAvailable, &["nfs-pv1", "2"]);
+    assert_eq!(run(&old_available, "check", &bin).0, 0);
+    let old_unregister = old(StepKind::PvUnregister, &["nfs-pv1", "2"]);
+    assert_eq!(run(&old_unregister, "check", &bin).0, 10);
+    assert_eq!(run(&old_unregister, "apply", &bin).0, 0);
+    assert_eq!(run(&old_unregister, "check", &bin).0, 0);
+    assert!(!state.join("nfs-pv1.phase").exists());
+    // A failing kubectl fails the steps: never read as "no PersistentVolume" or "not Bound".
+    fs::write(state.join("down"), "").unwrap();
+    assert_eq!(run(&unregister, "check", &bin).0, 3);
+    assert_eq!(run(&pv::not_bound("m1", &names), "check", &bin).0, 3);
+    assert_eq!(run(&register, "check", &bin).0, 3);
+    fs::remove_file(state.join("down")).unwrap();
+    // Arguments that are not whole quadruples are refused before kubectl is asked.
+    let calls = kubectl_calls(&state).len();
+    let short = old(StepKind::PvRegister, &["nfs-pv1", &manifest, "10.0.0.5"]);
+    let (code, out) = run(&short, "apply", &bin);
+    assert_eq!(code, 3, "{out}");
+    assert_eq!(kubectl_calls(&state).len(), calls);
 }

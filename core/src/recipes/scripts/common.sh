@@ -46,3 +46,17 @@ replace_file() {
 rf_attrs() {
     if [ -e "$1" ]; then chown --reference="$1" "$2" && chmod --reference="$1" "$2"; else chmod 0644 "$2"; fi
 }
+# pv_table FIELDS — one line per PersistentVolume of the cluster, from one `kubectl get pv`: its
+# name, a space, then FIELDS (a jsonpath template such as `{.status.phase}`). A failing kubectl
+# fails the step (never read as "no PersistentVolume").
+# shellcheck disable=SC2317 # a shared helper; not every step script calls it
+pv_table() {
+    kubectl get pv -o "jsonpath={range .items[*]}{.metadata.name} $1{\"\\n\"}{end}" ||
+        fail "kubectl get pv failed"
+}
+# pv_field TABLE NAME — the fields of PersistentVolume NAME in TABLE (from pv_table), empty when
+# it is not listed; pv_listed TABLE NAME — whether TABLE lists it.
+# shellcheck disable=SC2317 # a shared helper; not every step script calls it
+pv_field() { printf '%s\n' "$1" | awk -v n="$2" '$1 == n { sub(/^[^ ]* ?/, ""); print; exit }'; }
+# shellcheck disable=SC2317 # a shared helper; not every step script calls it
+pv_listed() { printf '%s\n' "$1" | awk -v n="$2" '$1 == n { f = 1 } END { exit !f }'; }

@@ -1,14 +1,36 @@
-# pv.unregister NAME WAIT_SECS — the PersistentVolume NAME does not exist (deleted unless Bound;
-# a Bound PV is never deleted: refuses with exit 11).
-name=$1; limit=$2
-p=$(kubectl get pv "$name" -o jsonpath='{.status.phase}' 2>/dev/null || true)
-[ -z "$p" ] && done_ "PersistentVolume $name does not exist"
-[ "$p" = Bound ] && refuse "PersistentVolume $name is Bound (in use); not deleting it"
-needed "PersistentVolume $name exists ($p)"
-kubectl delete pv "$name" --wait=false >/dev/null
+# pv.unregister NAME... WAIT_SECS — none of the PersistentVolumes NAME... exists: the ones that do
+# are deleted, then waited for, up to WAIT_SECS in all. A Bound PV is never deleted: the step
+# refuses (exit 11) before deleting any. One NAME is the form a plan of an earlier version stored
+# (one stage per PersistentVolume).
+# The last argument is WAIT_SECS; the NAMEs stay the positional parameters.
+limit=; n=$#
+for a in "$@"; do
+    if [ "$n" -eq 1 ]; then limit=$a; else set -- "$@" "$a"; fi
+    shift; n=$((n - 1))
+done
+[ $# -ge 1 ] || fail "pv.unregister: no PersistentVolume named"
+table=$(pv_table '{.status.phase}')
+present=; bound=
+for name in "$@"; do
+    pv_listed "$table" "$name" || continue
+    [ "$(pv_field "$table" "$name")" = Bound ] && bound="$bound $name"
+    present="$present $name"
+done
+[ -z "$bound" ] || refuse "PersistentVolume(s) Bound (in use):$bound; not deleting any"
+[ -z "$present" ] && done_ "PersistentVolume(s) $* do not exist"
+needed "PersistentVolume(s) exist:$present"
+# NAMEs are DNS-1123 subdomains (checked when the plan was made): split on spaces as words.
+# shellcheck disable=SC2086
+kubectl delete pv $present --wait=false >/dev/null
 waited=0
-while kubectl get pv "$name" >/dev/null 2>&1; do
-    [ "$waited" -ge "$limit" ] && fail "PersistentVolume $name still exists after ${limit}s"
+while :; do
+    table=$(pv_table '')
+    left=
+    for name in $present; do
+        if pv_listed "$table" "$name"; then left="$left $name"; fi
+    done
+    [ -z "$left" ] && break
+    [ "$waited" -ge "$limit" ] && fail "PersistentVolume(s) still exist after ${limit}s:$left"
     sleep 1; waited=$((waited + 1))
 done
-echo "deleted PersistentVolume $name"
+echo "deleted PersistentVolume(s)$present"
