@@ -1,6 +1,6 @@
 //! Neutron (Networking API v2.0): ports (create, show, update of `name` and
-//! `allowed_address_pairs`, delete), networks and subnets (read-only), floating IPs (list and
-//! show; made and removed by Heat's `OS::Neutron::FloatingIP`), with Neutron's filters and
+//! `allowed_address_pairs`, delete), networks and subnets (read-only), floating IPs (list,
+//! show, create and delete, as Heat's `OS::Neutron::FloatingIP` calls them), with Neutron's filters and
 //! `limit`/`marker` pagination (`ports_links`, `networks_links`). Port writes are what a real
 //! Heat's `OS::Neutron::Port` calls; the simulated Heat creates its ports in-process.
 //!
@@ -36,8 +36,14 @@ pub(crate) fn routes() -> Router<Arc<Cloud>> {
             &format!("{p}/ports/{{id}}"),
             get(port_show).put(port_update).delete(port_delete),
         )
-        .route(&format!("{p}/floatingips"), get(floating_ips))
-        .route(&format!("{p}/floatingips/{{id}}"), get(floating_ip_show))
+        .route(
+            &format!("{p}/floatingips"),
+            get(floating_ips).post(floating_ip_create),
+        )
+        .route(
+            &format!("{p}/floatingips/{{id}}"),
+            get(floating_ip_show).delete(floating_ip_delete),
+        )
         .route(&format!("{p}/networks"), get(networks))
         .route(&format!("{p}/networks/{{id}}"), get(network_show))
         .route(&format!("{p}/subnets"), get(subnets))
@@ -203,6 +209,81 @@ async fn floating_ips(
             .collect()
     };
     list_response(&c, &q, items, "floatingips")
+}
+
+/// `POST /v2.0/floatingips` (Networking API v2.0 "Create floating IP"): `floating_network_id`
+/// (required, a known network) and `port_id` (optional, a known port); 201 with the floating
+/// IP.
+async fn floating_ip_create(
+    State(c): State<Arc<Cloud>>,
+    axum::Json(body): axum::Json<Value>,
+) -> ApiResult {
+    let f = &body["floatingip"];
+    let net = f["floating_network_id"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            neutron_err(
+                400,
+                "BadRequest",
+                "Failed to parse request. Required attribute 'floating_network_id' not specified",
+            )
+        })?;
+    if !c.lock().networks.contains_key(net) {
+        return Err(neutron_err(
+            404,
+            "ExternalNetworkNotFound",
+            format!("Network {net} could not be found."),
+        ));
+    }
+    let port = match &f["port_id"] {
+        Value::Null => None,
+        Value::String(p) => Some(p.as_str()),
+        _ => {
+            return Err(neutron_err(
+                400,
+                "InvalidInput",
+                "Invalid input for port_id: not a string",
+            ));
+        }
+    };
+    if let Some(p) = port
+        && !c.lock().ports.contains_key(p)
+    {
+        return Err(port_not_found(p));
+    }
+    let id = c
+        .floating_ip_create(net, port)
+        .await
+        .map_err(|e| neutron_err(409, "IpAddressGenerationFailure", e))?;
+    let inner = c.lock();
+    let rec = inner.floating_ips.get(&id).ok_or_else(|| {
+        neutron_err(
+            404,
+            "FloatingIPNotFound",
+            format!("Floating IP {id} could not be found"),
+        )
+    })?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({"floatingip": floating_ip_json(&c, rec)})),
+    )
+        .into_response())
+}
+
+/// `DELETE /v2.0/floatingips/{id}`: 204; 404 when there is none.
+async fn floating_ip_delete(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    if !c.lock().floating_ips.contains_key(&id) {
+        return Err(neutron_err(
+            404,
+            "FloatingIPNotFound",
+            format!("Floating IP {id} could not be found"),
+        ));
+    }
+    c.floating_ip_delete(&id)
+        .await
+        .map_err(|e| neutron_err(500, "InternalServerError", e))?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn floating_ip_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
