@@ -676,9 +676,14 @@ impl Testbed {
             ControlPlane::Simulated => {
                 write_atomic(&path, &clouds_yaml(&base, &opts.password))?;
             }
-            ControlPlane::Real(tag) => {
-                let started =
-                    RealControlPlane::start(&opts.state_dir.join("openstack"), tag, &base).await;
+            ControlPlane::Real(tag) | ControlPlane::RealWithTacker(tag) => {
+                let started = RealControlPlane::start(
+                    &opts.state_dir.join("openstack"),
+                    tag,
+                    &base,
+                    opts.control_plane.with_tacker(),
+                )
+                .await;
                 let plane = match started {
                     Ok(p) => p,
                     Err(e) => {
