@@ -59,7 +59,7 @@ impl Bed {
             .unwrap();
         // A real Heat validates a template synchronously (Glance, Nova and Neutron lookups) on a
         // machine every test binary loads: its calls get longer than the product's default.
-        let real = matches!(control_plane, testbed::cloud::ControlPlane::Real(_));
+        let real = control_plane.real_tag().is_some();
         let api_timeout = if real {
             Duration::from_secs(180)
         } else {

@@ -128,6 +128,31 @@ impl Operator {
         }
     }
 
+    /// An operator of the real Tacker of `tb` (started with
+    /// [`testbed::cloud::ControlPlane::RealWithTacker`]): an `admin` token of the real Keystone.
+    #[allow(dead_code)] // not every test binary that includes `support` calls it
+    pub async fn login_real(tb: &Testbed) -> Self {
+        let real = tb.real().expect("a real control plane");
+        let (token, _) = real.admin_token().await.unwrap();
+        Self {
+            http: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(60))
+                .build()
+                .unwrap(),
+            base: format!(
+                "{}/vnflcm/v2",
+                real.tacker_url.as_deref().expect("Tacker runs")
+            ),
+            token,
+        }
+    }
+
+    /// The token (for calls beside `/vnflcm/v2`).
+    #[allow(dead_code)] // not every test binary that includes `support` calls it
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value, Option<String>) {
         let r = self
             .http

@@ -12,5 +12,6 @@ mod tacker_mgmt_driver;
 mod tacker_notifications;
 mod tacker_oauth_tls;
 mod tacker_parity;
+mod tacker_real;
 mod tacker_reload;
 mod tacker_slow_clients;

@@ -47,12 +47,16 @@ enum Cmd {
         /// `simulated` (the testbed's own Keystone and Heat) or `real`: Keystone 30.0.0 and
         /// Heat 27.0.1 from PyPI (cached venvs of scripts/openstack-venv) with a MariaDB and a
         /// RabbitMQ of their own under DIR/openstack, processes tagged with the prefix;
-        /// clouds.yaml then points at the real Keystone.
-        #[arg(long, default_value = "simulated", value_parser = ["simulated", "real"])]
+        /// clouds.yaml then points at the real Keystone; `real-tacker`: `real` and Tacker
+        /// 16.0.0 (tacker-server and tacker-conductor, catalog type nfv-orchestration) from the
+        /// venv of scripts/tacker-venv.
+        #[arg(long, default_value = "simulated", value_parser = ["simulated", "real", "real-tacker"])]
         control_plane: String,
     },
-    /// Drive the Tacker stand-in of a running `testbed serve` as an operator would (Keystone
-    /// token, `Version: 2.0.0`): register a package, create, instantiate, heal, scale, terminate.
+    /// Drive the Tacker of a running `testbed serve` (its stand-in, or the real one with
+    /// `--control-plane real-tacker`) as an operator would (Keystone token, `Version: 2.0.0`):
+    /// register (stand-in) or onboard (real) a package, create, instantiate, heal, scale,
+    /// terminate.
     Tacker {
         /// The clouds.yaml `testbed serve` wrote (its `testbed` entry).
         #[arg(long)]
@@ -93,10 +97,10 @@ async fn main() -> anyhow::Result<()> {
             ansible_server,
             control_plane,
         } => {
-            let control_plane = if control_plane == "real" {
-                testbed::cloud::ControlPlane::Real(prefix.clone())
-            } else {
-                testbed::cloud::ControlPlane::Simulated
+            let control_plane = match control_plane.as_str() {
+                "real" => testbed::cloud::ControlPlane::Real(prefix.clone()),
+                "real-tacker" => testbed::cloud::ControlPlane::RealWithTacker(prefix.clone()),
+                _ => testbed::cloud::ControlPlane::Simulated,
             };
             let opts = CloudOptions {
                 state_dir,
@@ -168,6 +172,12 @@ async fn serve(mut opts: CloudOptions, no_hosts: bool, prefix: String) -> anyhow
             real.heat_url,
             real.start_time.as_secs_f64()
         );
+        if let Some(url) = &real.tacker_url {
+            println!(
+                "testbed: real Tacker {} at {url}",
+                testbed::cloud::real::TACKER_VERSION
+            );
+        }
     }
     if let Some((a, path)) = tb.ansible_server() {
         println!(

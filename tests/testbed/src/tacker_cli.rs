@@ -1,6 +1,8 @@
-//! `testbed tacker …`: drives the testbed's Tacker stand-in as an operator would (a Keystone
-//! token from the clouds.yaml `testbed serve` wrote, `Version: 2.0.0` on every `/vnflcm/v2`
-//! call, SOL013 §4.9), for `scripts/demo tacker`. The password and the token are never printed.
+//! `testbed tacker …`: drives Tacker as an operator would — the testbed's Tacker stand-in or,
+//! with `--control-plane real-tacker`, the real Tacker 16.0.0 — for `scripts/demo tacker`: a
+//! Keystone token from the clouds.yaml `testbed serve` wrote, Tacker's URL from the token's
+//! catalog (type `nfv-orchestration`), `Version: 2.0.0` on every `/vnflcm/v2` call (SOL013
+//! §4.9). The password and the token are never printed.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -27,6 +29,18 @@ pub enum TackerCmd {
         /// The `vnfdId` the stand-in files it under.
         #[arg(long)]
         vnfd_id: String,
+    },
+    /// Onboards a VNF package (CSAR zip) through Tacker's package API (SOL005
+    /// `/vnfpkgm/v1/vnf_packages`: create, `PUT …/package_content`, then waits for
+    /// `onboardingState` `ONBOARDED`); prints its `vnfdId`. The real Tacker only (the stand-in
+    /// has no package API: `register`).
+    Onboard {
+        /// The CSAR zip.
+        #[arg(long)]
+        zip: PathBuf,
+        /// How long to wait for `ONBOARDED`, seconds.
+        #[arg(long, default_value_t = 300)]
+        timeout_secs: u64,
     },
     /// `POST /vnf_instances` (`CreateVnfRequest`); prints the new instance's id.
     Create {
@@ -65,10 +79,12 @@ pub enum TackerCmd {
     },
 }
 
-/// A logged-in operator: the testbed's base URL and a Keystone token.
+/// A logged-in operator: the testbed's base URL (the stand-in's testbed API; `None` with a
+/// real Keystone), Tacker's URL from the catalog and a Keystone token.
 struct Operator {
     http: reqwest::Client,
-    base: String,
+    base: Option<String>,
+    tacker: String,
     token: String,
 }
 
@@ -86,10 +102,7 @@ impl Operator {
                 .with_context(|| format!("clouds.yaml: no clouds.testbed.auth.{k}"))
         };
         let auth_url = field("auth_url")?;
-        let base = auth_url
-            .strip_suffix("/identity/v3")
-            .context("clouds.yaml: auth_url does not end in /identity/v3")?
-            .to_owned();
+        let base = auth_url.strip_suffix("/identity/v3").map(str::to_owned);
         let body = json!({"auth": {"identity": {"methods": ["password"], "password": {"user": {
             "name": field("username")?, "domain": {"name": "Default"},
             "password": field("password")?}}},
@@ -112,11 +125,101 @@ impl Operator {
             .context("Keystone: no X-Subject-Token")?
             .to_str()?
             .to_owned();
-        Ok(Self { http, base, token })
+        let v: Value = r.json().await.context("Keystone's token body")?;
+        let tacker = v["token"]["catalog"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["type"] == "nfv-orchestration")
+            .flat_map(|s| s["endpoints"].as_array().into_iter().flatten())
+            .find(|e| e["interface"] == "public")
+            .and_then(|e| e["url"].as_str())
+            .context("no nfv-orchestration (Tacker) endpoint in Keystone's catalog")?
+            .trim_end_matches('/')
+            .to_owned();
+        Ok(Self {
+            http,
+            base,
+            tacker,
+            token,
+        })
     }
 
     fn lcm(&self, path: &str) -> String {
-        format!("{}/tacker/vnflcm/v2{path}", self.base)
+        format!("{}/vnflcm/v2{path}", self.tacker)
+    }
+
+    /// Onboards the CSAR `zip` through `/vnfpkgm/v1` and returns its `vnfdId`.
+    async fn onboard(&self, zip: &Path, timeout: Duration) -> anyhow::Result<String> {
+        let pkgs = format!("{}/vnfpkgm/v1/vnf_packages", self.tacker);
+        let r = self
+            .http
+            .post(&pkgs)
+            .header("x-auth-token", &self.token)
+            .json(&json!({}))
+            .send()
+            .await
+            .context("POST /vnfpkgm/v1/vnf_packages")?;
+        let st = r.status().as_u16();
+        let v: Value = r.json().await.unwrap_or(Value::Null);
+        if st != 201 {
+            bail!("POST /vnfpkgm/v1/vnf_packages: {st} {v}");
+        }
+        let id = v["id"].as_str().context("no package id")?.to_owned();
+        let data = std::fs::read(zip).with_context(|| format!("reading {}", zip.display()))?;
+        let r = self
+            .http
+            .put(format!("{pkgs}/{id}/package_content"))
+            .header("x-auth-token", &self.token)
+            .header("content-type", "application/zip")
+            .timeout(Duration::from_secs(120))
+            .body(data)
+            .send()
+            .await
+            .context("PUT package_content")?;
+        if r.status().as_u16() != 202 {
+            bail!(
+                "PUT {pkgs}/{id}/package_content: {} {}",
+                r.status(),
+                r.text().await?
+            );
+        }
+        let started = Instant::now();
+        loop {
+            let v: Value = self
+                .http
+                .get(format!("{pkgs}/{id}"))
+                .header("x-auth-token", &self.token)
+                .send()
+                .await?
+                .error_for_status()?
+                .json()
+                .await?;
+            match v["onboardingState"].as_str() {
+                Some("ONBOARDED") => {
+                    eprintln!(
+                        "  Tacker VNF package {id}: ONBOARDED ({:.1} s)",
+                        started.elapsed().as_secs_f64()
+                    );
+                    return v["vnfdId"]
+                        .as_str()
+                        .map(str::to_owned)
+                        .context("ONBOARDED without vnfdId");
+                }
+                Some("ERROR") => bail!(
+                    "package {id}: onboarding ERROR: {}",
+                    v["onboardingFailureDetails"]
+                ),
+                _ => {}
+            }
+            if started.elapsed() > timeout {
+                bail!(
+                    "package {id} still {} after {timeout:?}",
+                    v["onboardingState"]
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
     }
 
     /// Status, JSON body (Null when none) and `Location` of a POST.
@@ -210,9 +313,12 @@ pub async fn run(clouds_yaml: &Path, cmd: TackerCmd) -> anyhow::Result<()> {
                 aspects,
                 mgmt_driver: None,
             };
+            let base = op.base.as_deref().context(
+                "register: the Tacker stand-in only (a real Tacker onboards packages: onboard)",
+            )?;
             let r = op
                 .http
-                .post(format!("{}/testbed/tacker/packages", op.base))
+                .post(format!("{base}/testbed/tacker/packages"))
                 .json(&sp)
                 .send()
                 .await?;
@@ -226,6 +332,10 @@ pub async fn run(clouds_yaml: &Path, cmd: TackerCmd) -> anyhow::Result<()> {
                 files,
                 sp.aspects.keys().collect::<Vec<_>>()
             );
+        }
+        TackerCmd::Onboard { zip, timeout_secs } => {
+            let vnfd = op.onboard(&zip, Duration::from_secs(timeout_secs)).await?;
+            println!("{vnfd}");
         }
         TackerCmd::Create { vnfd_id } => {
             let (st, v, _) = op

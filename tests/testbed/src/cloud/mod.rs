@@ -168,6 +168,9 @@ impl Cloud {
         let mut inner = Inner::default();
         let default_subnet = state::new_id();
         let default_net = inner.network_for("testbed-net", &default_subnet);
+        // The network floating IPs come from, by the name devstack gives it and templates use
+        // (`floating_network: public`, e.g. Tacker's sample BaseHOTs); on the same bridge.
+        inner.network_for("public", &default_subnet);
         // The floating IP router of the host farm (`HostFarm::floating_router_ip`).
         inner.ips_in_use.insert(2);
         for name in [
@@ -673,9 +676,14 @@ impl Testbed {
             ControlPlane::Simulated => {
                 write_atomic(&path, &clouds_yaml(&base, &opts.password))?;
             }
-            ControlPlane::Real(tag) => {
-                let started =
-                    RealControlPlane::start(&opts.state_dir.join("openstack"), tag, &base).await;
+            ControlPlane::Real(tag) | ControlPlane::RealWithTacker(tag) => {
+                let started = RealControlPlane::start(
+                    &opts.state_dir.join("openstack"),
+                    tag,
+                    &base,
+                    opts.control_plane.with_tacker(),
+                )
+                .await;
                 let plane = match started {
                     Ok(p) => p,
                     Err(e) => {

@@ -228,6 +228,81 @@ async fn floating_ips(
     list_response(&c, &q, items, "floatingips")
 }
 
+/// `POST /v2.0/floatingips` (Networking API v2.0 "Create floating IP"): `floating_network_id`
+/// (required, a known network) and `port_id` (optional, a known port); 201 with the floating
+/// IP.
+async fn floating_ip_create(
+    State(c): State<Arc<Cloud>>,
+    axum::Json(body): axum::Json<Value>,
+) -> ApiResult {
+    let f = &body["floatingip"];
+    let net = f["floating_network_id"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            neutron_err(
+                400,
+                "BadRequest",
+                "Failed to parse request. Required attribute 'floating_network_id' not specified",
+            )
+        })?;
+    if !c.lock().networks.contains_key(net) {
+        return Err(neutron_err(
+            404,
+            "ExternalNetworkNotFound",
+            format!("Network {net} could not be found."),
+        ));
+    }
+    let port = match &f["port_id"] {
+        Value::Null => None,
+        Value::String(p) => Some(p.as_str()),
+        _ => {
+            return Err(neutron_err(
+                400,
+                "InvalidInput",
+                "Invalid input for port_id: not a string",
+            ));
+        }
+    };
+    if let Some(p) = port
+        && !c.lock().ports.contains_key(p)
+    {
+        return Err(port_not_found(p));
+    }
+    let id = c
+        .floating_ip_create(net, port)
+        .await
+        .map_err(|e| neutron_err(409, "IpAddressGenerationFailure", e))?;
+    let inner = c.lock();
+    let rec = inner.floating_ips.get(&id).ok_or_else(|| {
+        neutron_err(
+            404,
+            "FloatingIPNotFound",
+            format!("Floating IP {id} could not be found"),
+        )
+    })?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({"floatingip": floating_ip_json(&c, rec)})),
+    )
+        .into_response())
+}
+
+/// `DELETE /v2.0/floatingips/{id}`: 204; 404 when there is none.
+async fn floating_ip_delete(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
+    if !c.lock().floating_ips.contains_key(&id) {
+        return Err(neutron_err(
+            404,
+            "FloatingIPNotFound",
+            format!("Floating IP {id} could not be found"),
+        ));
+    }
+    c.floating_ip_delete(&id)
+        .await
+        .map_err(|e| neutron_err(500, "InternalServerError", e))?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
 async fn floating_ip_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
     let inner = c.lock();
     let f = inner.floating_ips.get(&id).ok_or_else(|| {
@@ -454,54 +529,6 @@ async fn subnet_delete(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> A
         ));
     }
     Err(subnet_not_found(&id))
-}
-
-/// `POST /v2.0/floatingips` → 201: a floating address on an existing network (404
-/// `NetworkNotFound` otherwise; `floating_network_id` is an id, as Heat resolves a name first),
-/// associated with `port_id` when given (404 `PortNotFound` for an unknown port).
-async fn floating_ip_create(
-    State(c): State<Arc<Cloud>>,
-    axum::Json(body): axum::Json<Value>,
-) -> ApiResult {
-    let f = body_of(&body, "floatingip")?;
-    let net = required(f, "floating_network_id")?.to_string();
-    let port = f["port_id"]
-        .as_str()
-        .filter(|p| !p.is_empty())
-        .map(str::to_owned);
-    {
-        let inner = c.lock();
-        if !inner.networks.contains_key(&net) {
-            return Err(network_not_found(&net));
-        }
-        if let Some(p) = &port
-            && !inner.ports.contains_key(p)
-        {
-            return Err(port_not_found(p));
-        }
-    }
-    let id = c
-        .floating_ip_create(&net, port.as_deref())
-        .await
-        .map_err(|e| neutron_err(409, "IpAddressGenerationFailure", e))?;
-    let inner = c.lock();
-    let j = floating_ip_json(&c, &inner.floating_ips[&id]);
-    Ok((StatusCode::CREATED, axum::Json(json!({"floatingip": j}))).into_response())
-}
-
-/// `DELETE /v2.0/floatingips/{id}` → 204: the address is released and no longer routed.
-async fn floating_ip_delete(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
-    if !c.lock().floating_ips.contains_key(&id) {
-        return Err(neutron_err(
-            404,
-            "FloatingIPNotFound",
-            format!("Floating IP {id} could not be found"),
-        ));
-    }
-    c.floating_ip_delete(&id)
-        .await
-        .map_err(|e| neutron_err(500, "InternalServerError", e))?;
-    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 fn port_not_found(id: &str) -> super::ApiError {

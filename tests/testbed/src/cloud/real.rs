@@ -12,11 +12,16 @@
 //! | Keystone under gunicorn | `127.0.0.1:<free port>` | SQLite `run_dir/keystone/keystone.db`, fernet keys |
 //! | `heat-engine` | — (RPC over RabbitMQ) | MariaDB |
 //! | heat-api (`heat.wsgi.api`) under gunicorn | `127.0.0.1:<free port>` | — |
+//! | with Tacker: `tacker-server` | `127.0.0.1:<free port>` | MariaDB (database `tacker`), packages under `run_dir/tacker` |
+//! | with Tacker: `tacker-conductor` | — (RPC over RabbitMQ) | MariaDB, `run_dir/tacker` |
 //!
 //! Keystone is bootstrapped (user `admin`, project `admin`, region `RegionOne`,
 //! `password_hash_rounds = 4`), then gets user `heat` (role `admin` in project `service`), roles
 //! `heat_stack_owner` (given to `admin` in `admin`) and `heat_stack_user`, and a catalog of the
-//! real Heat plus the simulated Nova, Neutron, Cinder and Glance of the testbed. Passwords are
+//! real Heat plus the simulated Nova, Neutron, Cinder and Glance of the testbed; with Tacker
+//! also user `tacker` (role `admin` in project `service`) and Tacker's API as catalog type
+//! `nfv-orchestration` (unversioned URL), its database migrated with `tacker-db-manage upgrade
+//! head` (Tacker 16.0.0 from the venv of `scripts/tacker-venv`). Passwords are
 //! random per start and only written to files of mode 0600 (configuration files, clouds.yaml).
 //!
 //! Every process runs in a process group of its own, listed in [`REGISTRY_DIR`]`/<tag>.pgids`,
@@ -24,7 +29,8 @@
 //! [`kill_tagged`] (run by `testbed down` and every test's cleanup) finds leftovers of a crashed
 //! run: the process groups (gunicorn and heat-engine rewrite their environment with their process
 //! titles) and what left its group (RabbitMQ's `epmd` daemonizes). [`RealControlPlane::stop`] (and `Drop`)
-//! stops them in the order the services need: heat-api and heat-engine before RabbitMQ
+//! stops them in the order the services need: tacker-server, tacker-conductor, heat-api and
+//! heat-engine before RabbitMQ
 //! (oslo.messaging clients hang in shutdown without it), Keystone, RabbitMQ, then MariaDB.
 
 use std::collections::HashMap;
@@ -52,6 +58,8 @@ pub const REGISTRY_DIR: &str = "/run/vnfkeeper-testbed";
 pub const KEYSTONE_VERSION: &str = "30.0.0";
 /// Heat release the venv pins.
 pub const HEAT_VERSION: &str = "27.0.1";
+/// Tacker release the venv pins (`scripts/tacker-venv`).
+pub const TACKER_VERSION: &str = "16.0.0";
 /// Region of every catalog endpoint.
 const REGION: &str = super::REGION;
 
@@ -64,6 +72,42 @@ pub enum ControlPlane {
     /// Real Keystone and Heat from PyPI ([`RealControlPlane`]); the value is the tag its
     /// processes carry ([`TAG_ENV`]), normally the host farm's prefix.
     Real(String),
+    /// [`ControlPlane::Real`] and also Tacker 16.0.0 (`tacker-server` and `tacker-conductor`,
+    /// catalog type `nfv-orchestration`); the value is the tag.
+    RealWithTacker(String),
+}
+
+impl ControlPlane {
+    /// The tag of a real control plane's processes; `None` for the simulated one.
+    pub fn real_tag(&self) -> Option<&str> {
+        match self {
+            ControlPlane::Simulated => None,
+            ControlPlane::Real(t) | ControlPlane::RealWithTacker(t) => Some(t),
+        }
+    }
+
+    /// Whether the real control plane also runs Tacker.
+    pub fn with_tacker(&self) -> bool {
+        matches!(self, ControlPlane::RealWithTacker(_))
+    }
+}
+
+/// Tacker's port and passwords (secrets: written to its configuration file only).
+struct TackerSecrets {
+    port: u16,
+    /// Password of the MariaDB user `tacker`.
+    db_password: String,
+    /// Password of the Keystone user `tacker`.
+    password: String,
+}
+
+/// How to reach the control plane's RabbitMQ (its password is a secret).
+struct Bus<'a> {
+    amqp_port: u16,
+    password: &'a str,
+    /// RabbitMQ's directory (`HOME`: its Erlang cookie, for `rabbitmqctl`).
+    dir: &'a Path,
+    epmd_port: u16,
 }
 
 /// One started process: its process group is its pid.
@@ -82,6 +126,9 @@ pub struct RealControlPlane {
     pub keystone_url: String,
     /// Heat's orchestration URL without the project, `http://127.0.0.1:PORT/v1`.
     pub heat_url: String,
+    /// Tacker's API, unversioned (`http://127.0.0.1:PORT`, as its catalog entry of type
+    /// `nfv-orchestration`), when started with Tacker.
+    pub tacker_url: Option<String>,
     /// Password of user `admin` (a secret: written to clouds.yaml only).
     admin_password: String,
     /// Project id of `admin`.
@@ -99,6 +146,7 @@ impl std::fmt::Debug for RealControlPlane {
             .field("run_dir", &self.run_dir)
             .field("keystone_url", &self.keystone_url)
             .field("heat_url", &self.heat_url)
+            .field("tacker_url", &self.tacker_url)
             .finish()
     }
 }
@@ -269,13 +317,24 @@ fn venv_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/openstack-venv")
 }
 
+/// Where `scripts/tacker-venv` is.
+fn tacker_venv_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/tacker-venv")
+}
+
 impl RealControlPlane {
     /// Starts the control plane under `run_dir` (created) with the processes tagged `tag`, and
-    /// registers the simulated services at `sim_base` in Keystone's catalog.
+    /// registers the simulated services at `sim_base` in Keystone's catalog; with
+    /// `with_tacker` also Tacker (see the module documentation).
     ///
-    /// Errors: the venv script failing (no PyPI, not root for the Debian packages), a service
+    /// Errors: the venv scripts failing (no PyPI, not root for the Debian packages), a service
     /// not coming up (the error carries the tail of its log); everything started is stopped.
-    pub async fn start(run_dir: &Path, tag: &str, sim_base: &str) -> anyhow::Result<Self> {
+    pub async fn start(
+        run_dir: &Path,
+        tag: &str,
+        sim_base: &str,
+        with_tacker: bool,
+    ) -> anyhow::Result<Self> {
         let t0 = Instant::now();
         anyhow::ensure!(
             !tag.is_empty()
@@ -306,25 +365,57 @@ impl RealControlPlane {
         let mut lines = text.lines();
         let ks_venv = PathBuf::from(lines.next().context("no keystone venv printed")?);
         let heat_venv = PathBuf::from(lines.next().context("no heat venv printed")?);
+        let tacker_venv = if with_tacker {
+            let out = tokio::process::Command::new(tacker_venv_script())
+                .stdin(Stdio::null())
+                .stderr(Stdio::inherit())
+                .output()
+                .await
+                .context("running scripts/tacker-venv")?;
+            anyhow::ensure!(
+                out.status.success(),
+                "scripts/tacker-venv failed ({})",
+                out.status
+            );
+            // it prints the venv's python: DIR/bin/python
+            let python = PathBuf::from(String::from_utf8(out.stdout)?.trim());
+            Some(
+                python
+                    .parent()
+                    .and_then(Path::parent)
+                    .context("scripts/tacker-venv printed no venv python")?
+                    .to_path_buf(),
+            )
+        } else {
+            None
+        };
         let mut me = RealControlPlane {
             run_dir: run_dir.to_path_buf(),
             tag: tag.to_string(),
             procs: Vec::new(),
             keystone_url: String::new(),
             heat_url: String::new(),
+            tacker_url: None,
             admin_password: password(),
             admin_project_id: String::new(),
             start_time: Duration::ZERO,
             _lease: lease,
         };
-        match me.bring_up(&ks_venv, &heat_venv, sim_base).await {
+        match me
+            .bring_up(&ks_venv, &heat_venv, tacker_venv.as_deref(), sim_base)
+            .await
+        {
             Ok(()) => {
                 me.start_time = t0.elapsed();
                 tracing::info!(
-                    "real control plane up in {:.1} s: Keystone {KEYSTONE_VERSION} at {}, Heat {HEAT_VERSION} at {}",
+                    "real control plane up in {:.1} s: Keystone {KEYSTONE_VERSION} at {}, Heat {HEAT_VERSION} at {}{}",
                     me.start_time.as_secs_f64(),
                     me.keystone_url,
-                    me.heat_url
+                    me.heat_url,
+                    me.tacker_url
+                        .as_ref()
+                        .map(|u| format!(", Tacker {TACKER_VERSION} at {u}"))
+                        .unwrap_or_default()
                 );
                 Ok(me)
             }
@@ -333,6 +424,14 @@ impl RealControlPlane {
                 Err(e)
             }
         }
+    }
+
+    /// The settings file of vnfkeeper's MgmtDriver script as Tacker's conductor runs it
+    /// (`VNFKEEPER_MGMT_DRIVER_CONFIG` in the conductor's environment; see
+    /// `packaging/tacker/tacker-mgmt-driver.conf`): `run_dir/tacker/vnfkeeper-mgmt-driver.conf`,
+    /// not written by the testbed. Meaningful with Tacker only.
+    pub fn mgmt_driver_config(&self) -> PathBuf {
+        self.run_dir.join("tacker/vnfkeeper-mgmt-driver.conf")
     }
 
     /// Password of user `admin` (a secret: for clouds.yaml only).
@@ -371,6 +470,7 @@ impl RealControlPlane {
         &mut self,
         ks_venv: &Path,
         heat_venv: &Path,
+        tacker_venv: Option<&Path>,
         sim_base: &str,
     ) -> anyhow::Result<()> {
         let dir = self.run_dir.clone();
@@ -383,6 +483,14 @@ impl RealControlPlane {
         let heat_db_pw = password();
         let heat_pw = password();
         let rabbit_pw = password();
+        let tacker = match tacker_venv {
+            Some(_) => Some(TackerSecrets {
+                port: free_port()?,
+                db_password: password(),
+                password: password(),
+            }),
+            None => None,
+        };
         self.keystone_url = format!("http://127.0.0.1:{ks_port}/v3");
         self.heat_url = format!("http://127.0.0.1:{heat_port}/v1");
 
@@ -561,24 +669,30 @@ impl RealControlPlane {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = sql.spawn().context("starting the mariadb client")?;
+        let mut statements = format!(
+            "CREATE DATABASE heat CHARACTER SET utf8;\nCREATE USER 'heat'@'127.0.0.1' IDENTIFIED BY '{heat_db_pw}';\nGRANT ALL PRIVILEGES ON heat.* TO 'heat'@'127.0.0.1';\n"
+        );
+        if let Some(t) = &tacker {
+            statements.push_str(&format!(
+                "CREATE DATABASE tacker CHARACTER SET utf8;\nCREATE USER 'tacker'@'127.0.0.1' IDENTIFIED BY '{}';\nGRANT ALL PRIVILEGES ON tacker.* TO 'tacker'@'127.0.0.1';\n",
+                t.db_password
+            ));
+        }
         child
             .stdin
             .take()
             .context("mariadb stdin")?
-            .write_all(
-                format!(
-                    "CREATE DATABASE heat CHARACTER SET utf8;\nCREATE USER 'heat'@'127.0.0.1' IDENTIFIED BY '{heat_db_pw}';\nGRANT ALL PRIVILEGES ON heat.* TO 'heat'@'127.0.0.1';\n"
-                )
-                .as_bytes(),
-            )?;
+            .write_all(statements.as_bytes())?;
         let out = tokio::task::spawn_blocking(move || child.wait_with_output()).await??;
         anyhow::ensure!(
             out.status.success(),
-            "creating Heat's database: {}",
+            "creating Heat's (and Tacker's) database: {}",
             String::from_utf8_lossy(&out.stderr)
         );
 
-        let admin = self.register(sim_base, &heat_pw, heat_port).await?;
+        let admin = self
+            .register(sim_base, &heat_pw, heat_port, tacker.as_ref())
+            .await?;
         self.admin_project_id = admin;
 
         let heat = dir.join("heat");
@@ -672,7 +786,156 @@ heat_revision = {revision}
             Duration::from_secs(60),
         )
         .await?;
-        self.wait_engine().await
+        self.wait_engine().await?;
+        if let (Some(venv), Some(t)) = (tacker_venv, &tacker) {
+            let bus = Bus {
+                amqp_port,
+                password: &rabbit_pw,
+                dir: &rabbit,
+                epmd_port,
+            };
+            self.bring_up_tacker(venv, t, db_port, &bus).await?;
+        }
+        Ok(())
+    }
+
+    /// Tacker's configuration, database migration, `tacker-server` and `tacker-conductor`
+    /// (after Keystone, MariaDB and RabbitMQ are up and Tacker's user and database exist).
+    async fn bring_up_tacker(
+        &mut self,
+        venv: &Path,
+        t: &TackerSecrets,
+        db_port: u16,
+        bus: &Bus<'_>,
+    ) -> anyhow::Result<()> {
+        let dir = self.run_dir.join("tacker");
+        for d in ["state", "vnfpackages", "csar_files", "lock"] {
+            std::fs::create_dir_all(dir.join(d))?;
+        }
+        std::fs::copy(
+            venv.join("etc/tacker/api-paste.ini"),
+            dir.join("api-paste.ini"),
+        )
+        .context("copying Tacker's api-paste.ini")?;
+        let port = t.port;
+        let url = format!("http://127.0.0.1:{port}");
+        let conf = dir.join("tacker.conf");
+        write_private(
+            &conf,
+            &format!(
+                "[DEFAULT]
+auth_strategy = keystone
+bind_host = 127.0.0.1
+bind_port = {port}
+api_paste_config = {d}/api-paste.ini
+transport_url = rabbit://heat:{rabbit_pw}@127.0.0.1:{amqp_port}/
+state_path = {d}/state
+host = testbed
+# oslo.service's wait for running requests at SIGTERM (default 60 s)
+graceful_shutdown_timeout = 5
+[database]
+connection = mysql+pymysql://tacker:{db_pw}@127.0.0.1:{db_port}/tacker?charset=utf8
+[keystone_authtoken]
+www_authenticate_uri = {ku}
+auth_url = {ku}
+auth_type = password
+username = tacker
+password = {pw}
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+[oslo_policy]
+enforce_new_defaults = false
+enforce_scope = false
+[oslo_concurrency]
+lock_path = {d}/lock
+[vnf_package]
+vnf_package_csar_path = {d}/vnfpackages
+[glance_store]
+stores = file
+default_store = file
+filesystem_store_datadir = {d}/csar_files
+[vnf_lcm]
+endpoint_url = {url}/
+[v2_vnfm]
+endpoint = {url}
+",
+                d = dir.display(),
+                rabbit_pw = bus.password,
+                amqp_port = bus.amqp_port,
+                db_pw = t.db_password,
+                pw = t.password,
+                ku = self.keystone_url,
+            ),
+        )?;
+        let mut migrate = self.tagged(venv.join("bin/tacker-db-manage"));
+        migrate
+            .arg("--config-file")
+            .arg(&conf)
+            .args(["upgrade", "head"]);
+        run_logged(
+            migrate,
+            "tacker-db-manage upgrade head",
+            &self.run_dir.join("logs/tacker-db-manage.log"),
+        )
+        .await?;
+        let mut cond = self.tagged(venv.join("bin/tacker-conductor"));
+        // The conductor runs the package's MgmtDriver scripts; vnfkeeper's reads its settings
+        // from this file (written by whoever runs the vnfkeeper daemon, e.g. scripts/demo tacker).
+        cond.arg("--config-file")
+            .arg(&conf)
+            .env("VNFKEEPER_MGMT_DRIVER_CONFIG", self.mgmt_driver_config());
+        self.spawn("tacker-conductor", cond)?;
+        let mut server = self.tagged(venv.join("bin/tacker-server"));
+        server.arg("--config-file").arg(&conf);
+        let p = self.spawn("tacker-server", server)?;
+        wait_http(p, &format!("{url}/"), Duration::from_secs(90)).await?;
+        self.wait_conductor(bus).await?;
+        self.tacker_url = Some(url);
+        Ok(())
+    }
+
+    /// Waits until `tacker-conductor` consumes its RPC queues (`TACKER_CONDUCTOR` and
+    /// `TACKER_CONDUCTOR_V2`, as `rabbitmqctl list_queues` reports them): tacker-server casts
+    /// to them, and a cast before a consumer's queue exists is dropped by RabbitMQ.
+    async fn wait_conductor(&mut self, bus: &Bus<'_>) -> anyhow::Result<()> {
+        let t0 = Instant::now();
+        loop {
+            let mut ctl = self.tagged("/usr/lib/rabbitmq/bin/rabbitmqctl");
+            ctl.env("HOME", bus.dir)
+                .env("RABBITMQ_NODENAME", "rabbit@localhost")
+                .env("ERL_EPMD_PORT", bus.epmd_port.to_string())
+                .args(["-q", "list_queues", "name", "consumers"])
+                .stdin(Stdio::null())
+                .stderr(Stdio::null());
+            let out = tokio::task::spawn_blocking(move || ctl.output()).await??;
+            let text = String::from_utf8_lossy(&out.stdout);
+            let consumed = |q: &str| {
+                text.lines().any(|l| {
+                    let mut f = l.split_whitespace();
+                    f.next() == Some(q) && f.next().and_then(|n| n.parse::<u32>().ok()) > Some(0)
+                })
+            };
+            if consumed("TACKER_CONDUCTOR") && consumed("TACKER_CONDUCTOR_V2") {
+                return Ok(());
+            }
+            for p in &mut self.procs {
+                if let Some(st) = p.child.try_wait()? {
+                    bail!("{} exited ({st}):\n{}", p.name, tail(&p.log, 20));
+                }
+            }
+            if t0.elapsed() > Duration::from_secs(90) {
+                bail!(
+                    "tacker-conductor consumed no RPC queue within 90 s:\n{}",
+                    self.procs
+                        .iter()
+                        .find(|p| p.name == "tacker-conductor")
+                        .map(|p| tail(&p.log, 20))
+                        .unwrap_or_default()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
     }
 
     /// An admin token (project `admin`) and its catalog from the real Keystone.
@@ -723,6 +986,7 @@ heat_revision = {revision}
         sim_base: &str,
         heat_pw: &str,
         heat_port: u16,
+        tacker: Option<&TackerSecrets>,
     ) -> anyhow::Result<String> {
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
@@ -775,6 +1039,24 @@ heat_revision = {revision}
             "heat",
             format!("http://127.0.0.1:{heat_port}/v1/%(tenant_id)s"),
         ));
+        if let Some(t) = tacker {
+            let tacker_user = ks
+                .post(
+                    "users",
+                    "user",
+                    json!({"name": "tacker", "domain_id": "default", "password": t.password, "default_project_id": service}),
+                )
+                .await?;
+            ks.put(&format!(
+                "projects/{service}/users/{tacker_user}/roles/{admin_role}"
+            ))
+            .await?;
+            catalog.push((
+                "nfv-orchestration",
+                "tacker",
+                format!("http://127.0.0.1:{}", t.port),
+            ));
+        }
         for (ty, name, url) in catalog {
             let sid = ks
                 .post(
@@ -804,6 +1086,8 @@ heat_revision = {revision}
 
     fn stop_blocking(&mut self) {
         let order = [
+            "tacker-server",
+            "tacker-conductor",
             "heat-api",
             "heat-engine",
             "keystone",

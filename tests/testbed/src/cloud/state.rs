@@ -172,6 +172,37 @@ pub struct ImageRec {
     /// Additional properties (Glance v2 shows them as top-level keys of the image), e.g.
     /// `os_distro`, `os_version`; they decide the host profile of servers booted from it.
     pub properties: BTreeMap<String, String>,
+    /// `queued` (created, no data yet) or `active`.
+    pub status: &'static str,
+    /// `public`, `private`, `shared` or `community`.
+    pub visibility: String,
+    /// Tags (`GET /v2/images?tag=` filters on them).
+    pub tags: Vec<String>,
+    /// `disk_format` (e.g. `qcow2`), `container_format` (e.g. `bare`).
+    pub formats: (String, String),
+    /// Minimum disk (GiB) and RAM (MiB) to boot it.
+    pub min_disk_ram: (u64, u64),
+    /// Size of the uploaded data in bytes and its SHA-512 (hex); `None` before an upload
+    /// (the images that exist from the start answer 1 GiB and no hash).
+    pub data: Option<(u64, String)>,
+}
+
+impl ImageRec {
+    /// An active public qcow2 image without data of its own (the testbed's own images).
+    pub fn active(id: String, name: String) -> ImageRec {
+        ImageRec {
+            id,
+            name,
+            created: Utc::now(),
+            properties: BTreeMap::new(),
+            status: "active",
+            visibility: "public".into(),
+            tags: Vec::new(),
+            formats: ("qcow2".into(), "bare".into()),
+            min_disk_ram: (0, 0),
+            data: None,
+        }
+    }
 }
 
 /// Everything the cloud knows, behind one lock.
@@ -270,12 +301,7 @@ impl Inner {
         };
         self.images.insert(
             id.clone(),
-            ImageRec {
-                id: id.clone(),
-                name: id_or_name.to_string(),
-                created: Utc::now(),
-                properties: BTreeMap::new(),
-            },
+            ImageRec::active(id.clone(), id_or_name.to_string()),
         );
         id
     }

@@ -694,3 +694,155 @@ async fn image_properties_show_in_glance_and_pick_the_host_profile() {
     );
     tb.shutdown().await;
 }
+
+/// What Tacker v2's local NFVO does with a package's software image through openstacksdk
+/// (create, upload the data, list by tag, delete), and what a real Heat's
+/// `OS::Neutron::FloatingIP` calls on the `public` network (create with a port, delete), the
+/// way the Image API v2 and the Networking API v2.0 answer them.
+#[tokio::test]
+async fn glance_image_create_upload_delete_and_neutron_floating_ip_create_delete() {
+    let (tb, _d) = start().await;
+    let c = Client::login(&tb).await;
+
+    let (st, v) = c
+        .req(
+            Method::POST,
+            "/image/v2/images",
+            Some(json!({"name": "workerNode-image", "disk_format": "qcow2", "container_format": "bare",
+                "min_disk": 0, "min_ram": 0, "visibility": "private", "tags": ["inst-1"],
+                "owner_specified.openstack.object": "images/workerNode-image"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{v}");
+    assert_eq!(v["status"], "queued");
+    assert_eq!(v["size"], Value::Null);
+    assert_eq!(
+        v["owner_specified.openstack.object"],
+        "images/workerNode-image"
+    );
+    let id = v["id"].as_str().unwrap().to_string();
+    // a wrong type is refused, nothing recorded
+    let (st, _) = c
+        .req(
+            Method::POST,
+            "/image/v2/images",
+            Some(json!({"name": "x", "min_disk": "big"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::BAD_REQUEST);
+    let (_, v) = c.get("/image/v2/images?name=x").await;
+    assert_eq!(v["images"], json!([]));
+
+    let data = vec![7u8; 4096];
+    let r = reqwest::Client::new()
+        .put(format!("{}/image/v2/images/{id}/file", tb.base_url()))
+        .header("x-auth-token", &c.token)
+        .header("content-type", "application/octet-stream")
+        .body(data.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    let (_, v) = c.get(&format!("/image/v2/images/{id}")).await;
+    assert_eq!(v["status"], "active");
+    assert_eq!(v["size"], 4096);
+    use sha2::Digest as _;
+    let want: String = sha2::Sha512::digest(&data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(v["os_hash_value"], want.as_str());
+    // a second upload is refused (the image is no longer queued)
+    let r = reqwest::Client::new()
+        .put(format!("{}/image/v2/images/{id}/file", tb.base_url()))
+        .header("x-auth-token", &c.token)
+        .body(data)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let (_, v) = c.get("/image/v2/images?tag=inst-1").await;
+    let names: Vec<&str> = v["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["workerNode-image"]);
+    let (st, _) = c
+        .req(Method::DELETE, &format!("/image/v2/images/{id}"), None)
+        .await;
+    assert_eq!(st, StatusCode::NO_CONTENT);
+    let (st, _) = c.get(&format!("/image/v2/images/{id}")).await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    let (_, v) = c.get("/image/v2/images?tag=inst-1").await;
+    assert_eq!(v["images"], json!([]));
+
+    // floating IPs: the `public` network exists; create one on a port, then delete it
+    let (_, v) = c.get("/network/v2.0/networks?name=public&fields=id").await;
+    let public = v["networks"][0]["id"].as_str().unwrap().to_string();
+    let (_, v) = c.get("/network/v2.0/networks?name=testbed-net").await;
+    let net = v["networks"][0]["id"].as_str().unwrap().to_string();
+    let (st, v) = c
+        .req(
+            Method::POST,
+            "/network/v2.0/ports",
+            Some(json!({"port": {"network_id": net, "name": "p1"}})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{v}");
+    let port = v["port"]["id"].as_str().unwrap().to_string();
+    let fixed = v["port"]["fixed_ips"][0]["ip_address"].clone();
+    let (st, v) = c
+        .req(
+            Method::POST,
+            "/network/v2.0/floatingips",
+            Some(json!({"floatingip": {"floating_network_id": public, "port_id": port}})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{v}");
+    let fip = v["floatingip"]["id"].as_str().unwrap().to_string();
+    assert_eq!(v["floatingip"]["port_id"], port.as_str());
+    assert_eq!(v["floatingip"]["fixed_ip_address"], fixed);
+    assert_eq!(v["floatingip"]["status"], "ACTIVE");
+    // an unknown network or port is refused
+    let (st, _) = c
+        .req(
+            Method::POST,
+            "/network/v2.0/floatingips",
+            Some(json!({"floatingip": {"floating_network_id": "nope"}})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    let (st, _) = c
+        .req(
+            Method::POST,
+            "/network/v2.0/floatingips",
+            Some(json!({"floatingip": {"floating_network_id": public, "port_id": "nope"}})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    let (_, v) = c
+        .get(&format!("/network/v2.0/floatingips?port_id={port}"))
+        .await;
+    assert_eq!(v["floatingips"].as_array().unwrap().len(), 1, "{v}");
+    let (st, _) = c
+        .req(
+            Method::DELETE,
+            &format!("/network/v2.0/floatingips/{fip}"),
+            None,
+        )
+        .await;
+    assert_eq!(st, StatusCode::NO_CONTENT);
+    let (st, _) = c
+        .req(
+            Method::DELETE,
+            &format!("/network/v2.0/floatingips/{fip}"),
+            None,
+        )
+        .await;
+    assert_eq!(st, StatusCode::NOT_FOUND);
+    let (_, v) = c.get("/network/v2.0/floatingips").await;
+    assert_eq!(v["floatingips"], json!([]));
+    tb.shutdown().await;
+}
