@@ -3,7 +3,8 @@
 //!
 //! 1. Creates the 20,000 operations through the store API (one transaction), then starts the
 //!    daemon with the watchdog on (`WATCHDOG_USEC` = 1 s: a ping every 500 ms).
-//! 2. Drops 1,000 further valid envelopes at once: accepted files per second (target ≥ 2,000).
+//! 2. Drops 1,000 further valid envelopes at once: accepted files per second, from the first
+//!    rename to the last copy in `accepted/` (target ≥ 2,000).
 //! 3. Submits 200 files one at a time, each after the previous one was accepted: p99 latency
 //!    from rename into `new/` to its arrival in `accepted/` (target ≤ 100 ms).
 //! 4. Prints the longest gap between two watchdog pings over 2. and 3. (target < 1 s) and the
@@ -101,15 +102,34 @@ fn main() {
     for name in &names {
         fs::rename(tmp.join(name), new.join(name)).unwrap();
     }
+    // Until every file has its ACCEPTED row (a count in the database, every 5 ms), then until
+    // the last copy is in accepted/ (written after its batch committed). Listing accepted/
+    // (2,000 entries at the end: copies and sidecars) every 5 ms for the whole run, as this
+    // loop once did, took CPU from the daemon it measures; now only the last batch's move is
+    // waited for that way.
+    let rows = rusqlite::Connection::open_with_flags(
+        &db,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .unwrap();
+    let accepted_rows = || {
+        rows.query_row(
+            "SELECT count(*) FROM intake WHERE outcome = 'ACCEPTED' AND file_name LIKE 'further-%'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap_or(0) as usize
+    };
     assert!(
-        wait(Duration::from_secs(300), BULK_POLL, || count(
-            &spool.join("accepted")
-        ) >= FURTHER),
+        wait(Duration::from_secs(300), BULK_POLL, || accepted_rows()
+            >= FURTHER)
+            && wait(Duration::from_secs(60), BULK_POLL, || count(
+                &spool.join("accepted")
+            ) >= FURTHER),
         "only {} of {FURTHER} accepted",
         count(&spool.join("accepted"))
     );
-    // Until the last file is in accepted/ (so after its batch committed), polled every 5 ms: a
-    // tighter loop listing 2,000 entries (copies and sidecars) takes a core from the daemon.
+    drop(rows);
     let bulk = start.elapsed().as_secs_f64();
     let rate = FURTHER as f64 / bulk;
 

@@ -190,20 +190,35 @@ pub fn count_copies(dir: &Path) -> usize {
 /// Writes `<dir>/vnfkeeper.toml` holding only `spool_dir` (`<dir>/spool`), `database`
 /// (`<dir>/state.db`) and `packages_dir` (`packages`); returns those three paths
 /// (spool, database, configuration).
+///
+/// `VNFKEEPER_BENCH_SYNC=full` adds `[ha]` with `require_mount = "<dir>"` (so `dir` must be a
+/// mount point: the fresh ext4 [`BenchDir`] mounts as root), which runs SQLite with
+/// `synchronous=FULL`, and creates the database with `vnfkeeper db init` (`[ha]` never creates
+/// a missing one): what each commit's sync costs.
 pub fn write_config(dir: &Path, packages: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let spool = dir.join("spool");
     let db = dir.join("state.db");
     let config = dir.join("vnfkeeper.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "spool_dir = \"{}\"\ndatabase = \"{}\"\npackages_dir = \"{}\"\n",
-            spool.display(),
-            db.display(),
-            packages.display()
-        ),
-    )
-    .expect("writing the bench configuration");
+    let mut text = format!(
+        "spool_dir = \"{}\"\ndatabase = \"{}\"\npackages_dir = \"{}\"\n",
+        spool.display(),
+        db.display(),
+        packages.display()
+    );
+    let full = std::env::var("VNFKEEPER_BENCH_SYNC").is_ok_and(|v| v == "full");
+    if full {
+        text.push_str(&format!("[ha]\nrequire_mount = \"{}\"\n", dir.display()));
+    }
+    std::fs::write(&config, text).expect("writing the bench configuration");
+    if full {
+        let ok = Command::new(env!("CARGO_BIN_EXE_vnfkeeper"))
+            .args(["db", "init", "--config"])
+            .arg(&config)
+            .env_remove("JOURNAL_STREAM")
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "vnfkeeper db init failed (VNFKEEPER_BENCH_SYNC=full)");
+    }
     (spool, db, config)
 }
 

@@ -8,8 +8,9 @@
 //! SIGTERM/SIGINT (stop) and SIGHUP (reload).
 //!
 //! The loop never blocks: it touches no database and runs nothing that waits. Intake batches run
-//! on a blocking thread ([`Intake::flush`], one at a time, the result comes back as an event),
-//! and the operation scheduler and its status counts on their own task ([`runner::Scheduler`]).
+//! their phases (read, commit, move) on blocking threads, the phases of consecutive batches
+//! overlapping ([`Intake::advance`]; each phase's end comes back as an event), and the
+//! operation scheduler and its status counts on their own task ([`runner::Scheduler`]).
 
 mod connect;
 pub mod ha;
@@ -24,7 +25,7 @@ mod tacker;
 pub mod tls;
 mod watch;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -146,8 +147,16 @@ pub fn main(config_path: &Path, recover_spool: bool) -> ExitCode {
     }
 }
 
-/// The end of an intake batch: the files it took and what became of them.
-type BatchDone = (Vec<PathBuf>, Result<Vec<Outcome>, StoreError>);
+/// The end of one phase of an intake batch on a blocking thread, with the files the batch took
+/// (see [`Intake::advance`]).
+enum BatchDone {
+    /// Read and examined ([`spool::read`]).
+    Read(Vec<PathBuf>, spool::ReadBatch),
+    /// Decided and recorded in one transaction ([`spool::commit`]), or nothing committed.
+    Committed(Vec<PathBuf>, Result<spool::Committed, StoreError>),
+    /// Moved to `accepted/` or `rejected/` ([`spool::file`]): what became of the files.
+    Filed(Vec<PathBuf>, Vec<Outcome>),
+}
 
 /// Intake state owned by the main loop.
 struct Intake {
@@ -167,9 +176,25 @@ struct Intake {
     check_watch: bool,
     /// When the last reconcile pass ended, for the status line (set by the reconcile pass).
     last_reconcile: Option<Timestamp>,
-    /// Whether a batch runs on a blocking thread now (its files are not in `ready`).
-    flushing: bool,
-    /// Files in the batch running now (0 when none runs).
+    /// Whether a batch is being read on a blocking thread now.
+    reading: bool,
+    /// A batch read and waiting for its commit.
+    read: Option<(Vec<PathBuf>, spool::ReadBatch)>,
+    /// Whether a batch commits on a blocking thread now.
+    committing: bool,
+    /// A batch committed and waiting for its files to be moved.
+    committed: Option<(Vec<PathBuf>, spool::Committed)>,
+    /// Whether a batch's files are being moved on a blocking thread now.
+    filing: bool,
+    /// Shutting down: no batch is read or committed any more; a committed one is still filed.
+    stopping: bool,
+    /// A commit failed while a batch was being read: that batch is dropped when read, so that
+    /// no batch commits ahead of files taken before it.
+    drop_read: bool,
+    /// Every path of `new/` a batch took, in both its forms ([`spool::both_forms`]), until
+    /// the batch's files are moved: kept out of `ready` and so out of later batches.
+    in_flight: HashSet<PathBuf>,
+    /// Files in batches not yet filed (0 when none runs).
     in_batch: usize,
     /// The daemon's metrics: intake outcomes and the spool backlog.
     metrics: Arc<Metrics>,
@@ -433,16 +458,17 @@ impl MainLoop {
                 _ = self.timers.rescan.tick() => {
                     intake.check_watch = true;
                     intake.scan_logged();
-                    intake.flush();
+                    intake.advance();
                 }
                 _ = self.timers.settle.tick(), if intake.unsettled || intake.check_watch => {
                     intake.scan_logged();
-                    intake.flush();
+                    intake.advance();
                 }
                 Some(done) = self.batches.recv() => {
-                    intake.batch_done(done);
-                    // Operations (or tasks) it accepted start now, not at the next tick.
-                    self.scheduler.wake();
+                    // Operations (or tasks) a commit accepted start now, not at the next tick.
+                    if intake.batch_done(done) {
+                        self.scheduler.wake();
+                    }
                 }
                 _ = self.timers.watchdog.tick(), if self.timers.watchdog_period.is_some() => {
                     notify_systemd(&[NotifyState::Watchdog]);
@@ -592,7 +618,14 @@ impl Intake {
             watch,
             check_watch: false,
             last_reconcile: None,
-            flushing: false,
+            reading: false,
+            read: None,
+            committing: false,
+            committed: None,
+            filing: false,
+            stopping: false,
+            drop_read: false,
+            in_flight: HashSet::new(),
             in_batch: 0,
             metrics,
             batch_done,
@@ -607,12 +640,12 @@ impl Intake {
         batches: &mut mpsc::UnboundedReceiver<BatchDone>,
     ) -> anyhow::Result<()> {
         self.scan().context("scanning the spool")?;
-        self.flush();
+        self.advance();
         self.finish_batches(batches).await;
         if self.unsettled {
             tokio::time::sleep(SETTLE).await;
             self.scan().context("scanning the spool")?;
-            self.flush();
+            self.advance();
             self.finish_batches(batches).await;
         }
         Ok(())
@@ -632,7 +665,7 @@ impl Intake {
                 Err(_) => break,
             }
         }
-        self.flush();
+        self.advance();
     }
 
     /// Sends `STATUS=` to systemd when the status line (with the scheduler's `queue`) differs
@@ -645,15 +678,16 @@ impl Intake {
         }
     }
 
-    /// At shutdown: a batch in flight commits and moves its files before the daemon exits.
+    /// At shutdown: a batch committing finishes, and every committed batch moves its files
+    /// before the daemon exits; a batch read but not committed is dropped (its files stay in
+    /// `new/` for the next start).
     async fn finish_in_flight(&mut self, batches: &mut mpsc::UnboundedReceiver<BatchDone>) {
-        if self.flushing
-            && let Some(done) = batches.recv().await
-        {
-            self.flushing = false;
-            self.ready.clear();
-            self.batch_done(done);
+        self.stopping = true;
+        self.ready.clear();
+        if let Some((files, _)) = self.read.take() {
+            self.release(&files);
         }
+        self.finish_batches(batches).await;
     }
 
     /// Takes the entry of an inotify event that says it is complete (`IN_MOVED_TO`,
@@ -685,7 +719,7 @@ impl Intake {
                             let is_request = p
                                 .file_name()
                                 .is_some_and(|n| spool::is_request_name(&spool::display_name(n)));
-                            if is_request && in_new(p) {
+                            if is_request && in_new(p) && !self.in_flight.contains(p) {
                                 self.ready.insert(p.clone());
                             }
                         }
@@ -723,6 +757,10 @@ impl Intake {
         self.unsettled = false;
         let mut looks = HashMap::new();
         for (path, found) in self.spool.scan(spool::LIMIT)? {
+            // Taken by a batch not yet filed: that batch decides and moves it.
+            if self.in_flight.contains(&path) {
+                continue;
+            }
             let look = match found {
                 Found::Refuse => {
                     self.ready.insert(path);
@@ -746,7 +784,12 @@ impl Intake {
         }
         self.looks = looks;
         // Committed files whose step after the commit did not finish (crash, I/O error).
-        self.ready.extend(self.spool.unfinished()?);
+        let unfinished = self.spool.unfinished()?;
+        self.ready.extend(
+            unfinished
+                .into_iter()
+                .filter(|p| !self.in_flight.contains(p)),
+        );
         self.count_backlog();
         Ok(())
     }
@@ -764,78 +807,166 @@ impl Intake {
         }
     }
 
-    /// Starts the next batch of ready files (at most `intake.batch_size`) on a blocking thread,
-    /// unless one is running: batches run one at a time, and the end of each starts the next
-    /// ([`Intake::batch_done`]). Never waits, so the main loop keeps serving the watchdog and
-    /// signals while a batch holds the database.
-    fn flush(&mut self) {
-        if self.flushing || self.ready.is_empty() {
-            self.count_backlog();
-            return;
+    /// Starts every intake phase that can start now, each on a blocking thread, so that the
+    /// phases of consecutive batches overlap: batch N+1 is read while batch N commits, and batch
+    /// N's files are moved while N+1 commits. Batches commit one after another, in the order
+    /// they were read (a batch is decided against the rows of those before it); at most one
+    /// committed batch waits for its move, at most one read batch for its commit. A batch of the
+    /// ready files (at most `intake.batch_size`, none of them in flight) is read when no other
+    /// is read or waits. Never waits, so the main loop keeps serving the watchdog and signals
+    /// while a batch holds the database.
+    fn advance(&mut self) {
+        if !self.filing
+            && let Some((files, committed)) = self.committed.take()
+        {
+            let (spool, done) = (self.spool.clone(), self.batch_done.clone());
+            self.filing = true;
+            tokio::task::spawn_blocking(move || {
+                let outcomes = spool::file(&spool, committed);
+                let _ = done.send(BatchDone::Filed(files, outcomes));
+            });
         }
-        // The first `batch_size` paths in order, O(batch log backlog): the main loop does not
-        // walk a backlog of thousands of files for every batch.
-        let n = self.settings.intake.batch_size as usize;
-        let batch: Vec<PathBuf> = std::iter::from_fn(|| self.ready.pop_first())
-            .take(n)
-            .collect();
-        let (spool, db, done) = (self.spool.clone(), self.db.clone(), self.batch_done.clone());
-        let packages_dir = self.settings.packages_dir.clone();
-        let package_store = self.settings.package_store();
-        let cloud_configured = self.settings.cloud.is_some();
-        self.flushing = true;
-        self.in_batch = batch.len();
+        if !self.committing
+            && !self.stopping
+            && self.committed.is_none()
+            && let Some((files, read)) = self.read.take()
+        {
+            let (spool, db, done) = (self.spool.clone(), self.db.clone(), self.batch_done.clone());
+            let (packages_dir, package_store, cloud_configured) = self.context();
+            self.committing = true;
+            tokio::task::spawn_blocking(move || {
+                let ctx = IntakeContext {
+                    packages_dir: &packages_dir,
+                    package_store: &package_store,
+                    cloud_configured,
+                };
+                let now = Timestamp(chrono::Utc::now());
+                let result = db.with(|store| spool::commit(&spool, store, read, &ctx, now));
+                let _ = done.send(BatchDone::Committed(files, result));
+            });
+        }
+        if !self.reading && !self.stopping && self.read.is_none() && !self.ready.is_empty() {
+            // The first `batch_size` paths in order, O(batch log backlog): the main loop does
+            // not walk a backlog of thousands of files for every batch.
+            let n = self.settings.intake.batch_size as usize;
+            let mut batch = Vec::with_capacity(n.min(self.ready.len()));
+            while batch.len() < n
+                && let Some(path) = self.ready.pop_first()
+            {
+                // Not queued while in flight (see `scan`, `note_event`); kept out regardless.
+                if !self.in_flight.contains(&path) {
+                    batch.push(path);
+                }
+            }
+            if !batch.is_empty() {
+                for path in &batch {
+                    self.in_flight.extend(spool::both_forms(path));
+                }
+                self.in_batch += batch.len();
+                let done = self.batch_done.clone();
+                let (packages_dir, package_store, cloud_configured) = self.context();
+                self.reading = true;
+                tokio::task::spawn_blocking(move || {
+                    let ctx = IntakeContext {
+                        packages_dir: &packages_dir,
+                        package_store: &package_store,
+                        cloud_configured,
+                    };
+                    let read = spool::read(&batch, &ctx);
+                    let _ = done.send(BatchDone::Read(batch, read));
+                });
+            }
+        }
         self.count_backlog();
-        tokio::task::spawn_blocking(move || {
-            let ctx = IntakeContext {
-                packages_dir: &packages_dir,
-                package_store: &package_store,
-                cloud_configured,
-            };
-            let now = Timestamp(chrono::Utc::now());
-            let result = db.with(|store| spool::process(&spool, store, &batch, &ctx, now));
-            let _ = done.send((batch, result));
-        });
     }
 
-    /// Waits until no batch runs (start-up only, before the main loop and READY=1).
+    /// What [`IntakeContext`] borrows, owned for a blocking thread: the packages directory,
+    /// the package store and whether a cloud is configured.
+    fn context(&self) -> (PathBuf, PathBuf, bool) {
+        (
+            self.settings.packages_dir.clone(),
+            self.settings.package_store(),
+            self.settings.cloud.is_some(),
+        )
+    }
+
+    /// Whether a phase of a batch runs or a batch waits for its next phase.
+    fn busy(&self) -> bool {
+        self.reading
+            || self.committing
+            || self.filing
+            || self.read.is_some()
+            || self.committed.is_some()
+    }
+
+    /// The batch of `files` is done (filed, failed or dropped): its paths may be taken again.
+    /// An event or scan may have seen one of them in `new/` meanwhile; a file left there is
+    /// found by the next scan.
+    fn release(&mut self, files: &[PathBuf]) {
+        for f in files {
+            for form in spool::both_forms(f) {
+                self.in_flight.remove(&form);
+                self.ready.remove(&form);
+                self.looks.remove(&form);
+            }
+        }
+        self.in_batch = self.in_batch.saturating_sub(files.len());
+    }
+
+    /// Waits until no batch is in flight (at start-up, before the main loop and READY=1, and
+    /// at shutdown).
     async fn finish_batches(&mut self, batches: &mut mpsc::UnboundedReceiver<BatchDone>) {
-        while self.flushing {
+        while self.busy() {
             match batches.recv().await {
-                Some(done) => self.batch_done(done),
+                Some(done) => {
+                    self.batch_done(done);
+                }
                 None => break,
             }
         }
     }
 
-    /// Logs the outcomes of a finished batch and starts the next one.
-    fn batch_done(&mut self, (files, result): BatchDone) {
-        self.flushing = false;
-        self.in_batch = 0;
-        // An event or scan may have queued a file of this batch again while it ran; it is
-        // decided and moved now (a file left in new/ is found by the next scan). A scan that
-        // saw it before inotify said it was complete left its first look too: not a backlog.
-        for f in &files {
-            self.ready.remove(f);
-            self.looks.remove(f);
-        }
-        match result {
-            Ok(outcomes) => {
+    /// Takes the end of a batch's phase: keeps its result for the next phase, logs the outcomes
+    /// of a filed batch, and starts what can start now ([`Intake::advance`]). Returns whether a
+    /// batch committed (and may have accepted operations).
+    fn batch_done(&mut self, done: BatchDone) -> bool {
+        let committed = matches!(done, BatchDone::Committed(_, Ok(_)));
+        match done {
+            BatchDone::Read(files, read) => {
+                self.reading = false;
+                if self.stopping || std::mem::take(&mut self.drop_read) {
+                    self.release(&files);
+                } else {
+                    self.read = Some((files, read));
+                }
+            }
+            BatchDone::Committed(files, Ok(committed)) => {
+                self.committing = false;
+                self.committed = Some((files, committed));
+            }
+            BatchDone::Committed(files, Err(e)) => {
+                // Nothing was committed or moved; the files stay in new/ for the next scan,
+                // and so do those of the batch read after them (taken again in order with them).
+                self.committing = false;
+                tracing::error!(error = %e, files = files.len(), "intake batch failed ({e}); will retry");
+                self.release(&files);
+                if let Some((next, _)) = self.read.take() {
+                    self.release(&next);
+                }
+                self.drop_read = self.reading;
+                self.ready.clear();
+            }
+            BatchDone::Filed(files, outcomes) => {
+                self.filing = false;
+                self.release(&files);
                 for o in &outcomes {
                     log_outcome(o);
                     self.metrics.intake_outcome(o);
                 }
             }
-            Err(e) => {
-                // Nothing was committed or moved; the files stay in new/ for the next scan.
-                tracing::error!(error = %e, files = files.len(), "intake batch failed ({e}); will retry");
-                self.ready.clear();
-                self.count_backlog();
-                return;
-            }
         }
-        self.flush();
-        self.count_backlog();
+        self.advance();
+        committed
     }
 
     /// One-line summary for `systemctl status` (`STATUS=`), e.g. "2 VNF instances, 3

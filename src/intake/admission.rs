@@ -309,20 +309,14 @@ fn kept_copy(bytes: &[u8], verdict: &Verdict) -> KeptCopy {
     }
 }
 
-/// Records `req`'s submitter, when known, on its intake row `intake_id`.
-fn record_submitter(tx: &mut Tx<'_>, intake_id: i64, req: &Examined) -> Result<(), StoreError> {
-    match &req.submitter {
-        Some(s) => tx.set_intake_submitter(
-            intake_id,
-            &crate::store::Submitter {
-                uid: s.uid,
-                name: s.name.clone(),
-                sudo_user: s.sudo_user.clone(),
-                file: s.file.clone(),
-            },
-        ),
-        None => Ok(()),
-    }
+/// `req`'s submitter as its `intake` row records it, when known.
+fn submitter(req: &Examined) -> Option<crate::store::Submitter> {
+    req.submitter.as_ref().map(|s| crate::store::Submitter {
+        uid: s.uid,
+        name: s.name.clone(),
+        sudo_user: s.sudo_user.clone(),
+        file: s.file.clone(),
+    })
 }
 
 fn invalid_request(errors: Vec<FieldError>) -> ProblemDetails {
@@ -1201,7 +1195,8 @@ fn record_acceptance(
     tx.create_instance_if_missing(&vnf, now)?;
     let status_detail = waiting_reason(ahead, ctx.cloud_configured);
     let package_text = package.as_ref().map(|p| p.dir.display().to_string());
-    tx.insert_operation(
+    // The snapshot goes into the row as it is inserted (one write of the row, not two).
+    tx.insert_operation_with_snapshot(
         &NewOperation {
             id: &op_id,
             vnf_instance_id: &vnf,
@@ -1212,16 +1207,14 @@ fn record_acceptance(
             is_automatic_invocation: false,
             status_detail: Some(&status_detail),
         },
+        package.as_ref().map(|s| (s.digest, s.source.as_path())),
         now,
     )?;
-    if let Some(snap) = package {
-        tx.record_package_snapshot(&op_id, snap.digest, &snap.source)?;
-    }
     if let Some(p) = instantiate_pause(env, op_id.as_str(), now) {
         tx.set_maintenance_pause(&p, now)?;
     }
     let warnings_json = (!warnings.is_empty()).then(|| json(&warnings));
-    let intake_id = tx.insert_intake(
+    let intake_id = tx.insert_intake_by(
         &NewIntake {
             file_name: &req.name,
             content_sha256: &req.digest,
@@ -1232,9 +1225,9 @@ fn record_acceptance(
             problem: None,
             warnings: warnings_json.as_deref(),
         },
+        submitter(req).as_ref(),
         now,
     )?;
-    record_submitter(tx, intake_id, req)?;
     let message = format!("{operation} request accepted from spool file {}", req.name);
     let evidence =
         serde_json::json!({"file": req.name, "intakeId": intake_id, "warnings": warnings});
@@ -1306,7 +1299,7 @@ fn record_task(
         TaskOperation::Rollback => tx.set_pending_task(&op.id, PendingTask::Rollback)?,
     }
     let task = task_name(env.operation);
-    let intake_id = tx.insert_intake(
+    let intake_id = tx.insert_intake_by(
         &NewIntake {
             file_name: &req.name,
             content_sha256: &req.digest,
@@ -1317,9 +1310,9 @@ fn record_task(
             problem: None,
             warnings: None,
         },
+        submitter(req).as_ref(),
         now,
     )?;
-    record_submitter(tx, intake_id, req)?;
     let message = format!(
         "{task} of VnfLcmOpOcc {} accepted from spool file {}",
         op.id, req.name
@@ -1365,7 +1358,7 @@ fn record_duplicate(
     op_id: &str,
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
-    let intake_id = tx.insert_intake(
+    let intake_id = tx.insert_intake_by(
         &NewIntake {
             file_name: &req.name,
             content_sha256: &req.digest,
@@ -1376,9 +1369,9 @@ fn record_duplicate(
             problem: None,
             warnings: None,
         },
+        submitter(req).as_ref(),
         now,
     )?;
-    record_submitter(tx, intake_id, req)?;
     let message = format!(
         "spool file {} repeats the request of VnfLcmOpOcc {op_id}; no new operation",
         req.name
@@ -1417,7 +1410,7 @@ fn record_rejection(
     now: Timestamp,
 ) -> Result<(Outcome, Destination), StoreError> {
     let problem_json = json(problem);
-    let intake_id = tx.insert_intake(
+    tx.insert_intake_by(
         &NewIntake {
             file_name: &req.name,
             content_sha256: &req.digest,
@@ -1428,9 +1421,9 @@ fn record_rejection(
             problem: Some(&problem_json),
             warnings: None,
         },
+        submitter(req).as_ref(),
         now,
     )?;
-    record_submitter(tx, intake_id, req)?;
     let message = format!("spool file {} rejected: {}", req.name, problem.detail);
     let vnf = vnf_instance_id.map(VnfInstanceId::from);
     tx.append_event(

@@ -247,7 +247,7 @@ impl KeptCopy {
 const TAKEN_SUFFIX: &str = ".taken";
 
 /// The hidden name of `name` while its file step is under way.
-fn taken_name(name: &str) -> String {
+pub(super) fn taken_name(name: &str) -> String {
     format!(".{name}{TAKEN_SUFFIX}")
 }
 

@@ -1,6 +1,9 @@
 //! Intake of one batch of spool files, in the order that makes it crash-safe: read and examine
 //! every file (in parallel), decide and record every outcome in one SQLite transaction, and only
-//! then move each file to `accepted/` or `rejected/` as its committed outcome says.
+//! then move each file to `accepted/` or `rejected/` as its committed outcome says. The three
+//! phases are separate functions ([`read`], [`commit`], [`file`]; [`process`] runs them in a
+//! row) so that the daemon can overlap those of consecutive batches: batch N+1 is read while N
+//! commits, and N's files are moved while N+1 commits.
 //!
 //! The database is the truth. A file still in `new/` after a crash is processed again; if its
 //! content and name were already committed, it is only moved where it belongs ("recovered"), so
@@ -9,6 +12,7 @@
 //! its committed outcome.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use super::admission::{self, Examined};
 use super::maildir::{self, Destination, Read, RefusedTo};
@@ -31,12 +35,11 @@ struct Candidate {
     request: Examined,
 }
 
-/// Processes `files` (paths in `new/`) as one batch: reads and validates each, records all
-/// outcomes in one SQLite transaction, then moves each file. Files that vanished meanwhile are
-/// skipped. Entries that are not regular files of at most [`LIMIT`] bytes are refused after the
-/// commit, without the database (`Outcome::Rejected` or `Outcome::Quarantined`; see
-/// `maildir::read_request`). Errors: only database errors (then nothing was committed and no
-/// request file was moved, so the batch is simply retried later).
+/// Processes `files` (paths in `new/`) as one batch: [`read`], then [`commit`], then [`file`].
+/// Files that vanished meanwhile are skipped. Entries that are not regular files of at most
+/// [`LIMIT`] bytes are refused after the commit, without the database (`Outcome::Rejected` or
+/// `Outcome::Quarantined`; see `maildir::read_request`). Errors: only database errors (then
+/// nothing was committed and no request file was moved, so the batch is simply retried later).
 pub fn process(
     spool: &Spool,
     store: &mut Store,
@@ -44,7 +47,33 @@ pub fn process(
     ctx: &IntakeContext<'_>,
     now: Timestamp,
 ) -> Result<Vec<Outcome>, StoreError> {
-    let started = std::time::Instant::now();
+    let committed = commit(spool, store, read(files, ctx), ctx, now)?;
+    Ok(file(spool, committed))
+}
+
+/// A batch read and examined ([`read`]), nothing of it decided yet: the input of [`commit`].
+pub struct ReadBatch {
+    candidates: Vec<Candidate>,
+    refused: Vec<maildir::Refused>,
+    /// Paths given to [`read`].
+    files: usize,
+    /// Time [`read`] took.
+    read: Duration,
+}
+
+/// A batch whose outcomes are committed ([`commit`]) and whose files are not moved yet: the
+/// input of [`file`].
+pub struct Committed {
+    candidates: Vec<Candidate>,
+    refused: Vec<maildir::Refused>,
+    decided: Vec<(Outcome, Destination)>,
+}
+
+/// The first phase of a batch: reads and examines `files` (paths in `new/`) on every core,
+/// without the database. Files that vanished meanwhile are skipped. Reads no `intake` row, so a
+/// batch may be read while the one before it commits.
+pub fn read(files: &[PathBuf], ctx: &IntakeContext<'_>) -> ReadBatch {
+    let started = Instant::now();
     let mut candidates = Vec::with_capacity(files.len());
     let mut refused = Vec::new();
     for taken in read_candidates(files, ctx) {
@@ -53,23 +82,79 @@ pub fn process(
             Taken::Refused(r) => refused.push(r),
         }
     }
+    ReadBatch {
+        candidates,
+        refused,
+        files: files.len(),
+        read: started.elapsed(),
+    }
+}
+
+/// The second phase: keys each file's digest, reads what the decisions need and decides and
+/// records every outcome of `batch` in one SQLite transaction. Nothing is moved. The batch read
+/// before it must be committed first (its rows are what duplicates and SCALE checks are decided
+/// against), and a batch's files must not be in another batch until [`file`] moved them.
+/// Errors: database only (then nothing was committed).
+pub fn commit(
+    spool: &Spool,
+    store: &mut Store,
+    batch: ReadBatch,
+    ctx: &IntakeContext<'_>,
+    now: Timestamp,
+) -> Result<Committed, StoreError> {
+    let started = Instant::now();
+    let ReadBatch {
+        mut candidates,
+        refused,
+        files,
+        read,
+    } = batch;
     // Keyed before anything is looked up or kept (see `Examined::digest`).
     for c in &mut candidates {
         c.request.digest = store.digest(&c.request.sha256)?;
     }
-    let read = started.elapsed();
     let bases = admission::load_base_vnfds(store.reader(), candidates.iter().map(|c| &c.request))?;
+    let loaded = started.elapsed();
+    let mut decided_at = loaded;
     let decided = store.write(|tx| {
         let mut decided = Vec::with_capacity(candidates.len());
         for c in &candidates {
             decided.push(decide(spool, tx, c, ctx, &bases, now)?);
         }
+        decided_at = started.elapsed();
         Ok(decided)
     })?;
     let committed = started.elapsed();
     crate::failpoint::hit("intake-after-commit");
-    // Refused entries need no database; moved after the commit so that a failed batch leaves
-    // every entry in new/ for the next scan.
+    tracing::debug!(
+        files,
+        read_ms = ms(read),
+        load_ms = ms(loaded),
+        decide_ms = ms(decided_at - loaded),
+        commit_ms = ms(committed - decided_at),
+        "intake batch: {files} files; read and examined in {:.1} ms; loaded in {:.1} ms, decided in {:.1} ms, committed in {:.1} ms",
+        ms(read),
+        ms(loaded),
+        ms(decided_at - loaded),
+        ms(committed - decided_at)
+    );
+    Ok(Committed {
+        candidates,
+        refused,
+        decided,
+    })
+}
+
+/// The third phase: moves each file of a committed batch where its committed outcome says
+/// (refused entries, which need no database, too) and returns the outcomes to report, in batch
+/// order. A file that cannot be moved is left for the next scan, which finishes it.
+pub fn file(spool: &Spool, batch: Committed) -> Vec<Outcome> {
+    let started = Instant::now();
+    let Committed {
+        candidates,
+        refused,
+        decided,
+    } = batch;
     let mut outcomes = Vec::with_capacity(decided.len() + refused.len());
     for r in refused {
         match spool.refuse(&r) {
@@ -89,20 +174,36 @@ pub fn process(
             RefusedTo::Stuck => {}
         }
     }
+    let n = candidates.len();
     outcomes.extend(place_all(spool, &candidates, decided));
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     tracing::debug!(
-        files = files.len(),
-        read_ms = ms(read),
-        commit_ms = ms(committed - read),
-        move_ms = ms(started.elapsed() - committed),
-        "intake batch: {} files; read and examined in {:.1} ms, committed in {:.1} ms, moved in {:.1} ms",
-        files.len(),
-        ms(read),
-        ms(committed - read),
-        ms(started.elapsed() - committed)
+        files = n,
+        move_ms = ms(started.elapsed()),
+        "intake batch: {n} files moved in {:.1} ms",
+        ms(started.elapsed())
     );
-    Ok(outcomes)
+    outcomes
+}
+
+/// The paths under which the file at `path` in `new/` can be found while its batch runs: itself
+/// and, for a request file, its other form (`new/<name>` and the hidden `new/.<name>.taken` it
+/// becomes once taken, see [`maildir`]). A batch keeps both out of later batches until it moved
+/// its files.
+pub fn both_forms(path: &Path) -> Vec<PathBuf> {
+    let mut forms = vec![path.to_path_buf()];
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return forms;
+    };
+    match maildir::untaken_name(name) {
+        Some(plain) => forms.push(dir.join(plain)),
+        None if is_request_name(name) => forms.push(dir.join(maildir::taken_name(name))),
+        None => {}
+    }
+    forms
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 /// Moves every decided candidate to its committed destination ([`Spool::place`]) and returns

@@ -45,6 +45,8 @@ pub use tacker::{HookOutcome, HookReceipt};
 pub use timeline::{IntakeFacts, StepFacts, TimelineEntry, TimelineSource};
 pub use vnfkeeper_core::model::VnfcRow;
 
+use vnfkeeper_core::package::PackageDigest;
+
 use vnfkeeper_core::model::{
     EventKind, LcmOperationType, OpOccId, OperationState, PendingTask, Timestamp, VnfInstanceId,
     VnfcId,
@@ -717,7 +719,27 @@ impl Tx<'_> {
     ///
     /// The body is stored redacted; its secrets are stored encrypted in `operation_secrets`.
     pub fn insert_operation(&mut self, op: &NewOperation<'_>, now: Timestamp) -> Result<()> {
+        self.insert_operation_with_snapshot(op, None, now)
+    }
+
+    /// [`Tx::insert_operation`] with the package snapshot the operation uses (its digest and
+    /// the operator's package it was copied from), in the same row write as
+    /// [`Tx::record_package_snapshot`] would store them afterwards: intake's acceptance writes
+    /// the row once instead of inserting and then rewriting it.
+    pub fn insert_operation_with_snapshot(
+        &mut self,
+        op: &NewOperation<'_>,
+        snapshot: Option<(PackageDigest, &Path)>,
+        now: Timestamp,
+    ) -> Result<()> {
         let now = now.to_rfc3339();
+        let (package_sha256, package_source) = match snapshot {
+            Some((digest, source)) => (
+                Some(digest.to_string()),
+                Some(source.to_string_lossy().into_owned()),
+            ),
+            None => (None, None),
+        };
         let body = op.operation_params;
         let sealed = match (body.secrets(), self.key) {
             (None, _) => None,
@@ -732,8 +754,9 @@ impl Tx<'_> {
             .prepare_cached(
                 "INSERT INTO vnf_lcm_op_occ (id, vnf_instance_id, operation, operation_state,
                  state_entered_time, start_time, is_automatic_invocation, operation_params,
-                 vnf_package, request_id, status_detail, operation_secrets)
-             VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                 vnf_package, request_id, status_detail, operation_secrets, package_sha256,
+                 package_source)
+             VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             )?
             .execute(params![
                 op.id.as_str(),
@@ -745,7 +768,9 @@ impl Tx<'_> {
                 op.vnf_package,
                 op.request_id,
                 op.status_detail,
-                sealed
+                sealed,
+                package_sha256,
+                package_source
             ])?;
         Ok(())
     }
@@ -792,11 +817,23 @@ impl Tx<'_> {
 
     /// Inserts an intake record; returns its id.
     pub fn insert_intake(&mut self, rec: &NewIntake<'_>, now: Timestamp) -> Result<i64> {
+        self.insert_intake_by(rec, None, now)
+    }
+
+    /// Inserts an intake record with who submitted its spool file ([`Submitter`], `None`:
+    /// unknown), in one row write; returns its id.
+    pub fn insert_intake_by(
+        &mut self,
+        rec: &NewIntake<'_>,
+        submitter: Option<&Submitter>,
+        now: Timestamp,
+    ) -> Result<i64> {
         self.tx
             .prepare_cached(
                 "INSERT INTO intake (source, file_name, content_sha256, request_id, outcome,
-                 vnf_instance_id, vnf_lcm_op_occ_id, problem, warnings, committed_at)
-             VALUES ('SPOOL', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 vnf_instance_id, vnf_lcm_op_occ_id, problem, warnings, committed_at,
+                 submitter_uid, submitter_name, submitter_sudo_user, submitted_file)
+             VALUES ('SPOOL', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?
             .execute(params![
                 rec.file_name,
@@ -807,20 +844,13 @@ impl Tx<'_> {
                 rec.vnf_lcm_op_occ_id,
                 rec.problem,
                 rec.warnings,
-                now.to_rfc3339()
+                now.to_rfc3339(),
+                submitter.map(|s| s.uid),
+                submitter.and_then(|s| s.name.as_deref()),
+                submitter.and_then(|s| s.sudo_user.as_deref()),
+                submitter.and_then(|s| s.file.as_deref())
             ])?;
         Ok(self.tx.last_insert_rowid())
-    }
-
-    /// Records who submitted the spool file of intake row `id` ([`Submitter`]).
-    pub fn set_intake_submitter(&mut self, id: i64, s: &Submitter) -> Result<()> {
-        self.tx
-            .prepare_cached(
-                "UPDATE intake SET submitter_uid = ?2, submitter_name = ?3, submitter_sudo_user = ?4,
-                 submitted_file = ?5 WHERE id = ?1",
-            )?
-            .execute(params![id, s.uid, s.name, s.sudo_user, s.file])?;
-        Ok(())
     }
 
     /// Appends an audit event.

@@ -286,3 +286,107 @@ fn abort_after_a_file_was_taken_is_finished_by_the_restart() {
     let store = vnfkeeper::store::Store::open(&install.database).unwrap();
     assert_eq!(store.reader().intake().unwrap().len(), total);
 }
+
+/// Intake overlaps the phases of consecutive batches: one batch's files are moved while the next
+/// batch commits. An abort right after the second commit (batches of 8, so the first batch's
+/// moves may still be under way) leaves every filed copy with its committed row and every other
+/// file in `new/` (as it is or hidden as taken); the restart files each file once, recording
+/// none twice.
+#[test]
+fn abort_while_one_batch_moves_and_the_next_commits_records_each_file_once() {
+    let install = Install::new();
+    let mut config = fs::read_to_string(&install.config).unwrap();
+    config.push_str("\n[intake]\nbatch_size = 8\n");
+    fs::write(&install.config, config).unwrap();
+    let (good, bad) = corpus(60);
+    let files: Vec<&(String, Vec<u8>)> = good.iter().chain(bad.iter().take(12)).collect();
+    let total = files.len();
+    let mut daemon = install.start_with_env(&[("VNFKEEPER_FAILPOINT", "intake-after-commit:2")]);
+    // Written into tmp/ first, then renamed in one burst, so that batches fill.
+    let tmp = install.spool.join("tmp");
+    for (name, bytes) in &files {
+        fs::write(tmp.join(name), bytes).unwrap();
+    }
+    for (name, _) in &files {
+        fs::rename(tmp.join(name), install.new_dir().join(name)).unwrap();
+    }
+    assert!(
+        wait_until(Duration::from_secs(30), || !daemon.is_running()),
+        "failpoint not reached"
+    );
+    assert!(
+        daemon
+            .log_text()
+            .contains("failpoint intake-after-commit reached")
+    );
+    drop(daemon);
+
+    // At the abort: two batches committed, and every copy filed so far has its row.
+    let rows: Vec<String> = {
+        let conn = rusqlite::Connection::open_with_flags(
+            &install.database,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .unwrap();
+        let mut st = conn.prepare("SELECT content_sha256 FROM intake").unwrap();
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert!(
+        rows.len() >= 2 && rows.len() <= 16,
+        "two batches of at most 8 committed: {} rows",
+        rows.len()
+    );
+    let rejected_copies: Vec<String> = Install::files(&install.rejected_dir())
+        .into_iter()
+        .filter(|n| !n.ends_with(".error.json"))
+        .collect();
+    let filed: Vec<std::path::PathBuf> = Install::files(&install.accepted_dir())
+        .into_iter()
+        .map(|n| install.accepted_dir().join(n))
+        .chain(
+            rejected_copies
+                .iter()
+                .map(|n| install.rejected_dir().join(n)),
+        )
+        .collect();
+    for copy in &filed {
+        let digest = install.original_digest(copy);
+        assert!(
+            rows.contains(&digest),
+            "{} was filed without its intake row",
+            copy.display()
+        );
+    }
+    let in_new = fs::read_dir(install.new_dir()).unwrap().count();
+    assert_eq!(
+        filed.len() + in_new,
+        total,
+        "every file is filed or still in new/"
+    );
+
+    let daemon = install.start();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let a = Install::files(&install.accepted_dir()).len();
+            let r = Install::files(&install.rejected_dir())
+                .iter()
+                .filter(|n| !n.ends_with(".error.json"))
+                .count();
+            fs::read_dir(install.new_dir()).unwrap().count() == 0 && a + r == total
+        }),
+        "{}",
+        daemon.log_text()
+    );
+    assert_eq!(install.ops_json().len(), good.len());
+    drop(daemon);
+    let store = vnfkeeper::store::Store::open(&install.database).unwrap();
+    assert_eq!(
+        store.reader().intake().unwrap().len(),
+        total,
+        "each file recorded once, the committed ones not again"
+    );
+    assert_eq!(store.integrity_check().unwrap(), vec!["ok".to_string()]);
+}
