@@ -172,3 +172,96 @@ fn the_pcs_script_builds_a_group_pacemaker_verifies_fences_and_moves() {
     let (ok, out) = run(&mut script(&cib, "Edge_1"));
     assert!(!ok && out.contains("invalid SHARD"), "{out}");
 }
+
+/// The OCF agent `packaging/pacemaker/vnfkeeper.ocf` through resource-agents' own `ocf-tester`
+/// (meta-data against the OCF API, validate-all, monitor of a stopped resource, start, monitor,
+/// a second start and stop, stop): with a real daemon, whose metrics endpoint the monitor asks.
+/// Then a daemon that answers no more (SIGSTOP) fails the monitor although its process exists.
+#[test]
+#[ignore = "needs resource-agents (ocf-tester) and python3 (scripts/test installs them)"]
+fn the_ocf_agent_passes_ocf_tester_and_its_monitor_asks_the_daemon() {
+    let install = crate::support::Install::new();
+    let port = crate::support::free_port();
+    let mut text = std::fs::read_to_string(&install.config).unwrap();
+    text.push_str(&format!("[metrics]\nlisten = \"127.0.0.1:{port}\"\n"));
+    std::fs::write(&install.config, text).unwrap();
+    let rsctmp = install.dir.path().join("rsctmp");
+    let agent = repo_root().join("packaging/pacemaker/vnfkeeper.ocf");
+    let params = [
+        format!("config={}", install.config.display()),
+        format!("metrics_url=http://127.0.0.1:{port}/metrics"),
+        "user=root".to_owned(),
+        format!("binary={}", env!("CARGO_BIN_EXE_vnfkeeper")),
+        format!(
+            "logfile={}",
+            install.dir.path().join("daemon.log").display()
+        ),
+    ];
+    let mut tester = Command::new("ocf-tester");
+    tester.env("HA_RSCTMP", &rsctmp).arg("-n").arg("daemon-t");
+    for p in &params {
+        tester.arg("-o").arg(p);
+    }
+    let (ok, out) = run(tester.arg(&agent));
+    assert!(ok, "{out}");
+    assert!(out.contains("passed all tests"), "{out}");
+
+    // The agent by hand: start (returns after READY=1), monitor 0, SIGSTOP, monitor 1 (OCF_ERR_GENERIC
+    // with the reason), SIGCONT, stop.
+    let action = |what: &str| {
+        let mut c = Command::new(&agent);
+        c.arg(what)
+            .env("OCF_ROOT", "/usr/lib/ocf")
+            .env("OCF_RESOURCE_INSTANCE", "daemon-t")
+            .env("HA_RSCTMP", &rsctmp);
+        for p in &params {
+            let (k, v) = p.split_once('=').unwrap();
+            c.env(format!("OCF_RESKEY_{k}"), v);
+        }
+        let o = c.output().unwrap();
+        (
+            o.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    };
+    /// Stops the agent's daemon at the end, also when an assertion failed.
+    struct StopAtEnd<F: Fn()>(F);
+    impl<F: Fn()> Drop for StopAtEnd<F> {
+        fn drop(&mut self) {
+            (self.0)();
+        }
+    }
+    let _stop = StopAtEnd(|| {
+        let _ = action("stop");
+    });
+    let (rc, out) = action("start");
+    assert_eq!(rc, Some(0), "{out}");
+    let pid = std::fs::read_to_string(rsctmp.join("vnfkeeper-daemon-t.pid")).unwrap();
+    let pid = pid.trim().to_owned();
+    assert_eq!(action("monitor").0, Some(0));
+    assert!(
+        Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (rc, out) = action("monitor");
+    let _ = Command::new("kill").args(["-CONT", &pid]).status();
+    assert_eq!(rc, Some(1), "a stopped daemon must fail the monitor: {out}");
+    assert!(out.contains("does not answer"), "{out}");
+    let (rc, out) = action("stop");
+    assert_eq!(rc, Some(0), "{out}");
+    assert_eq!(action("monitor").0, Some(7), "after stop: not running");
+    // Gone, or a zombie its parent (here whoever adopted it) has not reaped yet.
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = state.rsplit_once(") ").map(|(_, r)| &r[..1]);
+    assert!(
+        matches!(state, None | Some("Z")),
+        "daemon {pid} still runs: {state:?}"
+    );
+}

@@ -25,7 +25,8 @@ enum Cmd {
         /// State directory (clouds.yaml, host farm state).
         #[arg(long)]
         state_dir: PathBuf,
-        /// Listen address (loopback only); port 0 picks a free port.
+        /// Listen address: loopback, or (with hosts) the bridge's address, `.1` of --subnet, for
+        /// clients in namespaces on the bridge; port 0 picks a free port.
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: SocketAddr,
         /// Servers are records only (no network namespaces, no sshd, no root needed).

@@ -639,9 +639,17 @@ impl Testbed {
     /// Errors: bind failure, bad subnet, unwritable state dir; an Ansible server without a farm
     /// or failing to start (everything started is stopped again).
     pub async fn start(opts: CloudOptions) -> anyhow::Result<Testbed> {
+        // Loopback, or with a host farm the farm bridge's own address (`.1` of the subnet):
+        // reachable from the farm's network namespaces only (a cluster node namespace on the
+        // bridge, scripts/demo-failover), never from outside this machine.
+        let bridge = opts.farm.as_ref().and_then(|_| {
+            let net: ipnet::Ipv4Net = opts.subnet.parse().ok()?;
+            net.hosts().next()
+        });
         anyhow::ensure!(
-            opts.listen.ip().is_loopback(),
-            "the testbed only listens on loopback"
+            opts.listen.ip().is_loopback()
+                || bridge.is_some_and(|b| opts.listen.ip() == std::net::IpAddr::V4(b)),
+            "the testbed only listens on loopback or, with hosts, on the farm bridge's address"
         );
         let listener = tokio::net::TcpListener::bind(opts.listen)
             .await
