@@ -8,6 +8,35 @@ use testbed::cloud::tacker::{MgmtDriverRun, StandInPackage};
 /// The `vnfdId` of the package [`register_pv_package`] registers.
 pub const VNFD: &str = "b1bb0ce7-ebca-4fa7-95ed-4840d70a1177";
 
+/// `install`'s configuration text with the sections of a companion-mode daemon appended (not
+/// written), and the password file: `[cloud]` (the testbed's clouds.yaml), `[reconcile] enabled = false`, and
+/// `[tacker]` listening on `127.0.0.1:port` for Tacker's notifications to
+/// `/vnfkeeper/notifications` with HTTP Basic `user` and `password` (kept in a 0600 file in the
+/// installation's directory, never in the configuration), following the instances of `vnfd`,
+/// polling every 5 s.
+pub fn companion_config(
+    install: &super::Install,
+    tb: &Testbed,
+    port: u16,
+    (user, password): (&str, &str),
+    vnfd: &str,
+) -> (String, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let pw = install.dir.path().join("tacker.password");
+    std::fs::write(&pw, format!("{password}\n")).unwrap();
+    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut text = std::fs::read_to_string(&install.config).unwrap();
+    text.push_str(&format!(
+        "\n[cloud]\nclouds_yaml = \"{}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n\n\
+         [tacker]\nlisten = \"127.0.0.1:{port}\"\nusername = \"{user}\"\npassword_file = \"{}\"\n\
+         callback_uri = \"http://127.0.0.1:{port}/vnfkeeper/notifications\"\n\
+         vnfd_ids = [\"{vnfd}\"]\npoll_interval_secs = 5\n",
+        tb.clouds_yaml().display(),
+        pw.display()
+    ));
+    (text, pw)
+}
+
 /// Registers [`pv_package`] with the Tacker stand-in.
 pub fn register_pv_package(tb: &Testbed) {
     tb.cloud().tacker_register_package(pv_package()).unwrap();

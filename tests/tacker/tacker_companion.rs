@@ -7,7 +7,6 @@
 
 use crate::support;
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::Duration;
 
@@ -36,18 +35,8 @@ fn daemon_with(
     package: Option<&Path>,
 ) -> (support::Daemon, String) {
     let port = free_port();
-    let pw = install.dir.path().join("tacker.password");
-    std::fs::write(&pw, format!("{PASSWORD}\n")).unwrap();
-    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let mut text = std::fs::read_to_string(&install.config).unwrap();
-    text.push_str(&format!(
-        "\n[cloud]\nclouds_yaml = \"{}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n\n\
-         [tacker]\nlisten = \"127.0.0.1:{port}\"\nusername = \"{USER}\"\npassword_file = \"{}\"\n\
-         callback_uri = \"http://127.0.0.1:{port}/vnfkeeper/notifications\"\n\
-         vnfd_ids = [\"{VNFD}\"]\npoll_interval_secs = 5\n",
-        tb.clouds_yaml().display(),
-        pw.display()
-    ));
+    let (mut text, _) =
+        support::tacker::companion_config(install, tb, port, (USER, PASSWORD), VNFD);
     std::fs::write(&install.config, &text).unwrap();
     // `config check` refuses a clouds.yaml entry that does not exist (`tacker.cloud`).
     std::fs::write(

@@ -14,7 +14,6 @@
 //!   path (never both).
 //! - Hostile hook requests are refused with a clear error and nothing recorded.
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -126,17 +125,10 @@ async fn tacker_runs_vnfkeeper_as_its_mgmt_driver() {
 
     // The daemon in companion mode, its hook endpoint on the notification listener.
     let port = support::free_port();
-    let pw = install.dir.path().join("tacker.password");
-    std::fs::write(&pw, format!("{PASSWORD}\n")).unwrap();
-    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let mut text = std::fs::read_to_string(&install.config).unwrap();
+    let (mut text, pw) =
+        support::tacker::companion_config(&install, &tb, port, (USER, PASSWORD), VNFD);
     text.push_str(&format!(
-        "\n[cloud]\nclouds_yaml = \"{}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n\n\
-         [tacker]\nlisten = \"127.0.0.1:{port}\"\nusername = \"{USER}\"\npassword_file = \"{}\"\n\
-         callback_uri = \"http://127.0.0.1:{port}/vnfkeeper/notifications\"\n\
-         vnfd_ids = [\"{VNFD}\"]\npoll_interval_secs = 5\n\n[tacker.packages]\n\"{VNFD}\" = \"{}\"\n",
-        tb.clouds_yaml().display(),
-        pw.display(),
+        "\n[tacker.packages]\n\"{VNFD}\" = \"{}\"\n",
         pkg_dir.display()
     ));
     std::fs::write(&install.config, &text).unwrap();

@@ -124,22 +124,27 @@ async fn sim_get(http: &reqwest::Client, base: &str, token: &str, path: &str) ->
     (st, r.json().await.unwrap_or(Value::Null))
 }
 
+/// The Nova server ids of an `instantiatedVnfInfo`'s `vnfcResourceInfo`
+/// (`computeResource.resourceId`, SOL003 §5.5.3.5), in its order.
+fn server_ids(info: &Value) -> Vec<String> {
+    info["vnfcResourceInfo"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r["computeResource"]["resourceId"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
 /// A vnfkeeper daemon in companion mode against the real Tacker (through the real Keystone's
 /// catalog), following the instances of `vnfd`.
 fn companion(install: &support::Install, tb: &Testbed, vnfd: &str) -> (support::Daemon, u16) {
     let port = support::free_port();
-    let pw = install.dir.path().join("tacker.password");
-    std::fs::write(&pw, format!("{PASSWORD}\n")).unwrap();
-    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let mut text = std::fs::read_to_string(&install.config).unwrap();
-    text.push_str(&format!(
-        "\n[cloud]\nclouds_yaml = \"{}\"\ncloud = \"testbed\"\n\n[reconcile]\nenabled = false\n\n\
-         [tacker]\nlisten = \"127.0.0.1:{port}\"\nusername = \"{USER}\"\npassword_file = \"{}\"\n\
-         callback_uri = \"http://127.0.0.1:{port}/vnfkeeper/notifications\"\n\
-         vnfd_ids = [\"{vnfd}\"]\npoll_interval_secs = 5\n",
-        tb.clouds_yaml().display(),
-        pw.display()
-    ));
+    let (text, _) = support::tacker::companion_config(install, tb, port, (USER, PASSWORD), vnfd);
     std::fs::write(&install.config, &text).unwrap();
     let check = install.cli(&["config", "check"]);
     assert!(check.status.success(), "{check:?}");
@@ -378,17 +383,7 @@ async fn real_tacker_onboards_instantiates_through_real_heat_and_terminates() {
         .collect();
     vdus.sort_unstable();
     assert_eq!(vdus, ["masterNode", "workerNode", "workerNode"], "{info}");
-    let servers: Vec<String> = info["vnfcResourceInfo"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r["computeResource"]["resourceId"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let servers = server_ids(info);
     for s in &servers {
         let (st, v) = sim_get(&http, &sim, &token, &format!("/compute/v2.1/servers/{s}")).await;
         assert_eq!(st, 200, "server {s} in the simulated Nova: {v}");
@@ -480,17 +475,7 @@ async fn real_tacker_onboards_instantiates_through_real_heat_and_terminates() {
     assert!(!detail.contains(PASSWORD), "{detail}");
     eprintln!("Tacker's HEAL: FAILED_TEMP: {detail}");
     let after = op.get(&format!("/vnf_instances/{inst}")).await;
-    let mut ids_after: Vec<String> = after["instantiatedVnfInfo"]["vnfcResourceInfo"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            r["computeResource"]["resourceId"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let mut ids_after = server_ids(&after["instantiatedVnfInfo"]);
     let mut ids_before = servers.clone();
     ids_after.sort();
     ids_before.sort();

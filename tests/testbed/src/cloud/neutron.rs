@@ -228,6 +228,14 @@ async fn floating_ips(
     list_response(&c, &q, items, "floatingips")
 }
 
+fn floating_ip_not_found(id: &str) -> super::ApiError {
+    neutron_err(
+        404,
+        "FloatingIPNotFound",
+        format!("Floating IP {id} could not be found"),
+    )
+}
+
 /// `POST /v2.0/floatingips` (Networking API v2.0 "Create floating IP"): `floating_network_id`
 /// (required, a known network) and `port_id` (optional, a known port); 201 with the floating
 /// IP.
@@ -235,17 +243,8 @@ async fn floating_ip_create(
     State(c): State<Arc<Cloud>>,
     axum::Json(body): axum::Json<Value>,
 ) -> ApiResult {
-    let f = &body["floatingip"];
-    let net = f["floating_network_id"]
-        .as_str()
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| {
-            neutron_err(
-                400,
-                "BadRequest",
-                "Failed to parse request. Required attribute 'floating_network_id' not specified",
-            )
-        })?;
+    let f = body_of(&body, "floatingip")?;
+    let net = required(f, "floating_network_id")?;
     if !c.lock().networks.contains_key(net) {
         return Err(neutron_err(
             404,
@@ -274,13 +273,10 @@ async fn floating_ip_create(
         .await
         .map_err(|e| neutron_err(409, "IpAddressGenerationFailure", e))?;
     let inner = c.lock();
-    let rec = inner.floating_ips.get(&id).ok_or_else(|| {
-        neutron_err(
-            404,
-            "FloatingIPNotFound",
-            format!("Floating IP {id} could not be found"),
-        )
-    })?;
+    let rec = inner
+        .floating_ips
+        .get(&id)
+        .ok_or_else(|| floating_ip_not_found(&id))?;
     Ok((
         StatusCode::CREATED,
         axum::Json(json!({"floatingip": floating_ip_json(&c, rec)})),
@@ -291,11 +287,7 @@ async fn floating_ip_create(
 /// `DELETE /v2.0/floatingips/{id}`: 204; 404 when there is none.
 async fn floating_ip_delete(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
     if !c.lock().floating_ips.contains_key(&id) {
-        return Err(neutron_err(
-            404,
-            "FloatingIPNotFound",
-            format!("Floating IP {id} could not be found"),
-        ));
+        return Err(floating_ip_not_found(&id));
     }
     c.floating_ip_delete(&id)
         .await
@@ -305,13 +297,10 @@ async fn floating_ip_delete(State(c): State<Arc<Cloud>>, Path(id): Path<String>)
 
 async fn floating_ip_show(State(c): State<Arc<Cloud>>, Path(id): Path<String>) -> ApiResult {
     let inner = c.lock();
-    let f = inner.floating_ips.get(&id).ok_or_else(|| {
-        neutron_err(
-            404,
-            "FloatingIPNotFound",
-            format!("Floating IP {id} could not be found"),
-        )
-    })?;
+    let f = inner
+        .floating_ips
+        .get(&id)
+        .ok_or_else(|| floating_ip_not_found(&id))?;
     Ok(axum::Json(json!({"floatingip": floating_ip_json(&c, f)})).into_response())
 }
 
@@ -539,10 +528,6 @@ fn port_not_found(id: &str) -> super::ApiError {
     )
 }
 
-fn port_body(body: &Value) -> ApiResult<&Value> {
-    body_of(body, "port")
-}
-
 /// `POST /v2.0/ports` → 201: a port on an existing network (404 `NetworkNotFound` otherwise), at
 /// the first `fixed_ips[].ip_address` if one is asked for (409 `IpAddressAlreadyAllocated` when
 /// taken), else at the next free address.
@@ -550,17 +535,8 @@ async fn port_create(
     State(c): State<Arc<Cloud>>,
     axum::Json(body): axum::Json<Value>,
 ) -> ApiResult {
-    let p = port_body(&body)?;
-    let net = p["network_id"]
-        .as_str()
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| {
-            neutron_err(
-                400,
-                "BadRequest",
-                "Failed to parse request. Required attribute 'network_id' not specified",
-            )
-        })?;
+    let p = body_of(&body, "port")?;
+    let net = required(p, "network_id")?;
     let mut fixed = None;
     for f in p["fixed_ips"].as_array().into_iter().flatten() {
         if let Some(ip) = f["ip_address"].as_str() {
@@ -599,7 +575,7 @@ async fn port_update(
     Path(id): Path<String>,
     axum::Json(body): axum::Json<Value>,
 ) -> ApiResult {
-    let p = port_body(&body)?;
+    let p = body_of(&body, "port")?;
     let pairs = match p.get("allowed_address_pairs") {
         None => None,
         Some(v) => Some(allowed_pairs(v).map_err(|e| neutron_err(400, "InvalidInput", e))?),
