@@ -3,6 +3,7 @@
 //!
 //! The schema is documented in `migrations/V1__init.sql` and in the README ("Audit database").
 
+mod checkpoint;
 mod decode;
 mod describe;
 mod engine;
@@ -1086,28 +1087,41 @@ mod tests {
 
 /// The one read-write connection, shared by intake and the engine. Calls take a short lock; on
 /// a multi-threaded runtime they run under `block_in_place`, so async workers are not starved.
+/// WAL checkpoints run on a thread of their own ([`checkpoint::Checkpointer`]), woken after
+/// each call, so that no call waits for one.
 #[derive(Debug, Clone)]
-pub struct Db(std::sync::Arc<std::sync::Mutex<Store>>);
+pub struct Db {
+    store: std::sync::Arc<std::sync::Mutex<Store>>,
+    checkpointer: Option<std::sync::Arc<checkpoint::Checkpointer>>,
+}
 
 impl Db {
-    /// Wraps an opened store.
+    /// Wraps an opened store and starts its checkpoint thread (none for an in-memory store).
     pub fn new(store: Store) -> Self {
-        Self(std::sync::Arc::new(std::sync::Mutex::new(store)))
+        let checkpointer = checkpoint::Checkpointer::start(&store.conn).map(std::sync::Arc::new);
+        Self {
+            store: std::sync::Arc::new(std::sync::Mutex::new(store)),
+            checkpointer,
+        }
     }
 
     /// Runs `f` with the store (a poisoned lock is recovered: the store has no invariants that a
     /// panic between statements could break; transactions roll back on drop).
     pub fn with<T>(&self, f: impl FnOnce(&mut Store) -> T) -> T {
         let call = || {
-            let mut guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            let mut guard = self.store.lock().unwrap_or_else(|p| p.into_inner());
             f(&mut guard)
         };
-        match tokio::runtime::Handle::try_current() {
+        let out = match tokio::runtime::Handle::try_current() {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
                 tokio::task::block_in_place(call)
             }
             _ => call(),
+        };
+        if let Some(c) = &self.checkpointer {
+            c.poke();
         }
+        out
     }
 
     /// One write transaction (see [`Store::write`]).
