@@ -16,7 +16,8 @@
 //! so slow clients do not make a valid request wait for a turn:
 //!
 //! - at most [`MAX_CONNECTIONS`] connections at once (fewer when `RLIMIT_NOFILE` allows fewer,
-//!   see [`connection_limit`]); beyond that further ones wait in the listen backlog;
+//!   see [`connection_limit`]); beyond that further ones wait in the listen backlog
+//!   ([`LISTEN_BACKLOG`]);
 //! - at most [`MAX_PER_SOURCE`] of them from one source address (an IPv6 source counts by its
 //!   /64); a connection beyond is closed at once, and logged at a bounded rate
 //!   ([`crate::ratelog`]);
@@ -138,9 +139,7 @@ impl Server {
         key: &str,
         tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     ) -> anyhow::Result<Self> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("{key}: cannot listen on {addr}"))?;
+        let listener = listen(addr).with_context(|| format!("{key}: cannot listen on {addr}"))?;
         let local_addr = listener.local_addr().with_context(|| key.to_owned())?;
         let tls = tls.map(tokio_rustls::TlsAcceptor::from);
         let limit = connection_limit();
@@ -164,6 +163,24 @@ impl Server {
         self.task.abort();
         self.flusher.abort();
     }
+}
+
+/// Listen backlog asked for: connections the kernel completes and queues while the accept loop
+/// is busy or every connection slot is taken. The kernel caps it at `net.core.somaxconn` (4,096
+/// by default since Linux 5.4). tokio's `TcpListener::bind` asks for 1,024: a burst of 1,000 slow
+/// clients could fill that, and a valid client's SYN dropped there is sent again only after 1 s.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// A listening socket on `addr` with `SO_REUSEADDR` (as `TcpListener::bind` sets it) and a
+/// backlog of [`LISTEN_BACKLOG`].
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Serves one HTTP/1.1 request on `io` within [`CONNECTION_DEADLINE`].
@@ -352,6 +369,25 @@ mod tests {
                 .is_some()
         );
         drop(v6);
+    }
+
+    /// `ss -ltn` shows a listening socket's backlog as its Send-Q.
+    #[tokio::test]
+    async fn the_listen_backlog_is_the_one_asked_for() {
+        let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let out = std::process::Command::new("ss")
+            .args(["-Hltn", &format!("sport = :{port}")])
+            .output()
+            .expect("ss (iproute2)");
+        let line = String::from_utf8(out.stdout).unwrap();
+        let send_q: u32 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+        let somaxconn: u32 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(send_q, LISTEN_BACKLOG.min(somaxconn), "{line}");
     }
 
     #[test]
