@@ -1008,8 +1008,21 @@ fn log_outcome(o: &Outcome) {
                 detail = status_detail.as_deref().unwrap_or(""),
                 "request accepted"
             );
-            for w in warnings {
-                tracing::warn!(vnf_instance_id = %vnf_instance_id, file = %file, pointer = %w.pointer, "request normalised: {}", w.reason);
+            // One line per file, however many fields were normalised: an intake burst of
+            // fixture-like requests must not write several WARN lines per file into the
+            // journal's per-service rate limit.
+            if !warnings.is_empty() {
+                let pointers = warnings
+                    .iter()
+                    .map(|w| w.pointer.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                let reasons = warnings
+                    .iter()
+                    .map(|w| format!("{}: {}", w.pointer, w.reason))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                tracing::warn!(vnf_instance_id = %vnf_instance_id, file = %file, pointers = %pointers, normalised = warnings.len(), "request normalised: {reasons}");
             }
         }
         Outcome::Duplicate {

@@ -209,6 +209,19 @@ fn daemon_accepts_every_seed_request_and_rejects_every_bad_one_with_its_pointer(
             );
         }
     }
+    // A request with several normalised fields logs one WARN line naming them all (the PV
+    // seed's pod_cidr and both proxies), not one line per field.
+    let log = daemon.log_text();
+    let normalised: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            l.contains("request normalised") && l.contains("pv-k8s-cluster.10-instantiate.json")
+        })
+        .collect();
+    assert_eq!(normalised.len(), 1, "{normalised:#?}");
+    for field in ["pod_cidr", "proxy/http_proxy", "proxy/https_proxy"] {
+        assert!(normalised[0].contains(field), "{field}: {}", normalised[0]);
+    }
     assert!(daemon.is_running());
     assert_eq!(daemon.stop(), Some(0), "clean stop:\n{}", daemon.log_text());
 }
