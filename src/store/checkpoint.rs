@@ -14,8 +14,8 @@
 //! `synchronous=FULL` (`[ha]`) synced there by the commit itself.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -26,11 +26,14 @@ pub const INTERVAL: Duration = Duration::from_millis(500);
 /// itself: reached only when the background thread cannot keep up or has stopped.
 pub const SAFETY_NET_PAGES: u32 = 10_000;
 
-/// The handle of the checkpoint thread. Dropping it (with every clone of the `Db` holding it)
-/// ends the thread after its current checkpoint.
+/// The handle of the checkpoint thread. Dropping it (with every clone of the `Db` holding it,
+/// after the read-write connection) ends the thread and waits for it: its connection, then
+/// the last one, checkpoints the whole WAL as it closes, as the read-write connection did before
+/// (so a cleanly stopped daemon leaves everything in `state.db`).
 #[derive(Debug)]
 pub struct Checkpointer {
-    wake: SyncSender<()>,
+    wake: Option<SyncSender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Checkpointer {
@@ -40,22 +43,39 @@ impl Checkpointer {
     pub fn start(conn: &Connection) -> Option<Self> {
         let path = PathBuf::from(conn.path().filter(|p| !p.is_empty())?);
         let (wake, woken) = std::sync::mpsc::sync_channel(1);
-        let spawned = std::thread::Builder::new()
+        let thread = match std::thread::Builder::new()
             .name("wal-checkpoint".into())
-            .spawn(move || run(&path, &woken));
-        if let Err(e) = spawned {
-            tracing::warn!(error = %e, "cannot start the WAL checkpoint thread; SQLite checkpoints in commits");
-            return None;
-        }
+            .spawn(move || run(&path, &woken))
+        {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start the WAL checkpoint thread; SQLite checkpoints in commits");
+                return None;
+            }
+        };
         if let Err(e) = conn.pragma_update(None, "wal_autocheckpoint", SAFETY_NET_PAGES) {
             tracing::warn!(error = %e, "cannot raise wal_autocheckpoint; SQLite checkpoints in commits too");
         }
-        Some(Self { wake })
+        Some(Self {
+            wake: Some(wake),
+            thread: Some(thread),
+        })
     }
 
     /// Tells the thread that something may have been written (cheap, never blocks).
     pub fn poke(&self) {
-        let _ = self.wake.try_send(());
+        if let Some(w) = &self.wake {
+            let _ = w.try_send(());
+        }
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        drop(self.wake.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -74,9 +94,15 @@ fn run(path: &Path, woken: &Receiver<()>) {
     };
     let mut failing = false;
     while woken.recv().is_ok() {
-        std::thread::sleep(INTERVAL);
-        if woken.try_recv() == Err(TryRecvError::Disconnected) {
-            return;
+        // Let INTERVAL pass (pokes within it share this checkpoint), unless the handle is
+        // dropped: then close at once.
+        let until = Instant::now() + INTERVAL;
+        loop {
+            match woken.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(()) => {}
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
         }
         match conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
             Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
@@ -139,6 +165,22 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+        for _ in 0..50 {
+            conn.execute("INSERT INTO t VALUES (2)", []).unwrap();
+        }
+        // Closing the read-write connection, then the handle: the thread's connection, the last,
+        // checkpoints everything and removes the WAL as it closes.
+        drop(conn);
         drop(checkpointer);
+        let wal = dir.path().join("c.db-wal");
+        assert!(
+            std::fs::metadata(&wal).map_or(true, |m| m.len() == 0),
+            "WAL left after a clean close"
+        );
+        let rows: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1250);
     }
 }
