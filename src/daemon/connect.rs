@@ -4,8 +4,11 @@
 //!
 //! Connecting is a background task: a slow or unreachable cloud (each request may take
 //! `api_timeout`) never holds up the main loop and its watchdog pings. A failed attempt is
-//! retried every [`CLOUD_RETRY`] with the configuration current at that time; once connected,
-//! the connection is kept for the life of the daemon.
+//! retried with the configuration current at that time, first [`CLOUD_RETRY_FIRST`] after the
+//! last attempt began, the wait doubling with each failure up to [`CLOUD_RETRY`]: a daemon that
+//! starts while its network is still settling (a fail-over moves the floating address as it
+//! starts) connects within seconds, and a cloud that stays down is asked twice a minute. Once
+//! connected, the connection is kept for the life of the daemon.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +19,9 @@ use crate::cloud::{CloudError, OpenStackCloud};
 use crate::config::{CloudSettings, Settings};
 use crate::remote::{Remote, SshConfig, SshRemote};
 
-/// How often an unreachable cloud is tried again.
+/// The wait before the first retry of a failed connection attempt (from the attempt's start).
+const CLOUD_RETRY_FIRST: Duration = Duration::from_secs(1);
+/// The longest wait between attempts: how often a cloud that stays unreachable is tried again.
 const CLOUD_RETRY: Duration = Duration::from_secs(30);
 
 /// What the engine and reconcile use: the connected cloud and the SSH remote (one session pool).
@@ -39,6 +44,8 @@ pub(super) struct Connector {
     conn: Option<Connection>,
     attempt: Option<Attempt>,
     last_attempt: Option<Instant>,
+    /// Attempts failed in a row (the back-off's exponent, [`retry_after`]).
+    failures: u32,
 }
 
 impl Connector {
@@ -49,6 +56,7 @@ impl Connector {
             conn: None,
             attempt: None,
             last_attempt: None,
+            failures: 0,
         }
     }
 
@@ -61,7 +69,7 @@ impl Connector {
     /// Called every second by the main loop; never waits for the cloud. Takes the result of a
     /// finished attempt (the connection, or an error logged), then starts a new attempt in the
     /// background when not connected, none is running, `[cloud]` is configured and the last one
-    /// began at least [`CLOUD_RETRY`] ago. The SSH remote is made with the connection, with
+    /// began long enough ago (the back-off of the module comment). The SSH remote is made with the connection, with
     /// `limits.ssh_connect_timeout`.
     pub(super) async fn poll(&mut self, settings: &Settings) {
         if self.conn.is_some() {
@@ -74,7 +82,11 @@ impl Connector {
             }
         }
         let Some(c) = &settings.cloud else { return };
-        if self.attempt.is_none() && self.last_attempt.is_none_or(|t| t.elapsed() >= CLOUD_RETRY) {
+        if self.attempt.is_none()
+            && self
+                .last_attempt
+                .is_none_or(|t| t.elapsed() >= retry_after(self.failures))
+        {
             self.last_attempt = Some(Instant::now());
             let (clouds_yaml, cloud, timeout) =
                 (c.clouds_yaml.clone(), c.cloud.clone(), c.api_timeout);
@@ -123,7 +135,9 @@ impl Connector {
                 tracing::info!(cloud = %c.cloud, clouds_yaml = %c.clouds_yaml.display(), "cloud connected");
             }
             Err(e) => {
-                tracing::error!(cloud = %c.cloud, error = %e, "cannot reach the cloud; operations and reconcile passes wait, retrying in 30 s");
+                self.failures = self.failures.saturating_add(1);
+                let retry = retry_after(self.failures);
+                tracing::error!(cloud = %c.cloud, error = %e, retry_in_secs = retry.as_secs(), "cannot reach the cloud; operations and reconcile passes wait, retrying");
             }
         }
     }
@@ -133,5 +147,24 @@ impl Connector {
         if let Some(a) = self.attempt.take() {
             a.task.abort();
         }
+    }
+}
+
+/// How long after the last attempt began the next may start, once `failures` attempts in a row
+/// failed: [`CLOUD_RETRY_FIRST`], doubled with each further failure, at most [`CLOUD_RETRY`].
+fn retry_after(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(5);
+    (CLOUD_RETRY_FIRST * (1 << doublings)).min(CLOUD_RETRY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_back_off_from_one_second_to_thirty() {
+        let secs: Vec<u64> = (1..=9).map(|f| retry_after(f).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 30, 30, 30, 30]);
+        assert_eq!(retry_after(u32::MAX), CLOUD_RETRY);
     }
 }
