@@ -478,6 +478,19 @@ pub fn tacker_heal_request(
     serde_json::Value::Object(req)
 }
 
+/// A date-time of Tacker's v2 API (SOL013 §4.3 DateTime: RFC 3339). Tacker 16.0.0 writes
+/// the times of its op occs as read back from its database, without an offset
+/// (`2026-11-28T04:42:34.000000`); such a time is Tacker's UTC clock (its records are written
+/// with UTC) and is taken as UTC. Errors: anything else, with chrono's reason.
+pub fn parse_tacker_time(s: &str) -> Result<crate::model::Timestamp, String> {
+    if let Ok(at) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Ok(crate::model::Timestamp(at.with_timezone(&chrono::Utc)));
+    }
+    chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f")
+        .map(|at| crate::model::Timestamp(at.and_utc()))
+        .map_err(|e| format!("{s:?} is no RFC 3339 date-time nor one without offset: {e}"))
+}
+
 /// A Tacker op occ as listed, with its `startTime` (SOL003 §5.5.2.13), for
 /// [`heal_sent_before`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -854,5 +867,36 @@ mod tests {
             Some("ours")
         );
         assert_eq!(heal_sent_before(t(400), &occs, &[]), None);
+    }
+
+    #[test]
+    fn tacker_times_with_and_without_offset() {
+        let t = |s| parse_tacker_time(s).map(|t| t.0.to_rfc3339());
+        // Tacker 16.0.0's op occ times, as it answers them (no offset: UTC)
+        assert_eq!(
+            t("2026-11-28T04:42:34.000000").unwrap(),
+            "2026-11-28T04:42:34+00:00"
+        );
+        assert_eq!(
+            t("2026-11-28T04:42:34").unwrap(),
+            "2026-11-28T04:42:34+00:00"
+        );
+        assert_eq!(
+            t("2026-11-28T06:42:34+02:00").unwrap(),
+            "2026-11-28T04:42:34+00:00"
+        );
+        assert_eq!(
+            t("2026-11-28T04:42:34Z").unwrap(),
+            "2026-11-28T04:42:34+00:00"
+        );
+        for bad in [
+            "",
+            "2026-11-28",
+            "04:42:34",
+            "2026-11-28T25:00:00",
+            "yesterday",
+        ] {
+            assert!(t(bad).is_err(), "{bad:?}");
+        }
     }
 }

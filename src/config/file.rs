@@ -48,6 +48,7 @@ pub(super) struct TackerFile {
     pub(super) callback_uri: Option<String>,
     pub(super) vnfd_ids: Option<Vec<String>>,
     pub(super) auto_heal: Option<bool>,
+    pub(super) register_vim: Option<bool>,
     pub(super) poll_interval_secs: Option<u64>,
     pub(super) packages: Option<BTreeMap<String, PathBuf>>,
     pub(super) token_path: Option<String>,

@@ -88,6 +88,12 @@ pub struct TackerSettings {
     pub vnfd_ids: Vec<String>,
     /// `auto_heal`: whether reconcile may heal Tacker-owned VNFs (through Tacker). Default false.
     pub auto_heal: bool,
+    /// `register_vim`: whether a Tacker INSTANTIATE's management steps end by registering the
+    /// cluster with Tacker as a Kubernetes VIM (`tacker.register_vim`). Default true. False for
+    /// a Tacker that cannot store one: Tacker 16.0.0 keeps a Kubernetes VIM's credentials only
+    /// in Barbican (`VimEncryptKeyError` without it); the stage is then done with event
+    /// `TACKER_VIM_SKIPPED`. Read at start.
+    pub register_vim: bool,
     /// `poll_interval_secs`: how often Tacker's op occs and instances are read besides at start
     /// and on each notification; each poll also checks the subscription. Default 60, 5–3600.
     pub poll_interval: Duration,
@@ -232,6 +238,7 @@ impl TackerSettings {
                 .join(", ")
         ));
         out.push_str(&format!("auto_heal = {}\n", t.auto_heal));
+        out.push_str(&format!("register_vim = {}\n", t.register_vim));
         out.push_str(&format!(
             "poll_interval_secs = {}\n",
             t.poll_interval.as_secs()
@@ -311,6 +318,7 @@ impl TackerSettings {
             callback_uri: t.callback_uri,
             vnfd_ids,
             auto_heal: t.auto_heal.unwrap_or(false),
+            register_vim: t.register_vim.unwrap_or(true),
             poll_interval: Duration::from_secs(poll),
             packages,
         })
@@ -557,6 +565,13 @@ mod tests {
         Settings::parse(text, Path::new("test.toml"))
     }
 
+    /// The effective TOML of `ok` with `register_vim = false` added.
+    fn off_settings_toml(ok: &str) -> String {
+        parse(&format!("{ok}register_vim = false\n"))
+            .unwrap()
+            .to_toml()
+    }
+
     #[test]
     fn tacker_subscription_keys_are_checked() {
         let base = "[cloud]\ncloud = \"testbed\"\n\n[tacker]\nlisten = \"127.0.0.1:9890\"\n\
@@ -576,6 +591,14 @@ mod tests {
         );
         // The effective TOML parses back to the same settings.
         assert_eq!(parse(&s.to_toml()).unwrap().tacker, Some(t));
+        assert!(
+            s.tacker.as_ref().unwrap().register_vim,
+            "register_vim defaults to true"
+        );
+        let off = parse(&format!("{ok}register_vim = false\n")).unwrap();
+        let off = off.tacker.unwrap();
+        assert!(!off.register_vim);
+        assert_eq!(parse(&off_settings_toml(&ok)).unwrap().tacker, Some(off));
         // Without the keys: the endpoint only, as before.
         let t = parse(base).unwrap().tacker.unwrap();
         assert_eq!(

@@ -356,6 +356,9 @@ async fn serve(config_path: PathBuf, settings: Settings, store: Store) -> anyhow
     let (http, credentials) = start_http(&settings, &metrics, &db, &tacker_wake).await?;
     // Companion mode's Tacker connection, shared with the engine once made.
     let tacker_link = crate::tacker::vim::TackerLink::default();
+    if settings.tacker.as_ref().is_some_and(|t| !t.register_vim) {
+        tacker_link.skip_vim();
+    }
     let companion = start_companion(&settings, &db, &tacker_wake, &tacker_link)?;
     let (batch_done, mut batches) = mpsc::unbounded_channel();
     let mut intake = Intake::new(

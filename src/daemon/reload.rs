@@ -125,6 +125,7 @@ fn tacker_restart_only(a: &TackerSettings, b: &TackerSettings) -> Vec<&'static s
             a.poll_interval != b.poll_interval,
         ),
         ("[tacker.packages]", a.packages != b.packages),
+        ("tacker.register_vim", a.register_vim != b.register_vim),
     ]
     .into_iter()
     .filter_map(|(key, changed)| changed.then_some(key))

@@ -24,10 +24,15 @@ impl<C: Cloud> Engine<C> {
         let vnf = at.op.vnf_instance_id.as_str();
         let kept = self.kept_artifacts(vnf)?;
         let text = |a: Artifact| kept.get(&a).map(|s| s.expose().as_str());
-        let facts = VimRegistration::from_kept(
-            text(Artifact::AdminKubeconfig),
-            text(Artifact::KubernetesVim),
-        );
+        let facts = if self.tacker.skips_vim() {
+            Err("tacker.register_vim is false".to_string())
+        } else {
+            VimRegistration::from_kept(
+                text(Artifact::AdminKubeconfig),
+                text(Artifact::KubernetesVim),
+            )
+            .map_err(|why| why.to_string())
+        };
         let (reg, token) = match facts {
             Ok(f) => f,
             Err(why) => {

@@ -336,12 +336,12 @@ impl OpenStackCloud {
             .await?;
         let mut out = Vec::new();
         for w in v {
-            let at = chrono::DateTime::parse_from_rfc3339(&w.start_time)
+            let start_time = vnfkeeper_core::tacker::parse_tacker_time(&w.start_time)
                 .map_err(|e| r.invalid(format!("op occ {}: startTime: {e}", w.id)))?;
             out.push(vnfkeeper_core::tacker::OccStarted {
                 id: w.id,
                 operation: w.operation,
-                start_time: vnfkeeper_core::model::Timestamp(at.with_timezone(&chrono::Utc)),
+                start_time,
             });
         }
         Ok(out)

@@ -233,9 +233,13 @@ pub async fn remove(
 
 /// The companion's Tacker connection, shared with the engine once it is made (the engine's
 /// `tacker.register_vim` stage talks to Tacker through the `tacker.cloud` entry, not the
-/// main cloud's). Empty until companion mode connects, and outside companion mode.
+/// main cloud's). Empty until companion mode connects, and outside companion mode. Also
+/// carries `tacker.register_vim = false` ([`TackerLink::skip_vim`]).
 #[derive(Clone, Default)]
-pub struct TackerLink(Arc<Mutex<Option<OpenStackCloud>>>);
+pub struct TackerLink(
+    Arc<Mutex<Option<OpenStackCloud>>>,
+    Arc<std::sync::atomic::AtomicBool>,
+);
 
 impl std::fmt::Debug for TackerLink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -261,6 +265,17 @@ impl TackerLink {
     /// The connection, when companion mode has one.
     pub fn get(&self) -> Option<OpenStackCloud> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// From now on the `tacker.register_vim` stage registers nothing (`tacker.register_vim =
+    /// false`): it is done with event `TACKER_VIM_SKIPPED`.
+    pub fn skip_vim(&self) {
+        self.1.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether [`TackerLink::skip_vim`] was called.
+    pub fn skips_vim(&self) -> bool {
+        self.1.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -60,6 +60,7 @@ fn settings(pkg: PathBuf) -> TackerSettings {
         callback_uri: Some("http://127.0.0.1:1/vnfkeeper/notifications".into()),
         vnfd_ids: vec![VNFD.into()],
         auto_heal: false,
+        register_vim: true,
         poll_interval: Duration::from_secs(60),
         packages: [(VNFD.to_string(), pkg)].into_iter().collect(),
     }

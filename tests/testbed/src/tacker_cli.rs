@@ -71,6 +71,16 @@ pub enum TackerCmd {
         #[arg(long)]
         instance: String,
     },
+    /// `GET /vnflcm/api_versions` (SOL013 §9.3.3): the `uriPrefix` and each API version Tacker
+    /// serves, on one line.
+    ApiVersions,
+    /// `POST /vnf_lcm_op_occs/{id}/fail` (SOL003 §5.4.16): a `FAILED_TEMP` op occ marked
+    /// `FAILED`; prints the state Tacker answers. Tacker 16.0.0 takes this without a body.
+    FailOcc {
+        /// The op occ id.
+        #[arg(long)]
+        occ: String,
+    },
     /// `GET /vnf_lcm_op_occs` of one instance, one line each: id, operation, state.
     Occs {
         /// The VNF instance id.
@@ -388,6 +398,50 @@ pub async fn run(clouds_yaml: &Path, cmd: TackerCmd) -> anyhow::Result<()> {
                 tokio::time::sleep(Duration::from_millis(500)).await;
             }
             println!("{occ}");
+        }
+        TackerCmd::FailOcc { occ } => {
+            let r = op
+                .http
+                .post(op.lcm(&format!("/vnf_lcm_op_occs/{occ}/fail")))
+                .header("x-auth-token", &op.token)
+                .header("version", "2.0.0")
+                .send()
+                .await
+                .context("POST …/fail")?;
+            let status = r.status();
+            let v: Value = r.json().await.unwrap_or(Value::Null);
+            if !status.is_success() {
+                bail!("POST /vnf_lcm_op_occs/{occ}/fail: {status} {v}");
+            }
+            println!(
+                "Tacker op occ {occ}: {}",
+                v["operationState"].as_str().unwrap_or("?")
+            );
+        }
+        TackerCmd::ApiVersions => {
+            let url = format!("{}/vnflcm/api_versions", op.tacker);
+            let r = op
+                .http
+                .get(&url)
+                .header("x-auth-token", &op.token)
+                .send()
+                .await
+                .context("GET /vnflcm/api_versions")?;
+            if !r.status().is_success() {
+                bail!("GET /vnflcm/api_versions: {}", r.status());
+            }
+            let v: Value = r.json().await?;
+            let versions: Vec<&str> = v["apiVersions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| a["version"].as_str())
+                .collect();
+            println!(
+                "{} {}",
+                v["uriPrefix"].as_str().unwrap_or("?"),
+                versions.join(" ")
+            );
         }
         TackerCmd::Show { instance } => {
             let v = op.get(&format!("/vnf_instances/{instance}")).await?;

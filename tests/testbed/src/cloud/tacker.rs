@@ -396,6 +396,13 @@ fn now() -> String {
     super::state::ts(&Utc::now())
 }
 
+/// An op occ's `startTime`/`stateEnteredTime` as the real Tacker 16.0.0 answers them: read back
+/// from its database, UTC without an offset and with microseconds (`2026-11-28T04:42:34.000000`),
+/// not the RFC 3339 form SOL013 asks for.
+fn occ_time() -> String {
+    Utc::now().format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
+}
+
 fn created(location: String, v: Value) -> Response {
     (
         StatusCode::CREATED,
@@ -1048,7 +1055,7 @@ async fn lcm(
                 format!("Other LCM operation of vnfInstance {id} is in progress."),
             ));
         }
-        let ts = now();
+        let ts = occ_time();
         let occ = OpOcc {
             id: new_id(),
             state: "STARTING",
@@ -1075,7 +1082,7 @@ fn transition(c: &Arc<Cloud>, occ_id: &str, state: &'static str, error: Option<V
             return;
         };
         o.state = state;
-        o.entered = now();
+        o.entered = occ_time();
         o.error = error;
         let occ = o.clone();
         let inst = t.instances.get(&occ.instance).cloned();

@@ -28,10 +28,16 @@ const ADD_APT_REPOSITORY: &str = include_str!("../../standins/add-apt-repository
 const HOSTNAMECTL: &str = include_str!("../../standins/hostnamectl-standin");
 const SWAPOFF: &str = include_str!("../../standins/swapoff-standin");
 const APT_MARK: &str = include_str!("../../standins/apt-mark-standin");
+const MODPROBE: &str = include_str!("../../standins/modprobe-standin");
+const SYSCTL: &str = include_str!("../../standins/sysctl-standin");
+const CONTAINERD: &str = include_str!("../../standins/containerd-standin");
+const CTR: &str = include_str!("../../standins/ctr-standin");
+const RUNC: &str = include_str!("../../standins/runc-standin");
+const CILIUM: &str = include_str!("../../standins/cilium-standin");
 
 /// The curl stand-in's mirror: (path under `usr/local/lib/testbed/mirror/`, content). Files
 /// written for the testbed (see `standins/curl-standin`), served for these internet URLs.
-const MIRROR: [(&str, &str); 3] = [
+const MIRROR: [(&str, &str); 6] = [
     (
         "download.docker.com/linux/ubuntu/gpg",
         include_str!("../../standins/mirror/docker-gpg.asc"),
@@ -44,7 +50,128 @@ const MIRROR: [(&str, &str); 3] = [
         "docs.projectcalico.org/manifests/calico.yaml",
         include_str!("../../standins/mirror/calico.yaml"),
     ),
+    // Tacker's v2 sample script (sol_v2_kubernetes_vnf_package install_k8s_cluster.sh)
+    (
+        "pkgs.k8s.io/core:/stable:/v1.26/deb/Release.key",
+        include_str!("../../standins/mirror/k8s-release-key.asc"),
+    ),
+    (
+        "raw.githubusercontent.com/containerd/containerd/main/containerd.service",
+        include_str!("../../standins/mirror/containerd.service"),
+    ),
+    (
+        "raw.githubusercontent.com/cilium/cilium-cli/main/stable.txt",
+        include_str!("../../standins/mirror/cilium-cli-stable.txt"),
+    ),
 ];
+
+/// containerd release the mirror serves (Tacker 16.0.0's v2 sample script pins it).
+const CONTAINERD_VERSION: &str = "1.7.11";
+/// runc release the mirror serves (pinned by the same script).
+const RUNC_VERSION: &str = "1.1.10";
+/// cilium-cli release the mirror serves; `standins/mirror/cilium-cli-stable.txt` names it.
+const CILIUM_CLI_VERSION: &str = "v0.15.19";
+
+/// Lowercase hex sha256 of `data`.
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Writes `dir/name` and `dir/name.sha256sum` (`HASH  name`, the form `sha256sum --check`
+/// reads and release pages publish) into the mirror under `seed`.
+fn write_with_sum(seed: &Path, dir: &str, name: &str, data: &[u8]) -> Result<()> {
+    let mirror = format!("usr/local/lib/testbed/mirror/{dir}");
+    write_file(seed, &format!("{mirror}/{name}"), data, 0o644)?;
+    let sum = format!("{}  {name}\n", sha256_hex(data));
+    write_file(
+        seed,
+        &format!("{mirror}/{name}.sha256sum"),
+        sum.as_bytes(),
+        0o644,
+    )?;
+    Ok(())
+}
+
+/// A gzip'd tar archive (GNU tar, owner root) of `files` (path inside the archive, content,
+/// mode), built in a scratch directory under `seed` that is removed again.
+async fn tar_gz(seed: &Path, files: &[(&str, &str, u32)]) -> Result<Vec<u8>> {
+    let scratch = seed.join(format!(".archive-{}", uuid::Uuid::new_v4().simple()));
+    let result = async {
+        let root = scratch.join("root");
+        fs::create_dir_all(&root)?;
+        for (rel, content, mode) in files {
+            write_file(&root, rel, content.as_bytes(), *mode)?;
+        }
+        let archive = scratch.join("a.tar.gz");
+        let mut args: Vec<String> = ["--owner=0", "--group=0", "--numeric-owner", "-czf"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.push(archive.to_string_lossy().into_owned());
+        args.push("-C".into());
+        args.push(root.to_string_lossy().into_owned());
+        let mut tops: Vec<String> = files
+            .iter()
+            .map(|(rel, _, _)| rel.split('/').next().unwrap_or(rel).to_string())
+            .collect();
+        tops.dedup();
+        args.extend(tops);
+        run("tar", &args).await?;
+        Ok::<_, anyhow::Error>(fs::read(&archive)?)
+    }
+    .await;
+    let _ = fs::remove_dir_all(&scratch);
+    result
+}
+
+/// The release files Tacker 16.0.0's v2 sample `install_k8s_cluster.sh` downloads with curl,
+/// as the testbed's mirror serves them: archives of stand-ins (containerd, ctr, cilium) and the
+/// runc stand-in, each with a `.sha256sum` computed from what is served (the script checks
+/// them with `sha256sum --check`).
+async fn mirror_archives(seed: &Path) -> Result<()> {
+    let containerd = tar_gz(
+        seed,
+        &[
+            ("bin/containerd", CONTAINERD, 0o755),
+            ("bin/ctr", CTR, 0o755),
+        ],
+    )
+    .await?;
+    write_with_sum(
+        seed,
+        &format!("github.com/containerd/containerd/releases/download/v{CONTAINERD_VERSION}"),
+        &format!("containerd-{CONTAINERD_VERSION}-linux-amd64.tar.gz"),
+        &containerd,
+    )?;
+    let runc_dir = format!(
+        "usr/local/lib/testbed/mirror/github.com/opencontainers/runc/releases/download/v{RUNC_VERSION}"
+    );
+    write_file(
+        seed,
+        &format!("{runc_dir}/runc.amd64"),
+        RUNC.as_bytes(),
+        0o644,
+    )?;
+    let sums = format!("{}  runc.amd64\n", sha256_hex(RUNC.as_bytes()));
+    write_file(
+        seed,
+        &format!("{runc_dir}/runc.sha256sum"),
+        sums.as_bytes(),
+        0o644,
+    )?;
+    let cilium = tar_gz(seed, &[("cilium", CILIUM, 0o755)]).await?;
+    write_with_sum(
+        seed,
+        &format!("github.com/cilium/cilium-cli/releases/download/{CILIUM_CLI_VERSION}"),
+        "cilium-linux-amd64.tar.gz",
+        &cilium,
+    )?;
+    Ok(())
+}
 
 /// Login user created inside every host (password = name).
 pub(crate) const USER: &str = "ubuntu";
@@ -320,6 +447,7 @@ pub(crate) async fn build_common_seed(seed: &Path, root_pub: &str) -> Result<()>
             0o644,
         )?;
     }
+    mirror_archives(seed).await?;
     write_file(seed, "usr/local/bin/apt-key", APT_KEY.as_bytes(), 0o755)?;
     write_file(seed, "usr/local/bin/apt-mark", APT_MARK.as_bytes(), 0o755)?;
     write_file(
@@ -335,6 +463,14 @@ pub(crate) async fn build_common_seed(seed: &Path, root_pub: &str) -> Result<()>
     for rel in ["usr/local/sbin/swapoff", "usr/sbin/swapoff"] {
         write_file(seed, rel, SWAPOFF.as_bytes(), 0o755)?;
     }
+    // modules are not namespaced either: the stand-in resolves like the real one but loads
+    // nothing; it covers the real one's path too (kmod, called by argv[0])
+    for rel in ["usr/local/sbin/modprobe", "usr/sbin/modprobe"] {
+        write_file(seed, rel, MODPROBE.as_bytes(), 0o755)?;
+    }
+    // most sysctl keys are machine-wide: the stand-in (ahead of the real one on root's and
+    // sudo's PATH) runs the real sysctl with --dry-run
+    write_file(seed, "usr/local/sbin/sysctl", SYSCTL.as_bytes(), 0o755)?;
     write_file(seed, "usr/local/sbin/exportfs", EXPORTFS.as_bytes(), 0o755)?;
     for name in [
         "mkfs",
