@@ -289,12 +289,20 @@ impl Tx<'_> {
         now: Timestamp,
     ) -> Result<()> {
         self.tx.execute(
-            "INSERT INTO step_journal (vnf_lcm_op_occ_id, stage_key, step_no, name, host, state, attempts, started_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'STARTED', 1, ?6)
+            "INSERT INTO step_journal (vnf_lcm_op_occ_id, stage_key, step_no, name, host, state, attempts, started_at, epoch)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'STARTED', 1, ?6, ?7)
              ON CONFLICT (vnf_lcm_op_occ_id, stage_key) DO UPDATE
              SET state = 'STARTED', attempts = attempts + 1, step_no = ?3, started_at = ?6,
-                 finished_at = NULL",
-            params![op_id.as_str(), key.as_str(), step_no, name, host, now.to_rfc3339()],
+                 finished_at = NULL, epoch = ?7",
+            params![
+                op_id.as_str(),
+                key.as_str(),
+                step_no,
+                name,
+                host,
+                now.to_rfc3339(),
+                self.epoch.map(|e| e.0)
+            ],
         )?;
         Ok(())
     }

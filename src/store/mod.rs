@@ -756,8 +756,8 @@ impl Tx<'_> {
                 "INSERT INTO vnf_lcm_op_occ (id, vnf_instance_id, operation, operation_state,
                  state_entered_time, start_time, is_automatic_invocation, operation_params,
                  vnf_package, request_id, status_detail, operation_secrets, package_sha256,
-                 package_source)
-             VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                 package_source, epoch)
+             VALUES (?1, ?2, ?3, 'STARTING', ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?
             .execute(params![
                 op.id.as_str(),
@@ -771,7 +771,9 @@ impl Tx<'_> {
                 op.status_detail,
                 sealed,
                 package_sha256,
-                package_source
+                package_source,
+                // Stamped here rather than by the epoch trigger's second write of the row.
+                self.epoch.map(|e| e.0)
             ])?;
         Ok(())
     }
