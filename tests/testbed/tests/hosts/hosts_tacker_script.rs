@@ -338,28 +338,7 @@ async fn hosts_tacker_install_script() {
     );
 
     // worker: export ha_flag=False;bash /tmp/install_k8s_cluster.sh -w <ip> -i <cluster ip> -t -s
-    let t = std::time::Instant::now();
-    let o = ssh(
-        w,
-        format!("export ha_flag=False;bash /tmp/install_k8s_cluster.sh -w {w} -i {m} -t {token} -s {hash}"),
-        900,
-    )
-    .await;
-    let worker_secs = t.elapsed().as_secs();
-    if show_output() {
-        eprintln!(
-            "WORKER STDOUT\n{}\nWORKER STDERR\n{}",
-            mask(&stdout(&o)),
-            mask(&err(&o))
-        );
-    }
-    assert!(o.status.success(), "worker install: {}", tail(&o, 40));
-    assert!(
-        stdout(&o).lines().any(|l| l == "Install Success!"),
-        "worker install: {}",
-        tail(&o, 40)
-    );
-    assert_eq!(ssh_ok(w, "hostname").await, "worker12\n");
+    let worker_secs = install_worker(w, m, &token, &hash).await;
 
     // the cluster as kubectl on the master shows it
     let nodes = ssh_ok(m, "kubectl get nodes -o wide").await;
@@ -506,6 +485,35 @@ async fn upload_and_set_hosts(script: &Path, ips: &[Ipv4Addr], hosts: &str, firs
     }
 }
 
+/// Runs the script on worker `w` as Tacker's drivers do (`export ha_flag=False;bash
+/// /tmp/install_k8s_cluster.sh -w <ip> -i <cluster ip> -t <token> -s <hash>`), asserts it
+/// printed "Install Success!" and renamed the host `worker12`; returns its seconds.
+async fn install_worker(w: Ipv4Addr, m: Ipv4Addr, token: &str, hash: &str) -> u64 {
+    let t = std::time::Instant::now();
+    let o = ssh(
+        w,
+        format!("export ha_flag=False;bash /tmp/install_k8s_cluster.sh -w {w} -i {m} -t {token} -s {hash}"),
+        900,
+    )
+    .await;
+    let secs = t.elapsed().as_secs();
+    if show_output() {
+        eprintln!(
+            "WORKER STDOUT\n{}\nWORKER STDERR\n{}",
+            mask(&stdout(&o)),
+            mask(&err(&o))
+        );
+    }
+    assert!(o.status.success(), "worker install: {}", tail(&o, 40));
+    assert!(
+        stdout(&o).lines().any(|l| l == "Install Success!"),
+        "worker install: {}",
+        tail(&o, 40)
+    );
+    assert_eq!(ssh_ok(w, "hostname").await, "worker12\n");
+    secs
+}
+
 /// The value of the last output line `key:VALUE` (how `kubernetes_mgmt_v2.py` reads the first
 /// master's `token:`, `server:`, `ssl_ca_cert_hash:`).
 fn printed(out: &str, key: &str) -> String {
@@ -636,28 +644,7 @@ async fn hosts_tacker_v2_install_script() {
     let (token, hash) = (printed(&out, "token:"), printed(&out, "ssl_ca_cert_hash:"));
     assert_eq!(mask(&token), "<token>", "token line");
     assert_eq!(mask(&hash), "<hex64>", "ssl_ca_cert_hash line");
-    let t = std::time::Instant::now();
-    let o = ssh(
-        w,
-        format!("export ha_flag=False;bash /tmp/install_k8s_cluster.sh -w {w} -i {m} -t {token} -s {hash}"),
-        900,
-    )
-    .await;
-    let worker_secs = t.elapsed().as_secs();
-    if show_output() {
-        eprintln!(
-            "WORKER STDOUT\n{}\nWORKER STDERR\n{}",
-            mask(&stdout(&o)),
-            mask(&err(&o))
-        );
-    }
-    assert!(o.status.success(), "worker install: {}", tail(&o, 40));
-    assert!(
-        stdout(&o).lines().any(|l| l == "Install Success!"),
-        "worker install: {}",
-        tail(&o, 40)
-    );
-    assert_eq!(ssh_ok(w, "hostname").await, "worker12\n");
+    let worker_secs = install_worker(w, m, &token, &hash).await;
 
     // the node joined: the cluster as kubectl on the master shows it
     let nodes = ssh_ok(m, "kubectl get nodes -o wide").await;
