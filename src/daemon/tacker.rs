@@ -66,9 +66,15 @@ pub(super) fn spawn(
                         refused = o.followups.refused,
                         retired = o.followups.retired,
                         retire_waiting = o.followups.waiting,
+                        heals_deferred = o.followups.heals_deferred,
                         "Tacker synced"
                     );
-                    settings.poll_interval
+                    // A heal waits for a server to stop: look again soon.
+                    if o.followups.heals_deferred > 0 {
+                        retry
+                    } else {
+                        settings.poll_interval
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "Tacker sync failed; trying again");

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use std::path::PathBuf;
 
-use crate::cloud::{CloudError, OpenStackCloud};
+use crate::cloud::{Cloud as _, CloudError, ErrorKind, OpenStackCloud};
 use crate::config::tacker::{TackerAuth, TackerSettings};
 use crate::store::{
     Db, HealAdoption, PendingFollowup, PollRecord, Retired, StoreError, WaitingHeal,
@@ -70,7 +70,40 @@ pub struct FollowupOutcome {
     pub heals_released: usize,
     /// vnfkeeper HEALs ended FAILED_TEMP (Tacker's heal failed, or could not be asked for).
     pub heals_failed: usize,
+    /// vnfkeeper HEALs not sent yet because a target server in `ERROR` is still being stopped
+    /// ([`Companion::stop_errored_targets`]): the daemon syncs again soon.
+    pub heals_deferred: usize,
 }
+
+/// The `vnfcInstanceId`s (vnfkeeper's VNFC ids) of a waiting HEAL's stored request `params`;
+/// empty for the whole VNF.
+fn heal_targets(params: &Value) -> Vec<String> {
+    params["vnfcInstanceId"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the target servers of a heal through Tacker are ready for Heat to replace
+/// ([`Companion::stop_errored_targets`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TargetsStopped {
+    /// None is in `ERROR` (any stopped is `SHUTOFF`), or the wait is over: send the heal.
+    Ready,
+    /// A server in `ERROR` was asked to stop and is not `SHUTOFF` yet: send it later.
+    NotYet,
+}
+
+/// How long one sync waits for a server in `ERROR` it stopped to become `SHUTOFF`.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How often it looks meanwhile.
+const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+/// How long after a heal started it is sent to Tacker although a target is still in `ERROR`.
+const STOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Where intake's package handling reads and writes, for a Tacker INSTANTIATE's package.
 #[derive(Debug, Clone)]
@@ -360,6 +393,10 @@ impl Companion {
                     tracing::info!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, tacker_op_occ_id = %id, "heal sent to Tacker before a restart: not sent again");
                     id
                 }
+                None if self.stop_errored_targets(&w).await? == TargetsStopped::NotYet => {
+                    out.heals_deferred += 1;
+                    continue;
+                }
                 None => match self.request_heal(&w).await? {
                     Ok(id) => id,
                     Err(problem) if problem.status == 409 => {
@@ -392,6 +429,77 @@ impl Companion {
         Ok(())
     }
 
+    /// Before vnfkeeper asks Tacker for heal `w`: stops (`os-stop`) each target server Nova
+    /// reports in `ERROR`, and says whether every such server is `SHUTOFF` now.
+    ///
+    /// Tacker heals a VNFC by marking its server unhealthy and updating the stack (Tacker
+    /// 16.0.0 `openstack.py` `heal`); Heat creates the replacement before it deletes the old
+    /// server and detaches the old server's ports for it (`OS::Nova::Server`
+    /// `prepare_for_replace`) — except from a server in `ERROR`, whose port then stays bound,
+    /// and Nova refuses a port bound to another server (Compute API "Create Server": 409, "Port
+    /// … is still in use"). Nova stops a server in `ERROR`, and a stopped server's ports are
+    /// detached: the same pre-step as a heal vnfkeeper runs itself (`engine::heal`, 2c).
+    ///
+    /// Waits up to [`STOP_WAIT`] for `SHUTOFF`; [`TargetsStopped::NotYet`] leaves the heal for
+    /// a sync soon after. Once the heal has waited [`STOP_LIMIT`] since it started, it is sent
+    /// anyway (logged): Tacker then reports Heat's outcome. Errors: Nova's, the store's.
+    async fn stop_errored_targets(&self, w: &WaitingHeal) -> Result<TargetsStopped, SyncError> {
+        let op_id = OpOccId::from(&w.op_id);
+        let (params, vnfcs) = self.db.with(|s| {
+            let r = s.reader();
+            Ok::<_, StoreError>((
+                r.operation_params(&op_id)?,
+                r.vnfcs(&VnfInstanceId::from(&w.vnf_instance_id))?,
+            ))
+        })?;
+        let params: Value = params
+            .and_then(|(p, _)| serde_json::from_str(&p).ok())
+            .unwrap_or(Value::Null);
+        let targets = heal_targets(&params);
+        let servers: Vec<&str> = vnfcs
+            .iter()
+            .filter(|v| targets.is_empty() || targets.iter().any(|t| t == v.id.as_str()))
+            .filter_map(|v| v.server_id.as_deref())
+            .collect();
+        let started = std::time::Instant::now();
+        let mut stopping = Vec::new();
+        loop {
+            stopping.clear();
+            for &id in &servers {
+                let Some(server) = self.cloud.server(id).await? else {
+                    continue;
+                };
+                if server.status != "ERROR" {
+                    continue;
+                }
+                match self.cloud.stop_server(id).await {
+                    Ok(()) => {
+                        tracing::info!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, server_id = %id, "server in ERROR stopped before the heal through Tacker, so that Heat detaches its ports");
+                    }
+                    // Already being stopped (or otherwise busy): wait for it.
+                    Err(e) if matches!(e.kind(), ErrorKind::Conflict) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                stopping.push(id);
+            }
+            if stopping.is_empty() {
+                return Ok(TargetsStopped::Ready);
+            }
+            if started.elapsed() >= STOP_WAIT {
+                break;
+            }
+            tokio::time::sleep(STOP_POLL).await;
+        }
+        let waited = (chrono::Utc::now() - w.start_time.0)
+            .to_std()
+            .unwrap_or_default();
+        if waited >= STOP_LIMIT {
+            tracing::warn!(vnf_instance_id = %w.vnf_instance_id, vnf_lcm_op_occ_id = %w.op_id, servers = ?stopping, "servers still in ERROR after the stop asked for them; the heal is sent to Tacker anyway");
+            return Ok(TargetsStopped::Ready);
+        }
+        Ok(TargetsStopped::NotYet)
+    }
+
     /// Sends Tacker the heal of vnfkeeper's waiting HEAL `w`: `Ok(Ok(occ id))`, or
     /// `Ok(Err(problem))` when it cannot be asked for now (a VNFC without a Tacker id, a 4xx
     /// with its status).
@@ -410,14 +518,7 @@ impl Companion {
         let params: Value = params
             .and_then(|(p, _)| serde_json::from_str(&p).ok())
             .unwrap_or(Value::Null);
-        let targets: Vec<String> = params["vnfcInstanceId"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let targets = heal_targets(&params);
         let ids = match tacker_vnfc_instance_ids(&targets, &vnfcs) {
             Ok(ids) => ids,
             Err(why) => return Ok(Err(ProblemDetails::new(422, why, vec![]))),

@@ -387,6 +387,16 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     let f = c.follow_up().await.unwrap();
     assert_eq!((f.heals_sent, f.heals_failed), (1, 0), "{f:?}");
     assert_eq!(heals_in_tacker(&bed.tb), tacker_heals_before + 1);
+    // The server in ERROR was stopped before Tacker was asked: Heat detaches no port of a
+    // server in ERROR, and its replacement needs the worker's port.
+    let status = vnfkeeper::cloud::Cloud::server(bed.cloud.as_ref(), &sick_server)
+        .await
+        .unwrap()
+        .map(|s| s.status);
+    assert!(
+        matches!(status.as_deref(), None | Some("SHUTOFF")),
+        "the server in ERROR was not stopped before the heal was sent: {status:?}"
+    );
     let ops = bed.db.with(|s| s.reader().operations(Some(&inst))).unwrap();
     let auto = ops.iter().find(|o| o.id == auto_op).unwrap();
     assert_eq!(auto.origin, Origin::Tacker);

@@ -256,12 +256,18 @@ async fn clean_up_replaced(cloud: &Arc<Cloud>, sid: &str) -> Result<(), String> 
 /// replacement is created, the old server's ports are detached from it, so that the
 /// replacement can take the template's ports. Volumes are not detached: a volume the
 /// replacement's block device mapping names is still attached to the old server, and Nova
-/// refuses it. (Heat skips the detach for a server in `ERROR` and only deletes the ports it
-/// created itself; the simulation detaches in both cases.)
+/// refuses it. Heat skips the detach for a server in `ERROR` (it only deletes the ports it
+/// created itself, which the simulation's replacement never reuses), so the replacement of a
+/// server in `ERROR` that names a template port fails as with Nova: the port is still in use.
 async fn prepare_server_replace(cloud: &Arc<Cloud>, server_id: &str) -> Result<(), String> {
     let orphaned = {
         let mut inner = cloud.lock();
-        let Some(ports) = inner.servers.get(server_id).map(|s| s.ports.clone()) else {
+        let Some(ports) = inner
+            .servers
+            .get(server_id)
+            .filter(|s| s.status != "ERROR")
+            .map(|s| s.ports.clone())
+        else {
             return Ok(());
         };
         let mut orphaned = false;
