@@ -409,24 +409,7 @@ impl Tx<'_> {
             return Ok(HealAdoption::Before);
         }
         let vnf = VnfInstanceId::from(&occ.vnf_instance_id);
-        if let Some(op_id) = self.release_tacker_heal(&occ.id)? {
-            let message = format!(
-                "Tacker's HEAL {} (asked by vnfkeeper) COMPLETED: post-steps of {op_id} queued",
-                occ.id
-            );
-            let evidence = serde_json::json!({"tackerOpOccId": occ.id}).to_string();
-            self.append_event(
-                &NewEvent {
-                    kind: EventKind::TackerHealCompleted,
-                    vnf_instance_id: Some(&vnf),
-                    vnf_lcm_op_occ_id: Some(&OpOccId::from(&op_id)),
-                    vnfc_id: None,
-                    message: &message,
-                    evidence: Some(&evidence),
-                },
-                now,
-            )?;
-            self.mark_followup_handled(&occ.id, &now.to_rfc3339())?;
+        if let Some(op_id) = self.release_waiting_heal(&occ.id, &vnf, "COMPLETED", now)? {
             return Ok(HealAdoption::Released(op_id));
         }
         let refuse = |tx: &mut Self, status: u16, why: String| -> Result<HealAdoption> {
@@ -721,6 +704,40 @@ impl Tx<'_> {
             )
             .optional()?;
         Ok(row.is_none_or(|(h, p)| h.is_some() || p.is_some()))
+    }
+
+    /// Releases the vnfkeeper HEAL waiting for Tacker's HEAL `occ_id` of `vnf`, if one waits
+    /// ([`Tx::release_tacker_heal`]): Tacker replaced the servers (`how`: its HEAL
+    /// `COMPLETED`, or its `heal_end` hook ran), so the post-steps are queued; records a
+    /// `TACKER_HEAL_COMPLETED` event and the follow-up of `occ_id` as handled. Returns the
+    /// released operation's id. Errors: the store's.
+    pub(super) fn release_waiting_heal(
+        &mut self,
+        occ_id: &str,
+        vnf: &VnfInstanceId,
+        how: &str,
+        now: Timestamp,
+    ) -> Result<Option<String>> {
+        let Some(op_id) = self.release_tacker_heal(occ_id)? else {
+            return Ok(None);
+        };
+        let message = format!(
+            "Tacker's HEAL {occ_id} (asked by vnfkeeper) {how}: post-steps of {op_id} queued"
+        );
+        let evidence = serde_json::json!({"tackerOpOccId": occ_id}).to_string();
+        self.append_event(
+            &NewEvent {
+                kind: EventKind::TackerHealCompleted,
+                vnf_instance_id: Some(vnf),
+                vnf_lcm_op_occ_id: Some(&OpOccId::from(&op_id)),
+                vnfc_id: None,
+                message: &message,
+                evidence: Some(&evidence),
+            },
+            now,
+        )?;
+        self.mark_followup_handled(occ_id, &now.to_rfc3339())?;
+        Ok(Some(op_id))
     }
 
     fn mark_followup_handled(&mut self, id: &str, at: &str) -> Result<()> {

@@ -112,6 +112,11 @@ impl Tx<'_> {
         if !req.hook.is_start()
             && let Some(op_id) = self.linked_operation(occ, &vnf)?
         {
+            // Tacker runs `heal_end` before it reports its HEAL COMPLETED, and waits for the
+            // hook: a HEAL of vnfkeeper's waiting for that heal runs its post-steps now.
+            if req.hook == MgmtHook::HealEnd {
+                self.release_waiting_heal(occ, &vnf, "replaced the servers (heal_end)", now)?;
+            }
             self.insert_hook_row(&op_id, req, &[], now)?;
             return Ok(HookReceipt::Operation { op_id, new: false });
         }
@@ -633,6 +638,68 @@ mod tests {
             matches!(r, HookReceipt::Nothing(ref why) if why.contains("auto")),
             "{r:?}"
         );
+        assert_eq!(store.reader().operations(Some("vnf-1")).unwrap().len(), 2);
+    }
+
+    /// heal_end of a heal reconcile asked Tacker for joins that waiting HEAL and releases it:
+    /// Tacker reports its HEAL COMPLETED only after the hook returned, so waiting for that
+    /// would never end. Its COMPLETED later adds nothing.
+    #[test]
+    fn heal_end_of_a_heal_vnfkeeper_asked_for_releases_it() {
+        let (_d, mut store) = adopted();
+        store
+            .write(|tx| {
+                let body =
+                    RequestBody::split(LcmOperationType::Heal, r#"{"vnfcInstanceId":["w1"]}"#);
+                tx.insert_operation(
+                    &NewOperation {
+                        id: &OpOccId::from("auto"),
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
+                        operation: LcmOperationType::Heal,
+                        operation_params: &body,
+                        vnf_package: None,
+                        request_id: None,
+                        is_automatic_invocation: true,
+                        status_detail: None,
+                    },
+                    t(1),
+                )?;
+                tx.make_tacker_heal(&OpOccId::from("auto"), true)?;
+                tx.mark_tacker_heal_sent(
+                    &OpOccId::from("auto"),
+                    &occ("th", "HEAL", OperationState::Starting),
+                    t(2),
+                )
+            })
+            .unwrap();
+        let waiting = |store: &Store| store.reader().tacker_heals_waiting().unwrap().len();
+        assert_eq!(waiting(&store), 1);
+        let r = store
+            .write(|tx| tx.receive_tacker_hook(&heal("heal_end", &["workerNode-srv-1"]), t(3)))
+            .unwrap();
+        assert_eq!(op_of(r), (OpOccId::from("auto"), false));
+        assert_eq!(waiting(&store), 0, "the HEAL no longer waits for Tacker");
+        let released: i64 = store
+            .reader()
+            .conn
+            .query_row(
+                "SELECT count(*) FROM event WHERE kind = 'TACKER_HEAL_COMPLETED'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(released, 1);
+        // Tacker's COMPLETED afterwards: handled before, nothing new.
+        let done = store
+            .write(|tx| {
+                tx.adopt_tacker_heal(
+                    &occ("th", "HEAL", OperationState::Completed),
+                    &["workerNode-srv-1".into()],
+                    t(4),
+                )
+            })
+            .unwrap();
+        assert!(matches!(done, HealAdoption::Before), "{done:?}");
         assert_eq!(store.reader().operations(Some("vnf-1")).unwrap().len(), 2);
     }
 
