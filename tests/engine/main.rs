@@ -25,5 +25,6 @@ mod engine_registry_crash;
 mod engine_registry_trust;
 mod engine_registry_unready;
 mod engine_resume;
+mod engine_storage_heal_tacker;
 #[path = "../support/mod.rs"]
 mod support;

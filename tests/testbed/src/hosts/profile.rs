@@ -9,7 +9,8 @@
 //! until `apt-get install kubectl` (the apt stand-in links the kubectl stand-in to
 //! `/usr/bin/kubectl`, where the Kubernetes package puts the binary). Its `sleep` waits a tenth
 //! of the requested time (`assets/sleep.sh`): the fixed waits of Tacker's install script are for
-//! kubelet, pods and apt, which are stand-ins here.
+//! kubelet, pods and apt, which are stand-ins here. Its `chown` takes `OWNER.GROUP` without
+//! the warning the machine's newer coreutils prints (`assets/chown.sh`).
 //!
 //! The simulated cloud picks the profile of a server from its image's Glance properties
 //! ([`HostProfile::from_image_properties`]: `os_distro=ubuntu`, `os_version=20.04`, the
@@ -49,6 +50,11 @@ UBUNTU_CODENAME=focal
 /// fixed waits of scripts written for real nodes are for are done when their command returns;
 /// the file's header says which waits).
 const SLEEP_SH: &str = include_str!("assets/sleep.sh");
+
+/// `chown` of the Ubuntu profile's hosts: takes `OWNER.GROUP` silently, as Ubuntu 20.04's
+/// coreutils 8.30 does (the machine's coreutils 9.1 warns on stderr; the file's header says
+/// which scripts that breaks).
+const CHOWN_SH: &str = include_str!("assets/chown.sh");
 
 /// Ubuntu 20.04.6 LTS's `/etc/lsb-release` (what `lsb_release` reads).
 const UBUNTU_2004_LSB_RELEASE: &str = "DISTRIB_ID=Ubuntu
@@ -94,7 +100,8 @@ impl HostProfile {
 
     /// Per-host files of the profile: (path relative to `/`, content, mode). Empty for Debian
     /// (the machine's own files show through). Ubuntu's include `/usr/local/bin/sleep`, which
-    /// waits a tenth of the requested time.
+    /// waits a tenth of the requested time, and `/usr/local/bin/chown` (coreutils 8.30's
+    /// `OWNER.GROUP`).
     pub(crate) fn files(self) -> Vec<(&'static str, &'static str, u32)> {
         match self {
             HostProfile::Debian => Vec::new(),
@@ -105,6 +112,7 @@ impl HostProfile {
                 ("etc/issue.net", "Ubuntu 20.04.6 LTS\n", 0o644),
                 ("etc/debian_version", "bullseye/sid\n", 0o644),
                 ("usr/local/bin/sleep", SLEEP_SH, 0o755),
+                ("usr/local/bin/chown", CHOWN_SH, 0o755),
             ],
         }
     }
