@@ -7,6 +7,8 @@
 
 pub mod vim;
 
+use std::collections::BTreeSet;
+
 use crate::model::{InstantiationState, OperationState, VnfcId, VnfcRow};
 use crate::plan::stages::{CloudAction, Hook, ReadCheck, StackDocument, Stage, StageList};
 
@@ -112,6 +114,33 @@ pub fn tacker_heal_targets(ids: &[String], vnfcs: &[VnfcRow]) -> Result<Vec<Vnfc
         }
     }
     Ok(out)
+}
+
+/// Whether the Tacker HEAL `occ` whose `heal_start` hook heals vnfkeeper's VNFCs `targets`
+/// (from [`tacker_heal_targets`]) is the heal a waiting vnfkeeper HEAL asked Tacker for, so that
+/// reconcile's rules already checked it: that HEAL stored Tacker's op occ id `asked_occ` when it
+/// sent the request and it is `occ`; or no id is stored yet (Tacker's conductor may run the hook
+/// before the transaction that stores the id commits) and it heals the same VNFCs
+/// (`asked_targets`, vnfkeeper's ids; empty, like empty `targets`, is every VNFC of `vnfcs`).
+/// Anything else is another heal — an operator's, started in Tacker — that no rule checked.
+pub fn is_heal_vnfkeeper_asked_for(
+    asked_occ: Option<&str>,
+    asked_targets: &[VnfcId],
+    occ: &str,
+    targets: &[VnfcId],
+    vnfcs: &[VnfcRow],
+) -> bool {
+    if let Some(asked) = asked_occ {
+        return asked == occ;
+    }
+    let set = |ids: &[VnfcId]| -> BTreeSet<VnfcId> {
+        if ids.is_empty() {
+            vnfcs.iter().map(|v| v.id.clone()).collect()
+        } else {
+            ids.iter().cloned().collect()
+        }
+    };
+    set(asked_targets) == set(targets)
 }
 
 /// A Tacker HEAL named a `vnfcInstanceId` (Tacker's spelling, carried as it came) that matches
@@ -718,6 +747,77 @@ mod tests {
         assert!(tacker_heal_targets(&["workerNode-s".into()], &rows).is_err());
         let names: Vec<String> = heal_stages().iter().map(|s| s.key.to_string()).collect();
         assert_eq!(names, ["heat.read_vnfcs", "heal_end"]);
+    }
+
+    /// A heal_start hook is the heal vnfkeeper asked for only when its Tacker op occ is the one
+    /// vnfkeeper stored, or — none stored yet — when it heals the same VNFCs; an operator's
+    /// heal of the storage server while reconcile's heal of a worker waits is not.
+    #[test]
+    fn only_the_heal_vnfkeeper_asked_for_is_taken_as_checked() {
+        let rows = [
+            row("w1", "workerNode", "s-1"),
+            row("w2", "workerNode", "s-2"),
+            row("st", "storage_server", "s-9"),
+        ];
+        let ids = |v: &[&str]| v.iter().map(|i| VnfcId::from(*i)).collect::<Vec<_>>();
+        // Stored: the occ decides, whatever the targets.
+        assert!(is_heal_vnfkeeper_asked_for(
+            Some("o1"),
+            &ids(&["w1"]),
+            "o1",
+            &ids(&["w1"]),
+            &rows
+        ));
+        assert!(!is_heal_vnfkeeper_asked_for(
+            Some("o1"),
+            &ids(&["w1"]),
+            "o2",
+            &ids(&["w1"]),
+            &rows
+        ));
+        assert!(!is_heal_vnfkeeper_asked_for(
+            Some("o1"),
+            &ids(&["w1"]),
+            "o2",
+            &ids(&["st"]),
+            &rows
+        ));
+        // Not stored yet: the same VNFCs, in any order; empty is every VNFC.
+        assert!(is_heal_vnfkeeper_asked_for(
+            None,
+            &ids(&["w2", "w1"]),
+            "o3",
+            &ids(&["w1", "w2"]),
+            &rows
+        ));
+        assert!(!is_heal_vnfkeeper_asked_for(
+            None,
+            &ids(&["w1"]),
+            "o3",
+            &ids(&["st"]),
+            &rows
+        ));
+        assert!(!is_heal_vnfkeeper_asked_for(
+            None,
+            &ids(&["w1"]),
+            "o3",
+            &ids(&["w1", "st"]),
+            &rows
+        ));
+        assert!(is_heal_vnfkeeper_asked_for(
+            None,
+            &[],
+            "o3",
+            &ids(&["st", "w2", "w1"]),
+            &rows
+        ));
+        assert!(!is_heal_vnfkeeper_asked_for(
+            None,
+            &[],
+            "o3",
+            &ids(&["st"]),
+            &rows
+        ));
     }
 
     #[test]

@@ -9,9 +9,20 @@ use rusqlite::{OptionalExtension as _, params};
 use crate::store::decode::{Cells, OPERATION_STATES};
 use crate::store::{NewEvent, ReaderRef, Result, Tx};
 use vnfkeeper_core::model::{
-    EventKind, OpOccId, OperationState, ProblemDetails, Timestamp, VnfInstanceId,
+    EventKind, OpOccId, OperationState, ProblemDetails, Timestamp, VnfInstanceId, VnfcId,
 };
 use vnfkeeper_core::tacker::OpOccSeen;
+
+/// A vnfkeeper HEAL of one VNF waiting for Tacker, with what it asked Tacker for.
+pub(super) struct AskedHeal {
+    /// vnfkeeper's operation id.
+    pub op_id: OpOccId,
+    /// The Tacker op occ id it stored when it sent its request (`None` before).
+    pub tacker_op_occ_id: Option<String>,
+    /// The VNFCs it heals: `vnfcInstanceId` of its request, vnfkeeper's ids (empty: the whole
+    /// VNF).
+    pub targets: Vec<VnfcId>,
+}
 
 /// A vnfkeeper HEAL waiting for Tacker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,6 +207,42 @@ impl Tx<'_> {
         )?;
         let rows = st.query_map([vnf.as_str()], |r| r.get::<_, String>(0).map(OpOccId::from))?;
         Ok(rows.collect::<std::result::Result<_, _>>()?)
+    }
+
+    /// The HEALs of `vnf` waiting for Tacker, oldest first. Errors: the store's; a request
+    /// that is not JSON.
+    pub(super) fn tacker_heals_asked(&self, vnf: &VnfInstanceId) -> Result<Vec<AskedHeal>> {
+        let rows: Vec<(String, Option<String>)> = {
+            let mut st = self.tx.prepare(
+                "SELECT id, tacker_op_occ_id FROM vnf_lcm_op_occ
+                 WHERE vnf_instance_id = ?1 AND tacker_heal IS NOT NULL ORDER BY seq",
+            )?;
+            let rows = st.query_map([vnf.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<std::result::Result<_, _>>()?
+        };
+        let mut out = Vec::new();
+        for (id, occ) in rows {
+            let op_id = OpOccId::from(&id);
+            let params = self.reader().operation_params(&op_id)?.map(|(p, _)| p);
+            let body: serde_json::Value = match params {
+                Some(p) => serde_json::from_str(&p).map_err(|_| {
+                    Cells::new("vnf_lcm_op_occ", &id).corrupt("operation_params", "not JSON")
+                })?,
+                None => serde_json::Value::Null,
+            };
+            let targets = body["vnfcInstanceId"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(VnfcId::from))
+                .collect();
+            out.push(AskedHeal {
+                op_id,
+                tacker_op_occ_id: occ,
+                targets,
+            });
+        }
+        Ok(out)
     }
 
     /// vnfkeeper's waiting HEAL `op_id` ends `FAILED_TEMP` with `error` (Tacker's error, or

@@ -81,7 +81,10 @@ impl Tx<'_> {
     /// Records hook request `req` and the operation that runs it (see the module comment), or
     /// joins the unfinished one of an earlier identical request, or says why nothing runs or
     /// why it is refused: 409 for a VNF vnfkeeper did not adopt or has no VNFCs of, or one
-    /// busy with an earlier operation for an `*_end` hook; 422 for ids that name no VNFC.
+    /// busy with an earlier operation for an `*_end` hook, or — for a `*_start` hook that
+    /// would queue an operation — one held by an operation in `FAILED_TEMP`, or a `heal_start`
+    /// of another heal than the one a HEAL waiting for Tacker asked for; 422 for ids that name
+    /// no VNFC.
     /// A `FAILED_TEMP` hook operation of the VNF left by a script that gave up ends `FAILED`
     /// first (it would hold the VNF's queue). Errors: the store's.
     pub fn receive_tacker_hook(
@@ -147,16 +150,43 @@ impl Tx<'_> {
         }
         let (op_id, targets) = match (req.hook, &req.params) {
             (MgmtHook::HealStart, HookParams::Heal { vnfc_instance_id }) => {
-                if let Some(waiting) = self.tacker_heals_of(&vnf)?.first() {
-                    return Ok(HookReceipt::Nothing(format!(
-                        "vnfkeeper's HEAL {waiting} asked Tacker for this heal; reconcile checked it before sending"
-                    )));
-                }
                 let targets =
                     match vnfkeeper_core::tacker::tacker_heal_targets(vnfc_instance_id, &vnfcs) {
                         Ok(t) => t,
                         Err(why) => return refuse(422, why.to_string()),
                     };
+                // A HEAL waiting for Tacker holds the VNF's queue: the heal it asked for runs
+                // nothing here (reconcile checked it before sending); any other heal would
+                // queue behind it and is refused, never let through unchecked.
+                if let Some(w) = self.tacker_heals_asked(&vnf)?.first() {
+                    let (waiting, asked_occ) = (&w.op_id, &w.tacker_op_occ_id);
+                    if vnfkeeper_core::tacker::is_heal_vnfkeeper_asked_for(
+                        asked_occ.as_deref(),
+                        &w.targets,
+                        occ,
+                        &targets,
+                        &vnfcs,
+                    ) {
+                        return Ok(HookReceipt::Nothing(format!(
+                            "vnfkeeper's HEAL {waiting} asked Tacker for this heal; reconcile checked it before sending"
+                        )));
+                    }
+                    return refuse(
+                        409,
+                        format!(
+                            "VNF instance {vnf}: vnfkeeper's HEAL {waiting} waits for the heal it asked Tacker for{}; \
+                             Tacker's {occ} is another heal and is not run before that one ended \
+                             (`vnfkeeper ops show {waiting}`)",
+                            asked_occ
+                                .as_deref()
+                                .map(|o| format!(" ({o})"))
+                                .unwrap_or_default()
+                        ),
+                    );
+                }
+                if let Some(why) = self.held_by_failed_temp(&vnf, occ)? {
+                    return refuse(409, why);
+                }
                 let body = serde_json::json!({"vnfcInstanceId": targets}).to_string();
                 let id = self.insert_hook_operation(req, LcmOperationType::Heal, &body, now)?;
                 (id, targets)
@@ -190,6 +220,9 @@ impl Tx<'_> {
                         422,
                         "removeResources names no server: the Grant request of a SCALE_IN lists the servers it removes".into(),
                     );
+                }
+                if let Some(why) = self.held_by_failed_temp(&vnf, occ)? {
+                    return refuse(409, why);
                 }
                 let body = serde_json::to_string(s).unwrap_or_default();
                 let id = self.insert_hook_operation(req, LcmOperationType::Scale, &body, now)?;
@@ -380,6 +413,27 @@ impl Tx<'_> {
             ],
         )?;
         Ok(())
+    }
+
+    /// Why a `*_start` hook's new operation for Tacker's `occ` cannot run now: an operation of
+    /// `vnf` in `FAILED_TEMP` that no operator's task (retry, fail, rollback) resolves yet holds
+    /// the VNF's queue, and the hook's operation would wait behind it until the script gives up
+    /// — with Tacker's operation held that long. `None`: nothing holds it. Errors: the store's.
+    fn held_by_failed_temp(&self, vnf: &VnfInstanceId, occ: &str) -> Result<Option<String>> {
+        Ok(self
+            .unfinished_operations(vnf)?
+            .into_iter()
+            .find(|o| o.operation_state == OperationState::FailedTemp && o.pending_task.is_none())
+            .map(|o| {
+                format!(
+                    "VNF instance {vnf}: vnfkeeper's {} {} is FAILED_TEMP and holds the VNF's \
+                     operations until an operator acts (`vnfkeeper retry|fail|rollback {}`); \
+                     Tacker's {occ} is not run before",
+                    o.operation.as_str(),
+                    o.id,
+                    o.id
+                )
+            }))
     }
 
     /// Hook operations of `vnf` left `FAILED_TEMP` end `FAILED`.
@@ -701,6 +755,113 @@ mod tests {
             .unwrap();
         assert!(matches!(done, HealAdoption::Before), "{done:?}");
         assert_eq!(store.reader().operations(Some("vnf-1")).unwrap().len(), 2);
+    }
+
+    /// While reconcile's heal of a worker waits for Tacker, an operator's heal of the storage
+    /// server started in Tacker is not taken for it (its heal_start would otherwise run nothing
+    /// and Tacker would rebuild the storage server unchecked): refused, nothing queued —
+    /// before the Tacker id of reconcile's heal is stored (other VNFCs) and after (another
+    /// occurrence, even of the same VNFCs). Once that heal failed and waits for an operator in
+    /// FAILED_TEMP, start hooks are refused naming it; once it ended, the storage server's
+    /// heal_start queues its check.
+    #[test]
+    fn another_heal_while_vnfkeeper_waits_for_its_own_is_refused_not_passed() {
+        let (_d, mut store) = adopted();
+        let auto = OpOccId::from("auto");
+        store
+            .write(|tx| {
+                let body =
+                    RequestBody::split(LcmOperationType::Heal, r#"{"vnfcInstanceId":["w1"]}"#);
+                tx.insert_operation(
+                    &NewOperation {
+                        id: &auto,
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
+                        operation: LcmOperationType::Heal,
+                        operation_params: &body,
+                        vnf_package: None,
+                        request_id: None,
+                        is_automatic_invocation: true,
+                        status_detail: None,
+                    },
+                    t(1),
+                )?;
+                tx.make_tacker_heal(&auto, true)
+            })
+            .unwrap();
+        let ops = |store: &Store| store.reader().operations(Some("vnf-1")).unwrap().len();
+        let storage = heal("heal_start", &["storage_server-srv-9"]);
+        let r = store
+            .write(|tx| tx.receive_tacker_hook(&storage, t(2)))
+            .unwrap();
+        assert!(
+            matches!(r, HookReceipt::Refused(ref p) if p.status == 409 && p.detail.contains("auto") && p.detail.contains("Tacker's th ")),
+            "{r:?}"
+        );
+        store
+            .write(|tx| {
+                tx.set_operation_state(auto.as_str(), Processing, None, t(3))?;
+                tx.mark_tacker_heal_sent(&auto, &occ("ta", "HEAL", Starting), t(3))
+            })
+            .unwrap();
+        for h in [storage.clone(), heal("heal_start", &["workerNode-srv-1"])] {
+            let r = store.write(|tx| tx.receive_tacker_hook(&h, t(4))).unwrap();
+            assert!(
+                matches!(r, HookReceipt::Refused(ref p) if p.status == 409 && p.detail.contains("(ta)")),
+                "{r:?}"
+            );
+        }
+        // Its own heal_start, by Tacker's id: nothing to run.
+        let mut own = heal("heal_start", &["workerNode-srv-1"]);
+        own.vnf_lcm_op_occ_id = "ta".into();
+        let r = store
+            .write(|tx| tx.receive_tacker_hook(&own, t(4)))
+            .unwrap();
+        assert!(matches!(r, HookReceipt::Nothing(_)), "{r:?}");
+        assert_eq!(ops(&store), 2);
+
+        // Tacker's heal failed: reconcile's HEAL waits for an operator in FAILED_TEMP.
+        store
+            .write(|tx| {
+                tx.fail_tacker_heal(
+                    &auto,
+                    &ProblemDetails::new(500, "port in use", vec![]),
+                    t(5),
+                )
+            })
+            .unwrap();
+        let r = store
+            .write(|tx| tx.receive_tacker_hook(&storage, t(6)))
+            .unwrap();
+        assert!(
+            matches!(r, HookReceipt::Refused(ref p) if p.status == 409 && p.detail.contains("auto is FAILED_TEMP")),
+            "{r:?}"
+        );
+        let scale_in = hook(
+            serde_json::json!({"hook": "scale_start", "vnfInstanceId": "vnf-1",
+            "vnfLcmOpOccId": "ts", "removeResources": ["srv-1"],
+            "request": {"type": "SCALE_IN", "aspectId": "worker_instance"}}),
+        );
+        let r = store
+            .write(|tx| tx.receive_tacker_hook(&scale_in, t(6)))
+            .unwrap();
+        assert!(
+            matches!(r, HookReceipt::Refused(ref p) if p.status == 409 && p.detail.contains("auto is FAILED_TEMP")),
+            "{r:?}"
+        );
+        assert_eq!(ops(&store), 2);
+        store
+            .write(|tx| tx.set_operation_state(auto.as_str(), Failed, None, t(7)))
+            .unwrap();
+        let (op, new) = op_of(
+            store
+                .write(|tx| tx.receive_tacker_hook(&storage, t(8)))
+                .unwrap(),
+        );
+        assert!(new);
+        assert_eq!(
+            store.reader().tacker_hook_of(&op).unwrap(),
+            Some((MgmtHook::HealStart, vec![VnfcId::from("st")]))
+        );
     }
 
     /// scale_start of a SCALE_IN runs on the VNFCs of the Grant's removed servers; of a

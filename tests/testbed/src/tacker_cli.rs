@@ -49,7 +49,8 @@ pub enum TackerCmd {
         vnfd_id: String,
     },
     /// `POST /vnf_instances/{id}/{action}` and waits for the op occ to end; prints its id;
-    /// fails unless it ended `COMPLETED`. Each state seen goes to stderr.
+    /// fails unless it ended in the state `--expect` names (`COMPLETED` by default). Each state
+    /// seen goes to stderr.
     Run {
         /// The VNF instance id.
         #[arg(long)]
@@ -64,6 +65,16 @@ pub enum TackerCmd {
         /// How long to wait for the end, seconds.
         #[arg(long, default_value_t = 600)]
         timeout_secs: u64,
+        /// The state the op occ must end in: `COMPLETED`, `FAILED_TEMP`, `FAILED` or
+        /// `ROLLED_BACK`.
+        #[arg(long, default_value = "COMPLETED", value_parser = ["COMPLETED", "FAILED_TEMP", "FAILED", "ROLLED_BACK"])]
+        expect: String,
+    },
+    /// `GET /vnf_lcm_op_occs/{id}` (SOL003 §5.4.13), printed as JSON.
+    ShowOcc {
+        /// The op occ id.
+        #[arg(long)]
+        occ: String,
     },
     /// `GET /vnf_instances/{id}`, printed as JSON.
     Show {
@@ -361,6 +372,7 @@ pub async fn run(clouds_yaml: &Path, cmd: TackerCmd) -> anyhow::Result<()> {
             action,
             body: b,
             timeout_secs,
+            expect,
         } => {
             let path = format!("/vnf_instances/{instance}/{action}");
             let (st, v, loc) = op.post(&path, &body(&b)?).await?;
@@ -386,9 +398,9 @@ pub async fn run(clouds_yaml: &Path, cmd: TackerCmd) -> anyhow::Result<()> {
                     last = state.clone();
                 }
                 match state.as_str() {
-                    "COMPLETED" => break,
-                    "FAILED_TEMP" | "FAILED" | "ROLLED_BACK" => {
-                        bail!("{action} {occ} ended {state}: {}", o["error"])
+                    s if s == expect => break,
+                    "COMPLETED" | "FAILED_TEMP" | "FAILED" | "ROLLED_BACK" => {
+                        bail!("{action} {occ} ended {state}, not {expect}: {}", o["error"])
                     }
                     _ => {}
                 }
@@ -442,6 +454,10 @@ pub async fn run(clouds_yaml: &Path, cmd: TackerCmd) -> anyhow::Result<()> {
                 v["uriPrefix"].as_str().unwrap_or("?"),
                 versions.join(" ")
             );
+        }
+        TackerCmd::ShowOcc { occ } => {
+            let v = op.get(&format!("/vnf_lcm_op_occs/{occ}")).await?;
+            println!("{}", serde_json::to_string_pretty(&v)?);
         }
         TackerCmd::Show { instance } => {
             let v = op.get(&format!("/vnf_instances/{instance}")).await?;
