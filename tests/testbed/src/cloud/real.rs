@@ -180,8 +180,30 @@ fn password() -> String {
     )
 }
 
-/// A free TCP port on 127.0.0.1 (bound, read and released; the service binds it right after).
+/// A free TCP port on 127.0.0.1 for a service to listen on: bound, read and released; the
+/// service binds it right after.
+///
+/// Taken below the kernel's ephemeral range (`net.ipv4.ip_local_port_range`, from 32768 by
+/// default), at random: a port the kernel hands out with `bind(…:0)` is also the local port of
+/// the next outgoing connections, and one of those (any process's) could take it between the
+/// release and the service's bind — RabbitMQ then stops with `dist_port_already_used`. Below the
+/// range only another listener that chose the same port the same way can collide.
 fn free_port() -> anyhow::Result<u16> {
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let floor = 10_000u16;
+    if low > floor + 1_000 {
+        for _ in 0..64 {
+            // A version 4 UUID is the random source at hand (122 random bits).
+            let span = u32::from(low - floor);
+            let port = floor + (uuid::Uuid::new_v4().as_u128() % u128::from(span)) as u16;
+            if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return Ok(port);
+            }
+        }
+    }
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("binding a free port")?;
     Ok(l.local_addr()?.port())
 }
