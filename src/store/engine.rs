@@ -318,7 +318,8 @@ impl Tx<'_> {
         now: Timestamp,
     ) -> Result<()> {
         self.tx.execute(
-            "UPDATE step_journal SET state = ?3, exit_status = ?4, detail = ?5, finished_at = ?6
+            "UPDATE step_journal SET state = ?3, exit_status = ?4, detail = ?5, finished_at = ?6,
+                 epoch = COALESCE(?7, epoch)
              WHERE vnf_lcm_op_occ_id = ?1 AND stage_key = ?2",
             params![
                 op_id.as_str(),
@@ -326,7 +327,8 @@ impl Tx<'_> {
                 state.as_str(),
                 exit_status,
                 detail,
-                now.to_rfc3339()
+                now.to_rfc3339(),
+                self.epoch.map(|e| e.0)
             ],
         )?;
         Ok(())
@@ -344,8 +346,8 @@ impl Tx<'_> {
     /// Records how many steps the operation's plan has (the N of "step k/N").
     pub fn set_steps_total(&mut self, op_id: &OpOccId, total: i64) -> Result<()> {
         self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET steps_total = ?2 WHERE id = ?1",
-            params![op_id.as_str(), total],
+            "UPDATE vnf_lcm_op_occ SET steps_total = ?2, epoch = COALESCE(?3, epoch) WHERE id = ?1",
+            params![op_id.as_str(), total, self.epoch.map(|e| e.0)],
         )?;
         Ok(())
     }
@@ -353,8 +355,8 @@ impl Tx<'_> {
     /// What the operation is doing now (shown by `vnfkeeper ops`).
     pub fn set_status_detail(&mut self, op_id: &OpOccId, detail: &str) -> Result<()> {
         self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET status_detail = ?2 WHERE id = ?1",
-            params![op_id.as_str(), detail],
+            "UPDATE vnf_lcm_op_occ SET status_detail = ?2, epoch = COALESCE(?3, epoch) WHERE id = ?1",
+            params![op_id.as_str(), detail, self.epoch.map(|e| e.0)],
         )?;
         Ok(())
     }
@@ -437,8 +439,9 @@ impl Tx<'_> {
     /// must follow the same plan).
     pub fn set_operation_plan(&mut self, op_id: &OpOccId, plan: &str) -> Result<()> {
         self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET plan = ?2 WHERE id = ?1 AND plan IS NULL",
-            params![op_id.as_str(), plan],
+            "UPDATE vnf_lcm_op_occ SET plan = ?2, epoch = COALESCE(?3, epoch)
+             WHERE id = ?1 AND plan IS NULL",
+            params![op_id.as_str(), plan, self.epoch.map(|e| e.0)],
         )?;
         Ok(())
     }
@@ -448,8 +451,8 @@ impl Tx<'_> {
     /// without stages getting them. Every decision already in the plan is kept by the caller.
     pub fn replace_operation_plan(&mut self, op_id: &OpOccId, plan: &str) -> Result<()> {
         self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET plan = ?2 WHERE id = ?1",
-            params![op_id.as_str(), plan],
+            "UPDATE vnf_lcm_op_occ SET plan = ?2, epoch = COALESCE(?3, epoch) WHERE id = ?1",
+            params![op_id.as_str(), plan, self.epoch.map(|e| e.0)],
         )?;
         Ok(())
     }

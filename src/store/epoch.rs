@@ -7,9 +7,16 @@
 //! that got past `daemon.lock` and the cluster's fencing), and the transaction is rolled back
 //! with [`StoreError::Fenced`] before it wrote anything. The daemon exits on it at once.
 //!
-//! Rows the daemon writes carry its epoch: `event.epoch` when appended, `step_journal.epoch` and
-//! `vnf_lcm_op_occ.epoch` through temporary triggers of the daemon's connection (a `TEMP`
-//! trigger exists only on the connection that made it, so a command's writes stay NULL).
+//! Rows the daemon writes carry its epoch: every statement of [`Tx`] that inserts or updates a
+//! row of `event`, `step_journal` or `vnf_lcm_op_occ` sets `epoch` itself from the
+//! transaction's held epoch (`COALESCE(?, epoch)` in an UPDATE: a command holds none, so the
+//! rows it inserts stay NULL and the rows it changes keep the epoch of the daemon that wrote
+//! them last). Stamping costs no statement of its own: an earlier version stamped through
+//! `TEMP` triggers, which wrote each row a second time.
+//!
+//! Debug builds (every test run) add a guard: `TEMP` triggers of the daemon's connection that
+//! abort any statement leaving a `step_journal` or `vnf_lcm_op_occ` row it wrote without the
+//! held epoch, so a write path that forgets to stamp fails the tests that run it.
 
 use rusqlite::{OptionalExtension as _, TransactionBehavior, params};
 use vnfkeeper_core::model::{EventKind, Timestamp};
@@ -38,23 +45,30 @@ pub(super) struct Fence {
     pub(super) on_fenced: Option<OnFenced>,
 }
 
-/// The statements stamping the held epoch on the rows this connection writes.
-fn stamp_triggers(epoch: Epoch) -> String {
+/// Debug builds only: the statements of the guard (see the module's documentation) for
+/// `epoch`: `TEMP` triggers aborting a statement that leaves a row it inserted or updated in
+/// `step_journal` or `vnf_lcm_op_occ` without `epoch`.
+#[cfg(debug_assertions)]
+fn stamp_guard(epoch: Epoch) -> String {
     let e = epoch.0;
     let mut sql = String::new();
     for table in ["step_journal", "vnf_lcm_op_occ"] {
         for when in ["INSERT", "UPDATE"] {
-            let name = format!("{table}_epoch_{}", when.to_lowercase());
+            let name = format!("{table}_epoch_guard_{}", when.to_lowercase());
             sql.push_str(&format!(
                 "DROP TRIGGER IF EXISTS temp.{name};
                  CREATE TEMP TRIGGER {name} AFTER {when} ON main.{table}
                  WHEN NEW.epoch IS NOT {e}
-                 BEGIN UPDATE main.{table} SET epoch = {e} WHERE rowid = NEW.rowid; END;\n"
+                 BEGIN SELECT RAISE(ABORT, '{UNSTAMPED} {table}'); END;\n"
             ));
         }
     }
     sql
 }
+
+/// The message of the debug guard's abort, followed by the table's name.
+#[cfg(debug_assertions)]
+const UNSTAMPED: &str = "a daemon write left a row without its epoch in";
 
 impl Store {
     /// Raises the daemon epoch by one in one write transaction, records who raised it (`node`,
@@ -80,7 +94,8 @@ impl Store {
             [],
             |r| r.get(0),
         )?);
-        tx.execute_batch(&stamp_triggers(epoch))?;
+        #[cfg(debug_assertions)]
+        tx.execute_batch(&stamp_guard(epoch))?;
         let mut w = Tx {
             tx,
             key: self.key.as_ref(),
@@ -266,5 +281,204 @@ mod tests {
             epochs(&command, "SELECT epoch FROM vnf_lcm_op_occ"),
             vec![Some(2)]
         );
+    }
+    /// Every write path of [`Tx`] that changes an operation or a journal row stamps the held
+    /// epoch itself: before each, a command's connection (no epoch) clears the stamps; after
+    /// each, the row it wrote carries the daemon's epoch again. A command's store changing the
+    /// row keeps the last daemon's stamp; the rows it inserts stay NULL.
+    #[test]
+    fn every_write_path_of_a_held_store_stamps_its_epoch() {
+        use vnfkeeper_core::model::{PendingTask, ProblemDetails};
+        use vnfkeeper_core::package::PackageDigest;
+        use vnfkeeper_core::tacker::OpOccSeen;
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let op = OpOccId::from("op-1");
+        let mut daemon = Store::open(&path).unwrap();
+        let held = daemon.hold_epoch("node-a", now(), None).unwrap();
+        let command = rusqlite::Connection::open(&path).unwrap();
+        let clear = || {
+            command
+                .execute_batch(
+                    "UPDATE vnf_lcm_op_occ SET epoch = NULL; UPDATE step_journal SET epoch = NULL;",
+                )
+                .unwrap();
+        };
+
+        // Each write path, run by the daemon on rows a command cleared; then the table it wrote.
+        type Path = (&'static str, &'static str, fn(&mut Tx<'_>) -> Result<()>);
+        let paths: Vec<Path> = vec![
+            ("insert_operation", "vnf_lcm_op_occ", |tx| {
+                tx.create_instance_if_missing(&VnfInstanceId::from("vnf-1"), now())?;
+                tx.insert_operation(
+                    &NewOperation {
+                        id: &OpOccId::from("op-1"),
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
+                        operation: LcmOperationType::Heal,
+                        operation_params: &RequestBody::split(LcmOperationType::Heal, "{}"),
+                        vnf_package: None,
+                        request_id: None,
+                        is_automatic_invocation: false,
+                        status_detail: None,
+                    },
+                    now(),
+                )
+            }),
+            ("set_operation_state", "vnf_lcm_op_occ", |tx| {
+                tx.set_operation_state("op-1", OperationState::Processing, None, now())
+                    .map(drop)
+            }),
+            ("set_pending_task", "vnf_lcm_op_occ", |tx| {
+                tx.set_pending_task(&OpOccId::from("op-1"), PendingTask::Retry)
+            }),
+            ("set_steps_total", "vnf_lcm_op_occ", |tx| {
+                tx.set_steps_total(&OpOccId::from("op-1"), 3)
+            }),
+            ("set_status_detail", "vnf_lcm_op_occ", |tx| {
+                tx.set_status_detail(&OpOccId::from("op-1"), "working")
+            }),
+            ("set_operation_plan", "vnf_lcm_op_occ", |tx| {
+                tx.set_operation_plan(&OpOccId::from("op-1"), "{}")
+            }),
+            ("replace_operation_plan", "vnf_lcm_op_occ", |tx| {
+                tx.replace_operation_plan(&OpOccId::from("op-1"), "{\"stages\":[]}")
+            }),
+            ("record_package_snapshot", "vnf_lcm_op_occ", |tx| {
+                tx.record_package_snapshot(
+                    &OpOccId::from("op-1"),
+                    PackageDigest([7; 32]),
+                    std::path::Path::new("/srv/packages/p"),
+                )
+            }),
+            ("journal_start", "step_journal", |tx| {
+                tx.journal_start(
+                    &OpOccId::from("op-1"),
+                    &StageKey::from("s1"),
+                    1,
+                    "cloud.stack_create",
+                    "",
+                    now(),
+                )
+            }),
+            ("journal_finish", "step_journal", |tx| {
+                tx.journal_finish(
+                    &OpOccId::from("op-1"),
+                    &StageKey::from("s1"),
+                    StepState::Done,
+                    Some(0),
+                    "",
+                    now(),
+                )
+            }),
+            ("make_tacker_heal", "vnf_lcm_op_occ", |tx| {
+                tx.make_tacker_heal(&OpOccId::from("op-1"), true)
+            }),
+            ("mark_tacker_heal_sent", "vnf_lcm_op_occ", |tx| {
+                let occ = OpOccSeen {
+                    id: "tacker-occ-1".into(),
+                    vnf_instance_id: "vnf-1".into(),
+                    operation: "HEAL".into(),
+                    state: OperationState::Processing,
+                    is_automatic_invocation: false,
+                };
+                assert!(tx.mark_tacker_heal_sent(&OpOccId::from("op-1"), &occ, now())?);
+                Ok(())
+            }),
+            ("release_tacker_heal", "vnf_lcm_op_occ", |tx| {
+                assert!(tx.release_tacker_heal("tacker-occ-1")?.is_some());
+                Ok(())
+            }),
+            ("fail_tacker_heal", "vnf_lcm_op_occ", |tx| {
+                tx.fail_tacker_heal(
+                    &OpOccId::from("op-1"),
+                    &ProblemDetails::new(500, "boom", vec![]),
+                    now(),
+                )
+            }),
+        ];
+        for (name, table, path) in paths {
+            clear();
+            daemon.write(path).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(
+                epochs(&daemon, &format!("SELECT epoch FROM {table}")),
+                vec![Some(held.0)],
+                "{name} did not stamp {table}"
+            );
+        }
+
+        // A command's store: a change keeps the daemon's stamp, an insert stays NULL.
+        daemon
+            .write(|tx| {
+                tx.journal_finish(&op, &StageKey::from("s1"), StepState::Done, None, "", now())
+            })
+            .unwrap();
+        drop(daemon);
+        let mut cli = Store::open(&path).unwrap();
+        cli.write(|tx| tx.set_status_detail(&op, "by hand"))
+            .unwrap();
+        cli.write(|tx| {
+            tx.journal_start(
+                &op,
+                &StageKey::from("s2"),
+                2,
+                "storage.mkfs",
+                "vnfc-1",
+                now(),
+            )
+        })
+        .unwrap();
+        assert_eq!(
+            epochs(&cli, "SELECT epoch FROM vnf_lcm_op_occ"),
+            vec![Some(held.0)]
+        );
+        assert_eq!(
+            epochs(&cli, "SELECT epoch FROM step_journal ORDER BY step_no"),
+            vec![Some(held.0), None]
+        );
+    }
+
+    /// Debug builds: a daemon's statement that leaves a row without its epoch (a write path
+    /// that forgot to stamp) is aborted by the guard, and nothing of its transaction is kept.
+    #[cfg(debug_assertions)]
+    #[test]
+    fn the_debug_guard_aborts_an_unstamped_daemon_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let mut daemon = Store::open(&path).unwrap();
+        daemon.hold_epoch("node-a", now(), None).unwrap();
+        let vnf = VnfInstanceId::from("vnf-1");
+        let op = OpOccId::from("op-1");
+        daemon
+            .write(|tx| {
+                tx.create_instance_if_missing(&vnf, now())?;
+                tx.insert_operation(
+                    &NewOperation {
+                        id: &op,
+                        vnf_instance_id: &vnf,
+                        operation: LcmOperationType::Instantiate,
+                        operation_params: &RequestBody::split(LcmOperationType::Instantiate, "{}"),
+                        vnf_package: None,
+                        request_id: None,
+                        is_automatic_invocation: false,
+                        status_detail: None,
+                    },
+                    now(),
+                )
+            })
+            .unwrap();
+        for sql in [
+            "UPDATE vnf_lcm_op_occ SET status_detail = 'x', epoch = NULL",
+            "INSERT INTO step_journal (vnf_lcm_op_occ_id, stage_key, step_no, name, state)
+             VALUES ('op-1', 's1', 1, 'n', 'STARTED')",
+        ] {
+            let err = daemon.write(|tx| Ok(tx.tx.execute(sql, [])?)).unwrap_err();
+            assert!(err.to_string().contains(UNSTAMPED), "{sql}: {err}");
+        }
+        assert_eq!(
+            epochs(&daemon, "SELECT epoch FROM vnf_lcm_op_occ"),
+            vec![Some(1)]
+        );
+        assert!(epochs(&daemon, "SELECT epoch FROM step_journal").is_empty());
     }
 }

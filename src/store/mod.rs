@@ -772,7 +772,6 @@ impl Tx<'_> {
                 sealed,
                 package_sha256,
                 package_source,
-                // Stamped here rather than by the epoch trigger's second write of the row.
                 self.epoch.map(|e| e.0)
             ])?;
         Ok(())
@@ -804,17 +803,27 @@ impl Tx<'_> {
         self.tx
             .prepare_cached(
                 "UPDATE vnf_lcm_op_occ SET operation_state = ?2, state_entered_time = ?3,
-                 error = COALESCE(?4, error), pending_task = NULL WHERE id = ?1",
+                 error = COALESCE(?4, error), pending_task = NULL, epoch = COALESCE(?5, epoch)
+                 WHERE id = ?1",
             )?
-            .execute(params![id, to.as_str(), now.to_rfc3339(), error])?;
+            .execute(params![
+                id,
+                to.as_str(),
+                now.to_rfc3339(),
+                error,
+                self.epoch.map(|e| e.0)
+            ])?;
         Ok(from)
     }
 
     /// Records a RETRY or ROLLBACK for the engine to carry out.
     pub fn set_pending_task(&mut self, id: &OpOccId, task: PendingTask) -> Result<()> {
         self.tx
-            .prepare_cached("UPDATE vnf_lcm_op_occ SET pending_task = ?2 WHERE id = ?1")?
-            .execute(params![id.as_str(), task.as_str()])?;
+            .prepare_cached(
+                "UPDATE vnf_lcm_op_occ SET pending_task = ?2, epoch = COALESCE(?3, epoch)
+                 WHERE id = ?1",
+            )?
+            .execute(params![id.as_str(), task.as_str(), self.epoch.map(|e| e.0)])?;
         Ok(())
     }
 

@@ -62,12 +62,14 @@ impl Tx<'_> {
     ) -> Result<()> {
         self.tx
             .prepare_cached(
-                "UPDATE vnf_lcm_op_occ SET package_sha256 = ?2, package_source = ?3 WHERE id = ?1",
+                "UPDATE vnf_lcm_op_occ SET package_sha256 = ?2, package_source = ?3,
+                 epoch = COALESCE(?4, epoch) WHERE id = ?1",
             )?
             .execute(params![
                 op_id.as_str(),
                 digest.to_string(),
-                source.to_string_lossy()
+                source.to_string_lossy(),
+                self.epoch.map(|e| e.0)
             ])?;
         Ok(())
     }

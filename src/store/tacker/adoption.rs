@@ -557,8 +557,9 @@ impl Tx<'_> {
         now: Timestamp,
     ) -> Result<()> {
         self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', tacker_op_occ_id = ?2 WHERE id = ?1",
-            params![op_id, occ.id],
+            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', tacker_op_occ_id = ?2,
+                 epoch = COALESCE(?3, epoch) WHERE id = ?1",
+            params![op_id, occ.id, self.epoch.map(|e| e.0)],
         )?;
         let evidence = evidence.to_string();
         self.append_event(

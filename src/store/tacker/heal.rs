@@ -124,8 +124,9 @@ impl Tx<'_> {
     pub fn make_tacker_heal(&mut self, op_id: &OpOccId, wait: bool) -> Result<()> {
         self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET origin = 'tacker',
-                 tacker_heal = CASE WHEN ?2 THEN 'TO_SEND' ELSE NULL END WHERE id = ?1",
-            params![op_id.as_str(), wait],
+                 tacker_heal = CASE WHEN ?2 THEN 'TO_SEND' ELSE NULL END,
+                 epoch = COALESCE(?3, epoch) WHERE id = ?1",
+            params![op_id.as_str(), wait, self.epoch.map(|e| e.0)],
         )?;
         Ok(())
     }
@@ -152,12 +153,13 @@ impl Tx<'_> {
         self.record_tacker_poll(std::slice::from_ref(occ), &[], now)?;
         let n = self.tx.execute(
             "UPDATE vnf_lcm_op_occ SET tacker_heal = 'SENT', tacker_op_occ_id = ?2,
-                 status_detail = ?3
+                 status_detail = ?3, epoch = COALESCE(?4, epoch)
              WHERE id = ?1 AND tacker_heal = 'TO_SEND' AND tacker_op_occ_id IS NULL",
             params![
                 op_id.as_str(),
                 occ.id,
-                format!("waiting for Tacker's HEAL {}", occ.id)
+                format!("waiting for Tacker's HEAL {}", occ.id),
+                self.epoch.map(|e| e.0)
             ],
         )?;
         if n == 1 {
@@ -193,8 +195,9 @@ impl Tx<'_> {
         if let Some(id) = &id {
             self.tx.execute(
                 "UPDATE vnf_lcm_op_occ SET tacker_heal = NULL,
-                     status_detail = 'Tacker healed: post-steps queued' WHERE id = ?1",
-                [id],
+                     status_detail = 'Tacker healed: post-steps queued',
+                     epoch = COALESCE(?2, epoch) WHERE id = ?1",
+                params![id, self.epoch.map(|e| e.0)],
             )?;
         }
         Ok(id)
@@ -255,8 +258,9 @@ impl Tx<'_> {
     ) -> Result<()> {
         let error = crate::store::decode::to_json("error", error)?;
         self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET tacker_heal = NULL WHERE id = ?1",
-            [op_id.as_str()],
+            "UPDATE vnf_lcm_op_occ SET tacker_heal = NULL, epoch = COALESCE(?2, epoch)
+             WHERE id = ?1",
+            params![op_id.as_str(), self.epoch.map(|e| e.0)],
         )?;
         self.set_operation_state(
             op_id.as_str(),

@@ -284,8 +284,8 @@ impl Tx<'_> {
             }
         };
         self.tx.execute(
-            "UPDATE vnf_lcm_op_occ SET origin = 'tacker' WHERE id = ?1",
-            [op_id.as_str()],
+            "UPDATE vnf_lcm_op_occ SET origin = 'tacker', epoch = COALESCE(?2, epoch) WHERE id = ?1",
+            params![op_id.as_str(), self.epoch.map(|e| e.0)],
         )?;
         self.insert_hook_row(&op_id, req, &targets, now)?;
         let message = format!(
@@ -468,8 +468,9 @@ impl Tx<'_> {
             .flatten();
         if let Some(occ) = occ {
             self.tx.execute(
-                "UPDATE vnf_lcm_op_occ SET tacker_op_occ_id = NULL WHERE id = ?1",
-                [op_id.as_str()],
+                "UPDATE vnf_lcm_op_occ SET tacker_op_occ_id = NULL, epoch = COALESCE(?2, epoch)
+                 WHERE id = ?1",
+                params![op_id.as_str(), self.epoch.map(|e| e.0)],
             )?;
             self.tx.execute(
                 "UPDATE tacker_op_occ SET handled_at = NULL WHERE vnf_lcm_op_occ_id = ?1",
