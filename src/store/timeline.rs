@@ -186,6 +186,16 @@ const STEPS_SQL: &str =
 type Order = (Timestamp, TimelineSource, i64, i64);
 
 impl ReaderRef<'_> {
+    /// Whether an event of `kind` names `vnf_instance_id` (served by the `event_by_instance`
+    /// index). Errors: the store's.
+    pub fn has_event_of(&self, vnf_instance_id: &VnfInstanceId, kind: EventKind) -> Result<bool> {
+        Ok(self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM event WHERE vnf_instance_id = ?1 AND kind = ?2)",
+            params![vnf_instance_id.as_str(), kind.as_str()],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Whether anything names `vnf_instance_id`: its `vnf_instance` row, an event or an intake
     /// record (a rejected INSTANTIATE names an instance that never existed).
     pub fn vnf_known(&self, vnf_instance_id: &VnfInstanceId) -> Result<bool> {

@@ -284,6 +284,10 @@ impl TackerLink {
 pub(super) enum VimAtRetire {
     /// The VNF is not one vnfkeeper adopted: nothing of its is registered.
     NotOurs,
+    /// vnfkeeper registered no VIM for the VNF (no `TACKER_VIM_REGISTERED`: `tacker.register_vim
+    /// = false` at its INSTANTIATE, or the registration never ran): a VIM of the same name and
+    /// endpoint in Tacker is someone else's and stays.
+    NotRegistered,
     /// Ours was deleted from Tacker now (its id), or was gone already (`None`).
     Removed(Option<String>, VimRegistration),
     /// Nothing to remove: no VIM facts are kept for the VNF (the reason).
@@ -291,7 +295,8 @@ pub(super) enum VimAtRetire {
 }
 
 impl super::Companion {
-    /// Before a Tacker-terminated VNF is retired: its Kubernetes VIM removed from Tacker
+    /// Before a Tacker-terminated VNF is retired: the Kubernetes VIM vnfkeeper registered for
+    /// it (a `TACKER_VIM_REGISTERED` event; none: nothing is removed) removed from Tacker
     /// ([`remove`]: listed by name, ours deleted, gone is done), from the facts kept under the
     /// state directory. Runs again on every follow-up pass until the retire is committed, so
     /// a crash or a failed call is retried. Errors: Tacker's (the retire then waits for the
@@ -308,6 +313,13 @@ impl super::Companion {
             .any(|i| i.id == vnf && i.origin == vnfkeeper_core::tacker::Origin::Tacker);
         if !ours {
             return Ok(VimAtRetire::NotOurs);
+        }
+        let registered = self.db.with(|s| {
+            s.reader()
+                .has_event_of(&vnf, EventKind::TackerVimRegistered)
+        })?;
+        if !registered {
+            return Ok(VimAtRetire::NotRegistered);
         }
         let Some(dir) = self.db.with(|s| s.state_dir()) else {
             return Ok(VimAtRetire::Skipped(
@@ -339,7 +351,8 @@ impl super::Companion {
     }
 
     /// After the retire is committed: the `TACKER_VIM_REMOVED` or `TACKER_VIM_SKIPPED` event
-    /// (with a WARN saying why), and the VNF's kept artifacts removed (the cluster is gone).
+    /// (with a WARN saying why; no event when vnfkeeper registered none), and the VNF's kept
+    /// artifacts removed (the cluster is gone).
     /// Errors: the store's.
     pub(super) fn vim_removed_or_skipped(
         &self,
@@ -347,9 +360,10 @@ impl super::Companion {
         vim: VimAtRetire,
     ) -> Result<(), crate::store::StoreError> {
         let vnf = vnfkeeper_core::model::VnfInstanceId::from(&occ.vnf_instance_id);
-        let (kind, message, evidence) = match &vim {
+        let event = match &vim {
             VimAtRetire::NotOurs => return Ok(()),
-            VimAtRetire::Removed(id, reg) => (
+            VimAtRetire::NotRegistered => None,
+            VimAtRetire::Removed(id, reg) => Some((
                 EventKind::TackerVimRemoved,
                 match id {
                     Some(id) => format!(
@@ -366,30 +380,32 @@ impl super::Companion {
                                        "tackerOpOccId": occ.id})
                     .to_string(),
                 ),
-            ),
+            )),
             VimAtRetire::Skipped(why) => {
                 tracing::warn!(vnf_instance_id = %vnf, reason = %why, "Kubernetes VIM not removed from Tacker");
-                (
+                Some((
                     EventKind::TackerVimSkipped,
                     format!("no Kubernetes VIM removed from Tacker: {why}"),
                     None,
-                )
+                ))
             }
         };
-        let now = vnfkeeper_core::model::Timestamp(chrono::Utc::now());
-        self.db.write(|tx| {
-            tx.append_event(
-                &crate::store::NewEvent {
-                    kind,
-                    vnf_instance_id: Some(&vnf),
-                    vnf_lcm_op_occ_id: None,
-                    vnfc_id: None,
-                    message: &message,
-                    evidence: evidence.as_deref(),
-                },
-                now,
-            )
-        })?;
+        if let Some((kind, message, evidence)) = event {
+            let now = vnfkeeper_core::model::Timestamp(chrono::Utc::now());
+            self.db.write(|tx| {
+                tx.append_event(
+                    &crate::store::NewEvent {
+                        kind,
+                        vnf_instance_id: Some(&vnf),
+                        vnf_lcm_op_occ_id: None,
+                        vnfc_id: None,
+                        message: &message,
+                        evidence: evidence.as_deref(),
+                    },
+                    now,
+                )
+            })?;
+        }
         if let Some(dir) = self.db.with(|s| s.state_dir()) {
             for a in Artifact::ALL {
                 let path = a.path(&dir, vnf.as_str());

@@ -740,3 +740,85 @@ async fn tacker_instantiate_and_heal_get_the_management_steps_once_and_terminate
     )
     .await;
 }
+
+/// With `tacker.register_vim = false` vnfkeeper registers no Kubernetes VIM, so at Tacker's
+/// TERMINATE it removes none: a VIM of the same name and endpoint that the operator registered
+/// in Tacker stays, and no `TACKER_VIM_REMOVED` is recorded; the kept artifacts still go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs root (network namespaces, loop devices)"]
+async fn without_register_vim_the_operators_vim_survives_the_terminate() {
+    let bed = Bed::new("vkv", 94, fast_limits()).await;
+    let (request, pkg_dir) = support::tacker::seed();
+    support::tacker::register(&bed.tb, VNFD, &request, &pkg_dir, None);
+    let op = Operator::login(&bed.tb).await;
+    let inst = op.create(VNFD).await;
+    op.run(&bed.tb, &inst, "instantiate", request.clone(), WITHIN)
+        .await;
+    let c = companion(&bed, &pkg_dir).await;
+    c.poll().await.unwrap();
+    let f = c.follow_up().await.unwrap();
+    assert_eq!(f.adopted.len(), 1, "{f:?}");
+    let link = TackerLink::connected((*bed.cloud).clone());
+    link.skip_vim();
+    let engine = Engine::new(
+        bed.db.clone(),
+        bed.cloud.clone(),
+        std::sync::Arc::new(SshRemote::new(SshConfig::default())),
+        fast_limits(),
+    )
+    .with_tacker(link);
+    let op_id = OpOccId::from(&f.adopted[0]);
+    let state = engine.run(&op_id).await.unwrap();
+    assert_eq!(
+        state,
+        OperationState::Completed,
+        "{:?}",
+        bed.error_of(&op_id)
+    );
+    assert!(
+        bed.tb.cloud().tacker_vims().is_empty(),
+        "vnfkeeper registered none"
+    );
+
+    // The operator registers the cluster as a VIM themselves, under the name and at the
+    // endpoint vnfkeeper would have used.
+    let state_dir = bed.db.with(|s| s.state_dir()).unwrap();
+    let kept = |a: Artifact| std::fs::read_to_string(a.path(&state_dir, &inst)).unwrap();
+    let (reg, token) = VimRegistration::from_kept(
+        Some(&kept(Artifact::AdminKubeconfig)),
+        Some(&kept(Artifact::KubernetesVim)),
+    )
+    .unwrap();
+    let registered = tacker_vim::register(&bed.cloud, &reg, &token)
+        .await
+        .unwrap();
+    assert!(
+        matches!(registered, Registered::Done { created: true, .. }),
+        "{registered:?}"
+    );
+
+    op.run(
+        &bed.tb,
+        &inst,
+        "terminate",
+        json!({"terminationType": "FORCEFUL"}),
+        WITHIN,
+    )
+    .await;
+    c.poll().await.unwrap();
+    let f = c.follow_up().await.unwrap();
+    assert_eq!(f.retired, 1, "{f:?}");
+    let vims = bed.tb.cloud().tacker_vims();
+    assert_eq!(vims.len(), 1, "the operator's VIM stays: {vims:?}");
+    assert_eq!(vims[0]["name"], reg.name.as_str());
+    let timeline = bed
+        .db
+        .with(|s| s.reader().timeline(&VnfInstanceId::from(&inst), None))
+        .unwrap()
+        .unwrap();
+    assert!(
+        !timeline.iter().any(|e| e.kind == "TACKER_VIM_REMOVED"),
+        "{timeline:?}"
+    );
+    assert!(!Artifact::KubernetesVim.path(&state_dir, &inst).exists());
+}
