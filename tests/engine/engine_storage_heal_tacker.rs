@@ -76,6 +76,35 @@ impl Run {
     fn sessions(&self) -> usize {
         self.commands + self.sftp
     }
+
+    /// A heal of `seconds` whose sessions are those the servers in `seen` (and any new ones)
+    /// served since `before` (a [`sessions`] count).
+    async fn since(
+        bed: &Bed,
+        seen: &mut BTreeSet<String>,
+        before: (usize, usize),
+        seconds: f64,
+    ) -> Run {
+        remember_servers(bed, seen);
+        let after = sessions(bed, seen).await;
+        Run {
+            seconds,
+            commands: after.0 - before.0,
+            sftp: after.1 - before.1,
+        }
+    }
+
+    /// One line: `what`, the time, `detail`, the sessions and the load average.
+    fn print(&self, what: &str, detail: &str) {
+        println!(
+            "{what}: {:.2} s{detail}, {} SSH sessions ({} commands, {} SFTP); load {}",
+            self.seconds,
+            self.sessions(),
+            self.commands,
+            self.sftp,
+            load_average()
+        );
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -172,22 +201,8 @@ async fn storage_heal_through_vnfkeeper_and_tackers_driver_alternating() {
             bed.print_journal(&op);
         }
         assert_eq!(state, OperationState::Completed, "{:?}", bed.error_of(&op));
-        remember_servers(&bed, &mut seen);
-        let after = sessions(&bed, &seen).await;
-        let run = Run {
-            seconds,
-            commands: after.0 - before.0,
-            sftp: after.1 - before.1,
-        };
-        println!(
-            "vnfkeeper storage-server heal {}: {:.2} s, {} SSH sessions ({} commands, {} SFTP); load {}",
-            round + 1,
-            run.seconds,
-            run.sessions(),
-            run.commands,
-            run.sftp,
-            load_average()
-        );
+        let run = Run::since(&bed, &mut seen, before, seconds).await;
+        run.print(&format!("vnfkeeper storage-server heal {}", round + 1), "");
         ours.push(run);
 
         // Tacker's driver: the same heal of the same VNFC on the same cluster.
@@ -244,21 +259,10 @@ async fn storage_heal_through_vnfkeeper_and_tackers_driver_alternating() {
             "Tacker's driver: {answer}; its log:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        remember_servers(&bed, &mut seen);
-        let after = sessions(&bed, &seen).await;
-        let run = Run {
-            seconds,
-            commands: after.0 - before.0,
-            sftp: after.1 - before.1,
-        };
-        println!(
-            "Tacker's driver storage-server heal {}: {:.2} s ({answer}), {} SSH sessions ({} commands, {} SFTP); load {}",
-            round + 1,
-            run.seconds,
-            run.sessions(),
-            run.commands,
-            run.sftp,
-            load_average()
+        let run = Run::since(&bed, &mut seen, before, seconds).await;
+        run.print(
+            &format!("Tacker's driver storage-server heal {}", round + 1),
+            &format!(" ({answer})"),
         );
         theirs.push(run);
         // Every host and the testbed are torn down before the next round's.

@@ -536,6 +536,30 @@ mod tests {
         (dir, store)
     }
 
+    /// Reconcile's automatic HEAL `auto` of VNFC `w1`, waiting for the heal it asks Tacker for.
+    fn waiting_heal(store: &mut Store) {
+        store
+            .write(|tx| {
+                let body =
+                    RequestBody::split(LcmOperationType::Heal, r#"{"vnfcInstanceId":["w1"]}"#);
+                tx.insert_operation(
+                    &NewOperation {
+                        id: &OpOccId::from("auto"),
+                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
+                        operation: LcmOperationType::Heal,
+                        operation_params: &body,
+                        vnf_package: None,
+                        request_id: None,
+                        is_automatic_invocation: true,
+                        status_detail: None,
+                    },
+                    t(1),
+                )?;
+                tx.make_tacker_heal(&OpOccId::from("auto"), true)
+            })
+            .unwrap();
+    }
+
     fn op_of(r: HookReceipt) -> (OpOccId, bool) {
         match r {
             HookReceipt::Operation { op_id, new } => (op_id, new),
@@ -666,26 +690,7 @@ mod tests {
     #[test]
     fn heal_start_of_a_heal_vnfkeeper_asked_for_runs_nothing() {
         let (_d, mut store) = adopted();
-        store
-            .write(|tx| {
-                let body =
-                    RequestBody::split(LcmOperationType::Heal, r#"{"vnfcInstanceId":["w1"]}"#);
-                tx.insert_operation(
-                    &NewOperation {
-                        id: &OpOccId::from("auto"),
-                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
-                        operation: LcmOperationType::Heal,
-                        operation_params: &body,
-                        vnf_package: None,
-                        request_id: None,
-                        is_automatic_invocation: true,
-                        status_detail: None,
-                    },
-                    t(1),
-                )?;
-                tx.make_tacker_heal(&OpOccId::from("auto"), true)
-            })
-            .unwrap();
+        waiting_heal(&mut store);
         let r = store
             .write(|tx| tx.receive_tacker_hook(&heal("heal_start", &["workerNode-srv-1"]), t(2)))
             .unwrap();
@@ -702,24 +707,9 @@ mod tests {
     #[test]
     fn heal_end_of_a_heal_vnfkeeper_asked_for_releases_it() {
         let (_d, mut store) = adopted();
+        waiting_heal(&mut store);
         store
             .write(|tx| {
-                let body =
-                    RequestBody::split(LcmOperationType::Heal, r#"{"vnfcInstanceId":["w1"]}"#);
-                tx.insert_operation(
-                    &NewOperation {
-                        id: &OpOccId::from("auto"),
-                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
-                        operation: LcmOperationType::Heal,
-                        operation_params: &body,
-                        vnf_package: None,
-                        request_id: None,
-                        is_automatic_invocation: true,
-                        status_detail: None,
-                    },
-                    t(1),
-                )?;
-                tx.make_tacker_heal(&OpOccId::from("auto"), true)?;
                 tx.mark_tacker_heal_sent(
                     &OpOccId::from("auto"),
                     &occ("th", "HEAL", OperationState::Starting),
@@ -769,26 +759,7 @@ mod tests {
     fn another_heal_while_vnfkeeper_waits_for_its_own_is_refused_not_passed() {
         let (_d, mut store) = adopted();
         let auto = OpOccId::from("auto");
-        store
-            .write(|tx| {
-                let body =
-                    RequestBody::split(LcmOperationType::Heal, r#"{"vnfcInstanceId":["w1"]}"#);
-                tx.insert_operation(
-                    &NewOperation {
-                        id: &auto,
-                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
-                        operation: LcmOperationType::Heal,
-                        operation_params: &body,
-                        vnf_package: None,
-                        request_id: None,
-                        is_automatic_invocation: true,
-                        status_detail: None,
-                    },
-                    t(1),
-                )?;
-                tx.make_tacker_heal(&auto, true)
-            })
-            .unwrap();
+        waiting_heal(&mut store);
         let ops = |store: &Store| store.reader().operations(Some("vnf-1")).unwrap().len();
         let storage = heal("heal_start", &["storage_server-srv-9"]);
         let r = store
