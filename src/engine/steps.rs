@@ -623,6 +623,10 @@ impl<C: Cloud> Engine<C> {
             .sudo(step.sudo)
             .timeout(timeout)
             .step(step.name());
+        if mode == "apply" {
+            // One apply at a time per host, also against one a killed daemon left running.
+            cmd = cmd.host_lock();
+        }
         if let Some(sink) = sink {
             cmd = cmd.stream_stdout(sink);
         }

@@ -12,7 +12,11 @@
 //! - **sudo** when asked for, with the password (if any) written to stdin, never to argv
 //!   (`sudo -S -p ''`, sudo(8)), or `sudo -n` when no password is needed;
 //! - **secret environment variables** read from stdin by a small prelude (`IFS= read -r NAME`), so a
-//!   proxy URL with credentials never appears in a process list.
+//!   proxy URL with credentials never appears in a process list;
+//! - for a command that changes the host ([`RemoteCommand::host_lock`]: a step's apply), the
+//!   **host's step lock** (`flock(1)` of util-linux, [`HOST_LOCK`]), inside the deadline: a
+//!   command whose client went away (a daemon killed during a step) runs on until it ends or its
+//!   deadline passes, and the apply that resumes the step waits for it instead of overlapping it.
 //!
 //! The remote login shell must be POSIX-like (bash, dash: every cloud image's default), since it
 //! parses the `exec` string.
@@ -94,6 +98,7 @@ pub struct RemoteCommand {
     env: Vec<(String, Secret<String>)>,
     step: Option<String>,
     stdout_lines: Option<LineSink>,
+    host_lock: bool,
 }
 
 /// A consumer of a command's standard output line by line, as the lines arrive: each line without
@@ -115,6 +120,7 @@ impl fmt::Debug for RemoteCommand {
             )
             .field("step", &self.step)
             .field("streamed", &self.stdout_lines.is_some())
+            .field("host_lock", &self.host_lock)
             .finish()
     }
 }
@@ -156,6 +162,20 @@ impl fmt::Debug for Rendered {
 /// rest of stdin to the command). With a *wrong* password sudo retries on the following stdin
 /// lines (at most `passwd_tries`, default 3) and then fails; those lines only ever reach the
 /// host's own PAM.
+/// Runs its positional parameters (the command) holding the host's step lock, an exclusive
+/// `flock(2)` lock taken by `flock -o` of util-linux (which keeps the lock in its own process and
+/// closes it for the command, so a daemon the command leaves behind — an SSH `ControlPersist`
+/// master of `ansible-playbook` — does not hold it on). The lock file is
+/// `/run/vnfkeeper-step.lock` for root (only root writes in `/run`), else
+/// `/run/lock/vnfkeeper-step-UID.lock` (`/run/lock` is writable by all), else
+/// `$HOME/.vnfkeeper-step.lock`. When another command holds it, a line on standard error says
+/// so before the wait; the wait counts against the command's deadline (the `timeout` wrapper
+/// around this one). Without `flock` on the host the command is not run (exit 3, with why).
+pub const HOST_LOCK: &str = r#"if [ "$(id -u)" -eq 0 ]; then l=/run/vnfkeeper-step.lock; elif [ -d /run/lock ] && [ -w /run/lock ]; then l=/run/lock/vnfkeeper-step-$(id -u).lock; else l=$HOME/.vnfkeeper-step.lock; fi
+command -v flock >/dev/null 2>&1 || { echo "flock (util-linux) is not installed on this host: vnfkeeper runs one step apply at a time with it" >&2; exit 3; }
+flock -n "$l" true 2>/dev/null || echo "waiting for an earlier vnfkeeper step apply on this host to end (it holds $l)" >&2
+exec flock -o "$l" "$@""#;
+
 const SUDO_PASSWORD_PROBE: &str = "if sudo -n true 2>/dev/null; then IFS= read -r _ || :; \
      exec sudo -n -- \"$@\"; else exec sudo -S -k -p '' -- \"$@\"; fi";
 
@@ -185,6 +205,7 @@ impl RemoteCommand {
             env: Vec::new(),
             step: None,
             stdout_lines: None,
+            host_lock: false,
         }
     }
 
@@ -235,6 +256,19 @@ impl RemoteCommand {
     pub fn env_secret(mut self, name: impl Into<String>, value: Secret<String>) -> Self {
         self.env.push((name.into(), value));
         self
+    }
+
+    /// Runs the command holding the host's step lock ([`HOST_LOCK`]): one such command at a time
+    /// per host, and one whose client went away still counts until it ends. For commands that
+    /// change the host (a step's apply); checks do not take it.
+    pub fn host_lock(mut self) -> Self {
+        self.host_lock = true;
+        self
+    }
+
+    /// Whether the command takes the host's step lock ([`host_lock`](Self::host_lock)).
+    pub fn takes_host_lock(&self) -> bool {
+        self.host_lock
     }
 
     /// Name of the step this command belongs to, for the `step` log field.
@@ -335,7 +369,9 @@ impl RemoteCommand {
         Ok(prelude)
     }
 
-    /// Builds the `exec` string and the stdin bytes: `[sudo wrapper] timeout -k 10s Ns INNER`.
+    /// Builds the `exec` string and the stdin bytes: `[sudo wrapper] timeout -k 10s Ns INNER`, or
+    /// `[sudo wrapper] timeout -k 10s Ns sh -c HOST_LOCK sh INNER` with
+    /// [`host_lock`](Self::host_lock).
     ///
     /// stdin = password line (only in [`SudoMode::Password`]) + one line per secret variable +
     /// the command's own stdin.
@@ -348,7 +384,10 @@ impl RemoteCommand {
         sudo: SudoMode,
         password: Option<&Secret<String>>,
     ) -> Result<Rendered, QuoteError> {
-        let inner = self.inner()?;
+        let mut inner = self.inner()?;
+        if self.host_lock {
+            inner = format!("sh -c {} sh {inner}", quote(HOST_LOCK)?);
+        }
         let timed = format!(
             "timeout -k {}s {}s {inner}",
             KILL_AFTER.as_secs(),
@@ -490,6 +529,28 @@ mod tests {
             c.render(SudoMode::Password, Some(&bad)).unwrap_err(),
             QuoteError::Password
         );
+    }
+
+    #[test]
+    fn host_lock_wraps_the_command_inside_the_deadline() {
+        let r = RemoteCommand::new("true")
+            .host_lock()
+            .render(SudoMode::NonInteractive, None)
+            .unwrap();
+        assert_eq!(
+            r.command,
+            format!(
+                "sudo -n -- timeout -k 10s 60s sh -c {} sh true",
+                quote(HOST_LOCK).unwrap()
+            )
+        );
+        let syntax = Command::new("sh")
+            .args(["-n", "-c", HOST_LOCK])
+            .output()
+            .unwrap();
+        assert!(syntax.status.success(), "{syntax:?}");
+        let plain = RemoteCommand::new("true").render(SudoMode::None, None);
+        assert_eq!(plain.unwrap().command, "timeout -k 10s 60s true");
     }
 
     #[test]

@@ -404,6 +404,85 @@ async fn remote_deadline_kills_the_remote_process() {
     }
 }
 
+/// A step's apply whose client went away (the daemon killed during the step: its SSH session
+/// closes, and without a pty sshd stops nothing) runs on until it ends; the apply that resumes
+/// the step must wait for it, never run beside it. Both hold the host's step lock; a check does
+/// not wait for it. Also as a sudo user (the lock is root's, in `/run`).
+#[tokio::test]
+#[ignore = "needs root (starts sshd)"]
+async fn an_apply_whose_client_went_away_is_waited_for_by_the_next_one() {
+    let sshd = Sshd::start();
+    for (who, target) in [
+        ("root", sshd.root()),
+        ("sudo", sshd.password_user(PW_USER, PW_PASS)),
+    ] {
+        let log = sshd.path(&format!("applies-{who}.log"));
+        std::fs::write(&log, "").unwrap();
+        run_ok(Command::new("chmod").arg("0666").arg(&log));
+        // Appends "start NAME", waits $3 s, appends "end NAME".
+        let apply = |name: &str, secs: &str| {
+            RemoteCommand::script(
+                "echo \"start $1\" >> \"$2\"; sleep \"$3\"; echo \"end $1\" >> \"$2\"",
+            )
+            .arg(name)
+            .arg(log.display().to_string())
+            .arg(secs)
+            .sudo(true)
+            .timeout(Duration::from_secs(30))
+            .host_lock()
+        };
+        let lines = || std::fs::read_to_string(&log).unwrap();
+
+        // The first apply starts; then its client goes away (its task aborted, its sessions closed).
+        let first = {
+            let cmd = apply("first", "2");
+            let t = target.clone();
+            tokio::spawn(async move {
+                let r = remote();
+                let _ = r.run(&t, &cmd).await;
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !lines().contains("start first") {
+            assert!(Instant::now() < deadline, "the first apply did not start");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        first.abort();
+        let _ = first.await;
+
+        // A check meanwhile does not wait; the next apply does, and says why.
+        let r = remote();
+        let check = r
+            .run(
+                &target,
+                &RemoteCommand::script("echo \"check $1\" >> \"$2\"")
+                    .arg("x")
+                    .arg(log.display().to_string()),
+            )
+            .await
+            .unwrap();
+        assert!(check.success(), "{check:?}");
+        let second = r.run(&target, &apply("second", "0")).await.unwrap();
+        assert!(second.success(), "{who}: {second:?}");
+        assert_eq!(
+            lines().lines().collect::<Vec<_>>(),
+            [
+                "start first",
+                "check x",
+                "end first",
+                "start second",
+                "end second"
+            ],
+            "{who}: the second apply ran beside the first"
+        );
+        assert!(
+            String::from_utf8_lossy(&second.stderr)
+                .contains("waiting for an earlier vnfkeeper step apply on this host to end"),
+            "{who}: {second:?}"
+        );
+    }
+}
+
 #[tokio::test]
 #[ignore = "needs root (starts sshd)"]
 async fn trust_on_first_use_then_pinned_then_changed() {
