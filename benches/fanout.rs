@@ -343,12 +343,18 @@ async fn run(n: usize) {
 /// check → apply → check on one host, as the engine runs a step; panics on failure.
 async fn step(remote: &SshRemote, target: &Target) {
     let run = |mode: &'static str| {
-        RemoteCommand::script(SCRIPT)
+        let cmd = RemoteCommand::script(SCRIPT)
             .arg(mode)
             .arg(ENTRY)
             .sudo(true)
             .timeout(Duration::from_secs(60))
-            .step("bench.hosts-entry")
+            .step("bench.hosts-entry");
+        // The engine runs an apply under the host's step lock.
+        if mode == "apply" {
+            cmd.host_lock()
+        } else {
+            cmd
+        }
     };
     let check = remote.run(target, &run("check")).await.expect("check");
     if check.exit_status == Some(0) {
