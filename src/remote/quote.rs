@@ -155,13 +155,6 @@ impl fmt::Debug for Rendered {
     }
 }
 
-/// Probe used in [`SudoMode::Password`]: positional parameters are the command to run as root.
-/// The password is the first stdin line; with NOPASSWD it must be consumed here, otherwise the
-/// command would read it. `sudo -k` makes sudo ignore (and not create) cached credentials, so it
-/// always reads exactly that line when it needs a password (sudo reads byte by byte, leaving the
-/// rest of stdin to the command). With a *wrong* password sudo retries on the following stdin
-/// lines (at most `passwd_tries`, default 3) and then fails; those lines only ever reach the
-/// host's own PAM.
 /// Runs its positional parameters (the command) holding the host's step lock, an exclusive
 /// `flock(2)` lock taken by `flock -o` of util-linux (which keeps the lock in its own process and
 /// closes it for the command, so a daemon the command leaves behind — an SSH `ControlPersist`
@@ -176,6 +169,13 @@ command -v flock >/dev/null 2>&1 || { echo "flock (util-linux) is not installed 
 flock -n "$l" true 2>/dev/null || echo "waiting for an earlier vnfkeeper step apply on this host to end (it holds $l)" >&2
 exec flock -o "$l" "$@""#;
 
+/// Probe used in [`SudoMode::Password`]: positional parameters are the command to run as root.
+/// The password is the first stdin line; with NOPASSWD it must be consumed here, otherwise the
+/// command would read it. `sudo -k` makes sudo ignore (and not create) cached credentials, so it
+/// always reads exactly that line when it needs a password (sudo reads byte by byte, leaving the
+/// rest of stdin to the command). With a *wrong* password sudo retries on the following stdin
+/// lines (at most `passwd_tries`, default 3) and then fails; those lines only ever reach the
+/// host's own PAM.
 const SUDO_PASSWORD_PROBE: &str = "if sudo -n true 2>/dev/null; then IFS= read -r _ || :; \
      exec sudo -n -- \"$@\"; else exec sudo -S -k -p '' -- \"$@\"; fi";
 
@@ -264,11 +264,6 @@ impl RemoteCommand {
     pub fn host_lock(mut self) -> Self {
         self.host_lock = true;
         self
-    }
-
-    /// Whether the command takes the host's step lock ([`host_lock`](Self::host_lock)).
-    pub fn takes_host_lock(&self) -> bool {
-        self.host_lock
     }
 
     /// Name of the step this command belongs to, for the `step` log field.
