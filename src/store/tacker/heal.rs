@@ -273,7 +273,7 @@ impl Tx<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::store::{HealAdoption, NewOperation, RequestBody, Store};
     use OperationState::*;
@@ -290,7 +290,9 @@ mod tests {
         }
     }
 
-    fn heal_op(store: &mut Store, id: &str, t: Timestamp, wait: bool) {
+    /// Reconcile's automatic HEAL `id` of VNFC `w1` of `vnf-1` at `t`, made a Tacker heal that
+    /// waits for Tacker (`wait`) or not.
+    pub(in crate::store::tacker) fn heal_op(store: &mut Store, id: &str, t: Timestamp, wait: bool) {
         store
             .write(|tx| {
                 let body =

@@ -538,26 +538,7 @@ mod tests {
 
     /// Reconcile's automatic HEAL `auto` of VNFC `w1`, waiting for the heal it asks Tacker for.
     fn waiting_heal(store: &mut Store) {
-        store
-            .write(|tx| {
-                let body =
-                    RequestBody::split(LcmOperationType::Heal, r#"{"vnfcInstanceId":["w1"]}"#);
-                tx.insert_operation(
-                    &NewOperation {
-                        id: &OpOccId::from("auto"),
-                        vnf_instance_id: &VnfInstanceId::from("vnf-1"),
-                        operation: LcmOperationType::Heal,
-                        operation_params: &body,
-                        vnf_package: None,
-                        request_id: None,
-                        is_automatic_invocation: true,
-                        status_detail: None,
-                    },
-                    t(1),
-                )?;
-                tx.make_tacker_heal(&OpOccId::from("auto"), true)
-            })
-            .unwrap();
+        crate::store::tacker::heal::tests::heal_op(store, "auto", t(1), true);
     }
 
     fn op_of(r: HookReceipt) -> (OpOccId, bool) {
