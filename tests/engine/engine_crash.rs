@@ -81,6 +81,18 @@ fn plan_keys(db: &Path) -> Vec<String> {
 }
 
 /// A value of the VNF's row or VNFC rows (`None` while there is none).
+/// The server ids of every VNFC in the database.
+fn all_servers(db: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT server_id FROM vnfc WHERE server_id IS NOT NULL")
+        .unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 fn query(db: &Path, sql: &str) -> Option<String> {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.query_row(sql, [VNF], |r| r.get(0)).ok()
@@ -332,6 +344,16 @@ async fn abort_at_every_stage_boundary_with_tackers_script_converges_with_one_in
             .cloned()
             .collect();
         done_before = done;
+        // An apply whose daemon died runs on, on its host, holding the host's step lock (sudo:
+        // root's): the hosts are counted once every such apply of this life has ended.
+        for server in all_servers(&install.database) {
+            if let Ok(out) = farm
+                .exec(&server, "flock /run/vnfkeeper-step.lock true")
+                .await
+            {
+                assert!(out.status.success(), "life {life}: {server}: {out:?}");
+            }
+        }
         // Counted on the hosts after every life.
         let stack_id = query(
             &install.database,
